@@ -1,0 +1,10 @@
+"""sluicegate: an agent runtime whose every stage is driven by processors."""
+
+from __future__ import annotations
+
+from sluicegate.agent import Agent
+from sluicegate.request_context import RequestContext
+from sluicegate.tools import Tool, ToolContext, create_tool, tool
+
+__all__ = ["Agent", "RequestContext", "Tool", "ToolContext", "create_tool", "tool"]
+__version__ = "0.1.0"

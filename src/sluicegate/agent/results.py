@@ -1,0 +1,70 @@
+"""What a run produces: per-step results and the `FullOutput` of `generate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sluicegate.messages import Message
+from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.usage import Usage
+
+
+@dataclass
+class StepResult:
+    """One model call of the loop, as the steps list reports it."""
+
+    step_number: int
+    text: str = ""
+    reasoning_text: str = ""
+    tool_calls: list[Chunk] = field(default_factory=list)
+    tool_results: list[Chunk] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    warnings: list[Any] = field(default_factory=list)
+    response: dict[str, Any] = field(default_factory=dict)
+    from_cache: bool = False
+
+    @property
+    def toolCalls(self) -> list[Chunk]:  # noqa: N802 - Mastra's spelling, for processors ported from it
+        return self.tool_calls
+
+
+@dataclass
+class Tripwire:
+    """Why a processor stopped the run."""
+
+    reason: str
+    retry: bool = False
+    metadata: Any = None
+    processor_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reason": self.reason, "retry": self.retry, "metadata": self.metadata,
+                "processorId": self.processor_id}
+
+
+@dataclass
+class Response:
+    """The messages the run produced: stored (`messages`) and UI (`ui_messages`) shapes."""
+
+    messages: list[Message] = field(default_factory=list)
+    ui_messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class FullOutput:
+    """The result of `Agent.generate`."""
+
+    text: str
+    finish_reason: str | None
+    usage: Usage
+    steps: list[StepResult]
+    tool_calls: list[Chunk]
+    tool_results: list[Chunk]
+    tripwire: Tripwire | None = None
+    response: Response = field(default_factory=Response)
+    object: Any = None
+    error: BaseException | None = None
+    run_id: str = ""
+    reasoning_text: str = ""

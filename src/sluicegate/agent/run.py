@@ -1,0 +1,634 @@
+"""`AgentRun`: one `generate`/`stream` call, as an async generator of chunks.
+
+The loop, per step: reset system messages -> `process_input_step` (+ `prepare_step`) -> build
+the V2 prompt -> `process_llm_request` -> model call (or a processor's replayed response) ->
+each chunk through `process_output_stream` -> `process_llm_response` -> `process_output_step`
+-> tools -> `step-finish`. Then `process_output_result` and `finish`. A `TripWire` anywhere ends
+the stream with a `tripwire` chunk; an unrecovered error ends it with an `error` chunk.
+
+The per-chunk path lives in `_model_step` and is kept flat on purpose: no extra generator
+layer, no per-chunk validation or copying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+
+from sluicegate.agent.results import Response, StepResult, Tripwire
+from sluicegate.agent.step import StepRecorder, parse_args
+from sluicegate.errors import APICallError, ProcessorError, SluicegateError, ToolError, TripWire
+from sluicegate.messages import MessageList
+from sluicegate.messages.convert import to_ui_messages
+from sluicegate.messages.part import to_snake
+from sluicegate.models.base import CallOptions, LanguageModel
+from sluicegate.models.registry import resolve_model
+from sluicegate.processors.args import OutputResult
+from sluicegate.processors.runner import ProcessorRunner, StepConfig, Writer
+from sluicegate.request_context import RequestContext
+from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.payload import Payload
+from sluicegate.stream.usage import Usage
+from sluicegate.tools import Tool, ToolContext, normalize_tools
+from sluicegate.tools.tool import ToolInputError
+
+log = logging.getLogger("sluicegate.agent")
+
+DEFAULT_MAX_STEPS = 5
+DEFAULT_RETRY_CAP = 10
+FEEDBACK = ("[Processor Feedback] Your previous response was not accepted: {reason}. "
+            "Please try again with the feedback in mind.")
+_DEADLINE = {"type": "__deadline__"}
+_SETTINGS = {
+    "temperature": "temperature", "max_output_tokens": "max_output_tokens", "maxOutputTokens": "max_output_tokens",
+    "max_tokens": "max_output_tokens", "top_p": "top_p", "topP": "top_p", "top_k": "top_k", "topK": "top_k",
+    "stop_sequences": "stop_sequences", "stopSequences": "stop_sequences", "seed": "seed",
+    "presence_penalty": "presence_penalty", "presencePenalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty", "frequencyPenalty": "frequency_penalty",
+}
+
+
+class _ModelStreamError(Exception):
+    """An `error` part inside a model stream, carried out of the chunk loop."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass
+class RunOptions:
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_processor_retries: int | None = None
+    tool_choice: Any = None
+    active_tools: list[str] | None = None
+    model_settings: dict[str, Any] | None = None
+    provider_options: dict[str, Any] | None = None
+    structured_output: Any = None
+    thread_id: str | None = None
+    resource_id: str | None = None
+    extra_tools: dict[str, Tool] = field(default_factory=dict)
+
+
+def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
+    """`"auto" | "none" | "required" | {"type": "tool", "tool_name": ...}` -> the V2 dict."""
+    if choice is None:
+        return None
+    if isinstance(choice, str):
+        if choice not in ("auto", "none", "required"):
+            raise SluicegateError(f"tool_choice must be 'auto', 'none', 'required' or a tool dict, got {choice!r}")
+        return {"type": choice}
+    if isinstance(choice, dict):
+        kind = choice.get("type")
+        if kind == "tool":
+            name = choice.get("tool_name") or choice.get("toolName")
+            if not name:
+                raise SluicegateError("tool_choice {'type': 'tool'} needs a tool_name")
+            return {"type": "tool", "toolName": name}
+        if kind in ("auto", "none", "required"):
+            return {"type": kind}
+    raise SluicegateError(f"tool_choice must be 'auto', 'none', 'required' or a tool dict, got {choice!r}")
+
+
+def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
+    schema = structured_output.get("schema") if isinstance(structured_output, dict) else structured_output
+    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
+        return schema.model_json_schema(), schema
+    if isinstance(schema, dict):
+        return schema, None
+    raise SluicegateError("structured_output must be a pydantic model, a JSON-schema dict, or {'schema': ...}")
+
+
+class AgentRun:
+    """The state and the loop of one agent call."""
+
+    def __init__(self, *, agent_id: str, model: LanguageModel, message_list: MessageList, tools: dict[str, Tool],
+                 input_processors: list[Any], output_processors: list[Any], error_processors: list[Any],
+                 request_context: RequestContext, options: RunOptions, prepare_step: Any = None) -> None:
+        self.agent_id = agent_id
+        self.run_id = str(uuid.uuid4())
+        self.model = model
+        self.message_list = message_list
+        self.tools = tools
+        self.options = options
+        self.request_context = request_context
+        self._pending: list[Chunk] = []
+        self.runner = ProcessorRunner(
+            input_processors=input_processors, output_processors=output_processors,
+            error_processors=error_processors, request_context=request_context, run_id=self.run_id,
+            emit=self._pending.append, prepare_step=prepare_step)
+        self.steps: list[StepResult] = []
+        self.usage = Usage()
+        self.finish_reason: str | None = None
+        self.tripwire: Tripwire | None = None
+        self.error: BaseException | None = None
+        self.object: Any = None
+        self._accepted_text: list[str] = []
+        self._current: StepRecorder | None = None
+        self._system_base: list[tuple[dict[str, Any], str | None]] = []
+        self._pipeline: Any = None
+
+    # ------------------------------------------------------------------ results
+
+    def stream_text(self) -> str:
+        """Accepted steps' text plus what an interrupted step had already emitted."""
+        current = self._current.current_text() if self._current is not None else ""
+        return "".join(self._accepted_text) + current
+
+    def final_text(self) -> str:
+        return "" if self.tripwire is not None else "".join(self._accepted_text)
+
+    def reasoning_text(self) -> str:
+        return "".join(s.reasoning_text for s in self.steps if s.finish_reason != "retry")
+
+    def all_tool_calls(self) -> list[Chunk]:
+        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_calls]
+
+    def all_tool_results(self) -> list[Chunk]:
+        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_results]
+
+    def response(self) -> Response:
+        messages = self.message_list.get.response.db()
+        return Response(messages=messages, ui_messages=to_ui_messages(messages))
+
+    # ------------------------------------------------------------------ retry policy
+
+    def _step_retry_cap(self) -> int | None:
+        if self.options.max_processor_retries is not None:
+            return self.options.max_processor_retries
+        return DEFAULT_RETRY_CAP if self.runner.has_error_processors else None
+
+    def _can_retry(self, cap: int | None) -> bool:
+        return cap is not None and self.runner.retry_count < cap
+
+    def _add_feedback(self, reason: str) -> None:
+        self._system_base.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
+
+    # ------------------------------------------------------------------ the loop
+
+    def _chunk(self, kind: str, **payload: Any) -> Chunk:
+        return Chunk(kind, self.run_id, Payload(**payload))
+
+    async def events(self) -> AsyncIterator[Chunk]:
+        runner = self.runner
+        message_list = self.message_list
+        yield self._chunk("start")
+        try:
+            await runner.run_input(message_list)
+            for chunk in self._drain_pending():
+                yield chunk
+            self._system_base = message_list.system_snapshot()
+            self._pipeline = runner.stream_pipeline(message_list)
+            step_number = 0
+            completed = 0
+            while True:
+                config = await self._prepare_step(step_number)
+                if config is None:  # an input-step retry: the attempt never reached the model
+                    continue
+                async for chunk in self._model_step(step_number, config):
+                    yield chunk
+                step = self._current
+                assert step is not None
+                if step.finish_reason == "retry":
+                    step_number += 1
+                    continue
+                completed += 1
+                if not (step.finish_reason == "tool-calls" and step.tool_calls) or completed >= self.options.max_steps:
+                    break
+                step_number += 1
+            self.finish_reason = self.steps[-1].finish_reason if self.steps else None
+            await self._run_output_result()
+            for chunk in self._drain_pending():
+                yield chunk
+            self._current = None
+            finish = self._chunk("finish", step_result=Payload(reason=self.finish_reason, warnings=[]),
+                                 output=Payload(usage=self.usage))
+            for chunk in await self._emit_processed(finish):
+                yield chunk
+        except TripWire as tripwire:
+            for chunk in self._drain_pending():
+                yield chunk
+            self.tripwire = Tripwire(tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id)
+            self.finish_reason = "other"
+            yield self._chunk("tripwire", reason=tripwire.reason, retry=tripwire.retry, metadata=tripwire.metadata,
+                              processor_id=tripwire.processor_id)
+        except Exception as exc:  # noqa: BLE001 - every failure ends the stream with an error chunk
+            for chunk in self._drain_pending():
+                yield chunk
+            self.error = exc
+            self.finish_reason = "error"
+            yield self._chunk("error", error=exc)
+
+    def _drain_pending(self) -> list[Chunk]:
+        if not self._pending:
+            return []
+        chunks = list(self._pending)
+        self._pending.clear()
+        return chunks
+
+    async def _emit_processed(self, chunk: Chunk) -> list[Chunk]:
+        """A lifecycle chunk through the stream processors (off the hot path)."""
+        if self._pipeline is None:
+            return [chunk]
+        result = await self._pipeline(chunk)
+        out = [] if result is None else result if isinstance(result, list) else [result]
+        return [*out, *self._drain_pending()]
+
+    async def _prepare_step(self, step_number: int) -> StepConfig | None:
+        """System reset and `process_input_step`; None when a processor asked to retry."""
+        self.message_list.restore_system(self._system_base)
+        config = StepConfig(model=self.model, tools=dict(self.tools), tool_choice=self.options.tool_choice,
+                            active_tools=self.options.active_tools, provider_options=self.options.provider_options,
+                            model_settings=self.options.model_settings,
+                            structured_output=self.options.structured_output)
+        try:
+            return await self.runner.run_input_step(self.message_list, config, step_number=step_number,
+                                                    steps=self.steps, resolve=self._resolve_step_value)
+        except TripWire as tripwire:
+            if tripwire.retry and self._can_retry(self._step_retry_cap()):
+                self.runner.retry_count += 1
+                self._add_feedback(tripwire.reason)
+                return None
+            raise
+
+    @staticmethod
+    def _resolve_step_value(name: str, value: Any) -> Any:
+        if name == "model":
+            return resolve_model(value)
+        if name == "tools":
+            return normalize_tools(value)
+        return value
+
+    def _call_options(self, config: StepConfig, prompt: list[dict[str, Any]]) -> CallOptions:
+        tool_defs, tool_choice = self._tool_definitions(config)
+        options = CallOptions(prompt=prompt, tools=tool_defs, tool_choice=tool_choice,
+                              provider_options=config.provider_options)
+        for key, value in (config.model_settings or {}).items():
+            attr = _SETTINGS.get(key)
+            if attr is None:
+                raise SluicegateError(f"unknown model setting {key!r}; known: {sorted(set(_SETTINGS))}")
+            setattr(options, attr, value)
+        if config.structured_output is not None:
+            schema, _ = structured_schema(config.structured_output)
+            options.response_format = {"type": "json", "schema": schema}
+        return options
+
+    def _tool_definitions(self, config: StepConfig) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        choice = normalize_tool_choice(config.tool_choice)
+        tools = self._active_tools(config)
+        if not tools or (choice is not None and choice["type"] == "none"):
+            return [], None
+        return [tool.to_v2(name) for name, tool in tools.items()], choice or {"type": "auto"}
+
+    @staticmethod
+    def _active_tools(config: StepConfig) -> dict[str, Tool]:
+        if config.active_tools is None:
+            return config.tools
+        allowed = set(config.active_tools)
+        return {name: tool for name, tool in config.tools.items() if name in allowed}
+
+    async def _model_step(self, step_number: int, config: StepConfig) -> AsyncIterator[Chunk]:
+        """One model call and its tools. Leaves the outcome in `self._current`."""
+        runner = self.runner
+        message_list = self.message_list
+        model = resolve_model(config.model)
+        call_options = self._call_options(config, message_list.to_prompt())
+        prompt, replay = await runner.run_llm_request(
+            call_options.prompt, model=model, tools=call_options.tools, step_number=step_number, steps=self.steps,
+            message_list=message_list)
+        call_options.prompt = prompt
+        step = StepRecorder(step_number)
+        self._current = step
+        for chunk in await self._emit_processed(self._chunk("step-start", message_id=str(uuid.uuid4()))):
+            yield chunk
+
+        run_id = self.run_id
+        pipeline = self._pipeline
+        pending = self._pending
+        model_chunks_append = step.model_chunks.append
+        record = step.record
+        try:
+            if replay is not None:
+                source: AsyncIterator[Any] = _iterate(replay)
+            else:
+                stream = (await model.do_stream(call_options)).stream
+                source = self._with_deadlines(stream) if runner.uses_stream_deadlines else stream
+            async for part in source:
+                # ---- the hot path: one model part -> one chunk -> processors -> client
+                if part.__class__ is dict and part["type"] == "text-delta":
+                    chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
+                else:
+                    if part is _DEADLINE:
+                        for flushed in await runner.run_stream_deadlines():
+                            self._record(flushed, step)
+                            yield flushed
+                        continue
+                    converted = self._convert(part, step)
+                    if converted is None:
+                        continue
+                    chunk = converted
+                model_chunks_append(chunk)
+                if pipeline is not None:
+                    result = await pipeline(chunk)
+                    if result is None:
+                        if pending:
+                            for extra in self._drain_pending():
+                                yield extra
+                        continue
+                    if result.__class__ is not Chunk:
+                        for out in result:  # type: ignore[union-attr]
+                            self._record(out, step)
+                            yield out
+                        continue
+                    chunk = result  # type: ignore[assignment]
+                if chunk.type == "text-delta":
+                    pieces = step.open_text
+                    if pieces is None:
+                        pieces = step.start_text()
+                    pieces.append(chunk.payload.text)
+                else:
+                    record(chunk)
+                yield chunk
+                if pending:
+                    for extra in self._drain_pending():
+                        yield extra
+        except (TripWire, ProcessorError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed provider call goes to the error processors
+            error = exc.error if isinstance(exc, _ModelStreamError) else exc
+            async for chunk in self._recover(error, step):
+                yield chunk
+            return
+
+        self.usage = self.usage + step.usage
+        step.model_chunks.append(self._chunk("finish", step_result=Payload(reason=step.finish_reason),
+                                             output=Payload(usage=step.usage)))
+        await runner.run_llm_response(step.model_chunks, model=model, step_number=step_number, steps=self.steps,
+                                      from_cache=replay is not None, message_list=message_list)
+        step.finalize_parts()
+        response = step.to_message(thread_id=message_list.thread_id, resource_id=message_list.resource_id)
+        if response is not None:
+            message_list.add(response, "response")
+
+        try:
+            await runner.run_output_step(message_list, step_number=step_number, finish_reason=step.finish_reason,
+                                         tool_calls=step.tool_calls, text=step.text(), usage=step.usage,
+                                         steps=self.steps)
+        except TripWire as tripwire:
+            if not (tripwire.retry and self._can_retry(self._step_retry_cap())):
+                raise
+            self.runner.retry_count += 1
+            if response is not None:
+                message_list.remove_by_ids([response.id])
+            self._add_feedback(tripwire.reason)
+            async for chunk in self._finish_retried(step):
+                yield chunk
+            return
+        for chunk in self._drain_pending():
+            yield chunk
+
+        tool_results: list[Chunk] = []
+        if step.tool_calls:
+            async for chunk in self._run_tools(step, config):
+                if chunk.type == "tool-result":
+                    tool_results.append(chunk)
+                for out in await self._emit_processed(chunk):
+                    yield out
+
+        self.steps.append(StepResult(
+            step_number=step_number, text=step.text(), reasoning_text=step.reasoning_text(),
+            tool_calls=list(step.tool_calls), tool_results=tool_results, finish_reason=step.finish_reason,
+            usage=step.usage, warnings=step.warnings, response=step.response, from_cache=replay is not None))
+        self._accepted_text.append(step.text())
+        finish = self._chunk("step-finish", step_result=Payload(reason=step.finish_reason, warnings=step.warnings,
+                                                                is_continued=False),
+                             output=Payload(usage=step.usage), metadata=Payload(**step.response))
+        for chunk in await self._emit_processed(finish):
+            yield chunk
+
+    def _record(self, chunk: Chunk, step: StepRecorder) -> None:
+        if chunk.type == "text-delta":
+            pieces = step.open_text if step.open_text is not None else step.start_text()
+            pieces.append(chunk.payload.text)
+        else:
+            step.record(chunk)
+
+    async def _recover(self, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
+        """A failed model call: ask the error processors, retry or give up."""
+        self.usage = self.usage + step.usage
+        retry = await self.runner.run_api_error(error, message_list=self.message_list,
+                                                step_number=step.step_number, steps=self.steps, model=self.model)
+        cap = self.options.max_processor_retries
+        if retry and self.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
+            self.runner.retry_count += 1
+            for chunk in self._drain_pending():
+                yield chunk
+            async for chunk in self._finish_retried(step):
+                yield chunk
+            return
+        raise error
+
+    async def _finish_retried(self, step: StepRecorder) -> AsyncIterator[Chunk]:
+        step.finish_reason = "retry"
+        self.steps.append(StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage))
+        finish = self._chunk("step-finish", step_result=Payload(reason="retry", warnings=[], is_continued=True),
+                             output=Payload(usage=step.usage))
+        for chunk in await self._emit_processed(finish):
+            yield chunk
+
+    def _convert(self, part: Any, step: StepRecorder) -> Chunk | None:
+        """A model part (V2 dict) or a replayed chunk -> a chunk to emit, or None for bookkeeping."""
+        if isinstance(part, Chunk):
+            return self._replayed(part, step)
+        if isinstance(part, dict) and "payload" in part and "delta" not in part:
+            return self._replayed(Chunk.from_dict(part), step)
+        kind = part.get("type")
+        run_id = self.run_id
+        if kind in ("text-start", "text-end", "reasoning-start", "reasoning-end"):
+            return Chunk(kind, run_id, Payload(id=part.get("id"), provider_metadata=part.get("providerMetadata")))
+        if kind == "reasoning-delta":
+            return Chunk(kind, run_id, TextPayload(part.get("id", ""), part.get("delta", "")))
+        if kind == "tool-call":
+            return Chunk(kind, run_id, Payload(
+                tool_call_id=part["toolCallId"], tool_name=part["toolName"], args=parse_args(part.get("input")),
+                provider_executed=part.get("providerExecuted"), provider_metadata=part.get("providerMetadata")))
+        if kind == "finish":
+            step.finish_reason = part.get("finishReason", "unknown")
+            step.usage = Usage.from_v2(part.get("usage"))
+            step.provider_metadata = part.get("providerMetadata")
+            return None
+        if kind == "stream-start":
+            step.warnings = list(part.get("warnings") or [])
+            return None
+        if kind == "response-metadata":
+            step.response.update({k: v for k, v in part.items() if k != "type"})
+            return None
+        if kind == "error":
+            raw = part.get("error")
+            if isinstance(raw, BaseException):
+                raise _ModelStreamError(raw)
+            message = raw.get("message") if isinstance(raw, dict) else None
+            raise _ModelStreamError(APICallError(message or str(raw), data=raw))
+        if kind == "tool-input-start":
+            return Chunk("tool-call-input-streaming-start", run_id,
+                         Payload(tool_call_id=part.get("id"), tool_name=part.get("toolName")))
+        if kind == "tool-input-delta":
+            return Chunk("tool-call-delta", run_id,
+                         Payload(tool_call_id=part.get("id"), args_text_delta=part.get("delta", "")))
+        if kind == "tool-input-end":
+            return Chunk("tool-call-input-streaming-end", run_id, Payload(tool_call_id=part.get("id")))
+        if kind == "tool-result":
+            return Chunk(kind, run_id, Payload(tool_call_id=part["toolCallId"], tool_name=part["toolName"],
+                                               result=part.get("result"), is_error=bool(part.get("isError")),
+                                               provider_executed=True))
+        if kind == "file":
+            return Chunk(kind, run_id, Payload(data=part.get("data"), media_type=part.get("mediaType")))
+        if kind == "raw":
+            return None
+        return Chunk(str(kind), run_id, Payload(**{to_snake(k): v for k, v in part.items() if k != "type"}))
+
+    def _replayed(self, chunk: Chunk, step: StepRecorder) -> Chunk | None:
+        if chunk.type == "finish":
+            payload = chunk.payload
+            step_result = payload.get("step_result")
+            output = payload.get("output")
+            step.finish_reason = step_result.get("reason") if step_result is not None else "stop"
+            usage = output.get("usage") if output is not None else None
+            step.usage = usage if isinstance(usage, Usage) else Usage.from_v2(
+                usage.to_dict() if isinstance(usage, Payload) else usage)
+            return None
+        if chunk.type == "response-metadata":
+            step.response.update(vars(chunk.payload))
+            return None
+        chunk.run_id = self.run_id
+        return chunk
+
+    async def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
+        buffered chunks are due (see `BatchPartsProcessor`)."""
+        iterator = stream.__aiter__()
+        pending: asyncio.Future[Any] | None = None
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(iterator.__anext__())
+                deadline = self.runner.next_stream_deadline()
+                if deadline is None:
+                    done, _ = await asyncio.wait({pending})
+                else:
+                    done, _ = await asyncio.wait({pending}, timeout=max(0.0, deadline - time.monotonic()))
+                if not done:
+                    yield _DEADLINE
+                    continue
+                try:
+                    part = pending.result()
+                except StopAsyncIteration:
+                    return
+                pending = None
+                yield part
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()
+
+    # ------------------------------------------------------------------ tools
+
+    async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncIterator[Chunk]:
+        """Run the step's tool calls concurrently, streaming their data chunks as they come,
+        then their results in call order."""
+        calls = [c for c in step.tool_calls if not c.payload.get("provider_executed")]
+        if not calls:
+            return
+        queue: asyncio.Queue[Chunk] = asyncio.Queue()
+        writer = Writer(self.run_id, queue.put_nowait)
+        tools = self._active_tools(config)
+        tasks = [asyncio.ensure_future(self._call_tool(call, tools, writer, step)) for call in calls]
+        gathered = asyncio.gather(*tasks)
+        try:
+            while not gathered.done():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, gathered}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            while not queue.empty():
+                yield queue.get_nowait()
+            for chunk in gathered.result():
+                yield chunk
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _call_tool(self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder) -> Chunk:
+        payload = call.payload
+        name = payload.tool_name
+        tool = tools.get(name)
+        error: BaseException | None = None
+        result: Any = None
+        if tool is None:
+            error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
+        else:
+            try:
+                validated = tool.validate(payload.args)
+                context = ToolContext(tool_call_id=payload.tool_call_id, messages=self.message_list.get.all.db(),
+                                      request_context=self.request_context, writer=writer, tool_name=name)
+                result = await tool.execute(validated, context)
+            except ToolInputError as exc:
+                error = exc
+            except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
+                log.info("tool %r failed: %s", name, exc)
+                error = exc
+        invocation = step.invocation(payload.tool_call_id)
+        if invocation is not None:
+            invocation["state"] = "result"
+            if error is not None:
+                invocation["result"] = str(error)
+                invocation["isError"] = True
+            else:
+                invocation["result"] = result
+                if tool is not None and tool.to_model_output is not None:
+                    invocation["modelOutput"] = tool.to_model_output(result)
+        if error is not None:
+            return Chunk("tool-error", self.run_id, Payload(tool_call_id=payload.tool_call_id, tool_name=name,
+                                                           args=payload.args, error=error))
+        return Chunk("tool-result", self.run_id, Payload(tool_call_id=payload.tool_call_id, tool_name=name,
+                                                        args=payload.args, result=result, is_error=False))
+
+    # ------------------------------------------------------------------ the end
+
+    async def _run_output_result(self) -> None:
+        if self.options.structured_output is not None:
+            self.object = self._parse_object()
+        result = OutputResult(text=self.final_text(), usage=self.usage, finish_reason=self.finish_reason,
+                              steps=self.steps, tool_calls=self.all_tool_calls(),
+                              tool_results=self.all_tool_results())
+        await self.runner.run_output_result(self.message_list, result)
+
+    def _parse_object(self) -> Any:
+        _, model_class = structured_schema(self.options.structured_output)
+        text = self.final_text().strip()
+        if text.startswith("```"):
+            text = text.strip("`").removeprefix("json").strip()
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise SluicegateError(f"structured output: the model's answer is not JSON: {exc}") from exc
+        if model_class is not None:
+            try:
+                return model_class.model_validate(value)
+            except pydantic.ValidationError as exc:
+                raise SluicegateError(f"structured output does not match the schema: {exc}") from exc
+        return value
+
+
+async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item

@@ -1,0 +1,119 @@
+"""The exceptions sluicegate raises.
+
+Every error a user can trigger is a `SluicegateError` subclass that names what was wrong, so
+callers can catch the family or one member. `APICallError` mirrors the AI SDK's error of the
+same name: provider adapters raise it, and `process_api_error` hooks receive it unchanged.
+`TripWire` is not an error in the usual sense: it is how `abort()` stops a run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SluicegateError(Exception):
+    """Base class of the errors sluicegate raises on bad input or configuration."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class ConfigurationError(SluicegateError):
+    """An agent, processor or model was configured in a way that cannot work."""
+
+
+class UnknownModelError(ConfigurationError):
+    """A model string names a provider sluicegate does not know."""
+
+
+class MissingAPIKeyError(ConfigurationError):
+    """A provider was chosen but its API key is not in the environment."""
+
+
+class InvalidMessageError(SluicegateError, ValueError):
+    """A message could not be read in any of the accepted shapes."""
+
+
+class ProcessorError(SluicegateError):
+    """A processor hook raised something other than `TripWire`, or returned a value it may not."""
+
+    def __init__(self, message: str, *, processor_id: str, hook: str) -> None:
+        super().__init__(message)
+        self.processor_id = processor_id
+        self.hook = hook
+
+
+class ToolError(SluicegateError):
+    """A tool could not be built or called."""
+
+
+class APICallError(SluicegateError):
+    """A provider rejected a call, or the connection to it failed.
+
+    `is_retryable` follows the AI SDK: 408, 409, 429 and 5xx responses and connection resets are
+    retryable, other 4xx responses are not.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        status_code: int | None = None,
+        response_body: str | None = None,
+        is_retryable: bool = False,
+        request_body_values: Any = None,
+        response_headers: dict[str, str] | None = None,
+        cause: BaseException | None = None,
+        data: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status_code = status_code
+        self.response_body = response_body
+        self.is_retryable = is_retryable
+        self.request_body_values = request_body_values
+        self.response_headers = response_headers
+        self.cause = cause
+        self.data = data
+        if cause is not None:
+            self.__cause__ = cause
+
+    @property
+    def name(self) -> str:
+        return "AI_APICallError"
+
+    def __repr__(self) -> str:
+        return f"APICallError({str(self)!r}, status_code={self.status_code!r}, is_retryable={self.is_retryable!r})"
+
+
+def retryable_status(status_code: int | None) -> bool:
+    """The AI SDK's rule for which HTTP statuses are worth retrying."""
+    return status_code is not None and (status_code in (408, 409, 429) or status_code >= 500)
+
+
+class TripWire(Exception):  # noqa: N818 - the name is Mastra's
+    """Raised by `abort()`: stops the run and ends the stream with a `tripwire` chunk.
+
+    With `retry=True` from `process_output_step` or `process_input_step`, the agent replays the
+    step with `reason` fed back to the model instead, if `max_processor_retries` allows.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        retry: bool = False,
+        metadata: Any = None,
+        processor_id: str | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry = retry
+        self.metadata = metadata
+        self.processor_id = processor_id
+
+    @property
+    def message(self) -> str:
+        return self.reason

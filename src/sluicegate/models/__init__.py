@@ -1,0 +1,7 @@
+"""Language models: the V2 protocol, model strings and the provider adapters."""
+
+from sluicegate.models.base import CallOptions, GenerateResult, LanguageModel, StreamPart, StreamResult
+from sluicegate.models.registry import known_providers, register_provider, resolve_model
+
+__all__ = ["CallOptions", "GenerateResult", "LanguageModel", "StreamPart", "StreamResult", "known_providers",
+           "register_provider", "resolve_model"]

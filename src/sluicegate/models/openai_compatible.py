@@ -1,0 +1,116 @@
+"""OpenAI-compatible servers (OpenRouter, Groq, Cerebras, Ollama, vLLM, llama.cpp, ...).
+
+`OpenAICompatible(model_id, base_url=..., api_key=None)` speaks Chat Completions to any server
+that implements it. `COMPATIBLE_PROVIDERS` lists the named providers that model strings such as
+`"groq/llama-3.3-70b-versatile"` resolve to: each has a base URL and the environment variable its
+key is read from (local servers need none).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from sluicegate.errors import MissingAPIKeyError
+from sluicegate.models.openai_chat import OpenAIChatModel
+
+
+@dataclass(frozen=True)
+class CompatibleProvider:
+    """A named OpenAI-compatible endpoint."""
+
+    name: str
+    base_url: str
+    api_key_env: str | None
+    """The environment variable holding the key; `None` for local servers that need none."""
+    base_url_env: str | None = None
+    """An environment variable that overrides `base_url` (for self-hosted servers)."""
+
+
+COMPATIBLE_PROVIDERS: dict[str, CompatibleProvider] = {
+    p.name: p
+    for p in (
+        CompatibleProvider("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+        CompatibleProvider("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+        CompatibleProvider("cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY"),
+        CompatibleProvider("together", "https://api.together.xyz/v1", "TOGETHER_API_KEY"),
+        CompatibleProvider("deepseek", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+        CompatibleProvider("fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+        CompatibleProvider("xai", "https://api.x.ai/v1", "XAI_API_KEY"),
+        CompatibleProvider("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+        CompatibleProvider("perplexity", "https://api.perplexity.ai", "PERPLEXITY_API_KEY"),
+        CompatibleProvider("deepinfra", "https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY"),
+        CompatibleProvider("ollama", "http://127.0.0.1:11434/v1", None, "OLLAMA_BASE_URL"),
+        CompatibleProvider("lmstudio", "http://127.0.0.1:1234/v1", None, "LMSTUDIO_BASE_URL"),
+        CompatibleProvider("vllm", "http://127.0.0.1:8000/v1", None, "VLLM_BASE_URL"),
+        CompatibleProvider("llamacpp", "http://127.0.0.1:8080/v1", None, "LLAMACPP_BASE_URL"),
+    )
+}
+
+
+class OpenAICompatible(OpenAIChatModel):
+    """A model on any server speaking OpenAI Chat Completions.
+
+    ```python
+    from sluicegate import Agent
+    from sluicegate.models import OpenAICompatible
+
+    model = OpenAICompatible("qwen2.5:7b", base_url="http://127.0.0.1:11434/v1")
+    agent = Agent(name="local", instructions="Be brief.", model=model)
+    ```
+
+    Assistant reasoning is sent back as `reasoning_content`, and `provider_options[name]` entries
+    are merged into the request body as given (`reasoningEffort` becomes `reasoning_effort`).
+    """
+
+    max_tokens_field = "max_tokens"
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        name: str = "openai-compatible",
+        headers: dict[str, str] | None = None,
+        client: Any = None,
+        max_retries: int = 0,
+        timeout: float | None = None,
+    ) -> None:
+        super().__init__(
+            model_id,
+            api_key=api_key or "not-needed",
+            base_url=base_url,
+            client=client,
+            provider=f"{name}.chat",
+            provider_options_key=name,
+            api_key_env=None,
+            send_reasoning=True,
+            headers=headers,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
+        self.name = name
+
+    def provider_body_options(self, provider_options: dict[str, Any]) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for key in ("openaiCompatible", self.name):
+            scoped = provider_options.get(key)
+            if isinstance(scoped, dict):
+                merged.update(scoped)
+        return super().provider_body_options({self.name: merged}) if merged else {}
+
+    @classmethod
+    def for_provider(cls, name: str, model_id: str) -> OpenAICompatible:
+        """The model `model_id` of the named provider, with its key read from the environment."""
+        spec = COMPATIBLE_PROVIDERS[name]
+        api_key = None
+        if spec.api_key_env is not None:
+            api_key = os.environ.get(spec.api_key_env)
+            if not api_key:
+                raise MissingAPIKeyError(
+                    f"model {name}/{model_id} needs an API key: set the {spec.api_key_env} environment variable"
+                )
+        base_url = (os.environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url
+        return cls(model_id, base_url=base_url, api_key=api_key, name=name)

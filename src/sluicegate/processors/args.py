@@ -1,0 +1,177 @@
+"""The argument and result types of the processor hooks.
+
+Each hook takes one args object. Fields are attributes (snake_case); the objects are mutable
+so the runner can reuse one per processor on the per-chunk path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+from sluicegate.request_context import RequestContext
+
+if TYPE_CHECKING:
+    from sluicegate.messages import Message, MessageList
+    from sluicegate.stream.chunk import Chunk
+    from sluicegate.stream.usage import Usage
+
+SystemMessage = dict[str, Any]
+
+
+class AbortFn(Protocol):
+    """`abort(reason=None, *, retry=False, metadata=None)`: raises `TripWire`, never returns."""
+
+    def __call__(self, reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn: ...
+
+
+class Writer(Protocol):
+    """Emits custom `data-*` chunks into the output stream."""
+
+    async def custom(self, chunk: dict[str, Any]) -> None: ...
+
+
+SendSignal = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Common:
+    abort: AbortFn
+    request_context: RequestContext
+    retry_count: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+    tracing_context: Any = None
+    writer: Writer | None = None
+
+
+@dataclass(slots=True)
+class ProcessInputArgs(_Common):
+    messages: list[Message] = field(default_factory=list)
+    system_messages: list[SystemMessage] = field(default_factory=list)
+    message_list: MessageList = None  # type: ignore[assignment]
+    send_signal: SendSignal | None = None
+
+
+@dataclass(slots=True)
+class ProcessInputStepArgs(ProcessInputArgs):
+    step_number: int = 0
+    steps: list[Any] = field(default_factory=list)
+    model: Any = None
+    tools: dict[str, Any] = field(default_factory=dict)
+    tool_choice: Any = None
+    active_tools: list[str] | None = None
+    provider_options: dict[str, Any] | None = None
+    model_settings: dict[str, Any] | None = None
+    structured_output: Any = None
+
+
+@dataclass(slots=True)
+class ProcessLLMRequestArgs(_Common):
+    prompt: list[dict[str, Any]] = field(default_factory=list)
+    model: Any = None
+    step_number: int = 0
+    steps: list[Any] = field(default_factory=list)
+    message_list: MessageList = None  # type: ignore[assignment]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProcessLLMResponseArgs(_Common):
+    chunks: list[Chunk] = field(default_factory=list)
+    model: Any = None
+    step_number: int = 0
+    steps: list[Any] = field(default_factory=list)
+    from_cache: bool = False
+    message_list: MessageList = None  # type: ignore[assignment]
+
+
+@dataclass(slots=True)
+class ProcessAPIErrorArgs(_Common):
+    error: BaseException | None = None
+    messages: list[Message] = field(default_factory=list)
+    message_list: MessageList = None  # type: ignore[assignment]
+    step_number: int = 0
+    steps: list[Any] = field(default_factory=list)
+    model: Any = None
+
+
+@dataclass(slots=True)
+class ProcessOutputStreamArgs(_Common):
+    part: Chunk = None  # type: ignore[assignment]
+    stream_parts: list[Chunk] = field(default_factory=list)
+    message_list: MessageList | None = None
+
+
+@dataclass(slots=True)
+class ProcessOutputStepArgs(_Common):
+    messages: list[Message] = field(default_factory=list)
+    message_list: MessageList = None  # type: ignore[assignment]
+    step_number: int = 0
+    finish_reason: str | None = None
+    tool_calls: list[Chunk] = field(default_factory=list)
+    text: str = ""
+    usage: Usage | None = None
+    system_messages: list[SystemMessage] = field(default_factory=list)
+    steps: list[Any] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OutputResult:
+    """The `result` of `process_output_result`."""
+
+    text: str
+    usage: Usage
+    finish_reason: str | None
+    steps: list[Any]
+    tool_calls: list[Chunk] = field(default_factory=list)
+    tool_results: list[Chunk] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ProcessOutputResultArgs(_Common):
+    messages: list[Message] = field(default_factory=list)
+    message_list: MessageList = None  # type: ignore[assignment]
+    result: OutputResult = None  # type: ignore[assignment]
+
+
+# ---------------------------------------------------------------------- results
+
+
+@dataclass(slots=True)
+class ProcessInputStepResult:
+    """Overrides for one step; fields left as `None` keep their current value."""
+
+    model: Any = None
+    tool_choice: Any = None
+    active_tools: list[str] | None = None
+    tools: dict[str, Any] | None = None
+    messages: list[Any] | None = None
+    message_list: MessageList | None = None
+    system_messages: list[SystemMessage] | None = None
+    provider_options: dict[str, Any] | None = None
+    model_settings: dict[str, Any] | None = None
+    structured_output: Any = None
+
+
+@dataclass(slots=True)
+class ProcessLLMRequestResult:
+    """`prompt` replaces the outbound prompt for this call only; `response` (a list of chunks)
+    short-circuits the provider call and is replayed as the step's stream."""
+
+    prompt: list[dict[str, Any]] | None = None
+    response: list[Any] | None = None
+
+
+@dataclass(slots=True)
+class ProcessAPIErrorResult:
+    retry: bool = False
+
+
+@dataclass(slots=True)
+class ProcessorViolation:
+    """What `on_violation` receives: who, what, and processor-specific detail."""
+
+    processor_id: str
+    message: str
+    detail: Any = None

@@ -1,0 +1,126 @@
+"""`Processor`: the base class of everything that sits in an agent's pipeline.
+
+A processor implements any of the hooks below; the runner calls only the ones a processor
+overrides. Hooks may be `def` or `async def`. The hooks, in the order a run meets them:
+
+- `process_input` — once, before the loop (`ProcessInputArgs`)
+- `process_input_step` — before every model call (`ProcessInputStepArgs`)
+- `process_llm_request` — on the exact V2 prompt, right before the provider call
+- `process_api_error` — when the provider call fails
+- `process_output_stream` — on every chunk
+- `process_llm_response` — after the step's stream ends, with its chunks
+- `process_output_step` — after each model response, before tools run
+- `process_output_result` — once, at the end
+
+Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run; see
+`sluicegate.errors.TripWire`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sluicegate.stream.chunk import Chunk
+from sluicegate.processors.args import (
+    ProcessAPIErrorArgs,
+    ProcessAPIErrorResult,
+    ProcessInputArgs,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
+    ProcessLLMResponseArgs,
+    ProcessorViolation,
+    ProcessOutputResultArgs,
+    ProcessOutputStepArgs,
+    ProcessOutputStreamArgs,
+)
+
+HOOKS: tuple[str, ...] = (
+    "process_input",
+    "process_input_step",
+    "process_llm_request",
+    "process_llm_response",
+    "process_api_error",
+    "process_output_stream",
+    "process_output_step",
+    "process_output_result",
+)
+
+
+class Processor:
+    """Base class for processors. Set `id`; override the hooks you need."""
+
+    id: str = ""
+    name: str | None = None
+    description: str | None = None
+    process_data_parts: bool = False
+    """When true, `process_output_stream` also receives `data-*` chunks."""
+    processor_index: int | None = None
+    """Position in the pipeline, set by the runner for each request."""
+    on_violation: Callable[[ProcessorViolation], Any] | None = None
+    """Called on every abort and every warn-strategy detection; its exceptions are swallowed."""
+
+    _hook_names: ClassVar[tuple[str, ...]] = HOOKS
+
+    def __init__(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(id={self.id!r})"
+
+    # The hooks. The base versions are never called: the runner skips hooks a subclass does
+    # not override (see `implements`).
+
+    def process_input(self, args: ProcessInputArgs) -> Any:
+        """Transform or validate the input once; return messages, the MessageList, a
+        `{"messages", "system_messages"}` dict, or None to leave them as they are."""
+        return None
+
+    def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | Any:
+        """Adjust one step: model, tools, tool choice, messages, system messages, settings."""
+        return None
+
+    def process_llm_request(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | dict[str, Any] | None:
+        """Rewrite the outbound V2 prompt (transiently) or answer the call from elsewhere."""
+        return None
+
+    def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:
+        """React to a completed step's chunks (`from_cache` tells a replay apart)."""
+        return None
+
+    def process_api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | dict[str, Any] | None:
+        """Inspect a provider failure; ask for a retry with `{"retry": True}`."""
+        return None
+
+    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None | Any:
+        """Return the chunk to emit (possibly changed) or None to drop it."""
+        return args.part
+
+    def process_output_step(self, args: ProcessOutputStepArgs) -> Any:
+        """Validate a step's output before tools run; abort with retry to ask again."""
+        return None
+
+    def process_output_result(self, args: ProcessOutputResultArgs) -> Any:
+        """Post-process the final result once."""
+        return None
+
+
+def implements(processor: Any, hook: str) -> bool:
+    """Whether `processor` provides `hook` itself (not the no-op of `Processor`)."""
+    method = getattr(processor, hook, None)
+    if method is None or not callable(method):
+        return False
+    if isinstance(processor, Processor):
+        if hook in vars(processor):
+            return True
+        return getattr(type(processor), hook, None) is not getattr(Processor, hook)
+    return True
+
+
+def processor_id(processor: Any) -> str:
+    pid = getattr(processor, "id", None)
+    if not isinstance(pid, str) or not pid:
+        raise TypeError(f"processor {processor!r} has no `id`; give every processor a unique string id")
+    return pid

@@ -1,0 +1,1 @@
+"""The built-in processors, one module each; import them from `sluicegate.processors`."""

@@ -1,0 +1,327 @@
+"""`TokenLimiter`: keep the prompt inside a context window, and cap how much the model may say.
+
+Counts are real tiktoken counts (see `sluicegate.tokens`), cached per message part so a long
+history is tokenized once, not once per step.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import tiktoken
+
+from sluicegate.messages import Message
+from sluicegate.processors.args import ProcessInputStepArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.base import Processor
+from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.tokens import encoding_name_for_model, model_id_of, resolve_encoding
+
+Strategy = Literal["truncate", "abort"]
+CountMode = Literal["cumulative", "part"]
+
+TOKENS_PER_MESSAGE = 4
+"""Framing of one chat message: OpenAI's 3 tokens per message plus the role's token."""
+TOKENS_PER_CONVERSATION = 3
+"""The tokens that prime the assistant's reply."""
+TOKENS_PER_IMAGE = 765
+"""Providers bill an image at a near-flat rate; its encoded size says little."""
+BYTES_PER_TOKEN = 4
+"""For non-image files, whose decoded bytes are usually text-like."""
+
+_CACHE_LIMIT = 200_000
+_MODEL_ID_KEY = "model_id"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class PartTokenCounter:
+    """Token counts of message parts for one encoding, remembered between calls.
+
+    Text is cached by its string (a repeated step finds the same string objects, whose hash
+    Python keeps); tool invocations by identity, re-counted when their args, result or model
+    output object changes.
+    """
+
+    __slots__ = ("_encode", "_invocations", "_texts", "encoding")
+
+    def __init__(self, encoding: tiktoken.Encoding) -> None:
+        self.encoding = encoding
+        self._encode = encoding.encode_ordinary
+        self._texts: dict[str, int] = {}
+        self._invocations: dict[int, tuple[Any, Any, Any, Any, Any, int]] = {}
+
+    def text(self, text: str) -> int:
+        count = self._texts.get(text)
+        if count is None:
+            if len(self._texts) >= _CACHE_LIMIT:
+                self._texts.clear()
+            count = self._texts[text] = len(self._encode(text))
+        return count
+
+    def invocation(self, inv: dict[str, Any]) -> int:
+        """A completed tool call and its result: the call's name and arguments, plus the result
+        as a separate tool message. Calls without a result never reach the model."""
+        if inv.get("state") != "result":
+            return 0
+        args, result, model_output = inv.get("args"), inv.get("result"), inv.get("modelOutput")
+        cached = self._invocations.get(id(inv))
+        if (cached is not None and cached[0] is inv and cached[1] is args and cached[2] is result
+                and cached[3] is model_output and cached[4] == inv.get("toolName")):
+            return cached[5]
+        output = model_output if model_output is not None else result
+        count = self.text(str(inv.get("toolName", "")))
+        count += self.text(args if isinstance(args, str) else _json(args if args is not None else {}))
+        count += _file_tokens(output) if _is_media(output) else self.text(
+            output if isinstance(output, str) else _json(output))
+        count += TOKENS_PER_MESSAGE  # the result travels in its own tool message
+        if len(self._invocations) >= _CACHE_LIMIT:
+            self._invocations.clear()
+        self._invocations[id(inv)] = (inv, args, result, model_output, inv.get("toolName"), count)
+        return count
+
+    def message(self, message: Message) -> int:
+        """Tokens `message` costs in the prompt, framing included."""
+        total = TOKENS_PER_MESSAGE
+        parts = message.content.parts
+        if not parts:
+            legacy = message.content.content
+            return total + (self.text(legacy) if isinstance(legacy, str) else 0)
+        for part in parts:
+            kind = part.get("type")
+            if kind == "text":
+                total += self.text(part.get("text") or "")
+            elif kind == "tool-invocation":
+                total += self.invocation(part["toolInvocation"])
+            elif kind == "reasoning":
+                total += self.text(part.get("text") or part.get("reasoning") or "")
+            elif kind == "file":
+                total += _file_tokens(part)
+        return total
+
+    def system(self, content: str) -> int:
+        return TOKENS_PER_MESSAGE + self.text(content)
+
+    def count(self, text: str) -> int:
+        """Uncached count, for one-off strings such as stream deltas."""
+        return len(self._encode(text))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of `text` within `max_tokens` tokens, never ending mid-character."""
+        if max_tokens <= 0:
+            return ""
+        tokens = self._encode(text)
+        if len(tokens) <= max_tokens:
+            return text
+        return self.encoding.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")
+
+
+def _is_media(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("data"), str)
+            and isinstance(value.get("mediaType", value.get("mimeType")), str))
+
+
+def _file_tokens(part: Any) -> int:
+    media_type = str(part.get("mediaType") or part.get("mimeType") or "")
+    if media_type.startswith("image/"):
+        return TOKENS_PER_IMAGE
+    data = part.get("data")
+    if isinstance(data, (bytes, bytearray)):
+        return max(1, len(data) // BYTES_PER_TOKEN)
+    if isinstance(data, str) and not data.startswith(("http://", "https://")):
+        encoded = data.split(",", 1)[1] if data.startswith("data:") else data
+        return max(1, (len(encoded) * 3 // 4) // BYTES_PER_TOKEN)
+    return 258  # a remote file of unknown size
+
+
+def _tool_call_ids(message: Message) -> set[str]:
+    return {p["toolInvocation"]["toolCallId"] for p in message.content.parts if p.get("type") == "tool-invocation"}
+
+
+def _units(messages: list[Message]) -> list[list[Message]]:
+    """Messages grouped so a tool call is never separated from its result: a `tool` message
+    stays with the assistant message whose calls it answers."""
+    units: list[list[Message]] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        if message.role == "tool" and units and open_calls and (_tool_call_ids(message) & open_calls):
+            units[-1].append(message)
+            continue
+        units.append([message])
+        has_tools = message.role == "assistant" and any(
+            p.get("type") == "tool-invocation" for p in message.content.parts)
+        open_calls = _tool_call_ids(message) if has_tools else set()
+    return units
+
+
+class TokenLimiterProcessor(Processor):
+    """Limits tokens on both sides of the model.
+
+    As an input processor it runs before every step: system messages are always kept, the newest
+    user message is always kept whole, and the oldest other messages are dropped until the prompt
+    fits `limit` (a tool call is dropped together with its result). It aborts with a `TripWire`
+    when there are no messages, or when the system messages alone (or with the newest user
+    message) exceed the limit.
+
+    As an output processor it caps generated text: `count_mode="cumulative"` counts the whole
+    response, `"part"` each text chunk on its own; past the limit, `strategy="truncate"` cuts the
+    text at the limit (telling the client once with a `data-token-limit-reached` chunk) and
+    `"abort"` stops the run. Non-streamed results are truncated the same way.
+
+    `encoding` is a tiktoken encoding name (`"o200k_base"`, `"cl100k_base"`) or a
+    `tiktoken.Encoding`; by default it follows the step's model (o200k_base for current OpenAI
+    models, cl100k_base for GPT-4/3.5).
+
+    Example::
+
+        agent = Agent(name="a", model="openai/gpt-4o", input_processors=[TokenLimiter(127000)],
+                      output_processors=[TokenLimiter(limit=1000, strategy="truncate", count_mode="cumulative")])
+    """
+
+    id = "token-limiter"
+    name = "Token Limiter"
+
+    def __init__(self, limit: int | None = None, *, strategy: Strategy = "truncate",
+                 count_mode: CountMode = "cumulative", encoding: str | tiktoken.Encoding | None = None) -> None:
+        super().__init__()
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            raise ValueError(f"TokenLimiter needs a positive integer limit, got {limit!r}")
+        if strategy not in ("truncate", "abort"):
+            raise ValueError(f"strategy must be 'truncate' or 'abort', got {strategy!r}")
+        if count_mode not in ("cumulative", "part"):
+            raise ValueError(f"count_mode must be 'cumulative' or 'part', got {count_mode!r}")
+        self.limit = limit
+        self.strategy: Strategy = strategy
+        self.count_mode: CountMode = count_mode
+        self.encoding = encoding
+        self._counters: dict[str, PartTokenCounter] = {}
+
+    def counter(self, model_id: str | None = None) -> PartTokenCounter:
+        """The (cached) counter for this processor's encoding, or the one `model_id` implies."""
+        if isinstance(self.encoding, tiktoken.Encoding):
+            key = f"object:{id(self.encoding)}"
+        else:
+            key = self.encoding or encoding_name_for_model(model_id)
+        counter = self._counters.get(key)
+        if counter is None:
+            counter = self._counters[key] = PartTokenCounter(resolve_encoding(self.encoding, model_id))
+        return counter
+
+    # ------------------------------------------------------------------ input
+
+    def process_input_step(self, args: ProcessInputStepArgs) -> Any:
+        model_id = model_id_of(args.model)
+        args.state[_MODEL_ID_KEY] = model_id
+        message_list = args.message_list
+        messages = message_list.get.all.db()
+        if not messages:
+            args.abort("TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.")
+        counter = self.counter(model_id)
+        system_tokens = sum(counter.system(m["content"]) for m in message_list.get_system_messages())
+        if system_tokens + TOKENS_PER_CONVERSATION >= self.limit:
+            args.abort(
+                "TokenLimiterProcessor: System messages alone exceed token limit. "
+                "Requests cannot be completed by removing system messages.",
+                metadata={"system_tokens": system_tokens, "limit": self.limit},
+            )
+        budget = self.limit - system_tokens - TOKENS_PER_CONVERSATION
+
+        units = _units(messages)
+        anchor = next((i for i in range(len(units) - 1, -1, -1) if units[i][0].role == "user"), None)
+        remaining = budget
+        if anchor is not None:
+            remaining -= sum(counter.message(m) for m in units[anchor])
+        first_kept = len(units)
+        if remaining >= 0:
+            for i in range(len(units) - 1, -1, -1):
+                if i != anchor:
+                    cost = sum(counter.message(m) for m in units[i])
+                    if cost > remaining:
+                        break
+                    remaining -= cost
+                first_kept = i
+        kept_anchor = anchor is not None and remaining >= 0 and first_kept > anchor
+        if remaining < 0 or (first_kept == len(units) and not kept_anchor):
+            args.abort(
+                "TokenLimiterProcessor: No messages fit within the remaining token budget. "
+                "Cannot send LLM a request with no messages.",
+                metadata={"system_tokens": system_tokens, "limit": self.limit, "remaining_budget": budget,
+                          "message_count": len(messages)},
+            )
+        dropped = [m.id for unit in units[:first_kept] for m in unit]
+        if kept_anchor:
+            anchor_ids = {m.id for m in units[anchor]}  # type: ignore[index]
+            dropped = [mid for mid in dropped if mid not in anchor_ids]
+        if not dropped:
+            return None
+        message_list.remove_by_ids(dropped)
+        return message_list
+
+    # ------------------------------------------------------------------ output
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
+        part = args.part
+        kind = part.type
+        if kind == "text-delta":
+            text = part.payload.text
+        elif kind == "object":
+            text = _json(part.payload.get("object", part.payload.get("value")))
+        else:
+            return part  # lifecycle, reasoning and tool traffic are neither counted nor withheld
+        state = args.state
+        counter = self.counter(state.get(_MODEL_ID_KEY))
+        tokens = counter.count(text) if text else 0
+        used = state.get("current_tokens", 0) if self.count_mode == "cumulative" else 0
+        if used + tokens <= self.limit:
+            if self.count_mode == "cumulative":
+                state["current_tokens"] = used + tokens
+            return part
+        if self.strategy == "abort":
+            args.abort(f"Token limit of {self.limit} exceeded (current: {used + tokens})",
+                       metadata={"limit": self.limit, "tokens": used + tokens})
+        kept = counter.truncate(text, self.limit - used) if kind == "text-delta" else ""
+        if self.count_mode == "cumulative":
+            state["current_tokens"] = self.limit
+        if not state.get("limit_reached_notified") and args.writer is not None:
+            state["limit_reached_notified"] = True
+            try:
+                await args.writer.custom({"type": "data-token-limit-reached",
+                                          "data": {"processorId": self.id, "limit": self.limit,
+                                                   "tokens": used + tokens}})
+            except Exception:  # a notification must never break the stream
+                pass
+        if not kept:
+            return None
+        return text_delta(part.run_id, part.payload.id, kept)
+
+    def process_output_result(self, args: ProcessOutputResultArgs) -> Any:
+        counter = self.counter(args.state.get(_MODEL_ID_KEY))
+        used = 0
+        changed = False
+        for message in args.messages:
+            if message.role != "assistant":
+                continue
+            for part in message.content.parts:
+                if part.get("type") != "text" or not part.get("text"):
+                    continue
+                tokens = counter.count(part["text"])
+                if self.count_mode == "part":
+                    used = 0
+                if used + tokens <= self.limit:
+                    used += tokens
+                    continue
+                if self.strategy == "abort":
+                    args.abort(f"Token limit of {self.limit} exceeded (current: {used + tokens})",
+                               metadata={"limit": self.limit, "tokens": used + tokens})
+                part["text"] = counter.truncate(part["text"], self.limit - used)
+                used = self.limit
+                changed = True
+            if changed:
+                message.content.content = message.text
+        return args.messages if changed else None
+
+
+TokenLimiter = TokenLimiterProcessor
+"""Mastra exports the processor under both names."""

@@ -1,0 +1,516 @@
+"""`ProcessorRunner`: calls one request's processors at each stage of the run.
+
+The runner is built once per request. It resolves which processors implement which hook,
+gives each processor id one `state` dict, binds `abort`, reconciles returned messages with the
+`MessageList`, and turns exceptions into the run's outcome: a `TripWire` (after `on_violation`)
+or a `ProcessorError` naming the processor. `stream_pipeline()` is the per-chunk hot path; it
+reuses one args object per processor and does no work for processors that are not there.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any, NoReturn
+
+from sluicegate.errors import ProcessorError, TripWire
+from sluicegate.messages import Message, MessageList
+from sluicegate.messages.message import MessageContent
+from sluicegate.messages.part import Part
+from sluicegate.processors.args import (
+    OutputResult,
+    ProcessAPIErrorArgs,
+    ProcessAPIErrorResult,
+    ProcessInputArgs,
+    ProcessInputStepArgs,
+    ProcessInputStepResult,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
+    ProcessLLMResponseArgs,
+    ProcessorViolation,
+    ProcessOutputResultArgs,
+    ProcessOutputStepArgs,
+    ProcessOutputStreamArgs,
+)
+from sluicegate.processors.base import implements, processor_id
+from sluicegate.request_context import RequestContext
+from sluicegate.stream.chunk import Chunk
+
+log = logging.getLogger("sluicegate.processors")
+
+STEP_FIELDS = ("model", "tool_choice", "active_tools", "tools", "provider_options", "model_settings",
+               "structured_output")
+
+StreamResultType = Chunk | list[Chunk] | None
+StreamPipeline = Callable[[Chunk], Awaitable[StreamResultType]]
+
+
+class Writer:
+    """`writer.custom(...)` for processors and tools: emits a `data-*` chunk."""
+
+    __slots__ = ("_emit", "_run_id")
+
+    def __init__(self, run_id: str, emit: Callable[[Chunk], Any]) -> None:
+        self._run_id = run_id
+        self._emit = emit
+
+    async def custom(self, chunk: dict[str, Any]) -> None:
+        kind = chunk.get("type") if isinstance(chunk, dict) else None
+        if not isinstance(kind, str) or not kind.startswith("data-"):
+            raise ValueError(f"custom chunks must have a type starting with 'data-', got {kind!r}")
+        result = self._emit(Chunk(kind, chunk.get("runId") or self._run_id, data=chunk.get("data"),
+                                  from_=chunk.get("from", "AGENT")))
+        if inspect.isawaitable(result):
+            await result
+
+
+@dataclass
+class StepConfig:
+    """What one step runs with; `process_input_step` results chain through it."""
+
+    model: Any
+    tools: dict[str, Any]
+    tool_choice: Any = None
+    active_tools: list[str] | None = None
+    provider_options: dict[str, Any] | None = None
+    model_settings: dict[str, Any] | None = None
+    structured_output: Any = None
+
+
+class _Entry:
+    """One processor's hook, resolved once per request."""
+
+    __slots__ = ("abort", "fn", "hook", "is_async", "pid", "processor", "state")
+
+    def __init__(self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any) -> None:
+        self.processor = processor
+        self.hook = hook
+        self.pid = pid
+        self.fn = getattr(processor, hook)
+        self.is_async = inspect.iscoroutinefunction(self.fn)
+        self.state = state
+        self.abort = abort
+
+
+class _StreamEntry:
+    __slots__ = ("args", "data_parts", "entry", "parts_append")
+
+    def __init__(self, entry: _Entry, args: ProcessOutputStreamArgs) -> None:
+        self.entry = entry
+        self.args = args
+        self.data_parts = bool(getattr(entry.processor, "process_data_parts", False))
+        self.parts_append = args.stream_parts.append
+
+
+def _abort_for(pid: str) -> Callable[..., NoReturn]:
+    def abort(reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn:
+        raise TripWire(reason if reason is not None else f"Tripwire triggered by {pid}", retry=retry,
+                       metadata=metadata, processor_id=pid)
+
+    return abort
+
+
+class PrepareStep:
+    """`prepare_step=` wrapped as an input-step processor (it runs after the input processors)."""
+
+    id = "prepare-step"
+    name = "Prepare Step"
+
+    def __init__(self, fn: Callable[[ProcessInputStepArgs], Any]) -> None:
+        self._fn = fn
+
+    async def process_input_step(self, args: ProcessInputStepArgs) -> Any:
+        result = self._fn(args)
+        return await result if inspect.isawaitable(result) else result
+
+
+class ProcessorRunner:
+    """The processors of one request, ready to run."""
+
+    def __init__(
+        self,
+        *,
+        input_processors: Sequence[Any],
+        output_processors: Sequence[Any],
+        error_processors: Sequence[Any] = (),
+        request_context: RequestContext,
+        run_id: str,
+        emit: Callable[[Chunk], Any],
+        prepare_step: Callable[[ProcessInputStepArgs], Any] | None = None,
+        tracing_context: Any = None,
+    ) -> None:
+        self.request_context = request_context
+        self.run_id = run_id
+        self.retry_count = 0
+        self.tracing_context = tracing_context
+        self.writer = Writer(run_id, emit)
+        self._states: dict[str, dict[str, Any]] = {}
+        self._aborts: dict[str, Callable[..., NoReturn]] = {}
+        for array in (input_processors, output_processors, error_processors):
+            for index, processor in enumerate(array):
+                try:
+                    processor.processor_index = index
+                except AttributeError:
+                    pass
+        step_processors = list(input_processors)
+        if prepare_step is not None:
+            step_processors.append(PrepareStep(prepare_step))
+        self._input = self._entries(input_processors, "process_input")
+        self._input_step = self._entries(step_processors, "process_input_step")
+        both = [*input_processors, *output_processors]
+        self._llm_request = self._entries(both, "process_llm_request")
+        self._llm_response = self._entries(both, "process_llm_response")
+        seen: set[int] = set()
+        api_error: list[Any] = []
+        for processor in [*input_processors, *output_processors, *error_processors]:
+            if id(processor) not in seen:
+                seen.add(id(processor))
+                api_error.append(processor)
+        self._api_error = self._entries(api_error, "process_api_error")
+        self._output_stream = self._entries(output_processors, "process_output_stream")
+        self._output_step = self._entries(output_processors, "process_output_step")
+        self._output_result = self._entries(output_processors, "process_output_result")
+        self.has_error_processors = bool(self._entries(error_processors, "process_api_error"))
+        self._stream_entries: list[_StreamEntry] = []
+
+    # ------------------------------------------------------------------ plumbing
+
+    def state_for(self, pid: str) -> dict[str, Any]:
+        state = self._states.get(pid)
+        if state is None:
+            state = self._states[pid] = {}
+        return state
+
+    def _entries(self, processors: Sequence[Any], hook: str) -> list[_Entry]:
+        entries = []
+        for processor in processors:
+            if implements(processor, hook):
+                pid = processor_id(processor)
+                abort = self._aborts.get(pid)
+                if abort is None:
+                    abort = self._aborts[pid] = _abort_for(pid)
+                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort))
+        return entries
+
+    def violation(self, processor: Any, message: str, detail: Any) -> None:
+        """Tell a processor's `on_violation` (if any) about a violation; never raises."""
+        callback = getattr(processor, "on_violation", None)
+        if callback is None:
+            return
+        try:
+            result = callback(ProcessorViolation(processor_id=processor_id(processor), message=message,
+                                                 detail=detail))
+            if inspect.isawaitable(result):
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+        except Exception:  # noqa: BLE001 - a callback must not break the pipeline
+            log.debug("on_violation of %r raised", processor, exc_info=True)
+
+    async def _call(self, entry: _Entry, args: Any) -> Any:
+        try:
+            result = entry.fn(args)
+            if entry.is_async or inspect.isawaitable(result):
+                result = await result
+            return result
+        except TripWire as tripwire:
+            self._tripped(entry, tripwire)
+            raise
+        except ProcessorError:
+            raise
+        except Exception as exc:
+            raise ProcessorError(f"processor {entry.pid!r} failed in {entry.hook}: {exc}", processor_id=entry.pid,
+                                 hook=entry.hook) from exc
+
+    def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
+        if tripwire.processor_id is None:
+            tripwire.processor_id = entry.pid
+        self.violation(entry.processor, tripwire.reason, tripwire.metadata)
+
+    def _common(self, entry: _Entry) -> dict[str, Any]:
+        return {"abort": entry.abort, "request_context": self.request_context, "retry_count": self.retry_count,
+                "state": entry.state, "tracing_context": self.tracing_context, "writer": self.writer}
+
+    def _apply_messages(self, entry: _Entry, result: Any, message_list: MessageList, *,
+                        empty_is_unchanged: bool = False) -> None:
+        """Apply a hook's message result: None, the same MessageList, a list, or a dict."""
+        if result is None or result is message_list:
+            return
+        if isinstance(result, MessageList):
+            raise ProcessorError(
+                f"processor {entry.pid!r} returned a different MessageList from {entry.hook}; mutate the one "
+                "passed in (args.message_list) and return it, or return a list of messages",
+                processor_id=entry.pid, hook=entry.hook)
+        if isinstance(result, list):
+            if result or not empty_is_unchanged:
+                message_list.reconcile(result)
+            return
+        if isinstance(result, dict):
+            if "messages" in result and result["messages"] is not None:
+                message_list.reconcile(result["messages"])
+            if result.get("system_messages", result.get("systemMessages")) is not None:
+                message_list.replace_system_messages(result.get("system_messages", result.get("systemMessages")))
+            return
+        raise ProcessorError(
+            f"processor {entry.pid!r} returned {type(result).__name__} from {entry.hook}; expected a list of "
+            "messages, the MessageList, a dict or None", processor_id=entry.pid, hook=entry.hook)
+
+    def signal_sender(self, message_list: MessageList) -> Callable[[dict[str, Any]], Awaitable[None]]:
+        async def send_signal(signal: dict[str, Any]) -> None:
+            message_list.add(signal_message(signal), "input")
+
+        return send_signal
+
+    # ------------------------------------------------------------------ input
+
+    async def run_input(self, message_list: MessageList) -> None:
+        send_signal = self.signal_sender(message_list)
+        for entry in self._input:
+            args = ProcessInputArgs(**self._common(entry), messages=message_list.get.all.db(),
+                                    system_messages=message_list.get_system_messages(),
+                                    message_list=message_list, send_signal=send_signal)
+            self._apply_messages(entry, await self._call(entry, args), message_list)
+
+    async def run_input_step(self, message_list: MessageList, config: StepConfig, *, step_number: int,
+                             steps: list[Any], resolve: Callable[[str, Any], Any]) -> StepConfig:
+        """Chain `process_input_step` (then `prepare_step`) results into `config`.
+        `resolve(field, value)` normalises a returned model, tools or tool choice."""
+        send_signal = self.signal_sender(message_list)
+        for entry in self._input_step:
+            args = ProcessInputStepArgs(
+                **self._common(entry), messages=message_list.get.all.db(),
+                system_messages=message_list.get_system_messages(), message_list=message_list,
+                send_signal=send_signal, step_number=step_number, steps=steps, model=config.model,
+                tools=dict(config.tools), tool_choice=config.tool_choice, active_tools=config.active_tools,
+                provider_options=config.provider_options, model_settings=config.model_settings,
+                structured_output=config.structured_output)
+            result = await self._call(entry, args)
+            if isinstance(result, ProcessInputStepResult):
+                result = {name: getattr(result, name) for name in ProcessInputStepResult.__slots__
+                          if getattr(result, name) is not None}
+            if isinstance(result, dict):
+                message_result = {k: result[k] for k in ("messages", "system_messages", "systemMessages")
+                                  if k in result}
+                if result.get("message_list", result.get("messageList")) not in (None, message_list):
+                    self._apply_messages(entry, result.get("message_list", result.get("messageList")),
+                                         message_list)
+                self._apply_messages(entry, message_result or None, message_list)
+                for name in STEP_FIELDS:
+                    camel = {"tool_choice": "toolChoice", "active_tools": "activeTools",
+                             "provider_options": "providerOptions", "model_settings": "modelSettings",
+                             "structured_output": "structuredOutput"}.get(name, name)
+                    value = result.get(name, result.get(camel))
+                    if value is not None:
+                        setattr(config, name, resolve(name, value))
+            else:
+                self._apply_messages(entry, result, message_list)
+        return config
+
+    # ------------------------------------------------------------------ the provider call
+
+    async def run_llm_request(self, prompt: list[dict[str, Any]], *, model: Any, tools: list[dict[str, Any]],
+                              step_number: int, steps: list[Any], message_list: MessageList,
+                              ) -> tuple[list[dict[str, Any]], list[Any] | None]:
+        """The prompt to send, and a replacement response if a processor answered the call."""
+        for entry in self._llm_request:
+            args = ProcessLLMRequestArgs(**self._common(entry), prompt=prompt, model=model, step_number=step_number,
+                                         steps=steps, message_list=message_list, tools=tools)
+            result = await self._call(entry, args)
+            if result is None:
+                continue
+            if isinstance(result, ProcessLLMRequestResult):
+                new_prompt, response = result.prompt, result.response
+            elif isinstance(result, dict):
+                new_prompt, response = result.get("prompt"), result.get("response")
+            else:
+                raise ProcessorError(
+                    f"processor {entry.pid!r} returned {type(result).__name__} from process_llm_request; expected "
+                    "{'prompt': ...}, ProcessLLMRequestResult or None", processor_id=entry.pid,
+                    hook=entry.hook)
+            if new_prompt is not None:
+                prompt = new_prompt
+            if response is not None:
+                return prompt, list(response)
+        return prompt, None
+
+    async def run_llm_response(self, chunks: list[Chunk], *, model: Any, step_number: int, steps: list[Any],
+                               from_cache: bool, message_list: MessageList) -> None:
+        for entry in self._llm_response:
+            args = ProcessLLMResponseArgs(**self._common(entry), chunks=chunks, model=model, step_number=step_number,
+                                          steps=steps, from_cache=from_cache, message_list=message_list)
+            await self._call(entry, args)
+
+    @property
+    def handles_api_errors(self) -> bool:
+        return bool(self._api_error)
+
+    async def run_api_error(self, error: BaseException, *, message_list: MessageList, step_number: int,
+                            steps: list[Any], model: Any) -> bool:
+        """Whether a processor asked to retry the failed call. The first one that asks wins."""
+        for entry in self._api_error:
+            args = ProcessAPIErrorArgs(**self._common(entry), error=error, messages=message_list.get.all.db(),
+                                       message_list=message_list, step_number=step_number, steps=steps,
+                                       model=model)
+            try:
+                result = await self._call(entry, args)
+            except ProcessorError as exc:
+                log.warning("%s; trying the next error processor", exc)
+                continue
+            if isinstance(result, ProcessAPIErrorResult):
+                retry = result.retry
+            elif isinstance(result, dict):
+                retry = bool(result.get("retry"))
+            else:
+                retry = False
+            if retry:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ output
+
+    def stream_pipeline(self, message_list: MessageList) -> StreamPipeline | None:
+        """The per-chunk function, or None when no processor looks at chunks."""
+        if not self._output_stream:
+            return None
+        entries = [
+            _StreamEntry(entry, ProcessOutputStreamArgs(**self._common(entry), message_list=message_list))
+            for entry in self._output_stream
+        ]
+        self._stream_entries = entries
+        return self._make_pipeline(entries)
+
+    def _make_pipeline(self, entries: list[_StreamEntry]) -> StreamPipeline:
+        tripped = self._tripped
+        fan_out = self._fan_out
+
+        async def process(chunk: Chunk) -> StreamResultType:
+            is_data = chunk.type.startswith("data-")
+            for index, stream_entry in enumerate(entries):
+                if is_data and not stream_entry.data_parts:
+                    continue
+                entry = stream_entry.entry
+                args = stream_entry.args
+                args.part = chunk
+                stream_entry.parts_append(chunk)
+                try:
+                    result = entry.fn(args)
+                    if entry.is_async:
+                        result = await result
+                except TripWire as tripwire:
+                    tripped(entry, tripwire)
+                    raise
+                except Exception as exc:
+                    raise ProcessorError(f"processor {entry.pid!r} failed in process_output_stream: {exc}",
+                                         processor_id=entry.pid, hook=entry.hook) from exc
+                if result is None:
+                    return None
+                if result.__class__ is not Chunk:
+                    result = await self._coerce_stream_result(entry, result)
+                    if result is None:
+                        return None
+                    if isinstance(result, list):
+                        return await fan_out(result, entries[index + 1:])
+                chunk = result
+            return chunk
+
+        return process
+
+    async def _coerce_stream_result(self, entry: _Entry, result: Any) -> Chunk | list[Chunk] | None:
+        if inspect.isawaitable(result):
+            result = await result
+        if result is None or isinstance(result, (Chunk, list)):
+            return result
+        if isinstance(result, dict) and "type" in result:
+            return Chunk.from_dict({"runId": self.run_id, **result})
+        raise ProcessorError(
+            f"processor {entry.pid!r} returned {type(result).__name__} from process_output_stream; expected a "
+            "chunk, a list of chunks or None", processor_id=entry.pid, hook=entry.hook)
+
+    async def _fan_out(self, chunks: list[Any], rest: list[_StreamEntry]) -> list[Chunk]:
+        out: list[Chunk] = []
+        downstream = self._make_pipeline(rest) if rest else None
+        for chunk in chunks:
+            if not isinstance(chunk, Chunk):
+                chunk = Chunk.from_dict({"runId": self.run_id, **chunk})
+            if downstream is None:
+                out.append(chunk)
+                continue
+            result = await downstream(chunk)
+            if isinstance(result, list):
+                out.extend(result)
+            elif result is not None:
+                out.append(result)
+        return out
+
+    def next_stream_deadline(self) -> float | None:
+        """The earliest `stream_deadline` of the stream processors (see `BatchPartsProcessor`)."""
+        earliest: float | None = None
+        for stream_entry in self._stream_entries:
+            deadline_fn = getattr(stream_entry.entry.processor, "stream_deadline", None)
+            if deadline_fn is None:
+                continue
+            deadline = deadline_fn(stream_entry.entry.state)
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
+
+    @property
+    def uses_stream_deadlines(self) -> bool:
+        return any(hasattr(e.entry.processor, "stream_deadline") for e in self._stream_entries)
+
+    async def run_stream_deadlines(self) -> list[Chunk]:
+        """Let processors whose deadline passed flush; their chunks go on downstream."""
+        out: list[Chunk] = []
+        now = time.monotonic()
+        for index, stream_entry in enumerate(self._stream_entries):
+            processor = stream_entry.entry.processor
+            deadline_fn = getattr(processor, "stream_deadline", None)
+            if deadline_fn is None:
+                continue
+            deadline = deadline_fn(stream_entry.entry.state)
+            if deadline is None or deadline > now:
+                continue
+            stream_entry.args.part = None  # type: ignore[assignment]
+            try:
+                flushed = await processor.on_stream_deadline(stream_entry.args)
+            except TripWire as tripwire:
+                self._tripped(stream_entry.entry, tripwire)
+                raise
+            if flushed:
+                out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1:]))
+        return out
+
+    async def run_output_step(self, message_list: MessageList, *, step_number: int, finish_reason: str | None,
+                              tool_calls: list[Chunk], text: str, usage: Any, steps: list[Any]) -> None:
+        for entry in self._output_step:
+            args = ProcessOutputStepArgs(**self._common(entry), messages=message_list.get.all.db(),
+                                         message_list=message_list, step_number=step_number,
+                                         finish_reason=finish_reason, tool_calls=tool_calls, text=text,
+                                         usage=usage, system_messages=message_list.get_system_messages(),
+                                         steps=steps)
+            self._apply_messages(entry, await self._call(entry, args), message_list, empty_is_unchanged=True)
+
+    async def run_output_result(self, message_list: MessageList, result: OutputResult) -> None:
+        for entry in self._output_result:
+            args = ProcessOutputResultArgs(**self._common(entry), messages=message_list.get.all.db(),
+                                           message_list=message_list, result=result)
+            self._apply_messages(entry, await self._call(entry, args), message_list, empty_is_unchanged=True)
+
+
+def signal_message(signal: dict[str, Any]) -> Message:
+    """A reactive signal as the `<system-reminder …>` user message the model sees."""
+    tag = signal.get("tagName") or signal.get("tag_name") or "system-reminder"
+    contents = signal.get("contents", "")
+    if not isinstance(contents, str):
+        contents = str(contents)
+    attributes = signal.get("attributes") or {}
+    rendered = "".join(f' {name}="{escape(str(value), quote=True)}"' for name, value in attributes.items())
+    text = f"<{tag}{rendered}>{contents}</{tag}>"
+    metadata = {"signal": {"type": signal.get("type", "reactive"), "tagName": tag, "attributes": attributes,
+                           "contents": contents}}
+    return Message(role="user", content=MessageContent(parts=[Part(type="text", text=text)], content=text,
+                                                       metadata=metadata))

@@ -1,0 +1,335 @@
+"""`SQLiteStore`: memory in one SQLite file (or `":memory:"`), the default backend.
+
+Every SQLite call runs on one dedicated worker thread per store, so the event loop never blocks
+and the connection is only ever touched by that thread. The file is in WAL mode with a busy
+timeout, so several stores (or processes) on the same file wait for each other instead of failing;
+writes take the lock up front (`BEGIN IMMEDIATE`) so two writers cannot deadlock.
+
+SQLite is reached through `apsw`, which (unlike some builds of the standard `sqlite3`) can load
+extensions; `sluicegate.vector.SQLiteVector` needs that for `sqlite-vec`, and one SQLite library
+per process keeps file locking sound when both open the same file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any, TypeVar
+
+import apsw
+
+from sluicegate.messages.message import Message
+from sluicegate.storage.base import MemoryStore
+from sluicegate.storage.codec import content_json, dumps, message_from_row, require_threads
+from sluicegate.storage.errors import StorageError, ThreadNotFoundError
+from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
+from sluicegate.storage.types import MessageInclude, Resource, Thread, from_micros, to_micros, utc_now
+
+T = TypeVar("T")
+
+_MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
+
+
+class SQLiteConnection:
+    """One apsw connection owned by one worker thread; `run` executes a function there."""
+
+    def __init__(self, path: str, *, busy_timeout_ms: int, setup: Callable[[apsw.Connection], None]) -> None:
+        self.path = path
+        self._busy_timeout_ms = busy_timeout_ms
+        self._setup = setup
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluicegate-sqlite")
+        self._conn: apsw.Connection | None = None
+        self._closed = False
+
+    def _connection(self) -> apsw.Connection:
+        if self._conn is None:
+            conn = apsw.Connection(self.path)
+            conn.set_busy_timeout(self._busy_timeout_ms)
+            if self.path != ":memory:" and not self.path.startswith("file::memory:"):
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            self._setup(conn)
+            self._conn = conn
+        return self._conn
+
+    def _call(self, fn: Callable[[apsw.Connection], T]) -> T:
+        return fn(self._connection())
+
+    async def run(self, fn: Callable[[apsw.Connection], T]) -> T:
+        if self._closed:
+            raise StorageError(f"the SQLite store on {self.path!r} is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, fn)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
+        def shut() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, shut)
+        self._executor.shutdown(wait=True)
+
+
+def write_transaction(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
+    """Run `fn` in a transaction that holds the write lock from the start."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+def apply_migrations(conn: apsw.Connection, migrations: tuple[Migration, ...]) -> None:
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
+                 "description TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+
+    def migrate(c: apsw.Connection) -> None:
+        applied = {row[0] for row in c.execute(f"SELECT version FROM {SCHEMA_TABLE}")}
+        for migration in pending(migrations, applied):
+            for statement in migration.statements:
+                c.execute(statement)
+            c.execute(f"INSERT INTO {SCHEMA_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                      (migration.version, migration.description, to_micros(utc_now())))
+
+    write_transaction(conn, migrate)
+
+
+def _thread(row: Sequence[Any]) -> Thread:
+    return Thread(id=row[0], resource_id=row[1], title=row[2], metadata=json.loads(row[3]),
+                  created_at=from_micros(row[4]), updated_at=from_micros(row[5]))
+
+
+def _message(row: Sequence[Any]) -> Message:
+    return message_from_row(id=row[0], thread_id=row[1], resource_id=row[2], role=row[3], type=row[4],
+                            content=json.loads(row[5]), created_at=from_micros(row[6]))
+
+
+class SQLiteStore(MemoryStore):
+    """Memory in SQLite.
+
+    ```python
+    store = SQLiteStore("memory.db")          # or SQLiteStore(":memory:")
+    memory = Memory(storage=store)
+    ```
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = "sluicegate.db", *, busy_timeout_ms: int = 30_000) -> None:
+        self.path = os.fspath(path)
+        self._db = SQLiteConnection(self.path, busy_timeout_ms=busy_timeout_ms,
+                                    setup=lambda conn: apply_migrations(conn, SQLITE_MIGRATIONS))
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"
+
+    async def schema_versions(self) -> list[int]:
+        """The applied migration versions (for tests and diagnostics)."""
+        return await self._db.run(
+            lambda c: [row[0] for row in c.execute(f"SELECT version FROM {SCHEMA_TABLE} ORDER BY version")])
+
+    # ---------------------------------------------------------------- threads
+
+    async def get_thread(self, thread_id: str) -> Thread | None:
+        def get(c: apsw.Connection) -> Thread | None:
+            row = c.execute("SELECT id, resource_id, title, metadata, created_at, updated_at "
+                            "FROM sluicegate_threads WHERE id = ?", (thread_id,)).fetchone()
+            return _thread(row) if row else None
+
+        return await self._db.run(get)
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        def create(c: apsw.Connection) -> Thread:
+            c.execute("INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
+                      "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                      (thread.id, thread.resource_id, thread.title, dumps(thread.metadata),
+                       to_micros(thread.created_at), to_micros(thread.updated_at)))
+            row = c.execute("SELECT id, resource_id, title, metadata, created_at, updated_at "
+                            "FROM sluicegate_threads WHERE id = ?", (thread.id,)).fetchone()
+            return _thread(row)
+
+        return await self._db.run(lambda c: write_transaction(c, create))
+
+    async def save_thread(self, thread: Thread) -> Thread:
+        def save(c: apsw.Connection) -> None:
+            c.execute("INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
+                      "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, "
+                      "title = excluded.title, metadata = excluded.metadata, created_at = excluded.created_at, "
+                      "updated_at = excluded.updated_at",
+                      (thread.id, thread.resource_id, thread.title, dumps(thread.metadata),
+                       to_micros(thread.created_at), to_micros(thread.updated_at)))
+
+        await self._db.run(lambda c: write_transaction(c, save))
+        return thread
+
+    async def update_thread(
+        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Thread:
+        def update(c: apsw.Connection) -> Thread:
+            row = c.execute("SELECT id, resource_id, title, metadata, created_at, updated_at "
+                            "FROM sluicegate_threads WHERE id = ?", (thread_id,)).fetchone()
+            if row is None:
+                raise ThreadNotFoundError(thread_id)
+            thread = _thread(row)
+            if title is not None:
+                thread.title = title
+            if metadata is not None:
+                thread.metadata = dict(metadata)
+            thread.updated_at = max(utc_now(), thread.updated_at)
+            c.execute("UPDATE sluicegate_threads SET title = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                      (thread.title, dumps(thread.metadata), to_micros(thread.updated_at), thread_id))
+            return thread
+
+        return await self._db.run(lambda c: write_transaction(c, update))
+
+    async def list_threads(self, resource_id: str) -> list[Thread]:
+        return await self._db.run(lambda c: [_thread(row) for row in c.execute(
+            "SELECT id, resource_id, title, metadata, created_at, updated_at FROM sluicegate_threads "
+            "WHERE resource_id = ? ORDER BY updated_at DESC, id", (resource_id,))])
+
+    async def delete_thread(self, thread_id: str) -> None:
+        def delete(c: apsw.Connection) -> None:
+            c.execute("DELETE FROM sluicegate_messages WHERE thread_id = ?", (thread_id,))
+            c.execute("DELETE FROM sluicegate_threads WHERE id = ?", (thread_id,))
+
+        await self._db.run(lambda c: write_transaction(c, delete))
+
+    # ---------------------------------------------------------------- messages
+
+    async def save_messages(self, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        require_threads(messages)
+        rows = [(m.id, m.thread_id, m.resource_id, m.role, m.type, content_json(m), to_micros(m.created_at))
+                for m in messages]
+
+        def save(c: apsw.Connection) -> None:
+            c.executemany(
+                f"INSERT INTO sluicegate_messages ({_MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id, "
+                "role = excluded.role, type = excluded.type, content = excluded.content, "
+                "created_at = excluded.created_at", rows)
+
+        await self._db.run(lambda c: write_transaction(c, save))
+
+    async def list_messages(self, thread_id: str, *, last: int | None = None) -> list[Message]:
+        def select(c: apsw.Connection) -> list[Message]:
+            if last is None:
+                rows = c.execute(f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
+                                 "ORDER BY created_at, seq", (thread_id,)).fetchall()
+                return [_message(r) for r in rows]
+            if last <= 0:
+                return []
+            rows = c.execute(f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
+                             "ORDER BY created_at DESC, seq DESC LIMIT ?", (thread_id, last)).fetchall()
+            return [_message(r) for r in reversed(rows)]
+
+        return await self._db.run(select)
+
+    async def list_messages_around(self, includes: Sequence[MessageInclude]) -> list[Message]:
+        if not includes:
+            return []
+
+        def select(c: apsw.Connection) -> list[Message]:
+            found: dict[int, tuple[int, Message]] = {}
+            for include in includes:
+                anchor = c.execute("SELECT seq, thread_id, created_at FROM sluicegate_messages WHERE id = ?",
+                                   (include.id,)).fetchone()
+                if anchor is None:
+                    continue
+                seq, thread_id, created_at = anchor
+                query = f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE seq = ?"
+                batches = [c.execute(query, (seq,)).fetchall()]
+                if include.before > 0:
+                    batches.append(c.execute(
+                        f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? AND "
+                        "(created_at < ? OR (created_at = ? AND seq < ?)) ORDER BY created_at DESC, seq DESC LIMIT ?",
+                        (thread_id, created_at, created_at, seq, include.before)).fetchall())
+                if include.after > 0:
+                    batches.append(c.execute(
+                        f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? AND "
+                        "(created_at > ? OR (created_at = ? AND seq > ?)) ORDER BY created_at, seq LIMIT ?",
+                        (thread_id, created_at, created_at, seq, include.after)).fetchall())
+                for batch in batches:
+                    for row in batch:
+                        if row[0] not in found:
+                            found[row[0]] = (row[7], _message(row[1:]))
+            return [m for _, m in sorted(found.values(), key=lambda item: (item[0], item[1].id))]
+
+        ordered = await self._db.run(select)
+        return ordered
+
+    async def count_messages(self, thread_id: str) -> int:
+        return await self._db.run(lambda c: int(c.execute(
+            "SELECT COUNT(*) FROM sluicegate_messages WHERE thread_id = ?", (thread_id,)).fetchone()[0]))
+
+    async def delete_messages(self, message_ids: Sequence[str]) -> None:
+        ids = [(i,) for i in message_ids]
+        if not ids:
+            return
+        await self._db.run(lambda c: write_transaction(
+            c, lambda w: w.executemany("DELETE FROM sluicegate_messages WHERE id = ?", ids)))
+
+    # ---------------------------------------------------------------- resources
+
+    async def get_resource(self, resource_id: str) -> Resource | None:
+        def get(c: apsw.Connection) -> Resource | None:
+            row = c.execute("SELECT id, working_memory, metadata, created_at, updated_at FROM sluicegate_resources "
+                            "WHERE id = ?", (resource_id,)).fetchone()
+            if row is None:
+                return None
+            return Resource(id=row[0], working_memory=row[1], metadata=json.loads(row[2]),
+                            created_at=from_micros(row[3]), updated_at=from_micros(row[4]))
+
+        return await self._db.run(get)
+
+    async def update_resource(
+        self, resource_id: str, *, working_memory: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Resource:
+        now = to_micros(utc_now())
+
+        def upsert(c: apsw.Connection) -> Resource:
+            c.execute("INSERT INTO sluicegate_resources (id, working_memory, metadata, created_at, updated_at) "
+                      "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                      "working_memory = COALESCE(excluded.working_memory, working_memory), "
+                      "metadata = CASE WHEN ? THEN excluded.metadata ELSE metadata END, "
+                      "updated_at = excluded.updated_at",
+                      (resource_id, working_memory, dumps(metadata or {}), now, now, metadata is not None))
+            row = c.execute("SELECT id, working_memory, metadata, created_at, updated_at FROM sluicegate_resources "
+                            "WHERE id = ?", (resource_id,)).fetchone()
+            return Resource(id=row[0], working_memory=row[1], metadata=json.loads(row[2]),
+                            created_at=from_micros(row[3]), updated_at=from_micros(row[4]))
+
+        return await self._db.run(lambda c: write_transaction(c, upsert))
+
+    # ---------------------------------------------------------------- usage
+
+    async def record(self, key: str, cost: float, usage: dict[str, int], at: datetime) -> None:
+        row = (key, float(cost), dumps(usage), to_micros(at))
+        await self._db.run(lambda c: write_transaction(c, lambda w: w.execute(
+            "INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES (?, ?, ?, ?)", row)))
+
+    async def total(self, key: str, since: datetime | None) -> float:
+        def total(c: apsw.Connection) -> float:
+            if since is None:
+                row = c.execute("SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = ?", (key,)).fetchone()
+            else:
+                row = c.execute("SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = ? AND at >= ?",
+                                (key, to_micros(since))).fetchone()
+            return float(row[0])
+
+        return await self._db.run(total)
+
+    async def close(self) -> None:
+        await self._db.close()

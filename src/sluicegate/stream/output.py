@@ -1,0 +1,114 @@
+"""`ModelOutput`: what `Agent.stream` returns.
+
+`full_stream` is the run itself — an async generator that drives the agent loop as it is
+iterated — so the consumer pays no queue or task hand-off per chunk. The awaitable properties
+drive the same generator to its end and read the run's results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sluicegate.errors import SluicegateError
+from sluicegate.stream.chunk import Chunk
+
+if TYPE_CHECKING:
+    from sluicegate.agent.results import Response, StepResult, Tripwire
+    from sluicegate.agent.run import AgentRun
+    from sluicegate.stream.usage import Usage
+
+T = TypeVar("T")
+
+
+class ModelOutput:
+    """A streaming run: iterate `full_stream` (once), or await a result property."""
+
+    def __init__(self, run: AgentRun) -> None:
+        self._run = run
+        self._events = run.events()
+        self._handed_out = False
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    @property
+    def full_stream(self) -> AsyncIterator[Chunk]:
+        """Every chunk of the run, in order. May be iterated once."""
+        if self._handed_out:
+            raise SluicegateError("full_stream can be iterated only once per run")
+        self._handed_out = True
+        return self._events
+
+    @property
+    def text_stream(self) -> AsyncIterator[str]:
+        """The text of each `text-delta` chunk."""
+        return self._texts(self.full_stream)
+
+    @staticmethod
+    async def _texts(chunks: AsyncIterator[Chunk]) -> AsyncIterator[str]:
+        async for chunk in chunks:
+            if chunk.type == "text-delta":
+                yield chunk.payload.text
+
+    async def _finish(self, read: Callable[[AgentRun], T]) -> T:
+        self._handed_out = True
+        async for _ in self._events:
+            pass
+        return read(self._run)
+
+    def _result(self, read: Callable[[AgentRun], T]) -> Awaitable[T]:
+        return self._finish(read)
+
+    @property
+    def text(self) -> Awaitable[str]:
+        return self._result(lambda run: run.stream_text())
+
+    @property
+    def reasoning_text(self) -> Awaitable[str]:
+        return self._result(lambda run: run.reasoning_text())
+
+    @property
+    def finish_reason(self) -> Awaitable[str | None]:
+        return self._result(lambda run: run.finish_reason)
+
+    @property
+    def usage(self) -> Awaitable[Usage]:
+        return self._result(lambda run: run.usage)
+
+    @property
+    def total_usage(self) -> Awaitable[Usage]:
+        return self.usage
+
+    @property
+    def steps(self) -> Awaitable[list[StepResult]]:
+        return self._result(lambda run: list(run.steps))
+
+    @property
+    def tool_calls(self) -> Awaitable[list[Chunk]]:
+        return self._result(lambda run: run.all_tool_calls())
+
+    @property
+    def tool_results(self) -> Awaitable[list[Chunk]]:
+        return self._result(lambda run: run.all_tool_results())
+
+    @property
+    def tripwire(self) -> Awaitable[Tripwire | None]:
+        return self._result(lambda run: run.tripwire)
+
+    @property
+    def error(self) -> Awaitable[BaseException | None]:
+        return self._result(lambda run: run.error)
+
+    @property
+    def response(self) -> Awaitable[Response]:
+        return self._result(lambda run: run.response())
+
+    @property
+    def object(self) -> Awaitable[Any]:
+        return self._result(lambda run: run.object)
+
+    async def consume(self) -> None:
+        """Drive the run to its end without reading the chunks."""
+        await self._finish(lambda run: None)

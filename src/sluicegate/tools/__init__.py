@@ -1,0 +1,5 @@
+"""Tools the model can call."""
+
+from sluicegate.tools.tool import Tool, ToolContext, ToolInputError, create_tool, normalize_tools, tool
+
+__all__ = ["Tool", "ToolContext", "ToolInputError", "create_tool", "normalize_tools", "tool"]

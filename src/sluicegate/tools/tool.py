@@ -1,0 +1,201 @@
+"""Tools: functions the model may call.
+
+`create_tool` builds one from an id, a description, an input schema (a pydantic model or a
+JSON-schema dict) and `execute(input, context)`. The `@tool` decorator builds one from a
+function's signature and docstring. Input from the model is validated before `execute` runs;
+what fails validation goes back to the model as an error result, as does anything `execute`
+raises.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints, overload
+
+import jsonschema
+import pydantic
+
+from sluicegate.errors import ToolError
+from sluicegate.request_context import RequestContext
+
+
+@dataclass
+class ToolContext:
+    """What `execute` receives besides its input."""
+
+    tool_call_id: str
+    messages: list[Any] = field(default_factory=list)
+    request_context: RequestContext = field(default_factory=RequestContext)
+    writer: Any = None
+    """`await context.writer.custom({"type": "data-...", "data": ...})` streams a data chunk."""
+    tool_name: str = ""
+
+
+class ToolInputError(ToolError):
+    """The model's arguments did not match the tool's input schema."""
+
+
+Execute = Callable[[Any, ToolContext], Awaitable[Any] | Any]
+
+
+class Tool:
+    """A callable tool with a validated input schema."""
+
+    def __init__(
+        self,
+        *,
+        id: str,
+        description: str = "",
+        input_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+        execute: Execute | None = None,
+        output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+        to_model_output: Callable[[Any], dict[str, Any]] | None = None,
+        provider_options: dict[str, Any] | None = None,
+    ) -> None:
+        if not id or not isinstance(id, str):
+            raise ToolError("a tool needs a non-empty string id")
+        self.id = id
+        self.description = description
+        self.input_schema = input_schema
+        self._execute = execute
+        self.output_schema = output_schema
+        self.to_model_output = to_model_output
+        self.provider_options = provider_options
+        self._validator: jsonschema.Draft202012Validator | None = None
+        if isinstance(input_schema, dict):
+            jsonschema.Draft202012Validator.check_schema(input_schema)
+            self._validator = jsonschema.Draft202012Validator(input_schema)
+        elif input_schema is not None and not (
+            isinstance(input_schema, type) and issubclass(input_schema, pydantic.BaseModel)
+        ):
+            raise ToolError(f"tool {id!r}: input_schema must be a pydantic model or a JSON-schema dict")
+
+    def __repr__(self) -> str:
+        return f"Tool(id={self.id!r})"
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON schema of the input, as sent to the model."""
+        if self.input_schema is None:
+            return {"type": "object", "properties": {}, "additionalProperties": False}
+        if isinstance(self.input_schema, dict):
+            return self.input_schema
+        return self.input_schema.model_json_schema()
+
+    def to_v2(self, name: str | None = None) -> dict[str, Any]:
+        """The AI SDK V2 function-tool definition."""
+        definition: dict[str, Any] = {"type": "function", "name": name or self.id, "description": self.description,
+                                      "inputSchema": self.json_schema()}
+        if self.provider_options:
+            definition["providerOptions"] = self.provider_options
+        return definition
+
+    def validate(self, args: Any) -> Any:
+        """The validated input: a model instance for a pydantic schema, a dict otherwise."""
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError as exc:
+                raise ToolInputError(f"tool {self.id!r}: arguments are not valid JSON: {exc}") from exc
+        if self.input_schema is None:
+            return args if args is not None else {}
+        if self._validator is not None:
+            errors = sorted(self._validator.iter_errors(args), key=lambda e: list(e.path))
+            if errors:
+                detail = "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors)
+                raise ToolInputError(f"invalid input for tool {self.id!r}: {detail}")
+            return args
+        assert not isinstance(self.input_schema, dict)
+        try:
+            return self.input_schema.model_validate(args)
+        except pydantic.ValidationError as exc:
+            raise ToolInputError(f"invalid input for tool {self.id!r}: {exc}") from exc
+
+    async def execute(self, input: Any, context: ToolContext) -> Any:
+        if self._execute is None:
+            raise ToolError(f"tool {self.id!r} has no execute function")
+        result = self._execute(input, context)
+        if inspect.isawaitable(result):
+            result = await result
+        if isinstance(result, pydantic.BaseModel):
+            return result.model_dump(mode="json")
+        return result
+
+
+def create_tool(
+    *,
+    id: str,
+    description: str = "",
+    input_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+    execute: Execute | None = None,
+    output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+    to_model_output: Callable[[Any], dict[str, Any]] | None = None,
+    provider_options: dict[str, Any] | None = None,
+) -> Tool:
+    """Build a tool; see `Tool`."""
+    return Tool(id=id, description=description, input_schema=input_schema, execute=execute,
+                output_schema=output_schema, to_model_output=to_model_output, provider_options=provider_options)
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(*, id: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(func: Callable[..., Any] | None = None, /, *, id: str | None = None,
+         description: str | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a tool from a function: name from the function, description from its docstring,
+    input schema from its parameters. A parameter annotated `ToolContext` receives the context."""
+
+    def build(fn: Callable[..., Any]) -> Tool:
+        hints = get_type_hints(fn)
+        signature = inspect.signature(fn)
+        fields: dict[str, Any] = {}
+        context_param: str | None = None
+        for name, param in signature.parameters.items():
+            annotation = hints.get(name, Any)
+            if annotation is ToolContext:
+                context_param = name
+                continue
+            default = param.default if param.default is not inspect.Parameter.empty else ...
+            fields[name] = (annotation, default)
+        model = pydantic.create_model(f"{fn.__name__}_input", **fields)
+
+        async def execute(input: pydantic.BaseModel, context: ToolContext) -> Any:
+            kwargs = {name: getattr(input, name) for name in fields}
+            if context_param:
+                kwargs[context_param] = context
+            result = fn(**kwargs)
+            return await result if inspect.isawaitable(result) else result
+
+        doc = inspect.getdoc(fn) or ""
+        return Tool(id=id or fn.__name__, description=description if description is not None else doc,
+                    input_schema=model, execute=execute)
+
+    return build(func) if func is not None else build
+
+
+def normalize_tools(tools: Any) -> dict[str, Tool]:
+    """`tools=` in any accepted form -> a name -> Tool dict."""
+    if tools is None:
+        return {}
+    if isinstance(tools, dict):
+        out: dict[str, Tool] = {}
+        for name, value in tools.items():
+            if not isinstance(value, Tool):
+                raise ToolError(f"tools[{name!r}] is not a Tool (build it with create_tool or @tool)")
+            out[name] = value
+        return out
+    if isinstance(tools, (list, tuple)):
+        result: dict[str, Tool] = {}
+        for value in tools:
+            if not isinstance(value, Tool):
+                raise ToolError(f"{value!r} is not a Tool (build it with create_tool or @tool)")
+            result[value.id] = value
+        return result
+    raise ToolError(f"tools must be a list or a dict of tools, got {type(tools).__name__}")
