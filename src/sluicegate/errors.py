@@ -85,7 +85,8 @@ class APICallError(SluicegateError):
         return "AI_APICallError"
 
     def __repr__(self) -> str:
-        return f"APICallError({str(self)!r}, status_code={self.status_code!r}, is_retryable={self.is_retryable!r})"
+        status = f"status_code={self.status_code!r}, is_retryable={self.is_retryable!r}"
+        return f"APICallError({str(self)!r}, {status})"
 
 
 def retryable_status(status_code: int | None) -> bool:
@@ -93,7 +94,7 @@ def retryable_status(status_code: int | None) -> bool:
     return status_code is not None and (status_code in (408, 409, 429) or status_code >= 500)
 
 
-class TripWire(Exception):  # noqa: N818 - the name is Mastra's
+class TripWire(Exception):
     """Raised by `abort()`: stops the run and ends the stream with a `tripwire` chunk.
 
     With `retry=True` from `process_output_step` or `process_input_step`, the agent replays the

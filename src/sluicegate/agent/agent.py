@@ -80,12 +80,18 @@ class Agent:
         if run.error is not None and run.tripwire is None:
             raise run.error
         return FullOutput(
-            text=run.final_text(), finish_reason=run.finish_reason, usage=run.usage,
+            text=run.final_text(),
+            finish_reason=run.finish_reason,
+            usage=run.usage,
             steps=[s for s in run.steps if not (run.tripwire is not None and s is None)],
             tool_calls=[] if run.tripwire else run.all_tool_calls(),
             tool_results=[] if run.tripwire else run.all_tool_results(),
-            tripwire=run.tripwire, response=run.response(), object=run.object, run_id=run.run_id,
-            reasoning_text=run.reasoning_text())
+            tripwire=run.tripwire,
+            response=run.response(),
+            object=run.object,
+            run_id=run.run_id,
+            reasoning_text=run.reasoning_text(),
+        )
 
     async def stream(self, messages: Any, **options: Any) -> ModelOutput:
         """Start the agent; iterate `full_stream` or await the result properties."""
@@ -103,9 +109,24 @@ class Agent:
     # ------------------------------------------------------------------ preparing a run
 
     async def _prepare(self, messages: Any, options: dict[str, Any]) -> AgentRun:
-        known = {"max_steps", "input_processors", "output_processors", "error_processors", "max_processor_retries",
-                 "prepare_step", "request_context", "tool_choice", "active_tools", "memory", "model_settings",
-                 "provider_options", "structured_output", "instructions", "tools", "model"}
+        known = {
+            "max_steps",
+            "input_processors",
+            "output_processors",
+            "error_processors",
+            "max_processor_retries",
+            "prepare_step",
+            "request_context",
+            "tool_choice",
+            "active_tools",
+            "memory",
+            "model_settings",
+            "provider_options",
+            "structured_output",
+            "instructions",
+            "tools",
+            "model",
+        }
         unknown = set(options) - known
         if unknown:
             raise TypeError(f"unknown option(s) for {self.name!r}: {sorted(unknown)}; known: {sorted(known)}")
@@ -143,18 +164,36 @@ class Agent:
             output_array = [*output_array, *binding.output_processors]
         message_list.add(Message.coerce_many(messages), "input")
 
-        model = resolve_model(options["model"]) if options.get("model") is not None else resolve_model(self.model)
+        model = (
+            resolve_model(options["model"]) if options.get("model") is not None else resolve_model(self.model)
+        )
         run_options = RunOptions(
-            max_steps=max_steps, max_processor_retries=retries, tool_choice=tool_choice,
-            active_tools=options.get("active_tools"), model_settings=options.get("model_settings"),
-            provider_options=options.get("provider_options"), structured_output=options.get("structured_output"),
-            thread_id=thread_id, resource_id=resource_id)
-        return AgentRun(agent_id=self.id, model=model, message_list=message_list, tools=tools,
-                        input_processors=input_array, output_processors=output_array, error_processors=error_array,
-                        request_context=request_context, options=run_options,
-                        prepare_step=options.get("prepare_step"))
+            max_steps=max_steps,
+            max_processor_retries=retries,
+            tool_choice=tool_choice,
+            active_tools=options.get("active_tools"),
+            model_settings=options.get("model_settings"),
+            provider_options=options.get("provider_options"),
+            structured_output=options.get("structured_output"),
+            thread_id=thread_id,
+            resource_id=resource_id,
+        )
+        return AgentRun(
+            agent_id=self.id,
+            model=model,
+            message_list=message_list,
+            tools=tools,
+            input_processors=input_array,
+            output_processors=output_array,
+            error_processors=error_array,
+            request_context=request_context,
+            options=run_options,
+            prepare_step=options.get("prepare_step"),
+        )
 
-    async def _resolve_array(self, name: str, options: dict[str, Any], request_context: RequestContext) -> list[Any]:
+    async def _resolve_array(
+        self, name: str, options: dict[str, Any], request_context: RequestContext
+    ) -> list[Any]:
         array = options[name] if options.get(name) is not None else getattr(self, name)
         if array is None:
             return []
@@ -183,7 +222,9 @@ class Agent:
         if memory_option is None:
             return None
         if self.memory is None:
-            raise ConfigurationError(f"agent {self.name!r} was given memory= for a call but has no memory configured")
+            raise ConfigurationError(
+                f"agent {self.name!r} was given memory= for a call but has no memory configured"
+            )
         if not isinstance(memory_option, dict):
             raise SluicegateError("memory must be a dict like {'thread': 'thread-id', 'resource': 'user-id'}")
         thread = memory_option.get("thread")
@@ -194,12 +235,16 @@ class Agent:
         request_context.set(THREAD_ID_KEY, thread_id)
         if resource_id is not None:
             request_context.set(RESOURCE_ID_KEY, resource_id)
-        return await self.memory.bind(thread_id=thread_id, resource_id=resource_id, request_context=request_context,
-                                      options=memory_option.get("options"))
+        return await self.memory.bind(
+            thread_id=thread_id,
+            resource_id=resource_id,
+            request_context=request_context,
+            options=memory_option.get("options"),
+        )
 
 
 def _check_array(name: str, value: Any) -> Any:
-    if value is None or callable(value) and not isinstance(value, (list, tuple)):
+    if value is None or (callable(value) and not isinstance(value, (list, tuple))):
         return value
     if not isinstance(value, (list, tuple)):
         raise ConfigurationError(f"{name} must be a list of processors or a callable returning one")
@@ -210,4 +255,6 @@ def _check_array(name: str, value: Any) -> Any:
 
 def _check_retries(value: Any) -> None:
     if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        raise ConfigurationError(f"max_processor_retries must be a non-negative integer or None, got {value!r}")
+        raise ConfigurationError(
+            f"max_processor_retries must be a non-negative integer or None, got {value!r}"
+        )

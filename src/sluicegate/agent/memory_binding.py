@@ -27,8 +27,14 @@ class MemoryBinding:
 class AgentMemory(Protocol):
     """Anything that can bind to a thread; `sluicegate.memory.Memory` is the built-in one."""
 
-    async def bind(self, *, thread_id: str, resource_id: str | None, request_context: RequestContext,
-                   options: dict[str, Any] | None = None) -> MemoryBinding:
+    async def bind(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str | None,
+        request_context: RequestContext,
+        options: dict[str, Any] | None = None,
+    ) -> MemoryBinding:
         """Create the thread on first use, check it belongs to `resource_id` (raising a clear
         error if not), and return the processors and tools for this request."""
         ...

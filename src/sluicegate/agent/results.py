@@ -26,7 +26,7 @@ class StepResult:
     from_cache: bool = False
 
     @property
-    def toolCalls(self) -> list[Chunk]:  # noqa: N802 - Mastra's spelling, for processors ported from it
+    def toolCalls(self) -> list[Chunk]:
         return self.tool_calls
 
 
@@ -40,8 +40,12 @@ class Tripwire:
     processor_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "retry": self.retry, "metadata": self.metadata,
-                "processorId": self.processor_id}
+        return {
+            "reason": self.reason,
+            "retry": self.retry,
+            "metadata": self.metadata,
+            "processorId": self.processor_id,
+        }
 
 
 @dataclass

@@ -44,15 +44,27 @@ log = logging.getLogger("sluicegate.agent")
 
 DEFAULT_MAX_STEPS = 5
 DEFAULT_RETRY_CAP = 10
-FEEDBACK = ("[Processor Feedback] Your previous response was not accepted: {reason}. "
-            "Please try again with the feedback in mind.")
+FEEDBACK = (
+    "[Processor Feedback] Your previous response was not accepted: {reason}. "
+    "Please try again with the feedback in mind."
+)
 _DEADLINE = {"type": "__deadline__"}
 _SETTINGS = {
-    "temperature": "temperature", "max_output_tokens": "max_output_tokens", "maxOutputTokens": "max_output_tokens",
-    "max_tokens": "max_output_tokens", "top_p": "top_p", "topP": "top_p", "top_k": "top_k", "topK": "top_k",
-    "stop_sequences": "stop_sequences", "stopSequences": "stop_sequences", "seed": "seed",
-    "presence_penalty": "presence_penalty", "presencePenalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty", "frequencyPenalty": "frequency_penalty",
+    "temperature": "temperature",
+    "max_output_tokens": "max_output_tokens",
+    "maxOutputTokens": "max_output_tokens",
+    "max_tokens": "max_output_tokens",
+    "top_p": "top_p",
+    "topP": "top_p",
+    "top_k": "top_k",
+    "topK": "top_k",
+    "stop_sequences": "stop_sequences",
+    "stopSequences": "stop_sequences",
+    "seed": "seed",
+    "presence_penalty": "presence_penalty",
+    "presencePenalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "frequencyPenalty": "frequency_penalty",
 }
 
 
@@ -84,7 +96,9 @@ def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
         return None
     if isinstance(choice, str):
         if choice not in ("auto", "none", "required"):
-            raise SluicegateError(f"tool_choice must be 'auto', 'none', 'required' or a tool dict, got {choice!r}")
+            raise SluicegateError(
+                f"tool_choice must be 'auto', 'none', 'required' or a tool dict, got {choice!r}"
+            )
         return {"type": choice}
     if isinstance(choice, dict):
         kind = choice.get("type")
@@ -104,15 +118,28 @@ def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pyda
         return schema.model_json_schema(), schema
     if isinstance(schema, dict):
         return schema, None
-    raise SluicegateError("structured_output must be a pydantic model, a JSON-schema dict, or {'schema': ...}")
+    raise SluicegateError(
+        "structured_output must be a pydantic model, a JSON-schema dict, or {'schema': ...}"
+    )
 
 
 class AgentRun:
     """The state and the loop of one agent call."""
 
-    def __init__(self, *, agent_id: str, model: LanguageModel, message_list: MessageList, tools: dict[str, Tool],
-                 input_processors: list[Any], output_processors: list[Any], error_processors: list[Any],
-                 request_context: RequestContext, options: RunOptions, prepare_step: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        model: LanguageModel,
+        message_list: MessageList,
+        tools: dict[str, Tool],
+        input_processors: list[Any],
+        output_processors: list[Any],
+        error_processors: list[Any],
+        request_context: RequestContext,
+        options: RunOptions,
+        prepare_step: Any = None,
+    ) -> None:
         self.agent_id = agent_id
         self.run_id = str(uuid.uuid4())
         self.model = model
@@ -122,9 +149,14 @@ class AgentRun:
         self.request_context = request_context
         self._pending: list[Chunk] = []
         self.runner = ProcessorRunner(
-            input_processors=input_processors, output_processors=output_processors,
-            error_processors=error_processors, request_context=request_context, run_id=self.run_id,
-            emit=self._pending.append, prepare_step=prepare_step)
+            input_processors=input_processors,
+            output_processors=output_processors,
+            error_processors=error_processors,
+            request_context=request_context,
+            run_id=self.run_id,
+            emit=self._pending.append,
+            prepare_step=prepare_step,
+        )
         self.steps: list[StepResult] = []
         self.usage = Usage()
         self.finish_reason: str | None = None
@@ -201,7 +233,10 @@ class AgentRun:
                     step_number += 1
                     continue
                 completed += 1
-                if not (step.finish_reason == "tool-calls" and step.tool_calls) or completed >= self.options.max_steps:
+                if (
+                    not (step.finish_reason == "tool-calls" and step.tool_calls)
+                    or completed >= self.options.max_steps
+                ):
                     break
                 step_number += 1
             self.finish_reason = self.steps[-1].finish_reason if self.steps else None
@@ -209,18 +244,28 @@ class AgentRun:
             for chunk in self._drain_pending():
                 yield chunk
             self._current = None
-            finish = self._chunk("finish", step_result=Payload(reason=self.finish_reason, warnings=[]),
-                                 output=Payload(usage=self.usage))
+            finish = self._chunk(
+                "finish",
+                step_result=Payload(reason=self.finish_reason, warnings=[]),
+                output=Payload(usage=self.usage),
+            )
             for chunk in await self._emit_processed(finish):
                 yield chunk
         except TripWire as tripwire:
             for chunk in self._drain_pending():
                 yield chunk
-            self.tripwire = Tripwire(tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id)
+            self.tripwire = Tripwire(
+                tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id
+            )
             self.finish_reason = "other"
-            yield self._chunk("tripwire", reason=tripwire.reason, retry=tripwire.retry, metadata=tripwire.metadata,
-                              processor_id=tripwire.processor_id)
-        except Exception as exc:  # noqa: BLE001 - every failure ends the stream with an error chunk
+            yield self._chunk(
+                "tripwire",
+                reason=tripwire.reason,
+                retry=tripwire.retry,
+                metadata=tripwire.metadata,
+                processor_id=tripwire.processor_id,
+            )
+        except Exception as exc:
             for chunk in self._drain_pending():
                 yield chunk
             self.error = exc
@@ -245,13 +290,23 @@ class AgentRun:
     async def _prepare_step(self, step_number: int) -> StepConfig | None:
         """System reset and `process_input_step`; None when a processor asked to retry."""
         self.message_list.restore_system(self._system_base)
-        config = StepConfig(model=self.model, tools=dict(self.tools), tool_choice=self.options.tool_choice,
-                            active_tools=self.options.active_tools, provider_options=self.options.provider_options,
-                            model_settings=self.options.model_settings,
-                            structured_output=self.options.structured_output)
+        config = StepConfig(
+            model=self.model,
+            tools=dict(self.tools),
+            tool_choice=self.options.tool_choice,
+            active_tools=self.options.active_tools,
+            provider_options=self.options.provider_options,
+            model_settings=self.options.model_settings,
+            structured_output=self.options.structured_output,
+        )
         try:
-            return await self.runner.run_input_step(self.message_list, config, step_number=step_number,
-                                                    steps=self.steps, resolve=self._resolve_step_value)
+            return await self.runner.run_input_step(
+                self.message_list,
+                config,
+                step_number=step_number,
+                steps=self.steps,
+                resolve=self._resolve_step_value,
+            )
         except TripWire as tripwire:
             if tripwire.retry and self._can_retry(self._step_retry_cap()):
                 self.runner.retry_count += 1
@@ -269,8 +324,9 @@ class AgentRun:
 
     def _call_options(self, config: StepConfig, prompt: list[dict[str, Any]]) -> CallOptions:
         tool_defs, tool_choice = self._tool_definitions(config)
-        options = CallOptions(prompt=prompt, tools=tool_defs, tool_choice=tool_choice,
-                              provider_options=config.provider_options)
+        options = CallOptions(
+            prompt=prompt, tools=tool_defs, tool_choice=tool_choice, provider_options=config.provider_options
+        )
         for key, value in (config.model_settings or {}).items():
             attr = _SETTINGS.get(key)
             if attr is None:
@@ -302,8 +358,13 @@ class AgentRun:
         model = resolve_model(config.model)
         call_options = self._call_options(config, message_list.to_prompt())
         prompt, replay = await runner.run_llm_request(
-            call_options.prompt, model=model, tools=call_options.tools, step_number=step_number, steps=self.steps,
-            message_list=message_list)
+            call_options.prompt,
+            model=model,
+            tools=call_options.tools,
+            step_number=step_number,
+            steps=self.steps,
+            message_list=message_list,
+        )
         call_options.prompt = prompt
         step = StepRecorder(step_number)
         self._current = step
@@ -344,11 +405,11 @@ class AgentRun:
                                 yield extra
                         continue
                     if result.__class__ is not Chunk:
-                        for out in result:  # type: ignore[union-attr]
+                        for out in result:
                             self._record(out, step)
                             yield out
                         continue
-                    chunk = result  # type: ignore[assignment]
+                    chunk = result
                 if chunk.type == "text-delta":
                     pieces = step.open_text
                     if pieces is None:
@@ -362,26 +423,41 @@ class AgentRun:
                         yield extra
         except (TripWire, ProcessorError):
             raise
-        except Exception as exc:  # noqa: BLE001 - a failed provider call goes to the error processors
+        except Exception as exc:
             error = exc.error if isinstance(exc, _ModelStreamError) else exc
             async for chunk in self._recover(error, step):
                 yield chunk
             return
 
         self.usage = self.usage + step.usage
-        step.model_chunks.append(self._chunk("finish", step_result=Payload(reason=step.finish_reason),
-                                             output=Payload(usage=step.usage)))
-        await runner.run_llm_response(step.model_chunks, model=model, step_number=step_number, steps=self.steps,
-                                      from_cache=replay is not None, message_list=message_list)
+        step.model_chunks.append(
+            self._chunk(
+                "finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage)
+            )
+        )
+        await runner.run_llm_response(
+            step.model_chunks,
+            model=model,
+            step_number=step_number,
+            steps=self.steps,
+            from_cache=replay is not None,
+            message_list=message_list,
+        )
         step.finalize_parts()
         response = step.to_message(thread_id=message_list.thread_id, resource_id=message_list.resource_id)
         if response is not None:
             message_list.add(response, "response")
 
         try:
-            await runner.run_output_step(message_list, step_number=step_number, finish_reason=step.finish_reason,
-                                         tool_calls=step.tool_calls, text=step.text(), usage=step.usage,
-                                         steps=self.steps)
+            await runner.run_output_step(
+                message_list,
+                step_number=step_number,
+                finish_reason=step.finish_reason,
+                tool_calls=step.tool_calls,
+                text=step.text(),
+                usage=step.usage,
+                steps=self.steps,
+            )
         except TripWire as tripwire:
             if not (tripwire.retry and self._can_retry(self._step_retry_cap())):
                 raise
@@ -403,14 +479,27 @@ class AgentRun:
                 for out in await self._emit_processed(chunk):
                     yield out
 
-        self.steps.append(StepResult(
-            step_number=step_number, text=step.text(), reasoning_text=step.reasoning_text(),
-            tool_calls=list(step.tool_calls), tool_results=tool_results, finish_reason=step.finish_reason,
-            usage=step.usage, warnings=step.warnings, response=step.response, from_cache=replay is not None))
+        self.steps.append(
+            StepResult(
+                step_number=step_number,
+                text=step.text(),
+                reasoning_text=step.reasoning_text(),
+                tool_calls=list(step.tool_calls),
+                tool_results=tool_results,
+                finish_reason=step.finish_reason,
+                usage=step.usage,
+                warnings=step.warnings,
+                response=step.response,
+                from_cache=replay is not None,
+            )
+        )
         self._accepted_text.append(step.text())
-        finish = self._chunk("step-finish", step_result=Payload(reason=step.finish_reason, warnings=step.warnings,
-                                                                is_continued=False),
-                             output=Payload(usage=step.usage), metadata=Payload(**step.response))
+        finish = self._chunk(
+            "step-finish",
+            step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
+            output=Payload(usage=step.usage),
+            metadata=Payload(**step.response),
+        )
         for chunk in await self._emit_processed(finish):
             yield chunk
 
@@ -424,8 +513,13 @@ class AgentRun:
     async def _recover(self, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
         """A failed model call: ask the error processors, retry or give up."""
         self.usage = self.usage + step.usage
-        retry = await self.runner.run_api_error(error, message_list=self.message_list,
-                                                step_number=step.step_number, steps=self.steps, model=self.model)
+        retry = await self.runner.run_api_error(
+            error,
+            message_list=self.message_list,
+            step_number=step.step_number,
+            steps=self.steps,
+            model=self.model,
+        )
         cap = self.options.max_processor_retries
         if retry and self.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
             self.runner.retry_count += 1
@@ -439,8 +533,11 @@ class AgentRun:
     async def _finish_retried(self, step: StepRecorder) -> AsyncIterator[Chunk]:
         step.finish_reason = "retry"
         self.steps.append(StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage))
-        finish = self._chunk("step-finish", step_result=Payload(reason="retry", warnings=[], is_continued=True),
-                             output=Payload(usage=step.usage))
+        finish = self._chunk(
+            "step-finish",
+            step_result=Payload(reason="retry", warnings=[], is_continued=True),
+            output=Payload(usage=step.usage),
+        )
         for chunk in await self._emit_processed(finish):
             yield chunk
 
@@ -453,13 +550,23 @@ class AgentRun:
         kind = part.get("type")
         run_id = self.run_id
         if kind in ("text-start", "text-end", "reasoning-start", "reasoning-end"):
-            return Chunk(kind, run_id, Payload(id=part.get("id"), provider_metadata=part.get("providerMetadata")))
+            return Chunk(
+                kind, run_id, Payload(id=part.get("id"), provider_metadata=part.get("providerMetadata"))
+            )
         if kind == "reasoning-delta":
             return Chunk(kind, run_id, TextPayload(part.get("id", ""), part.get("delta", "")))
         if kind == "tool-call":
-            return Chunk(kind, run_id, Payload(
-                tool_call_id=part["toolCallId"], tool_name=part["toolName"], args=parse_args(part.get("input")),
-                provider_executed=part.get("providerExecuted"), provider_metadata=part.get("providerMetadata")))
+            return Chunk(
+                kind,
+                run_id,
+                Payload(
+                    tool_call_id=part["toolCallId"],
+                    tool_name=part["toolName"],
+                    args=parse_args(part.get("input")),
+                    provider_executed=part.get("providerExecuted"),
+                    provider_metadata=part.get("providerMetadata"),
+                ),
+            )
         if kind == "finish":
             step.finish_reason = part.get("finishReason", "unknown")
             step.usage = Usage.from_v2(part.get("usage"))
@@ -478,17 +585,31 @@ class AgentRun:
             message = raw.get("message") if isinstance(raw, dict) else None
             raise _ModelStreamError(APICallError(message or str(raw), data=raw))
         if kind == "tool-input-start":
-            return Chunk("tool-call-input-streaming-start", run_id,
-                         Payload(tool_call_id=part.get("id"), tool_name=part.get("toolName")))
+            return Chunk(
+                "tool-call-input-streaming-start",
+                run_id,
+                Payload(tool_call_id=part.get("id"), tool_name=part.get("toolName")),
+            )
         if kind == "tool-input-delta":
-            return Chunk("tool-call-delta", run_id,
-                         Payload(tool_call_id=part.get("id"), args_text_delta=part.get("delta", "")))
+            return Chunk(
+                "tool-call-delta",
+                run_id,
+                Payload(tool_call_id=part.get("id"), args_text_delta=part.get("delta", "")),
+            )
         if kind == "tool-input-end":
             return Chunk("tool-call-input-streaming-end", run_id, Payload(tool_call_id=part.get("id")))
         if kind == "tool-result":
-            return Chunk(kind, run_id, Payload(tool_call_id=part["toolCallId"], tool_name=part["toolName"],
-                                               result=part.get("result"), is_error=bool(part.get("isError")),
-                                               provider_executed=True))
+            return Chunk(
+                kind,
+                run_id,
+                Payload(
+                    tool_call_id=part["toolCallId"],
+                    tool_name=part["toolName"],
+                    result=part.get("result"),
+                    is_error=bool(part.get("isError")),
+                    provider_executed=True,
+                ),
+            )
         if kind == "file":
             return Chunk(kind, run_id, Payload(data=part.get("data"), media_type=part.get("mediaType")))
         if kind == "raw":
@@ -502,8 +623,11 @@ class AgentRun:
             output = payload.get("output")
             step.finish_reason = step_result.get("reason") if step_result is not None else "stop"
             usage = output.get("usage") if output is not None else None
-            step.usage = usage if isinstance(usage, Usage) else Usage.from_v2(
-                usage.to_dict() if isinstance(usage, Payload) else usage)
+            step.usage = (
+                usage
+                if isinstance(usage, Usage)
+                else Usage.from_v2(usage.to_dict() if isinstance(usage, Payload) else usage)
+            )
             return None
         if chunk.type == "response-metadata":
             step.response.update(vars(chunk.payload))
@@ -550,10 +674,10 @@ class AgentRun:
         writer = Writer(self.run_id, queue.put_nowait)
         tools = self._active_tools(config)
         tasks = [asyncio.ensure_future(self._call_tool(call, tools, writer, step)) for call in calls]
-        gathered = asyncio.gather(*tasks)
+        gathered: asyncio.Future[list[Chunk]] = asyncio.gather(*tasks)
         try:
             while not gathered.done():
-                getter = asyncio.ensure_future(queue.get())
+                getter: asyncio.Future[Any] = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getter, gathered}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
                     yield getter.result()
@@ -567,7 +691,9 @@ class AgentRun:
             for task in tasks:
                 task.cancel()
 
-    async def _call_tool(self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder) -> Chunk:
+    async def _call_tool(
+        self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+    ) -> Chunk:
         payload = call.payload
         name = payload.tool_name
         tool = tools.get(name)
@@ -578,12 +704,17 @@ class AgentRun:
         else:
             try:
                 validated = tool.validate(payload.args)
-                context = ToolContext(tool_call_id=payload.tool_call_id, messages=self.message_list.get.all.db(),
-                                      request_context=self.request_context, writer=writer, tool_name=name)
+                context = ToolContext(
+                    tool_call_id=payload.tool_call_id,
+                    messages=self.message_list.get.all.db(),
+                    request_context=self.request_context,
+                    writer=writer,
+                    tool_name=name,
+                )
                 result = await tool.execute(validated, context)
             except ToolInputError as exc:
                 error = exc
-            except Exception as exc:  # noqa: BLE001 - the model sees the failure as the tool's result
+            except Exception as exc:
                 log.info("tool %r failed: %s", name, exc)
                 error = exc
         invocation = step.invocation(payload.tool_call_id)
@@ -597,19 +728,36 @@ class AgentRun:
                 if tool is not None and tool.to_model_output is not None:
                     invocation["modelOutput"] = tool.to_model_output(result)
         if error is not None:
-            return Chunk("tool-error", self.run_id, Payload(tool_call_id=payload.tool_call_id, tool_name=name,
-                                                           args=payload.args, error=error))
-        return Chunk("tool-result", self.run_id, Payload(tool_call_id=payload.tool_call_id, tool_name=name,
-                                                        args=payload.args, result=result, is_error=False))
+            return Chunk(
+                "tool-error",
+                self.run_id,
+                Payload(tool_call_id=payload.tool_call_id, tool_name=name, args=payload.args, error=error),
+            )
+        return Chunk(
+            "tool-result",
+            self.run_id,
+            Payload(
+                tool_call_id=payload.tool_call_id,
+                tool_name=name,
+                args=payload.args,
+                result=result,
+                is_error=False,
+            ),
+        )
 
     # ------------------------------------------------------------------ the end
 
     async def _run_output_result(self) -> None:
         if self.options.structured_output is not None:
             self.object = self._parse_object()
-        result = OutputResult(text=self.final_text(), usage=self.usage, finish_reason=self.finish_reason,
-                              steps=self.steps, tool_calls=self.all_tool_calls(),
-                              tool_results=self.all_tool_results())
+        result = OutputResult(
+            text=self.final_text(),
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            steps=self.steps,
+            tool_calls=self.all_tool_calls(),
+            tool_results=self.all_tool_results(),
+        )
         await self.runner.run_output_result(self.message_list, result)
 
     def _parse_object(self) -> Any:

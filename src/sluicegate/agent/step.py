@@ -29,9 +29,22 @@ def parse_args(raw: Any) -> Any:
 class StepRecorder:
     """Accumulates one step: parts in order, tool calls, finish reason, usage."""
 
-    __slots__ = ("finish_reason", "model_chunks", "open_text", "parts", "provider_metadata", "response",
-                 "step_number", "tool_calls", "usage", "warnings", "_open_reasoning", "_text_pieces",
-                 "_reasoning_pieces", "message")
+    __slots__ = (
+        "_open_reasoning",
+        "_reasoning_pieces",
+        "_text_pieces",
+        "finish_reason",
+        "message",
+        "model_chunks",
+        "open_text",
+        "parts",
+        "provider_metadata",
+        "response",
+        "step_number",
+        "tool_calls",
+        "usage",
+        "warnings",
+    )
 
     def __init__(self, step_number: int) -> None:
         self.step_number = step_number
@@ -104,12 +117,21 @@ class StepRecorder:
         elif kind == "tool-call":
             payload = chunk.payload
             self.tool_calls.append(chunk)
-            invocation = {"state": "call", "toolCallId": payload.tool_call_id, "toolName": payload.tool_name,
-                          "args": payload.args}
+            invocation = {
+                "state": "call",
+                "toolCallId": payload.tool_call_id,
+                "toolName": payload.tool_name,
+                "args": payload.args,
+            }
             self.parts.append(Part(type="tool-invocation", toolInvocation=invocation))
         elif kind == "file":
-            self.parts.append(Part(type="file", data=chunk.payload.get("data"),
-                                   mimeType=chunk.payload.get("media_type") or chunk.payload.get("mime_type")))
+            self.parts.append(
+                Part(
+                    type="file",
+                    data=chunk.payload.get("data"),
+                    mimeType=chunk.payload.get("media_type") or chunk.payload.get("mime_type"),
+                )
+            )
         elif kind == "source":
             self.parts.append(Part(type="source", **{k: v for k, v in vars(chunk.payload).items()}))
 
@@ -153,5 +175,7 @@ class StepRecorder:
         content = MessageContent(parts=list(self.parts), content=text or None)
         if self.provider_metadata:
             content.extra["providerMetadata"] = self.provider_metadata
-        self.message = Message(role="assistant", content=content, thread_id=thread_id, resource_id=resource_id)
+        self.message = Message(
+            role="assistant", content=content, thread_id=thread_id, resource_id=resource_id
+        )
         return self.message

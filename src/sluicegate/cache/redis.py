@@ -27,9 +27,16 @@ class RedisCache(ServerCache):
         agent = Agent(..., input_processors=[ResponseCache(cache=cache, ttl=600)])
     """
 
-    def __init__(self, url: str = "redis://localhost:6379/0", *, prefix: str = "sluicegate:cache:",
-                 client: Redis | None = None, socket_timeout: float = 1.0,
-                 socket_connect_timeout: float = 1.0, scan_batch: int = 500) -> None:
+    def __init__(
+        self,
+        url: str = "redis://localhost:6379/0",
+        *,
+        prefix: str = "sluicegate:cache:",
+        client: Redis | None = None,
+        socket_timeout: float = 1.0,
+        socket_connect_timeout: float = 1.0,
+        scan_batch: int = 500,
+    ) -> None:
         self.url = url
         self.prefix = prefix
         self._socket_timeout = socket_timeout
@@ -45,8 +52,11 @@ class RedisCache(ServerCache):
             return self._client
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
-            self._client = Redis.from_url(self.url, socket_timeout=self._socket_timeout,
-                                          socket_connect_timeout=self._socket_connect_timeout)
+            self._client = Redis.from_url(
+                self.url,
+                socket_timeout=self._socket_timeout,
+                socket_connect_timeout=self._socket_connect_timeout,
+            )
             self._client_loop = loop
         return self._client
 

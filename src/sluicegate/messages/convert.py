@@ -31,7 +31,11 @@ def tool_output(invocation: dict[str, Any]) -> dict[str, Any]:
 
 
 def _file_part(part: Part) -> dict[str, Any]:
-    return {"type": "file", "data": part.get("data"), "mediaType": part.get("mimeType") or part.get("mediaType")}
+    return {
+        "type": "file",
+        "data": part.get("data"),
+        "mediaType": part.get("mimeType") or part.get("mediaType"),
+    }
 
 
 def _user_content(message: Message) -> list[dict[str, Any]]:
@@ -81,10 +85,22 @@ def _assistant_blocks(message: Message) -> list[PromptMessage]:
             inv = part["toolInvocation"]
             if inv.get("state") != "result":
                 continue  # a call without a result cannot be sent to a provider
-            content.append({"type": "tool-call", "toolCallId": inv["toolCallId"], "toolName": inv["toolName"],
-                            "input": inv.get("args", {})})
-            results.append({"type": "tool-result", "toolCallId": inv["toolCallId"], "toolName": inv["toolName"],
-                            "output": tool_output(inv)})
+            content.append(
+                {
+                    "type": "tool-call",
+                    "toolCallId": inv["toolCallId"],
+                    "toolName": inv["toolName"],
+                    "input": inv.get("args", {}),
+                }
+            )
+            results.append(
+                {
+                    "type": "tool-result",
+                    "toolCallId": inv["toolCallId"],
+                    "toolName": inv["toolName"],
+                    "output": tool_output(inv),
+                }
+            )
     if not message.content.parts and message.content.content:
         content.append({"type": "text", "text": message.content.content})
     flush()
@@ -102,9 +118,15 @@ def to_prompt_messages(messages: Iterable[Message]) -> list[PromptMessage]:
             prompt.extend(_assistant_blocks(message))
         elif message.role == "tool":
             results = [
-                {"type": "tool-result", "toolCallId": inv["toolCallId"], "toolName": inv["toolName"],
-                 "output": tool_output(inv)}
-                for inv in (p["toolInvocation"] for p in message.content.parts if p.get("type") == "tool-invocation")
+                {
+                    "type": "tool-result",
+                    "toolCallId": inv["toolCallId"],
+                    "toolName": inv["toolName"],
+                    "output": tool_output(inv),
+                }
+                for inv in (
+                    p["toolInvocation"] for p in message.content.parts if p.get("type") == "tool-invocation"
+                )
             ]
             if results:
                 prompt.append({"role": "tool", "content": results})
@@ -125,8 +147,11 @@ def _ui_part(part: Part) -> dict[str, Any] | None:
         return {"type": "file", "mediaType": part.get("mimeType"), "url": part.get("data")}
     if kind == "tool-invocation":
         inv = part["toolInvocation"]
-        ui: dict[str, Any] = {"type": f"tool-{inv['toolName']}", "toolCallId": inv["toolCallId"],
-                              "input": inv.get("args", {})}
+        ui: dict[str, Any] = {
+            "type": f"tool-{inv['toolName']}",
+            "toolCallId": inv["toolCallId"],
+            "input": inv.get("args", {}),
+        }
         if inv.get("state") == "result":
             if inv.get("isError"):
                 ui.update(state="output-error", errorText=str(inv.get("result")))
@@ -146,8 +171,12 @@ def to_ui_message(message: Message) -> dict[str, Any]:
     parts = [ui for ui in (_ui_part(p) for p in message.content.parts) if ui is not None]
     if not parts and message.content.content:
         parts.append({"type": "text", "text": message.content.content})
-    ui: dict[str, Any] = {"id": message.id, "role": message.role, "parts": parts,
-                          "createdAt": format_datetime(message.created_at)}
+    ui: dict[str, Any] = {
+        "id": message.id,
+        "role": message.role,
+        "parts": parts,
+        "createdAt": format_datetime(message.created_at),
+    }
     if message.content.metadata is not None:
         ui["metadata"] = message.content.metadata
     return ui

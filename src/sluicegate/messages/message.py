@@ -141,7 +141,9 @@ class Message:
 
     @classmethod
     def text_message(cls, role: Role, text: str, **kwargs: Any) -> Message:
-        return cls(role=role, content=MessageContent(parts=[Part(type="text", text=text)], content=text), **kwargs)
+        return cls(
+            role=role, content=MessageContent(parts=[Part(type="text", text=text)], content=text), **kwargs
+        )
 
     @classmethod
     def coerce(cls, value: Any) -> Message:
@@ -164,7 +166,9 @@ class Message:
             return [cls.coerce(value)]
         if isinstance(value, Iterable):
             return [cls.coerce(item) for item in value]
-        raise InvalidMessageError(f"messages must be a message or a list of messages, got {type(value).__name__}")
+        raise InvalidMessageError(
+            f"messages must be a message or a list of messages, got {type(value).__name__}"
+        )
 
 
 def _from_chat_dict(data: dict[str, Any]) -> Message:
@@ -192,7 +196,9 @@ def _from_chat_dict(data: dict[str, Any]) -> Message:
     elif content is None:
         message = Message(role=role, content=MessageContent(), **common)
     else:
-        raise InvalidMessageError(f"message content must be a str or a list of parts, got {type(content).__name__}")
+        raise InvalidMessageError(
+            f"message content must be a str or a list of parts, got {type(content).__name__}"
+        )
     if data.get("metadata") is not None:
         message.content.metadata = dict(data["metadata"])
     return message
@@ -214,26 +220,46 @@ def _part_from_chat(part: Any) -> Part:
                 pass
         return Part(
             type="tool-invocation",
-            toolInvocation={"state": "call", "toolCallId": part["toolCallId"], "toolName": part["toolName"],
-                            "args": args if args is not None else {}},
+            toolInvocation={
+                "state": "call",
+                "toolCallId": part["toolCallId"],
+                "toolName": part["toolName"],
+                "args": args if args is not None else {},
+            },
         )
     if kind == "tool-result":
         output = part.get("output", part.get("result"))
         return Part(
             type="tool-invocation",
-            toolInvocation={"state": "result", "toolCallId": part["toolCallId"], "toolName": part["toolName"],
-                            "args": part.get("input", {}), "result": model_output_value(output)},
+            toolInvocation={
+                "state": "result",
+                "toolCallId": part["toolCallId"],
+                "toolName": part["toolName"],
+                "args": part.get("input", {}),
+                "result": model_output_value(output),
+            },
         )
     if kind == "image":
-        return Part(type="file", data=part.get("image"), mimeType=part.get("mediaType", part.get("mimeType", "image/*")))
+        return Part(
+            type="file",
+            data=part.get("image"),
+            mimeType=part.get("mediaType", part.get("mimeType", "image/*")),
+        )
     if kind == "file":
-        return Part(type="file", data=part.get("data", part.get("url")),
-                    mimeType=part.get("mediaType", part.get("mimeType")))
+        return Part(
+            type="file",
+            data=part.get("data", part.get("url")),
+            mimeType=part.get("mediaType", part.get("mimeType")),
+        )
     if kind.startswith("tool-") and "toolCallId" in part and kind != "tool-invocation":
         # An AI SDK v5 UI tool part: `tool-<name>` with state/input/output.
         state = "result" if part.get("state") == "output-available" else "call"
-        invocation: dict[str, Any] = {"state": state, "toolCallId": part["toolCallId"], "toolName": kind[5:],
-                                      "args": part.get("input", {})}
+        invocation: dict[str, Any] = {
+            "state": state,
+            "toolCallId": part["toolCallId"],
+            "toolName": kind[5:],
+            "args": part.get("input", {}),
+        }
         if state == "result":
             invocation["result"] = part.get("output")
         return Part(type="tool-invocation", toolInvocation=invocation)
@@ -242,6 +268,10 @@ def _part_from_chat(part: Any) -> Part:
 
 def model_output_value(output: Any) -> Any:
     """The plain value of an AI SDK tool-result `output` (`{"type": "json", "value": ...}`)."""
-    if isinstance(output, dict) and output.get("type") in ("json", "text", "error-text", "error-json") and "value" in output:
+    if (
+        isinstance(output, dict)
+        and output.get("type") in ("json", "text", "error-text", "error-json")
+        and "value" in output
+    ):
         return output["value"]
     return output

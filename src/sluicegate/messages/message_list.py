@@ -8,7 +8,7 @@ the agent persists what is in it when the run ends.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from sluicegate.errors import InvalidMessageError
@@ -48,7 +48,7 @@ class MessageView:
 
 
 class _Views:
-    __slots__ = ("all", "input", "response", "remembered", "context")
+    __slots__ = ("all", "context", "input", "remembered", "response")
 
     def __init__(self, message_list: MessageList) -> None:
         self.all = MessageView(message_list, None, with_system=True)
@@ -61,7 +61,9 @@ class _Views:
 class MessageList:
     """The messages of one run, with their sources, plus the system messages."""
 
-    def __init__(self, messages: Any = None, *, thread_id: str | None = None, resource_id: str | None = None) -> None:
+    def __init__(
+        self, messages: Any = None, *, thread_id: str | None = None, resource_id: str | None = None
+    ) -> None:
         self._messages: list[Message] = []
         self._sources: dict[str, str] = {}
         self._system: list[tuple[SystemMessage, str | None]] = []
@@ -128,8 +130,11 @@ class MessageList:
         return added
 
     def _fold_tool_results(self, message: Message) -> bool:
-        pending = {p["toolInvocation"]["toolCallId"]: p["toolInvocation"] for p in message.content.parts
-                   if p.get("type") == "tool-invocation"}
+        pending = {
+            p["toolInvocation"]["toolCallId"]: p["toolInvocation"]
+            for p in message.content.parts
+            if p.get("type") == "tool-invocation"
+        }
         if not pending:
             return False
         for existing in reversed(self._messages):
@@ -158,8 +163,12 @@ class MessageList:
         self._messages.clear()
         self._sources.clear()
 
-    def reconcile(self, messages: Iterable[Any], default_source: Source = "input",
-                  scope: Iterable[Message] | None = None) -> None:
+    def reconcile(
+        self,
+        messages: Iterable[Any],
+        default_source: Source = "input",
+        scope: Iterable[Message] | None = None,
+    ) -> None:
         """Make the messages in `scope` (all by default) equal `messages`: the ones missing are
         removed, new ones added with `default_source`, and the returned order kept."""
         wanted = Message.coerce_many(list(messages))
@@ -181,6 +190,7 @@ class MessageList:
 
     def add_system(self, message: str | SystemMessage | Message, tag: str | None = None) -> None:
         """Add a system message (a string, a `{"role": "system", "content": str}` dict or a Message)."""
+        content: Any
         if isinstance(message, Message):
             content = message.text
         elif isinstance(message, dict):

@@ -105,9 +105,7 @@ async def generate_from_stream(stream: AsyncIterator[StreamPart]) -> GenerateRes
                 texts[key] = {"type": key.split(":")[0], "text": ""}
                 content.append(texts[key])
             texts[key]["text"] += part.get("delta", "")
-        elif kind == "tool-call":
-            content.append(dict(part))
-        elif kind in ("file", "source"):
+        elif kind == "tool-call" or kind in ("file", "source"):
             content.append(dict(part))
         elif kind == "finish":
             finish_reason = part.get("finishReason", "unknown")
@@ -118,8 +116,13 @@ async def generate_from_stream(stream: AsyncIterator[StreamPart]) -> GenerateRes
         elif kind == "error":
             error = part.get("error")
             raise error if isinstance(error, BaseException) else RuntimeError(str(error))
-    return GenerateResult(content=content, finish_reason=finish_reason, usage=usage,
-                          provider_metadata=provider_metadata, response=response or None)
+    return GenerateResult(
+        content=content,
+        finish_reason=finish_reason,
+        usage=usage,
+        provider_metadata=provider_metadata,
+        response=response or None,
+    )
 
 
 def model_label(model: Any) -> str:

@@ -31,8 +31,10 @@ def resolve_model(model: str | LanguageModel | Any) -> LanguageModel:
     """A `LanguageModel` for a model string or object (objects are returned as they are)."""
     if not isinstance(model, str):
         if not hasattr(model, "do_stream"):
-            raise UnknownModelError(f"a model must be a 'provider/model' string or a LanguageModel, got {model!r}")
-        return model  # type: ignore[no-any-return]
+            raise UnknownModelError(
+                f"a model must be a 'provider/model' string or a LanguageModel, got {model!r}"
+            )
+        return model
     provider, sep, model_id = model.partition("/")
     if not sep or not model_id:
         raise UnknownModelError(f"model string {model!r} must look like 'provider/model-id'")

@@ -23,7 +23,9 @@ SystemMessage = dict[str, Any]
 class AbortFn(Protocol):
     """`abort(reason=None, *, retry=False, metadata=None)`: raises `TripWire`, never returns."""
 
-    def __call__(self, reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn: ...
+    def __call__(
+        self, reason: str | None = None, *, retry: bool = False, metadata: Any = None
+    ) -> NoReturn: ...
 
 
 class Writer(Protocol):

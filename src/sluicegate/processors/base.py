@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from sluicegate.stream.chunk import Chunk
 from sluicegate.processors.args import (
     ProcessAPIErrorArgs,
     ProcessAPIErrorResult,
@@ -36,6 +35,7 @@ from sluicegate.processors.args import (
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
 )
+from sluicegate.stream.chunk import Chunk
 
 HOOKS: tuple[str, ...] = (
     "process_input",
@@ -82,7 +82,9 @@ class Processor:
         """Adjust one step: model, tools, tool choice, messages, system messages, settings."""
         return None
 
-    def process_llm_request(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | dict[str, Any] | None:
+    def process_llm_request(
+        self, args: ProcessLLMRequestArgs
+    ) -> ProcessLLMRequestResult | dict[str, Any] | None:
         """Rewrite the outbound V2 prompt (transiently) or answer the call from elsewhere."""
         return None
 
@@ -94,7 +96,7 @@ class Processor:
         """Inspect a provider failure; ask for a retry with `{"retry": True}`."""
         return None
 
-    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None | Any:
+    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | Any | None:
         """Return the chunk to emit (possibly changed) or None to drop it."""
         return args.part
 

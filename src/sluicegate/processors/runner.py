@@ -42,8 +42,15 @@ from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger("sluicegate.processors")
 
-STEP_FIELDS = ("model", "tool_choice", "active_tools", "tools", "provider_options", "model_settings",
-               "structured_output")
+STEP_FIELDS = (
+    "model",
+    "tool_choice",
+    "active_tools",
+    "tools",
+    "provider_options",
+    "model_settings",
+    "structured_output",
+)
 
 StreamResultType = Chunk | list[Chunk] | None
 StreamPipeline = Callable[[Chunk], Awaitable[StreamResultType]]
@@ -62,8 +69,14 @@ class Writer:
         kind = chunk.get("type") if isinstance(chunk, dict) else None
         if not isinstance(kind, str) or not kind.startswith("data-"):
             raise ValueError(f"custom chunks must have a type starting with 'data-', got {kind!r}")
-        result = self._emit(Chunk(kind, chunk.get("runId") or self._run_id, data=chunk.get("data"),
-                                  from_=chunk.get("from", "AGENT")))
+        result = self._emit(
+            Chunk(
+                kind,
+                chunk.get("runId") or self._run_id,
+                data=chunk.get("data"),
+                from_=chunk.get("from", "AGENT"),
+            )
+        )
         if inspect.isawaitable(result):
             await result
 
@@ -106,10 +119,34 @@ class _StreamEntry:
         self.parts_append = args.stream_parts.append
 
 
+def _unique(*arrays: Sequence[Any]) -> list[Any]:
+    """The processors of several arrays, in order, each object once."""
+    seen: set[int] = set()
+    out: list[Any] = []
+    for array in arrays:
+        for processor in array:
+            if id(processor) not in seen:
+                seen.add(id(processor))
+                out.append(processor)
+    return out
+
+
+def _wrong_return(entry: _Entry, result: Any, expected: str) -> ProcessorError:
+    return ProcessorError(
+        f"processor {entry.pid!r} returned {type(result).__name__} from {entry.hook}; expected {expected}",
+        processor_id=entry.pid,
+        hook=entry.hook,
+    )
+
+
 def _abort_for(pid: str) -> Callable[..., NoReturn]:
     def abort(reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn:
-        raise TripWire(reason if reason is not None else f"Tripwire triggered by {pid}", retry=retry,
-                       metadata=metadata, processor_id=pid)
+        raise TripWire(
+            reason if reason is not None else f"Tripwire triggered by {pid}",
+            retry=retry,
+            metadata=metadata,
+            processor_id=pid,
+        )
 
     return abort
 
@@ -161,15 +198,10 @@ class ProcessorRunner:
             step_processors.append(PrepareStep(prepare_step))
         self._input = self._entries(input_processors, "process_input")
         self._input_step = self._entries(step_processors, "process_input_step")
-        both = [*input_processors, *output_processors]
+        both = _unique(input_processors, output_processors)
         self._llm_request = self._entries(both, "process_llm_request")
         self._llm_response = self._entries(both, "process_llm_response")
-        seen: set[int] = set()
-        api_error: list[Any] = []
-        for processor in [*input_processors, *output_processors, *error_processors]:
-            if id(processor) not in seen:
-                seen.add(id(processor))
-                api_error.append(processor)
+        api_error = _unique(input_processors, output_processors, error_processors)
         self._api_error = self._entries(api_error, "process_api_error")
         self._output_stream = self._entries(output_processors, "process_output_stream")
         self._output_step = self._entries(output_processors, "process_output_step")
@@ -202,13 +234,14 @@ class ProcessorRunner:
         if callback is None:
             return
         try:
-            result = callback(ProcessorViolation(processor_id=processor_id(processor), message=message,
-                                                 detail=detail))
+            result = callback(
+                ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
+            )
             if inspect.isawaitable(result):
                 close = getattr(result, "close", None)
                 if close is not None:
                     close()
-        except Exception:  # noqa: BLE001 - a callback must not break the pipeline
+        except Exception:
             log.debug("on_violation of %r raised", processor, exc_info=True)
 
     async def _call(self, entry: _Entry, args: Any) -> Any:
@@ -223,8 +256,11 @@ class ProcessorRunner:
         except ProcessorError:
             raise
         except Exception as exc:
-            raise ProcessorError(f"processor {entry.pid!r} failed in {entry.hook}: {exc}", processor_id=entry.pid,
-                                 hook=entry.hook) from exc
+            raise ProcessorError(
+                f"processor {entry.pid!r} failed in {entry.hook}: {exc}",
+                processor_id=entry.pid,
+                hook=entry.hook,
+            ) from exc
 
     def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
         if tripwire.processor_id is None:
@@ -232,11 +268,18 @@ class ProcessorRunner:
         self.violation(entry.processor, tripwire.reason, tripwire.metadata)
 
     def _common(self, entry: _Entry) -> dict[str, Any]:
-        return {"abort": entry.abort, "request_context": self.request_context, "retry_count": self.retry_count,
-                "state": entry.state, "tracing_context": self.tracing_context, "writer": self.writer}
+        return {
+            "abort": entry.abort,
+            "request_context": self.request_context,
+            "retry_count": self.retry_count,
+            "state": entry.state,
+            "tracing_context": self.tracing_context,
+            "writer": self.writer,
+        }
 
-    def _apply_messages(self, entry: _Entry, result: Any, message_list: MessageList, *,
-                        empty_is_unchanged: bool = False) -> None:
+    def _apply_messages(
+        self, entry: _Entry, result: Any, message_list: MessageList, *, empty_is_unchanged: bool = False
+    ) -> None:
         """Apply a hook's message result: None, the same MessageList, a list, or a dict."""
         if result is None or result is message_list:
             return
@@ -244,7 +287,9 @@ class ProcessorRunner:
             raise ProcessorError(
                 f"processor {entry.pid!r} returned a different MessageList from {entry.hook}; mutate the one "
                 "passed in (args.message_list) and return it, or return a list of messages",
-                processor_id=entry.pid, hook=entry.hook)
+                processor_id=entry.pid,
+                hook=entry.hook,
+            )
         if isinstance(result, list):
             if result or not empty_is_unchanged:
                 message_list.reconcile(result)
@@ -252,12 +297,11 @@ class ProcessorRunner:
         if isinstance(result, dict):
             if "messages" in result and result["messages"] is not None:
                 message_list.reconcile(result["messages"])
-            if result.get("system_messages", result.get("systemMessages")) is not None:
-                message_list.replace_system_messages(result.get("system_messages", result.get("systemMessages")))
+            system_messages = result.get("system_messages", result.get("systemMessages"))
+            if system_messages is not None:
+                message_list.replace_system_messages(system_messages)
             return
-        raise ProcessorError(
-            f"processor {entry.pid!r} returned {type(result).__name__} from {entry.hook}; expected a list of "
-            "messages, the MessageList, a dict or None", processor_id=entry.pid, hook=entry.hook)
+        raise _wrong_return(entry, result, "a list of messages, the MessageList, a dict or None")
 
     def signal_sender(self, message_list: MessageList) -> Callable[[dict[str, Any]], Awaitable[None]]:
         async def send_signal(signal: dict[str, Any]) -> None:
@@ -270,39 +314,68 @@ class ProcessorRunner:
     async def run_input(self, message_list: MessageList) -> None:
         send_signal = self.signal_sender(message_list)
         for entry in self._input:
-            args = ProcessInputArgs(**self._common(entry), messages=message_list.get.all.db(),
-                                    system_messages=message_list.get_system_messages(),
-                                    message_list=message_list, send_signal=send_signal)
+            args = ProcessInputArgs(
+                **self._common(entry),
+                messages=message_list.get.all.db(),
+                system_messages=message_list.get_system_messages(),
+                message_list=message_list,
+                send_signal=send_signal,
+            )
             self._apply_messages(entry, await self._call(entry, args), message_list)
 
-    async def run_input_step(self, message_list: MessageList, config: StepConfig, *, step_number: int,
-                             steps: list[Any], resolve: Callable[[str, Any], Any]) -> StepConfig:
+    async def run_input_step(
+        self,
+        message_list: MessageList,
+        config: StepConfig,
+        *,
+        step_number: int,
+        steps: list[Any],
+        resolve: Callable[[str, Any], Any],
+    ) -> StepConfig:
         """Chain `process_input_step` (then `prepare_step`) results into `config`.
         `resolve(field, value)` normalises a returned model, tools or tool choice."""
         send_signal = self.signal_sender(message_list)
         for entry in self._input_step:
             args = ProcessInputStepArgs(
-                **self._common(entry), messages=message_list.get.all.db(),
-                system_messages=message_list.get_system_messages(), message_list=message_list,
-                send_signal=send_signal, step_number=step_number, steps=steps, model=config.model,
-                tools=dict(config.tools), tool_choice=config.tool_choice, active_tools=config.active_tools,
-                provider_options=config.provider_options, model_settings=config.model_settings,
-                structured_output=config.structured_output)
+                **self._common(entry),
+                messages=message_list.get.all.db(),
+                system_messages=message_list.get_system_messages(),
+                message_list=message_list,
+                send_signal=send_signal,
+                step_number=step_number,
+                steps=steps,
+                model=config.model,
+                tools=dict(config.tools),
+                tool_choice=config.tool_choice,
+                active_tools=config.active_tools,
+                provider_options=config.provider_options,
+                model_settings=config.model_settings,
+                structured_output=config.structured_output,
+            )
             result = await self._call(entry, args)
             if isinstance(result, ProcessInputStepResult):
-                result = {name: getattr(result, name) for name in ProcessInputStepResult.__slots__
-                          if getattr(result, name) is not None}
+                result = {
+                    name: getattr(result, name)
+                    for name in ProcessInputStepResult.__slots__
+                    if getattr(result, name) is not None
+                }
             if isinstance(result, dict):
-                message_result = {k: result[k] for k in ("messages", "system_messages", "systemMessages")
-                                  if k in result}
+                message_result = {
+                    k: result[k] for k in ("messages", "system_messages", "systemMessages") if k in result
+                }
                 if result.get("message_list", result.get("messageList")) not in (None, message_list):
-                    self._apply_messages(entry, result.get("message_list", result.get("messageList")),
-                                         message_list)
+                    self._apply_messages(
+                        entry, result.get("message_list", result.get("messageList")), message_list
+                    )
                 self._apply_messages(entry, message_result or None, message_list)
                 for name in STEP_FIELDS:
-                    camel = {"tool_choice": "toolChoice", "active_tools": "activeTools",
-                             "provider_options": "providerOptions", "model_settings": "modelSettings",
-                             "structured_output": "structuredOutput"}.get(name, name)
+                    camel = {
+                        "tool_choice": "toolChoice",
+                        "active_tools": "activeTools",
+                        "provider_options": "providerOptions",
+                        "model_settings": "modelSettings",
+                        "structured_output": "structuredOutput",
+                    }.get(name, name)
                     value = result.get(name, result.get(camel))
                     if value is not None:
                         setattr(config, name, resolve(name, value))
@@ -312,13 +385,27 @@ class ProcessorRunner:
 
     # ------------------------------------------------------------------ the provider call
 
-    async def run_llm_request(self, prompt: list[dict[str, Any]], *, model: Any, tools: list[dict[str, Any]],
-                              step_number: int, steps: list[Any], message_list: MessageList,
-                              ) -> tuple[list[dict[str, Any]], list[Any] | None]:
+    async def run_llm_request(
+        self,
+        prompt: list[dict[str, Any]],
+        *,
+        model: Any,
+        tools: list[dict[str, Any]],
+        step_number: int,
+        steps: list[Any],
+        message_list: MessageList,
+    ) -> tuple[list[dict[str, Any]], list[Any] | None]:
         """The prompt to send, and a replacement response if a processor answered the call."""
         for entry in self._llm_request:
-            args = ProcessLLMRequestArgs(**self._common(entry), prompt=prompt, model=model, step_number=step_number,
-                                         steps=steps, message_list=message_list, tools=tools)
+            args = ProcessLLMRequestArgs(
+                **self._common(entry),
+                prompt=prompt,
+                model=model,
+                step_number=step_number,
+                steps=steps,
+                message_list=message_list,
+                tools=tools,
+            )
             result = await self._call(entry, args)
             if result is None:
                 continue
@@ -327,34 +414,59 @@ class ProcessorRunner:
             elif isinstance(result, dict):
                 new_prompt, response = result.get("prompt"), result.get("response")
             else:
-                raise ProcessorError(
-                    f"processor {entry.pid!r} returned {type(result).__name__} from process_llm_request; expected "
-                    "{'prompt': ...}, ProcessLLMRequestResult or None", processor_id=entry.pid,
-                    hook=entry.hook)
+                raise _wrong_return(entry, result, "{'prompt': ...}, ProcessLLMRequestResult or None")
             if new_prompt is not None:
                 prompt = new_prompt
             if response is not None:
                 return prompt, list(response)
         return prompt, None
 
-    async def run_llm_response(self, chunks: list[Chunk], *, model: Any, step_number: int, steps: list[Any],
-                               from_cache: bool, message_list: MessageList) -> None:
+    async def run_llm_response(
+        self,
+        chunks: list[Chunk],
+        *,
+        model: Any,
+        step_number: int,
+        steps: list[Any],
+        from_cache: bool,
+        message_list: MessageList,
+    ) -> None:
         for entry in self._llm_response:
-            args = ProcessLLMResponseArgs(**self._common(entry), chunks=chunks, model=model, step_number=step_number,
-                                          steps=steps, from_cache=from_cache, message_list=message_list)
+            args = ProcessLLMResponseArgs(
+                **self._common(entry),
+                chunks=chunks,
+                model=model,
+                step_number=step_number,
+                steps=steps,
+                from_cache=from_cache,
+                message_list=message_list,
+            )
             await self._call(entry, args)
 
     @property
     def handles_api_errors(self) -> bool:
         return bool(self._api_error)
 
-    async def run_api_error(self, error: BaseException, *, message_list: MessageList, step_number: int,
-                            steps: list[Any], model: Any) -> bool:
+    async def run_api_error(
+        self,
+        error: BaseException,
+        *,
+        message_list: MessageList,
+        step_number: int,
+        steps: list[Any],
+        model: Any,
+    ) -> bool:
         """Whether a processor asked to retry the failed call. The first one that asks wins."""
         for entry in self._api_error:
-            args = ProcessAPIErrorArgs(**self._common(entry), error=error, messages=message_list.get.all.db(),
-                                       message_list=message_list, step_number=step_number, steps=steps,
-                                       model=model)
+            args = ProcessAPIErrorArgs(
+                **self._common(entry),
+                error=error,
+                messages=message_list.get.all.db(),
+                message_list=message_list,
+                step_number=step_number,
+                steps=steps,
+                model=model,
+            )
             try:
                 result = await self._call(entry, args)
             except ProcessorError as exc:
@@ -404,8 +516,11 @@ class ProcessorRunner:
                     tripped(entry, tripwire)
                     raise
                 except Exception as exc:
-                    raise ProcessorError(f"processor {entry.pid!r} failed in process_output_stream: {exc}",
-                                         processor_id=entry.pid, hook=entry.hook) from exc
+                    raise ProcessorError(
+                        f"processor {entry.pid!r} failed in process_output_stream: {exc}",
+                        processor_id=entry.pid,
+                        hook=entry.hook,
+                    ) from exc
                 if result is None:
                     return None
                 if result.__class__ is not Chunk:
@@ -413,7 +528,7 @@ class ProcessorRunner:
                     if result is None:
                         return None
                     if isinstance(result, list):
-                        return await fan_out(result, entries[index + 1:])
+                        return await fan_out(result, entries[index + 1 :])
                 chunk = result
             return chunk
 
@@ -426,9 +541,7 @@ class ProcessorRunner:
             return result
         if isinstance(result, dict) and "type" in result:
             return Chunk.from_dict({"runId": self.run_id, **result})
-        raise ProcessorError(
-            f"processor {entry.pid!r} returned {type(result).__name__} from process_output_stream; expected a "
-            "chunk, a list of chunks or None", processor_id=entry.pid, hook=entry.hook)
+        raise _wrong_return(entry, result, "a chunk, a list of chunks or None")
 
     async def _fan_out(self, chunks: list[Any], rest: list[_StreamEntry]) -> list[Chunk]:
         out: list[Chunk] = []
@@ -481,23 +594,43 @@ class ProcessorRunner:
                 self._tripped(stream_entry.entry, tripwire)
                 raise
             if flushed:
-                out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1:]))
+                out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
         return out
 
-    async def run_output_step(self, message_list: MessageList, *, step_number: int, finish_reason: str | None,
-                              tool_calls: list[Chunk], text: str, usage: Any, steps: list[Any]) -> None:
+    async def run_output_step(
+        self,
+        message_list: MessageList,
+        *,
+        step_number: int,
+        finish_reason: str | None,
+        tool_calls: list[Chunk],
+        text: str,
+        usage: Any,
+        steps: list[Any],
+    ) -> None:
         for entry in self._output_step:
-            args = ProcessOutputStepArgs(**self._common(entry), messages=message_list.get.all.db(),
-                                         message_list=message_list, step_number=step_number,
-                                         finish_reason=finish_reason, tool_calls=tool_calls, text=text,
-                                         usage=usage, system_messages=message_list.get_system_messages(),
-                                         steps=steps)
+            args = ProcessOutputStepArgs(
+                **self._common(entry),
+                messages=message_list.get.all.db(),
+                message_list=message_list,
+                step_number=step_number,
+                finish_reason=finish_reason,
+                tool_calls=tool_calls,
+                text=text,
+                usage=usage,
+                system_messages=message_list.get_system_messages(),
+                steps=steps,
+            )
             self._apply_messages(entry, await self._call(entry, args), message_list, empty_is_unchanged=True)
 
     async def run_output_result(self, message_list: MessageList, result: OutputResult) -> None:
         for entry in self._output_result:
-            args = ProcessOutputResultArgs(**self._common(entry), messages=message_list.get.all.db(),
-                                           message_list=message_list, result=result)
+            args = ProcessOutputResultArgs(
+                **self._common(entry),
+                messages=message_list.get.all.db(),
+                message_list=message_list,
+                result=result,
+            )
             self._apply_messages(entry, await self._call(entry, args), message_list, empty_is_unchanged=True)
 
 
@@ -510,7 +643,15 @@ def signal_message(signal: dict[str, Any]) -> Message:
     attributes = signal.get("attributes") or {}
     rendered = "".join(f' {name}="{escape(str(value), quote=True)}"' for name, value in attributes.items())
     text = f"<{tag}{rendered}>{contents}</{tag}>"
-    metadata = {"signal": {"type": signal.get("type", "reactive"), "tagName": tag, "attributes": attributes,
-                           "contents": contents}}
-    return Message(role="user", content=MessageContent(parts=[Part(type="text", text=text)], content=text,
-                                                       metadata=metadata))
+    metadata = {
+        "signal": {
+            "type": signal.get("type", "reactive"),
+            "tagName": tag,
+            "attributes": attributes,
+            "contents": contents,
+        }
+    }
+    return Message(
+        role="user",
+        content=MessageContent(parts=[Part(type="text", text=text)], content=text, metadata=metadata),
+    )

@@ -26,8 +26,14 @@ def require_threads(messages: Sequence[Message]) -> None:
 
 
 def message_from_row(
-    *, id: str, thread_id: str, resource_id: str | None, role: str, type: str | None,
-    content: dict[str, Any], created_at: datetime,
+    *,
+    id: str,
+    thread_id: str,
+    resource_id: str | None,
+    role: str,
+    type: str | None,
+    content: dict[str, Any],
+    created_at: datetime,
 ) -> Message:
     return Message(
         id=id,

@@ -47,7 +47,8 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 content TEXT NOT NULL,
                 created_at INTEGER NOT NULL
             )""",
-            "CREATE INDEX sluicegate_messages_thread_created ON sluicegate_messages (thread_id, created_at, seq)",
+            "CREATE INDEX sluicegate_messages_thread_created "
+            "ON sluicegate_messages (thread_id, created_at, seq)",
             """CREATE TABLE sluicegate_resources (
                 id TEXT PRIMARY KEY,
                 working_memory TEXT,
@@ -91,7 +92,8 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 content JSONB NOT NULL,
                 created_at TIMESTAMPTZ NOT NULL
             )""",
-            "CREATE INDEX sluicegate_messages_thread_created ON sluicegate_messages (thread_id, created_at, seq)",
+            "CREATE INDEX sluicegate_messages_thread_created "
+            "ON sluicegate_messages (thread_id, created_at, seq)",
             """CREATE TABLE sluicegate_resources (
                 id TEXT PRIMARY KEY,
                 working_memory TEXT,

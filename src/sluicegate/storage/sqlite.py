@@ -32,6 +32,14 @@ from sluicegate.storage.types import MessageInclude, Resource, Thread, from_micr
 T = TypeVar("T")
 
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
+_BEFORE_SQL = (
+    f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
+    "AND (created_at < ? OR (created_at = ? AND seq < ?)) ORDER BY created_at DESC, seq DESC LIMIT ?"
+)
+_AFTER_SQL = (
+    f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
+    "AND (created_at > ? OR (created_at = ? AND seq > ?)) ORDER BY created_at, seq LIMIT ?"
+)
 
 
 class SQLiteConnection:
@@ -93,28 +101,53 @@ def write_transaction(conn: apsw.Connection, fn: Callable[[apsw.Connection], T])
 
 
 def apply_migrations(conn: apsw.Connection, migrations: tuple[Migration, ...]) -> None:
-    conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
-                 "description TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
+        "description TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+    )
 
     def migrate(c: apsw.Connection) -> None:
         applied = {row[0] for row in c.execute(f"SELECT version FROM {SCHEMA_TABLE}")}
         for migration in pending(migrations, applied):
             for statement in migration.statements:
                 c.execute(statement)
-            c.execute(f"INSERT INTO {SCHEMA_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
-                      (migration.version, migration.description, to_micros(utc_now())))
+            c.execute(
+                f"INSERT INTO {SCHEMA_TABLE} (version, description, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.description, to_micros(utc_now())),
+            )
 
     write_transaction(conn, migrate)
 
 
+def fetch_one(cursor: apsw.Cursor) -> Any:
+    """The first row of a query that always returns one."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StorageError("expected a row, got none")
+    return row
+
+
 def _thread(row: Sequence[Any]) -> Thread:
-    return Thread(id=row[0], resource_id=row[1], title=row[2], metadata=json.loads(row[3]),
-                  created_at=from_micros(row[4]), updated_at=from_micros(row[5]))
+    return Thread(
+        id=row[0],
+        resource_id=row[1],
+        title=row[2],
+        metadata=json.loads(row[3]),
+        created_at=from_micros(row[4]),
+        updated_at=from_micros(row[5]),
+    )
 
 
 def _message(row: Sequence[Any]) -> Message:
-    return message_from_row(id=row[0], thread_id=row[1], resource_id=row[2], role=row[3], type=row[4],
-                            content=json.loads(row[5]), created_at=from_micros(row[6]))
+    return message_from_row(
+        id=row[0],
+        thread_id=row[1],
+        resource_id=row[2],
+        role=row[3],
+        type=row[4],
+        content=json.loads(row[5]),
+        created_at=from_micros(row[6]),
+    )
 
 
 class SQLiteStore(MemoryStore):
@@ -126,10 +159,15 @@ class SQLiteStore(MemoryStore):
     ```
     """
 
-    def __init__(self, path: str | os.PathLike[str] = "sluicegate.db", *, busy_timeout_ms: int = 30_000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] = "sluicegate.db", *, busy_timeout_ms: int = 30_000
+    ) -> None:
         self.path = os.fspath(path)
-        self._db = SQLiteConnection(self.path, busy_timeout_ms=busy_timeout_ms,
-                                    setup=lambda conn: apply_migrations(conn, SQLITE_MIGRATIONS))
+        self._db = SQLiteConnection(
+            self.path,
+            busy_timeout_ms=busy_timeout_ms,
+            setup=lambda conn: apply_migrations(conn, SQLITE_MIGRATIONS),
+        )
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -137,38 +175,65 @@ class SQLiteStore(MemoryStore):
     async def schema_versions(self) -> list[int]:
         """The applied migration versions (for tests and diagnostics)."""
         return await self._db.run(
-            lambda c: [row[0] for row in c.execute(f"SELECT version FROM {SCHEMA_TABLE} ORDER BY version")])
+            lambda c: [row[0] for row in c.execute(f"SELECT version FROM {SCHEMA_TABLE} ORDER BY version")]
+        )
 
     # ---------------------------------------------------------------- threads
 
     async def get_thread(self, thread_id: str) -> Thread | None:
         def get(c: apsw.Connection) -> Thread | None:
-            row = c.execute("SELECT id, resource_id, title, metadata, created_at, updated_at "
-                            "FROM sluicegate_threads WHERE id = ?", (thread_id,)).fetchone()
+            row = c.execute(
+                "SELECT id, resource_id, title, metadata, created_at, updated_at "
+                "FROM sluicegate_threads WHERE id = ?",
+                (thread_id,),
+            ).fetchone()
             return _thread(row) if row else None
 
         return await self._db.run(get)
 
     async def create_thread(self, thread: Thread) -> Thread:
         def create(c: apsw.Connection) -> Thread:
-            c.execute("INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
-                      "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                      (thread.id, thread.resource_id, thread.title, dumps(thread.metadata),
-                       to_micros(thread.created_at), to_micros(thread.updated_at)))
-            row = c.execute("SELECT id, resource_id, title, metadata, created_at, updated_at "
-                            "FROM sluicegate_threads WHERE id = ?", (thread.id,)).fetchone()
-            return _thread(row)
+            c.execute(
+                "INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                (
+                    thread.id,
+                    thread.resource_id,
+                    thread.title,
+                    dumps(thread.metadata),
+                    to_micros(thread.created_at),
+                    to_micros(thread.updated_at),
+                ),
+            )
+            return _thread(
+                fetch_one(
+                    c.execute(
+                        "SELECT id, resource_id, title, metadata, created_at, updated_at "
+                        "FROM sluicegate_threads WHERE id = ?",
+                        (thread.id,),
+                    )
+                )
+            )
 
         return await self._db.run(lambda c: write_transaction(c, create))
 
     async def save_thread(self, thread: Thread) -> Thread:
         def save(c: apsw.Connection) -> None:
-            c.execute("INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
-                      "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, "
-                      "title = excluded.title, metadata = excluded.metadata, created_at = excluded.created_at, "
-                      "updated_at = excluded.updated_at",
-                      (thread.id, thread.resource_id, thread.title, dumps(thread.metadata),
-                       to_micros(thread.created_at), to_micros(thread.updated_at)))
+            c.execute(
+                "INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, "
+                "title = excluded.title, metadata = excluded.metadata, created_at = excluded.created_at, "
+                "updated_at = excluded.updated_at",
+                (
+                    thread.id,
+                    thread.resource_id,
+                    thread.title,
+                    dumps(thread.metadata),
+                    to_micros(thread.created_at),
+                    to_micros(thread.updated_at),
+                ),
+            )
 
         await self._db.run(lambda c: write_transaction(c, save))
         return thread
@@ -177,8 +242,11 @@ class SQLiteStore(MemoryStore):
         self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Thread:
         def update(c: apsw.Connection) -> Thread:
-            row = c.execute("SELECT id, resource_id, title, metadata, created_at, updated_at "
-                            "FROM sluicegate_threads WHERE id = ?", (thread_id,)).fetchone()
+            row = c.execute(
+                "SELECT id, resource_id, title, metadata, created_at, updated_at "
+                "FROM sluicegate_threads WHERE id = ?",
+                (thread_id,),
+            ).fetchone()
             if row is None:
                 raise ThreadNotFoundError(thread_id)
             thread = _thread(row)
@@ -187,16 +255,25 @@ class SQLiteStore(MemoryStore):
             if metadata is not None:
                 thread.metadata = dict(metadata)
             thread.updated_at = max(utc_now(), thread.updated_at)
-            c.execute("UPDATE sluicegate_threads SET title = ?, metadata = ?, updated_at = ? WHERE id = ?",
-                      (thread.title, dumps(thread.metadata), to_micros(thread.updated_at), thread_id))
+            c.execute(
+                "UPDATE sluicegate_threads SET title = ?, metadata = ?, updated_at = ? WHERE id = ?",
+                (thread.title, dumps(thread.metadata), to_micros(thread.updated_at), thread_id),
+            )
             return thread
 
         return await self._db.run(lambda c: write_transaction(c, update))
 
     async def list_threads(self, resource_id: str) -> list[Thread]:
-        return await self._db.run(lambda c: [_thread(row) for row in c.execute(
-            "SELECT id, resource_id, title, metadata, created_at, updated_at FROM sluicegate_threads "
-            "WHERE resource_id = ? ORDER BY updated_at DESC, id", (resource_id,))])
+        return await self._db.run(
+            lambda c: [
+                _thread(row)
+                for row in c.execute(
+                    "SELECT id, resource_id, title, metadata, created_at, updated_at FROM sluicegate_threads "
+                    "WHERE resource_id = ? ORDER BY updated_at DESC, id",
+                    (resource_id,),
+                )
+            ]
+        )
 
     async def delete_thread(self, thread_id: str) -> None:
         def delete(c: apsw.Connection) -> None:
@@ -211,28 +288,39 @@ class SQLiteStore(MemoryStore):
         if not messages:
             return
         require_threads(messages)
-        rows = [(m.id, m.thread_id, m.resource_id, m.role, m.type, content_json(m), to_micros(m.created_at))
-                for m in messages]
+        rows = [
+            (m.id, m.thread_id, m.resource_id, m.role, m.type, content_json(m), to_micros(m.created_at))
+            for m in messages
+        ]
 
         def save(c: apsw.Connection) -> None:
             c.executemany(
                 f"INSERT INTO sluicegate_messages ({_MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id, "
+                "ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, "
+                "resource_id = excluded.resource_id, "
                 "role = excluded.role, type = excluded.type, content = excluded.content, "
-                "created_at = excluded.created_at", rows)
+                "created_at = excluded.created_at",
+                rows,
+            )
 
         await self._db.run(lambda c: write_transaction(c, save))
 
     async def list_messages(self, thread_id: str, *, last: int | None = None) -> list[Message]:
         def select(c: apsw.Connection) -> list[Message]:
             if last is None:
-                rows = c.execute(f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
-                                 "ORDER BY created_at, seq", (thread_id,)).fetchall()
+                rows = c.execute(
+                    f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
+                    "ORDER BY created_at, seq",
+                    (thread_id,),
+                ).fetchall()
                 return [_message(r) for r in rows]
             if last <= 0:
                 return []
-            rows = c.execute(f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
-                             "ORDER BY created_at DESC, seq DESC LIMIT ?", (thread_id, last)).fetchall()
+            rows = c.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
+                "ORDER BY created_at DESC, seq DESC LIMIT ?",
+                (thread_id, last),
+            ).fetchall()
             return [_message(r) for r in reversed(rows)]
 
         return await self._db.run(select)
@@ -242,55 +330,75 @@ class SQLiteStore(MemoryStore):
             return []
 
         def select(c: apsw.Connection) -> list[Message]:
-            found: dict[int, tuple[int, Message]] = {}
+            found: dict[Any, tuple[Any, Any, Message]] = {}
             for include in includes:
-                anchor = c.execute("SELECT seq, thread_id, created_at FROM sluicegate_messages WHERE id = ?",
-                                   (include.id,)).fetchone()
+                anchor = c.execute(
+                    "SELECT seq, thread_id, created_at FROM sluicegate_messages WHERE id = ?", (include.id,)
+                ).fetchone()
                 if anchor is None:
                     continue
                 seq, thread_id, created_at = anchor
                 query = f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE seq = ?"
                 batches = [c.execute(query, (seq,)).fetchall()]
                 if include.before > 0:
-                    batches.append(c.execute(
-                        f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? AND "
-                        "(created_at < ? OR (created_at = ? AND seq < ?)) ORDER BY created_at DESC, seq DESC LIMIT ?",
-                        (thread_id, created_at, created_at, seq, include.before)).fetchall())
+                    batches.append(
+                        c.execute(
+                            _BEFORE_SQL,
+                            (thread_id, created_at, created_at, seq, include.before),
+                        ).fetchall()
+                    )
                 if include.after > 0:
-                    batches.append(c.execute(
-                        f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? AND "
-                        "(created_at > ? OR (created_at = ? AND seq > ?)) ORDER BY created_at, seq LIMIT ?",
-                        (thread_id, created_at, created_at, seq, include.after)).fetchall())
+                    batches.append(
+                        c.execute(
+                            _AFTER_SQL,
+                            (thread_id, created_at, created_at, seq, include.after),
+                        ).fetchall()
+                    )
                 for batch in batches:
                     for row in batch:
                         if row[0] not in found:
-                            found[row[0]] = (row[7], _message(row[1:]))
-            return [m for _, m in sorted(found.values(), key=lambda item: (item[0], item[1].id))]
+                            found[row[0]] = (row[7], row[0], _message(row[1:]))
+            return [m for _, _, m in sorted(found.values(), key=lambda item: (item[0], item[1]))]
 
-        ordered = await self._db.run(select)
-        return ordered
+        return await self._db.run(select)
 
     async def count_messages(self, thread_id: str) -> int:
-        return await self._db.run(lambda c: int(c.execute(
-            "SELECT COUNT(*) FROM sluicegate_messages WHERE thread_id = ?", (thread_id,)).fetchone()[0]))
+        return await self._db.run(
+            lambda c: int(
+                fetch_one(
+                    c.execute("SELECT COUNT(*) FROM sluicegate_messages WHERE thread_id = ?", (thread_id,))
+                )[0]
+            )
+        )
 
     async def delete_messages(self, message_ids: Sequence[str]) -> None:
         ids = [(i,) for i in message_ids]
         if not ids:
             return
-        await self._db.run(lambda c: write_transaction(
-            c, lambda w: w.executemany("DELETE FROM sluicegate_messages WHERE id = ?", ids)))
+        await self._db.run(
+            lambda c: write_transaction(
+                c, lambda w: w.executemany("DELETE FROM sluicegate_messages WHERE id = ?", ids)
+            )
+        )
 
     # ---------------------------------------------------------------- resources
 
     async def get_resource(self, resource_id: str) -> Resource | None:
         def get(c: apsw.Connection) -> Resource | None:
-            row = c.execute("SELECT id, working_memory, metadata, created_at, updated_at FROM sluicegate_resources "
-                            "WHERE id = ?", (resource_id,)).fetchone()
+            row = c.execute(
+                "SELECT id, working_memory, metadata, created_at, updated_at FROM sluicegate_resources "
+                "WHERE id = ?",
+                (resource_id,),
+            ).fetchone()
             if row is None:
                 return None
-            return Resource(id=row[0], working_memory=row[1], metadata=json.loads(row[2]),
-                            created_at=from_micros(row[3]), updated_at=from_micros(row[4]))
+            return Resource(
+                id=row[0],
+                working_memory=row[1],
+                metadata=json.loads(row[2]),
+                created_at=from_micros(row[3]),
+                updated_at=from_micros(row[4]),
+            )
 
         return await self._db.run(get)
 
@@ -300,16 +408,28 @@ class SQLiteStore(MemoryStore):
         now = to_micros(utc_now())
 
         def upsert(c: apsw.Connection) -> Resource:
-            c.execute("INSERT INTO sluicegate_resources (id, working_memory, metadata, created_at, updated_at) "
-                      "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                      "working_memory = COALESCE(excluded.working_memory, working_memory), "
-                      "metadata = CASE WHEN ? THEN excluded.metadata ELSE metadata END, "
-                      "updated_at = excluded.updated_at",
-                      (resource_id, working_memory, dumps(metadata or {}), now, now, metadata is not None))
-            row = c.execute("SELECT id, working_memory, metadata, created_at, updated_at FROM sluicegate_resources "
-                            "WHERE id = ?", (resource_id,)).fetchone()
-            return Resource(id=row[0], working_memory=row[1], metadata=json.loads(row[2]),
-                            created_at=from_micros(row[3]), updated_at=from_micros(row[4]))
+            c.execute(
+                "INSERT INTO sluicegate_resources (id, working_memory, metadata, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "working_memory = COALESCE(excluded.working_memory, working_memory), "
+                "metadata = CASE WHEN ? THEN excluded.metadata ELSE metadata END, "
+                "updated_at = excluded.updated_at",
+                (resource_id, working_memory, dumps(metadata or {}), now, now, metadata is not None),
+            )
+            row = fetch_one(
+                c.execute(
+                    "SELECT id, working_memory, metadata, created_at, updated_at "
+                    "FROM sluicegate_resources WHERE id = ?",
+                    (resource_id,),
+                )
+            )
+            return Resource(
+                id=row[0],
+                working_memory=row[1],
+                metadata=json.loads(row[2]),
+                created_at=from_micros(row[3]),
+                updated_at=from_micros(row[4]),
+            )
 
         return await self._db.run(lambda c: write_transaction(c, upsert))
 
@@ -317,16 +437,28 @@ class SQLiteStore(MemoryStore):
 
     async def record(self, key: str, cost: float, usage: dict[str, int], at: datetime) -> None:
         row = (key, float(cost), dumps(usage), to_micros(at))
-        await self._db.run(lambda c: write_transaction(c, lambda w: w.execute(
-            "INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES (?, ?, ?, ?)", row)))
+        await self._db.run(
+            lambda c: write_transaction(
+                c,
+                lambda w: w.execute(
+                    "INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES (?, ?, ?, ?)", row
+                ),
+            )
+        )
 
     async def total(self, key: str, since: datetime | None) -> float:
         def total(c: apsw.Connection) -> float:
             if since is None:
-                row = c.execute("SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = ?", (key,)).fetchone()
+                row = fetch_one(
+                    c.execute("SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = ?", (key,))
+                )
             else:
-                row = c.execute("SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = ? AND at >= ?",
-                                (key, to_micros(since))).fetchone()
+                row = fetch_one(
+                    c.execute(
+                        "SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = ? AND at >= ?",
+                        (key, to_micros(since)),
+                    )
+                )
             return float(row[0])
 
         return await self._db.run(total)

@@ -17,8 +17,9 @@ class Chunk:
 
     __slots__ = ("data", "from_", "payload", "run_id", "type")
 
-    def __init__(self, type: str, run_id: str = "", payload: Any = None, data: Any = None,
-                 from_: str = "AGENT") -> None:
+    def __init__(
+        self, type: str, run_id: str = "", payload: Any = None, data: Any = None, from_: str = "AGENT"
+    ) -> None:
         self.type = type
         self.run_id = run_id
         self.from_ = from_
@@ -45,10 +46,19 @@ class Chunk:
         raw = data.get("payload")
         payload = Payload.from_json(raw) if isinstance(raw, dict) else raw
         if kind.startswith("data-"):
-            return cls(kind, data.get("runId", ""), payload=payload, data=data.get("data"),
-                       from_=data.get("from", "AGENT"))
-        return cls(kind, data.get("runId", ""), payload=payload if payload is not None else Payload(),
-                   from_=data.get("from", "AGENT"))
+            return cls(
+                kind,
+                data.get("runId", ""),
+                payload=payload,
+                data=data.get("data"),
+                from_=data.get("from", "AGENT"),
+            )
+        return cls(
+            kind,
+            data.get("runId", ""),
+            payload=payload if payload is not None else Payload(),
+            from_=data.get("from", "AGENT"),
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Chunk) and self.to_dict() == other.to_dict()

@@ -47,7 +47,10 @@ class Payload:
 def error_to_json(error: BaseException | Any) -> dict[str, Any]:
     if isinstance(error, BaseException):
         name = getattr(error, "name", None)
-        data: dict[str, Any] = {"message": str(error), "name": name if isinstance(name, str) else type(error).__name__}
+        data: dict[str, Any] = {
+            "message": str(error),
+            "name": name if isinstance(name, str) else type(error).__name__,
+        }
         for attr in ("status_code", "is_retryable", "url", "response_body"):
             value = getattr(error, attr, None)
             if value is not None:

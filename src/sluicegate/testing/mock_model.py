@@ -20,8 +20,13 @@ class MockModel:
 
     specification_version = "v2"
 
-    def __init__(self, steps: Sequence[Step] | None = None, *, provider: str = "mock-provider",
-                 model_id: str = "mock-model-id") -> None:
+    def __init__(
+        self,
+        steps: Sequence[Step] | None = None,
+        *,
+        provider: str = "mock-provider",
+        model_id: str = "mock-model-id",
+    ) -> None:
         self._steps: list[Step] = list(steps or [])
         self._provider = provider
         self._model_id = model_id
@@ -66,18 +71,26 @@ async def _replay(parts: list[StreamPart]) -> AsyncIterator[StreamPart]:
         yield part
 
 
-def text_step(text: str, *, input_tokens: int = 10, output_tokens: int = 5, pieces: int = 1) -> list[StreamPart]:
+def text_step(
+    text: str, *, input_tokens: int = 10, output_tokens: int = 5, pieces: int = 1
+) -> list[StreamPart]:
     """A step that streams `text` (split into `pieces` deltas) and stops."""
     size = max(1, -(-len(text) // pieces)) if text else 1
-    deltas = [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    deltas = [text[i : i + size] for i in range(0, len(text), size)] or [""]
     return [
         {"type": "stream-start", "warnings": []},
         {"type": "text-start", "id": "t1"},
         *({"type": "text-delta", "id": "t1", "delta": d} for d in deltas),
         {"type": "text-end", "id": "t1"},
-        {"type": "finish", "finishReason": "stop",
-         "usage": {"inputTokens": input_tokens, "outputTokens": output_tokens,
-                   "totalTokens": input_tokens + output_tokens}},
+        {
+            "type": "finish",
+            "finishReason": "stop",
+            "usage": {
+                "inputTokens": input_tokens,
+                "outputTokens": output_tokens,
+                "totalTokens": input_tokens + output_tokens,
+            },
+        },
     ]
 
 
@@ -87,10 +100,20 @@ def tool_call_step(*calls: tuple[str, str, dict[str, Any]], text: str | None = N
 
     parts: list[StreamPart] = [{"type": "stream-start", "warnings": []}]
     if text:
-        parts += [{"type": "text-start", "id": "t1"}, {"type": "text-delta", "id": "t1", "delta": text},
-                  {"type": "text-end", "id": "t1"}]
-    parts += [{"type": "tool-call", "toolCallId": cid, "toolName": name, "input": json.dumps(args)}
-              for cid, name, args in calls]
-    parts.append({"type": "finish", "finishReason": "tool-calls",
-                  "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15}})
+        parts += [
+            {"type": "text-start", "id": "t1"},
+            {"type": "text-delta", "id": "t1", "delta": text},
+            {"type": "text-end", "id": "t1"},
+        ]
+    parts += [
+        {"type": "tool-call", "toolCallId": cid, "toolName": name, "input": json.dumps(args)}
+        for cid, name, args in calls
+    ]
+    parts.append(
+        {
+            "type": "finish",
+            "finishReason": "tool-calls",
+            "usage": {"inputTokens": 10, "outputTokens": 5, "totalTokens": 15},
+        }
+    )
     return parts

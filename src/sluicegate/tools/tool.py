@@ -86,8 +86,12 @@ class Tool:
 
     def to_v2(self, name: str | None = None) -> dict[str, Any]:
         """The AI SDK V2 function-tool definition."""
-        definition: dict[str, Any] = {"type": "function", "name": name or self.id, "description": self.description,
-                                      "inputSchema": self.json_schema()}
+        definition: dict[str, Any] = {
+            "type": "function",
+            "name": name or self.id,
+            "description": self.description,
+            "inputSchema": self.json_schema(),
+        }
         if self.provider_options:
             definition["providerOptions"] = self.provider_options
         return definition
@@ -135,8 +139,15 @@ def create_tool(
     provider_options: dict[str, Any] | None = None,
 ) -> Tool:
     """Build a tool; see `Tool`."""
-    return Tool(id=id, description=description, input_schema=input_schema, execute=execute,
-                output_schema=output_schema, to_model_output=to_model_output, provider_options=provider_options)
+    return Tool(
+        id=id,
+        description=description,
+        input_schema=input_schema,
+        execute=execute,
+        output_schema=output_schema,
+        to_model_output=to_model_output,
+        provider_options=provider_options,
+    )
 
 
 @overload
@@ -144,11 +155,14 @@ def tool(func: Callable[..., Any], /) -> Tool: ...
 
 
 @overload
-def tool(*, id: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(
+    *, id: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
-def tool(func: Callable[..., Any] | None = None, /, *, id: str | None = None,
-         description: str | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+def tool(
+    func: Callable[..., Any] | None = None, /, *, id: str | None = None, description: str | None = None
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function: name from the function, description from its docstring,
     input schema from its parameters. A parameter annotated `ToolContext` receives the context."""
 
@@ -174,8 +188,12 @@ def tool(func: Callable[..., Any] | None = None, /, *, id: str | None = None,
             return await result if inspect.isawaitable(result) else result
 
         doc = inspect.getdoc(fn) or ""
-        return Tool(id=id or fn.__name__, description=description if description is not None else doc,
-                    input_schema=model, execute=execute)
+        return Tool(
+            id=id or fn.__name__,
+            description=description if description is not None else doc,
+            input_schema=model,
+            execute=execute,
+        )
 
     return build(func) if func is not None else build
 

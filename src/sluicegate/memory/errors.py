@@ -1,0 +1,24 @@
+"""Errors memory raises to callers."""
+
+from __future__ import annotations
+
+from sluicegate.errors import ConfigurationError, SluicegateError
+
+
+class ThreadAccessError(SluicegateError, PermissionError):
+    """A request named a thread that belongs to another resource; its messages stay private."""
+
+    def __init__(self, thread_id: str, resource_id: str) -> None:
+        super().__init__(
+            f"thread {thread_id!r} belongs to another resource than {resource_id!r}; "
+            "a thread can only be used by the resource that created it"
+        )
+        self.thread_id = thread_id
+        self.resource_id = resource_id
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class MemoryConfigurationError(ConfigurationError):
+    """Memory options that cannot work together (or a missing thread/resource id)."""

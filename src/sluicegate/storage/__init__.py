@@ -1,0 +1,25 @@
+"""Storage for memory: threads, messages, resources (working memory) and usage records.
+
+Two backends share one interface (`MemoryStore`) and one test suite: `SQLiteStore` (the default,
+a file or `":memory:"`) and `PostgresStore` (asyncpg). Both create and migrate their schema on
+first use.
+"""
+
+from sluicegate.storage.base import MemoryStore, UsageStore
+from sluicegate.storage.errors import MessageWithoutThreadError, StorageError, ThreadNotFoundError
+from sluicegate.storage.postgres import PostgresStore
+from sluicegate.storage.sqlite import SQLiteStore
+from sluicegate.storage.types import MessageInclude, Resource, Thread
+
+__all__ = [
+    "MemoryStore",
+    "MessageInclude",
+    "MessageWithoutThreadError",
+    "PostgresStore",
+    "Resource",
+    "SQLiteStore",
+    "StorageError",
+    "Thread",
+    "ThreadNotFoundError",
+    "UsageStore",
+]

@@ -1,0 +1,348 @@
+"""`PostgresStore`: memory in PostgreSQL through a pooled `asyncpg` connection.
+
+The schema is created and migrated on first use under an advisory lock, so several processes
+starting at once apply each migration exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from sluicegate.messages.message import Message
+from sluicegate.storage.base import MemoryStore
+from sluicegate.storage.codec import content_json, dumps, message_from_row, require_threads
+from sluicegate.storage.errors import StorageError, ThreadNotFoundError
+from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, pending
+from sluicegate.storage.types import MessageInclude, Resource, Thread, utc_now
+
+_MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
+_THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+_MIGRATION_LOCK = 7_301_652_001  # one advisory-lock key shared by every sluicegate process
+
+
+async def init_json_codecs(conn: asyncpg.Connection) -> None:
+    """Read and write JSONB as Python values."""
+    await conn.set_type_codec("jsonb", encoder=dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def apply_migrations(conn: Any, migrations: tuple[Migration, ...]) -> None:
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+        await conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
+            "description TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        applied = {row[0] for row in await conn.fetch(f"SELECT version FROM {SCHEMA_TABLE}")}
+        for migration in pending(migrations, applied):
+            for statement in migration.statements:
+                await conn.execute(statement)
+            await conn.execute(
+                f"INSERT INTO {SCHEMA_TABLE} (version, description) VALUES ($1, $2)",
+                migration.version,
+                migration.description,
+            )
+
+
+def _required(row: asyncpg.Record | None) -> asyncpg.Record:
+    if row is None:
+        raise StorageError("expected a row, got none")
+    return row
+
+
+def _thread(row: asyncpg.Record) -> Thread:
+    return Thread(
+        id=row["id"],
+        resource_id=row["resource_id"],
+        title=row["title"],
+        metadata=row["metadata"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _message(row: asyncpg.Record) -> Message:
+    return message_from_row(
+        id=row["id"],
+        thread_id=row["thread_id"],
+        resource_id=row["resource_id"],
+        role=row["role"],
+        type=row["type"],
+        content=row["content"],
+        created_at=row["created_at"],
+    )
+
+
+def _resource(row: asyncpg.Record) -> Resource:
+    return Resource(
+        id=row["id"],
+        working_memory=row["working_memory"],
+        metadata=row["metadata"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class PostgresStore(MemoryStore):
+    """Memory in PostgreSQL.
+
+    ```python
+    store = PostgresStore("postgresql://user:pass@localhost:5432/app")
+    memory = Memory(storage=store)
+    ```
+    """
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.dsn = dsn
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool: asyncpg.Pool | None = None
+        self._opening = asyncio.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return "PostgresStore(...)"
+
+    async def pool(self) -> asyncpg.Pool:
+        """The connection pool, opened (and the schema migrated) on first use."""
+        if self._pool is not None:
+            return self._pool
+        if self._closed:
+            raise StorageError("the PostgreSQL store is closed")
+        async with self._opening:
+            if self._pool is None:
+                pool = await asyncpg.create_pool(
+                    self.dsn, min_size=self._min_size, max_size=self._max_size, init=init_json_codecs
+                )
+                async with pool.acquire() as conn:
+                    await apply_migrations(conn, POSTGRES_MIGRATIONS)
+                self._pool = pool
+        return self._pool
+
+    async def schema_versions(self) -> list[int]:
+        pool = await self.pool()
+        return [row[0] for row in await pool.fetch(f"SELECT version FROM {SCHEMA_TABLE} ORDER BY version")]
+
+    # ---------------------------------------------------------------- threads
+
+    async def get_thread(self, thread_id: str) -> Thread | None:
+        pool = await self.pool()
+        row = await pool.fetchrow(
+            f"SELECT {_THREAD_COLUMNS} FROM sluicegate_threads WHERE id = $1", thread_id
+        )
+        return _thread(row) if row else None
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        pool = await self.pool()
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                f"INSERT INTO sluicegate_threads ({_THREAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) "
+                "ON CONFLICT (id) DO NOTHING",
+                thread.id,
+                thread.resource_id,
+                thread.title,
+                thread.metadata,
+                thread.created_at,
+                thread.updated_at,
+            )
+            row = await conn.fetchrow(
+                f"SELECT {_THREAD_COLUMNS} FROM sluicegate_threads WHERE id = $1", thread.id
+            )
+        return _thread(_required(row))
+
+    async def save_thread(self, thread: Thread) -> Thread:
+        pool = await self.pool()
+        await pool.execute(
+            f"INSERT INTO sluicegate_threads ({_THREAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) "
+            "ON CONFLICT (id) DO UPDATE SET resource_id = EXCLUDED.resource_id, title = EXCLUDED.title, "
+            "metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at, "
+            "updated_at = EXCLUDED.updated_at",
+            thread.id,
+            thread.resource_id,
+            thread.title,
+            thread.metadata,
+            thread.created_at,
+            thread.updated_at,
+        )
+        return thread
+
+    async def update_thread(
+        self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Thread:
+        pool = await self.pool()
+        row = await pool.fetchrow(
+            "UPDATE sluicegate_threads SET title = COALESCE($2, title), metadata = COALESCE($3, metadata), "
+            f"updated_at = GREATEST(clock_timestamp(), updated_at) WHERE id = $1 RETURNING {_THREAD_COLUMNS}",
+            thread_id,
+            title,
+            metadata,
+        )
+        if row is None:
+            raise ThreadNotFoundError(thread_id)
+        return _thread(row)
+
+    async def list_threads(self, resource_id: str) -> list[Thread]:
+        pool = await self.pool()
+        rows = await pool.fetch(
+            f"SELECT {_THREAD_COLUMNS} FROM sluicegate_threads WHERE resource_id = $1 "
+            "ORDER BY updated_at DESC, id",
+            resource_id,
+        )
+        return [_thread(r) for r in rows]
+
+    async def delete_thread(self, thread_id: str) -> None:
+        pool = await self.pool()
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute("DELETE FROM sluicegate_messages WHERE thread_id = $1", thread_id)
+            await conn.execute("DELETE FROM sluicegate_threads WHERE id = $1", thread_id)
+
+    # ---------------------------------------------------------------- messages
+
+    async def save_messages(self, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        require_threads(messages)
+        rows = [
+            (m.id, m.thread_id, m.resource_id, m.role, m.type, content_json(m), m.created_at)
+            for m in messages
+        ]
+        pool = await self.pool()
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.executemany(
+                f"INSERT INTO sluicegate_messages ({_MESSAGE_COLUMNS}) "
+                "VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7) "
+                "ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, "
+                "resource_id = EXCLUDED.resource_id, "
+                "role = EXCLUDED.role, type = EXCLUDED.type, content = EXCLUDED.content, "
+                "created_at = EXCLUDED.created_at",
+                rows,
+            )
+
+    async def list_messages(self, thread_id: str, *, last: int | None = None) -> list[Message]:
+        pool = await self.pool()
+        if last is None:
+            rows = await pool.fetch(
+                f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = $1 "
+                "ORDER BY created_at, seq",
+                thread_id,
+            )
+            return [_message(r) for r in rows]
+        if last <= 0:
+            return []
+        rows = await pool.fetch(
+            f"SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = $1 "
+            "ORDER BY created_at DESC, seq DESC LIMIT $2",
+            thread_id,
+            last,
+        )
+        return [_message(r) for r in reversed(rows)]
+
+    async def list_messages_around(self, includes: Sequence[MessageInclude]) -> list[Message]:
+        if not includes:
+            return []
+        pool = await self.pool()
+        # One statement: each anchor joined to its neighbours by their rank within the thread.
+        rows = await pool.fetch(
+            f"""
+            WITH wanted AS (
+                SELECT * FROM unnest($1::text[], $2::int[], $3::int[]) AS w(id, before, after)
+            ), anchors AS (
+                SELECT m.seq, m.thread_id, m.created_at, w.before, w.after
+                FROM wanted w JOIN sluicegate_messages m ON m.id = w.id
+            ), picked AS (
+                SELECT a.seq FROM anchors a
+                UNION
+                SELECT p.seq FROM anchors a CROSS JOIN LATERAL (
+                    SELECT seq FROM sluicegate_messages m
+                    WHERE m.thread_id = a.thread_id AND (m.created_at, m.seq) < (a.created_at, a.seq)
+                    ORDER BY m.created_at DESC, m.seq DESC LIMIT a.before) p
+                UNION
+                SELECT n.seq FROM anchors a CROSS JOIN LATERAL (
+                    SELECT seq FROM sluicegate_messages m
+                    WHERE m.thread_id = a.thread_id AND (m.created_at, m.seq) > (a.created_at, a.seq)
+                    ORDER BY m.created_at, m.seq LIMIT a.after) n
+            )
+            SELECT {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE seq IN (SELECT seq FROM picked)
+            ORDER BY created_at, seq
+            """,
+            [i.id for i in includes],
+            [max(0, i.before) for i in includes],
+            [max(0, i.after) for i in includes],
+        )
+        return [_message(r) for r in rows]
+
+    async def count_messages(self, thread_id: str) -> int:
+        pool = await self.pool()
+        return int(
+            await pool.fetchval("SELECT COUNT(*) FROM sluicegate_messages WHERE thread_id = $1", thread_id)
+        )
+
+    async def delete_messages(self, message_ids: Sequence[str]) -> None:
+        if not message_ids:
+            return
+        pool = await self.pool()
+        await pool.execute("DELETE FROM sluicegate_messages WHERE id = ANY($1::text[])", list(message_ids))
+
+    # ---------------------------------------------------------------- resources
+
+    async def get_resource(self, resource_id: str) -> Resource | None:
+        pool = await self.pool()
+        row = await pool.fetchrow(
+            "SELECT id, working_memory, metadata, created_at, updated_at "
+            "FROM sluicegate_resources WHERE id = $1",
+            resource_id,
+        )
+        return _resource(row) if row else None
+
+    async def update_resource(
+        self, resource_id: str, *, working_memory: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Resource:
+        pool = await self.pool()
+        now = utc_now()
+        row = await pool.fetchrow(
+            "INSERT INTO sluicegate_resources AS r (id, working_memory, metadata, created_at, updated_at) "
+            "VALUES ($1, $2, COALESCE($3, '{}'::jsonb), $4, $4) ON CONFLICT (id) DO UPDATE SET "
+            "working_memory = COALESCE(EXCLUDED.working_memory, r.working_memory), "
+            "metadata = COALESCE($3, r.metadata), updated_at = EXCLUDED.updated_at "
+            "RETURNING id, working_memory, metadata, created_at, updated_at",
+            resource_id,
+            working_memory,
+            metadata,
+            now,
+        )
+        return _resource(_required(row))
+
+    # ---------------------------------------------------------------- usage
+
+    async def record(self, key: str, cost: float, usage: dict[str, int], at: datetime) -> None:
+        pool = await self.pool()
+        await pool.execute(
+            "INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES ($1, $2, $3, $4)",
+            key,
+            float(cost),
+            usage,
+            at,
+        )
+
+    async def total(self, key: str, since: datetime | None) -> float:
+        pool = await self.pool()
+        if since is None:
+            value = await pool.fetchval(
+                "SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = $1", key
+            )
+        else:
+            value = await pool.fetchval(
+                "SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = $1 AND at >= $2", key, since
+            )
+        return float(value)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
