@@ -64,7 +64,7 @@ def _compile(pattern: str | re.Pattern[str] | regex.Pattern[str], flags: int = 0
             if pattern.flags & re_flag:
                 flags |= regex_flag
         pattern = pattern.pattern
-    return regex.compile(pattern, flags | regex.VERSION1 if False else flags)
+    return regex.compile(pattern, flags)
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,10 @@ PII_RULES: tuple[RegexRule, ...] = (
     RegexRule("phone", r"(?<![\w+])(?:\+?1[-.\s]?)?(?:\(\d{3}\)|\d{3})[-.\s]?\d{3}[-.\s]?\d{4}\b", "[PHONE]"),
 )
 SECRET_RULES: tuple[RegexRule, ...] = (
-    RegexRule("api-key", r"(?i)(?:api[_-]?key|apikey|api[_-]?secret|access[_-]?token|secret[_-]?key)"
-                         r"\s*[:=]\s*[\"']?[a-zA-Z0-9_\-]{20,}[\"']?", "[API_KEY]"),
-    RegexRule("bearer-token", r"(?i)\bBearer\s+[a-zA-Z0-9_\-.~+/]{8,}=*", "[BEARER_TOKEN]"),
+    RegexRule("api-key", r"(?:api[_-]?key|apikey|api[_-]?secret|access[_-]?token|secret[_-]?key)"
+                         r"\s*[:=]\s*[\"']?[a-zA-Z0-9_\-]{20,}[\"']?", "[API_KEY]",
+              flags=regex.IGNORECASE),
+    RegexRule("bearer-token", r"\bBearer\s+[a-zA-Z0-9_\-.~+/]{8,}=*", "[BEARER_TOKEN]", flags=regex.IGNORECASE),
     RegexRule("aws-key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", "[AWS_KEY]"),
     RegexRule("openai-key", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
     RegexRule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
@@ -117,9 +118,23 @@ SECRET_RULES: tuple[RegexRule, ...] = (
               "[PRIVATE_KEY]"),
 )
 URL_RULES: tuple[RegexRule, ...] = (
-    RegexRule("url", r"(?i)https?://[^\s<>\"{}|\\^`\[\]]+", "[URL]"),
+    RegexRule("url", r"https?://[^\s<>\"{}|\\^`\[\]]+", "[URL]", flags=regex.IGNORECASE),
 )
 PRESETS: dict[str, tuple[RegexRule, ...]] = {"pii": PII_RULES, "secrets": SECRET_RULES, "urls": URL_RULES}
+
+
+_SCOPED_FLAGS = ((regex.IGNORECASE, "i"), (regex.MULTILINE, "m"), (regex.DOTALL, "s"), (regex.VERBOSE, "x"),
+                 (regex.ASCII, "a"))
+
+
+_LEADING_FLAGS = regex.compile(r"^\(\?[aiLmsux]+\)")
+
+
+def _scoped(pattern: regex.Pattern[str]) -> str:
+    """`pattern` as a group that keeps its flags inside a larger alternation."""
+    letters = "".join(letter for flag, letter in _SCOPED_FLAGS if pattern.flags & flag)
+    source = _LEADING_FLAGS.sub("", pattern.pattern)  # already in pattern.flags
+    return f"(?{letters}:{source})" if letters else f"(?:{source})"
 
 
 @dataclass(slots=True)
@@ -200,33 +215,9 @@ class RegexFilterProcessor(Processor):
         self.phase: Phase = phase
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = stream_carryover_size
-        # One alternation of every rule: its leftmost (partial) match tells where the first
-        # possible match of any rule starts, in one call.
-        self._any = regex.compile("|".join(f"(?:{r.compiled.pattern})" for r in self.rules),
-                                  self._common_flags())
-
-    def _common_flags(self) -> int:
-        flags = {r.compiled.flags & (regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.ASCII)
-                 for r in self.rules}
-        if len(flags) == 1:
-            return flags.pop()
-        # Rules disagree on flags: put each rule's flags inline so the alternation means the same.
-        self._inline_flags()
-        return 0
-
-    def _inline_flags(self) -> None:
-        parts = []
-        for rule in self.rules:
-            letters = "".join(letter for flag, letter in ((regex.IGNORECASE, "i"), (regex.MULTILINE, "m"),
-                                                          (regex.DOTALL, "s"), (regex.ASCII, "a"))
-                              if rule.compiled.flags & flag)
-            parts.append(f"(?{letters}:{rule.compiled.pattern})" if letters else f"(?:{rule.compiled.pattern})")
-        self._any_source = "|".join(parts)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "_any" and hasattr(self, "_any_source"):
-            value = regex.compile(self._any_source)
-        object.__setattr__(self, name, value)
+        # One alternation of every rule (each keeping its own flags): its leftmost, possibly
+        # partial, match tells in one call where the first possible match of any rule starts.
+        self._any = regex.compile("|".join(_scoped(rule.compiled) for rule in self.rules))
 
     # ------------------------------------------------------------------ matching
 
