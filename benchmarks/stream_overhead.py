@@ -96,8 +96,10 @@ async def main(deltas: int, repeat: int) -> None:
         quarters = [statistics.median(r[2][i] for r in runs) * 1e6 for i in range(len(runs[0][2]))]
         results[processors] = per_delta
         growth = f"{quarters[0]:.2f} -> {quarters[-1]:.2f}" if quarters else "n/a"
-        print(f"  agent, {processors} no-op processors   {per_delta:7.2f}   first chunk {first:.3f} ms   "
-              f"per-delta by quarter {growth}")
+        print(
+            f"  agent, {processors} no-op processors   {per_delta:7.2f}   first chunk {first:.3f} ms   "
+            f"per-delta by quarter {growth}"
+        )
     per_processor = (results[5] - results[0]) / 5
     print(f"  cost per no-op processor      {per_processor:7.2f}")
     print("targets: <= 4 µs with none, <= 1.5 µs more per processor, first chunk <= 0.5 ms, no growth")

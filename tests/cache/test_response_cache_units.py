@@ -17,6 +17,7 @@ from sluicegate.cache import InMemoryServerCache
 from sluicegate.processors import ResponseCache, build_response_cache_key
 from sluicegate.processors.builtin.response_cache import (
     RESPONSE_CACHE_CONTEXT_KEY,
+    UNSET,
     ModelIdentity,
     ResponseCacheKeyInputs,
     ResponseCacheOverrides,
@@ -249,7 +250,7 @@ def test_context_and_apply_context_carry_per_call_overrides() -> None:
     assert existing.get("caller-meta") == {"user_id": "u-123"}
     overrides = existing.get(RESPONSE_CACHE_CONTEXT_KEY)
     assert overrides.bust is True
-    assert overrides.key is not None and overrides.scope is not None  # left unset, not cleared
+    assert (overrides.key, overrides.scope) == (UNSET, UNSET)  # left unset, not cleared
 
 
 @pytest.mark.parametrize("bad", [{"key": 3}, {"key": ""}, {"scope": 3}, {"bust": "yes"}])

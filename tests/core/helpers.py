@@ -7,8 +7,12 @@ from typing import Any
 from sluicegate import create_tool
 from sluicegate.stream import Chunk
 
-OBJECT = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
-          "additionalProperties": False}
+OBJECT = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
 
 
 async def weather_execute(input: Any, context: Any) -> dict[str, Any]:
@@ -16,7 +20,9 @@ async def weather_execute(input: Any, context: Any) -> dict[str, Any]:
 
 
 def weather_tool() -> Any:
-    return create_tool(id="weather", description="Get the weather", input_schema=OBJECT, execute=weather_execute)
+    return create_tool(
+        id="weather", description="Get the weather", input_schema=OBJECT, execute=weather_execute
+    )
 
 
 async def collect(output: Any) -> list[Chunk]:

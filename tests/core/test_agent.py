@@ -36,8 +36,17 @@ async def test_stream_yields_chunks_in_order_and_awaitable_results():
     agent = Agent("a", model=MockModel([text_step("abc", pieces=3)]))
     output = await agent.stream("Hi")
     chunks = await collect(output)
-    assert types(chunks) == ["start", "step-start", "text-start", "text-delta", "text-delta", "text-delta",
-                             "text-end", "step-finish", "finish"]
+    assert types(chunks) == [
+        "start",
+        "step-start",
+        "text-start",
+        "text-delta",
+        "text-delta",
+        "text-delta",
+        "text-end",
+        "step-finish",
+        "finish",
+    ]
     assert await output.text == "abc"
     assert await output.finish_reason == "stop"
     assert (await output.usage).total_tokens == 15
@@ -77,7 +86,10 @@ async def test_tool_loop_sums_usage_and_feeds_results_back():
     assert result.tool_results[0].payload.result == {"city": "Paris", "forecast": "sunny"}
     tool_message = model.calls[1].prompt[-1]
     assert tool_message["role"] == "tool"
-    assert tool_message["content"][0]["output"] == {"type": "json", "value": {"city": "Paris", "forecast": "sunny"}}
+    assert tool_message["content"][0]["output"] == {
+        "type": "json",
+        "value": {"city": "Paris", "forecast": "sunny"},
+    }
     assert model.calls[0].tools[0]["name"] == "weather"
     assert model.calls[0].tool_choice == {"type": "auto"}
 
@@ -119,7 +131,9 @@ async def test_pydantic_tool_validates_input_and_streams_custom_data():
     forecast_tool = create_tool(id="forecast", description="d", input_schema=Input, execute=forecast)
     model = MockModel([tool_call_step(("c1", "forecast", {"city": "Oslo", "days": 3})), text_step("ok")])
     context = RequestContext({"user": "u1"})
-    output = await Agent("a", model=model, tools={"forecast": forecast_tool}).stream("x", request_context=context)
+    output = await Agent("a", model=model, tools={"forecast": forecast_tool}).stream(
+        "x", request_context=context
+    )
     chunks = await collect(output)
     assert types(chunks)[2:5] == ["tool-call", "data-progress", "tool-result"]
     assert chunks[3].data == {"city": "Oslo"}
@@ -156,10 +170,12 @@ async def test_a_raising_tool_gives_a_tool_error_the_model_sees():
 
 
 async def test_invalid_tool_input_and_unknown_tools_are_reported_to_the_model():
-    model = MockModel([
-        tool_call_step(("c1", "weather", {"town": "Paris"}), ("c2", "nope", {})),
-        text_step("fine"),
-    ])
+    model = MockModel(
+        [
+            tool_call_step(("c1", "weather", {"town": "Paris"}), ("c2", "nope", {})),
+            text_step("fine"),
+        ]
+    )
     result = await Agent("a", model=model, tools=[weather_tool()]).generate("x")
     assert result.text == "fine"
     outputs = {p["toolCallId"]: p["output"] for p in model.calls[1].prompt[-1]["content"]}
@@ -168,9 +184,13 @@ async def test_invalid_tool_input_and_unknown_tools_are_reported_to_the_model():
 
 
 async def test_to_model_output_is_what_the_model_sees():
-    rich = create_tool(id="rich", description="", input_schema={"type": "object"},
-                       execute=lambda i, c: {"rows": list(range(100))},
-                       to_model_output=lambda r: {"type": "text", "value": f"{len(r['rows'])} rows"})
+    rich = create_tool(
+        id="rich",
+        description="",
+        input_schema={"type": "object"},
+        execute=lambda i, c: {"rows": list(range(100))},
+        to_model_output=lambda r: {"type": "text", "value": f"{len(r['rows'])} rows"},
+    )
     model = MockModel([tool_call_step(("c1", "rich", {})), text_step("done")])
     result = await Agent("a", model=model, tools=[rich]).generate("x")
     assert model.calls[1].prompt[-1]["content"][0]["output"] == {"type": "text", "value": "100 rows"}
@@ -190,8 +210,11 @@ async def test_unrecovered_model_error_raises_from_generate_and_ends_stream_with
 
 
 async def test_an_error_part_inside_the_stream_is_an_api_error():
-    parts = [{"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "par"},
-             {"type": "error", "error": {"message": "overloaded", "code": "server_error"}}]
+    parts = [
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": "par"},
+        {"type": "error", "error": {"message": "overloaded", "code": "server_error"}},
+    ]
     output = await Agent("a", model=MockModel([parts])).stream("x")
     chunks = await collect(output)
     assert types(chunks)[-2:] == ["text-delta", "error"]
@@ -213,15 +236,26 @@ async def test_structured_output_parses_into_the_schema():
 
 async def test_model_settings_and_provider_options_reach_the_model():
     model = MockModel([text_step("x")])
-    await Agent("a", model=model).generate("x", model_settings={"temperature": 0.2, "max_output_tokens": 9},
-                                            provider_options={"openai": {"reasoningEffort": "low"}})
+    await Agent("a", model=model).generate(
+        "x",
+        model_settings={"temperature": 0.2, "max_output_tokens": 9},
+        provider_options={"openai": {"reasoningEffort": "low"}},
+    )
     call = model.calls[0]
     assert (call.temperature, call.max_output_tokens) == (0.2, 9)
     assert call.provider_options == {"openai": {"reasoningEffort": "low"}}
 
 
-@pytest.mark.parametrize("options", [{"max_steps": 0}, {"tool_choice": "sometimes"}, {"max_processor_retries": -1},
-                                     {"model_settings": {"warp": 9}}, {"unknown_option": 1}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_steps": 0},
+        {"tool_choice": "sometimes"},
+        {"max_processor_retries": -1},
+        {"model_settings": {"warp": 9}},
+        {"unknown_option": 1},
+    ],
+)
 async def test_bad_options_are_clear_errors(options):
     with pytest.raises((SluicegateError, TypeError)):
         await Agent("a", model=MockModel([text_step("x")])).generate("x", **options)

@@ -22,9 +22,16 @@ STORED = {
             {"type": "step-start"},
             {"type": "reasoning", "text": "thinking", "details": []},
             {"type": "text", "text": "Let me look."},
-            {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolCallId": "c1",
-                                                           "toolName": "weather", "args": {"city": "Paris"},
-                                                           "result": {"forecast": "sunny"}}},
+            {
+                "type": "tool-invocation",
+                "toolInvocation": {
+                    "state": "result",
+                    "toolCallId": "c1",
+                    "toolName": "weather",
+                    "args": {"city": "Paris"},
+                    "result": {"forecast": "sunny"},
+                },
+            },
             {"type": "data-progress", "data": {"pct": 50}},
             {"type": "file", "data": "https://x/y.png", "mimeType": "image/png"},
         ],
@@ -42,7 +49,9 @@ def test_stored_json_round_trips_exactly():
 def test_text_joins_text_parts_and_falls_back_to_legacy_content():
     message = Message.from_dict(STORED)
     assert message.text == "Let me look."
-    legacy = Message.from_dict({"id": "x", "role": "user", "content": {"format": 2, "parts": [], "content": "old"}})
+    legacy = Message.from_dict(
+        {"id": "x", "role": "user", "content": {"format": 2, "parts": [], "content": "old"}}
+    )
     assert legacy.text == "old"
 
 
@@ -53,12 +62,15 @@ def test_parts_answer_attribute_access_in_both_spellings():
     assert part.toolInvocation is part["toolInvocation"]
 
 
-@pytest.mark.parametrize("value", [
-    "hello",
-    {"role": "user", "content": "hello"},
-    {"role": "user", "content": [{"type": "text", "text": "hello"}]},
-    Message.text_message("user", "hello"),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "hello",
+        {"role": "user", "content": "hello"},
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+        Message.text_message("user", "hello"),
+    ],
+)
 def test_every_input_shape_becomes_a_message(value):
     [message] = Message.coerce_many(value)
     assert message.role == "user"
@@ -122,16 +134,48 @@ def test_add_replaces_by_id_and_remove_by_ids():
 
 def test_tool_result_messages_fold_into_the_assistant_call():
     ml = MessageList()
-    ml.add({"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "w",
-                                              "input": '{"city": "Rome"}'}]}, "response")
-    ml.add({"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "w",
-                                         "output": {"type": "json", "value": {"t": 20}}}]}, "response")
+    ml.add(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool-call", "toolCallId": "c1", "toolName": "w", "input": '{"city": "Rome"}'}
+            ],
+        },
+        "response",
+    )
+    ml.add(
+        {
+            "role": "tool",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "c1",
+                    "toolName": "w",
+                    "output": {"type": "json", "value": {"t": 20}},
+                }
+            ],
+        },
+        "response",
+    )
     assert len(ml) == 1
     assert ml.get.all.model() == [
-        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "w",
-                                           "input": {"city": "Rome"}}]},
-        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "w",
-                                      "output": {"type": "json", "value": {"t": 20}}}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool-call", "toolCallId": "c1", "toolName": "w", "input": {"city": "Rome"}}
+            ],
+        },
+        {
+            "role": "tool",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "c1",
+                    "toolName": "w",
+                    "output": {"type": "json", "value": {"t": 20}},
+                }
+            ],
+        },
     ]
 
 
@@ -139,8 +183,11 @@ def test_model_format_splits_steps_and_drops_unanswered_calls():
     message = Message.from_dict(STORED)
     message.content.parts.append({"type": "step-start"})  # type: ignore[arg-type]
     message.content.parts.append(  # type: ignore[arg-type]
-        {"type": "tool-invocation", "toolInvocation": {"state": "call", "toolCallId": "c2", "toolName": "w",
-                                                       "args": {}}})
+        {
+            "type": "tool-invocation",
+            "toolInvocation": {"state": "call", "toolCallId": "c2", "toolName": "w", "args": {}},
+        }
+    )
     prompt = MessageList([message]).get.all.model()
     assert [m["role"] for m in prompt] == ["assistant", "tool"]
     assert [p["type"] for p in prompt[0]["content"]] == ["reasoning", "text", "tool-call", "file"]
@@ -152,7 +199,10 @@ def test_ui_format_hides_signals_but_raw_history_keeps_them():
     ml.add(signal_message({"type": "reactive", "contents": "final step", "attributes": {"step": 5}}))
     assert len(ml.get.all.db()) == 2
     assert len(ml.get.all.ui()) == 1
-    assert ml.get.all.model()[-1]["content"][0]["text"] == '<system-reminder step="5">final step</system-reminder>'
+    assert (
+        ml.get.all.model()[-1]["content"][0]["text"]
+        == '<system-reminder step="5">final step</system-reminder>'
+    )
 
 
 def test_reconcile_removes_missing_adds_new_and_keeps_order():

@@ -10,7 +10,7 @@ import pytest
 from sluicegate import Agent, RequestContext
 from sluicegate.errors import APICallError, ProcessorError
 from sluicegate.messages import Message, MessageList
-from sluicegate.processors import ProcessAPIErrorResult, ProcessInputStepResult, Processor, TripWire
+from sluicegate.processors import ProcessAPIErrorResult, ProcessInputStepResult, Processor
 from sluicegate.processors.args import ProcessLLMRequestResult
 from sluicegate.stream import Chunk, Payload
 from sluicegate.testing import MockModel, text_step, tool_call_step
@@ -58,14 +58,27 @@ async def test_hooks_run_in_pipeline_order_once_or_per_step():
         return {"ok": True}
 
     from sluicegate import create_tool
+
     probe = create_tool(id="weather", description="", input_schema={"type": "object"}, execute=execute)
     recorder = Recorder(log)
     model = MockModel([tool_call_step(("c1", "weather", {})), text_step("done")])
-    await Agent("a", model=model, tools=[probe], input_processors=[recorder], output_processors=[recorder]).generate(
-        "x")
-    assert log == ["input", "input_step:0", "llm_request:0", "llm_response:0", "output_step:0", "tool",
-                   "stream:tool-result", "input_step:1", "llm_request:1", "llm_response:1", "output_step:1",
-                   "output_result"]
+    await Agent(
+        "a", model=model, tools=[probe], input_processors=[recorder], output_processors=[recorder]
+    ).generate("x")
+    assert log == [
+        "input",
+        "input_step:0",
+        "llm_request:0",
+        "llm_response:0",
+        "output_step:0",
+        "tool",
+        "stream:tool-result",
+        "input_step:1",
+        "llm_request:1",
+        "llm_response:1",
+        "output_step:1",
+        "output_result",
+    ]
 
 
 class SwitchModel(Processor):
@@ -76,8 +89,9 @@ class SwitchModel(Processor):
         self.model = model
 
     def process_input_step(self, args):
-        return ProcessInputStepResult(model=self.model, tool_choice="required",
-                                      model_settings={"temperature": 0.1})
+        return ProcessInputStepResult(
+            model=self.model, tool_choice="required", model_settings={"temperature": 0.1}
+        )
 
 
 class SeeAndAdjust(Processor):
@@ -112,13 +126,24 @@ class ReplaceTools(Processor):
 
     def process_input_step(self, args):
         from sluicegate import create_tool
-        return {"tools": {"lookup": create_tool(id="lookup", description="l", input_schema={"type": "object"},
-                                                execute=lambda i, c: "found")}}
+
+        return {
+            "tools": {
+                "lookup": create_tool(
+                    id="lookup",
+                    description="l",
+                    input_schema={"type": "object"},
+                    execute=lambda i, c: "found",
+                )
+            }
+        }
 
 
 async def test_input_step_can_replace_tools_for_the_step():
     model = MockModel([tool_call_step(("c1", "lookup", {})), text_step("ok")])
-    result = await Agent("a", model=model, tools=[weather_tool()], input_processors=[ReplaceTools()]).generate("x")
+    result = await Agent(
+        "a", model=model, tools=[weather_tool()], input_processors=[ReplaceTools()]
+    ).generate("x")
     assert [t["name"] for t in model.calls[0].tools] == ["lookup"]
     assert result.tool_results[0].payload.result == "found"
 
@@ -144,8 +169,9 @@ async def test_prepare_step_runs_after_input_processors_sync_or_async():
         return {"system_messages": [{"role": "system", "content": f"step {args.step_number}"}]}
 
     model = MockModel([text_step("ok")])
-    await Agent("a", instructions="base", model=model, tools=[weather_tool()],
-                input_processors=[SwitchModel(model)]).generate("x", prepare_step=prepare)
+    await Agent(
+        "a", instructions="base", model=model, tools=[weather_tool()], input_processors=[SwitchModel(model)]
+    ).generate("x", prepare_step=prepare)
     assert seen == ["required"]
     assert prompt_texts(model.calls[0].prompt)[0] == ("system", "step 0")
 
@@ -160,8 +186,9 @@ class AddStepSystem(Processor):
 
 async def test_system_messages_reset_at_every_step():
     model = MockModel([tool_call_step(("c1", "weather", {"city": "A"})), text_step("ok")])
-    await Agent("a", instructions="base", model=model, tools=[weather_tool()],
-                input_processors=[AddStepSystem()]).generate("x")
+    await Agent(
+        "a", instructions="base", model=model, tools=[weather_tool()], input_processors=[AddStepSystem()]
+    ).generate("x")
     systems = [[c for r, c in prompt_texts(call.prompt) if r == "system"] for call in model.calls]
     assert systems == [["base", "note 0"], ["base", "note 1"]]
 
@@ -177,11 +204,18 @@ class Cache(Processor):
 
     def process_llm_request(self, args):
         args.state["asked"] = True
-        chunks = [Chunk("text-start", payload=Payload(id="t")), Chunk("text-delta", payload=Payload(id="t",
-                                                                                                    text="cached")),
-                  Chunk("text-end", payload=Payload(id="t")),
-                  Chunk("finish", payload=Payload(step_result=Payload(reason="stop"),
-                                                  output=Payload(usage={"inputTokens": 4, "outputTokens": 2})))]
+        chunks = [
+            Chunk("text-start", payload=Payload(id="t")),
+            Chunk("text-delta", payload=Payload(id="t", text="cached")),
+            Chunk("text-end", payload=Payload(id="t")),
+            Chunk(
+                "finish",
+                payload=Payload(
+                    step_result=Payload(reason="stop"),
+                    output=Payload(usage={"inputTokens": 4, "outputTokens": 2}),
+                ),
+            ),
+        ]
         return ProcessLLMRequestResult(response=chunks)
 
     def process_llm_response(self, args):
@@ -236,10 +270,13 @@ class ErrorFixer(Processor):
 async def test_api_error_runs_input_then_output_then_error_processors_and_first_retry_wins(caplog):
     log: list[str] = []
     model = MockModel([APICallError("rejected", status_code=400), text_step("recovered")])
-    agent = Agent("a", model=model,
-                  input_processors=[ErrorFixer("in", log, explode=True)],
-                  output_processors=[ErrorFixer("out", log)],
-                  error_processors=[ErrorFixer("err", log, retry=True), ErrorFixer("late", log, retry=True)])
+    agent = Agent(
+        "a",
+        model=model,
+        input_processors=[ErrorFixer("in", log, explode=True)],
+        output_processors=[ErrorFixer("out", log)],
+        error_processors=[ErrorFixer("err", log, retry=True), ErrorFixer("late", log, retry=True)],
+    )
     with caplog.at_level(logging.WARNING):
         output = await agent.stream("x")
         chunks = await collect(output)
@@ -260,7 +297,8 @@ async def test_api_error_retries_default_to_ten_and_respect_the_cap():
     model = MockModel(errors)
     with pytest.raises(APICallError):
         await Agent("a", model=model, error_processors=[ErrorFixer("e", log, retry=True)]).generate(
-            "x", max_processor_retries=2)
+            "x", max_processor_retries=2
+        )
     assert len(model.calls) == 3
 
 
@@ -303,7 +341,10 @@ async def test_a_stream_processor_may_return_several_chunks():
         def process_output_stream(self, args):
             part = args.part
             if part.type == "text-delta" and len(part.payload.text) > 1:
-                return [Chunk("text-delta", payload=Payload(id=part.payload.id, text=ch)) for ch in part.payload.text]
+                return [
+                    Chunk("text-delta", payload=Payload(id=part.payload.id, text=ch))
+                    for ch in part.payload.text
+                ]
             return part
 
     class Upper(Processor):
@@ -314,7 +355,9 @@ async def test_a_stream_processor_may_return_several_chunks():
                 args.part.payload.text = args.part.payload.text.upper()
             return args.part
 
-    output = await Agent("a", model=MockModel([text_step("abc")]), output_processors=[Split(), Upper()]).stream("x")
+    output = await Agent(
+        "a", model=MockModel([text_step("abc")]), output_processors=[Split(), Upper()]
+    ).stream("x")
     deltas = [c.payload.text for c in await collect(output) if c.type == "text-delta"]
     assert deltas == ["A", "B", "C"]
     assert await output.text == "ABC"
@@ -331,8 +374,10 @@ class BlockAtStep(Processor):
 async def test_abort_in_output_step_runs_no_tools_and_ends_with_a_tripwire():
     ran = []
     from sluicegate import create_tool
-    probe = create_tool(id="weather", description="", input_schema={"type": "object"},
-                        execute=lambda i, c: ran.append(1))
+
+    probe = create_tool(
+        id="weather", description="", input_schema={"type": "object"}, execute=lambda i, c: ran.append(1)
+    )
     model = MockModel([tool_call_step(("c1", "weather", {}))])
     output = await Agent("a", model=model, tools=[probe], output_processors=[BlockAtStep()]).stream("x")
     chunks = await collect(output)
@@ -343,8 +388,16 @@ async def test_abort_in_output_step_runs_no_tools_and_ends_with_a_tripwire():
     assert await output.finish_reason == "other"
 
 
-HOOKS_THAT_ABORT = ["process_input", "process_input_step", "process_llm_request", "process_llm_response",
-                    "process_output_stream", "process_output_step", "process_output_result", "process_api_error"]
+HOOKS_THAT_ABORT = [
+    "process_input",
+    "process_input_step",
+    "process_llm_request",
+    "process_llm_response",
+    "process_output_stream",
+    "process_output_step",
+    "process_output_result",
+    "process_api_error",
+]
 
 
 def aborting(hook: str) -> Processor:
@@ -360,9 +413,16 @@ async def test_abort_in_every_hook_gives_a_tripwire_and_calls_on_violation(hook)
     processor = aborting(hook)
     violations = []
     processor.on_violation = violations.append
-    steps: list[Any] = [APICallError("x", status_code=400)] if hook == "process_api_error" else [text_step("t")]
-    kwargs = {"error_processors" if hook == "process_api_error" else
-              "output_processors" if hook.startswith("process_output") else "input_processors": [processor]}
+    steps: list[Any] = (
+        [APICallError("x", status_code=400)] if hook == "process_api_error" else [text_step("t")]
+    )
+    kwargs = {
+        "error_processors"
+        if hook == "process_api_error"
+        else "output_processors"
+        if hook.startswith("process_output")
+        else "input_processors": [processor]
+    }
     agent = Agent("a", model=MockModel(steps), **kwargs)
     output = await agent.stream("x")
     chunks = await collect(output)
@@ -371,9 +431,14 @@ async def test_abort_in_every_hook_gives_a_tripwire_and_calls_on_violation(hook)
     assert "finish" not in types(chunks)
     assert (await output.tripwire).reason == f"stop in {hook}"
     assert [(v.processor_id, v.message, v.detail) for v in violations] == [
-        (f"abort-{hook}", f"stop in {hook}", {"hook": hook})]
+        (f"abort-{hook}", f"stop in {hook}", {"hook": hook})
+    ]
     result = await Agent("a", model=MockModel(steps), **kwargs).generate("x")
-    assert result.finish_reason == "other" and result.text == "" and result.tripwire.processor_id == f"abort-{hook}"
+    assert (
+        result.finish_reason == "other"
+        and result.text == ""
+        and result.tripwire.processor_id == f"abort-{hook}"
+    )
 
 
 async def test_on_violation_errors_are_swallowed():
@@ -424,21 +489,32 @@ async def test_retries_are_aborts_without_a_cap_and_default_to_ten_with_error_pr
         def process_api_error(self, args):
             return None
 
-    result = await Agent("a", model=MockModel([text_step("ok")]), input_processors=[processor],
-                         error_processors=[Noop()]).generate("x")
+    result = await Agent(
+        "a", model=MockModel([text_step("ok")]), input_processors=[processor], error_processors=[Noop()]
+    ).generate("x")
     assert result.text == "ok"
 
 
 async def test_stream_abort_with_retry_is_an_abort():
-    output = await Agent("a", model=MockModel([text_step("t")]), output_processors=[StreamAbortRetry()],
-                         max_processor_retries=3).stream("x")
+    output = await Agent(
+        "a",
+        model=MockModel([text_step("t")]),
+        output_processors=[StreamAbortRetry()],
+        max_processor_retries=3,
+    ).stream("x")
     chunks = await collect(output)
     assert chunks[-1].type == "tripwire" and chunks[-1].payload.retry is True
 
 
 async def test_dropping_a_chunk_drops_only_that_chunk():
-    steps = [[{"type": "text-start", "id": "t"}, *({"type": "text-delta", "id": "t", "delta": d} for d in "axbxc"),
-              {"type": "text-end", "id": "t"}, {"type": "finish", "finishReason": "stop", "usage": {}}]]
+    steps = [
+        [
+            {"type": "text-start", "id": "t"},
+            *({"type": "text-delta", "id": "t", "delta": d} for d in "axbxc"),
+            {"type": "text-end", "id": "t"},
+            {"type": "finish", "finishReason": "stop", "usage": {}},
+        ]
+    ]
     output = await Agent("a", model=MockModel(steps), output_processors=[Dropper()]).stream("x")
     assert await output.text == "abc"
 
@@ -459,8 +535,12 @@ class StateUser(Processor):
 async def test_state_is_per_processor_id_per_request_and_shared_across_hooks():
     seen: list[Any] = []
     a, b = StateUser("a", seen), StateUser("b", seen)
-    agent = Agent("x", model=MockModel([text_step("1"), text_step("2")]), input_processors=[a, b],
-                  output_processors=[a, b])
+    agent = Agent(
+        "x",
+        model=MockModel([text_step("1"), text_step("2")]),
+        input_processors=[a, b],
+        output_processors=[a, b],
+    )
     await agent.generate("x")
     await agent.generate("x")
     assert seen == [("a", {"n": 1}), ("b", {"n": 1}), ("a", {"n": 1}), ("b", {"n": 1})]
@@ -496,14 +576,22 @@ class AddAndDrop(Processor):
 
     def process_input(self, args):
         kept = [m for m in args.messages if m.text != "drop me"]
-        return {"messages": [*kept, Message.text_message("user", "added")],
-                "system_messages": [{"role": "system", "content": "replaced"}]}
+        return {
+            "messages": [*kept, Message.text_message("user", "added")],
+            "system_messages": [{"role": "system", "content": "replaced"}],
+        }
 
 
 async def test_returned_messages_are_reconciled_and_a_foreign_message_list_is_an_error():
     model = MockModel([text_step("ok")])
-    await Agent("a", instructions="orig", model=model, input_processors=[AddAndDrop()]).generate(["keep", "drop me"])
-    assert prompt_texts(model.calls[0].prompt) == [("system", "replaced"), ("user", "keep"), ("user", "added")]
+    await Agent("a", instructions="orig", model=model, input_processors=[AddAndDrop()]).generate(
+        ["keep", "drop me"]
+    )
+    assert prompt_texts(model.calls[0].prompt) == [
+        ("system", "replaced"),
+        ("user", "keep"),
+        ("user", "added"),
+    ]
     with pytest.raises(ProcessorError, match="different MessageList"):
         await Agent("a", model=MockModel([text_step("ok")]), input_processors=[OtherList()]).generate("x")
 
@@ -547,7 +635,9 @@ async def test_send_signal_reaches_the_model_is_stored_and_hidden_from_ui():
 
         async def process_input_step(self, args):
             if args.step_number == 0:
-                await args.send_signal({"type": "reactive", "contents": "Last step.", "attributes": {"step": 1}})
+                await args.send_signal(
+                    {"type": "reactive", "contents": "Last step.", "attributes": {"step": 1}}
+                )
 
     captured = []
 
@@ -559,7 +649,10 @@ async def test_send_signal_reaches_the_model_is_stored_and_hidden_from_ui():
 
     model = MockModel([text_step("ok")])
     await Agent("a", model=model, input_processors=[Remind()], output_processors=[Capture()]).generate("x")
-    assert prompt_texts(model.calls[0].prompt)[-1] == ("user", '<system-reminder step="1">Last step.</system-reminder>')
+    assert prompt_texts(model.calls[0].prompt)[-1] == (
+        "user",
+        '<system-reminder step="1">Last step.</system-reminder>',
+    )
     message_list = captured[0]
     assert any("system-reminder" in m.text for m in message_list.get.input.db())
     assert not any("system-reminder" in str(m) for m in message_list.get.all.ui())
@@ -581,7 +674,9 @@ async def test_non_tripwire_exceptions_name_the_processor():
     output = await Agent("a", model=MockModel([text_step("ok")]), output_processors=[Broken()]).stream("x")
     chunks = await collect(output)
     assert chunks[-1].type == "error"
-    assert "broken" in str(chunks[-1].payload.error) and "process_output_stream" in str(chunks[-1].payload.error)
+    assert "broken" in str(chunks[-1].payload.error) and "process_output_stream" in str(
+        chunks[-1].payload.error
+    )
 
 
 async def test_output_step_retry_replays_with_feedback_and_counts_retries():
@@ -629,8 +724,11 @@ async def test_data_parts_reach_only_opted_in_processors():
 
     seen: list[str] = []
     model = MockModel([tool_call_step(("c1", "emit", {})), text_step("ok")])
-    agent = Agent("a", model=model, tools=[create_tool(id="emit", description="", input_schema={"type": "object"},
-                                                         execute=emit)],
-                  output_processors=[Sees("no", False, seen), Sees("yes", True, seen)])
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[create_tool(id="emit", description="", input_schema={"type": "object"}, execute=emit)],
+        output_processors=[Sees("no", False, seen), Sees("yes", True, seen)],
+    )
     await agent.generate("x")
     assert seen == ["yes"]

@@ -67,7 +67,9 @@ class EmbeddingCache:
         if missing:
             vectors = await embedder.embed(missing)
             if len(vectors) != len(missing):
-                raise ValueError(f"embedder {model!r} returned {len(vectors)} vectors for {len(missing)} texts")
+                raise ValueError(
+                    f"embedder {model!r} returned {len(vectors)} vectors for {len(missing)} texts"
+                )
             for text, vector in zip(missing, vectors, strict=True):
                 self.put(model, text, vector)
                 found[text] = vector

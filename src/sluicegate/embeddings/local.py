@@ -29,7 +29,8 @@ def _package_dir(name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or spec.origin is None:
         raise ConfigurationError(
-            f"LocalEmbedder needs the {name.replace('_', '-')!r} package: install sluicegate[local]")
+            f"LocalEmbedder needs the {name.replace('_', '-')!r} package: install sluicegate[local]"
+        )
     return Path(spec.origin).parent
 
 
@@ -52,8 +53,14 @@ class LocalEmbedder:
     The model loads on first use; inference runs in a worker thread in batches of `batch_size`.
     """
 
-    def __init__(self, *, model_path: str | Path | None = None, tokenizer_path: str | Path | None = None,
-                 batch_size: int = 32, threads: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
+    ) -> None:
         self.model_path = Path(model_path) if model_path else None
         self.tokenizer_path = Path(tokenizer_path) if tokenizer_path else None
         self.batch_size = batch_size
@@ -82,8 +89,9 @@ class LocalEmbedder:
                 options = onnxruntime.SessionOptions()
                 if self.threads:
                     options.intra_op_num_threads = self.threads
-                session = onnxruntime.InferenceSession(str(self.model_path or default_model_path()), options,
-                                                       providers=["CPUExecutionProvider"])
+                session = onnxruntime.InferenceSession(
+                    str(self.model_path or default_model_path()), options, providers=["CPUExecutionProvider"]
+                )
                 self._tokenizer, self._session = tokenizer, session
         return self._session, self._tokenizer
 
@@ -92,12 +100,13 @@ class LocalEmbedder:
         session, tokenizer = self._load()
         vectors: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = tokenizer.encode_batch(list(texts[start:start + self.batch_size]))
+            batch = tokenizer.encode_batch(list(texts[start : start + self.batch_size]))
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
             types = np.array([e.type_ids for e in batch], dtype=np.int64)
-            (states,) = session.run(["last_hidden_state"],
-                                    {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+            (states,) = session.run(
+                ["last_hidden_state"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            )
             weights = mask[:, :, None].astype(np.float32)
             pooled = (states * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)

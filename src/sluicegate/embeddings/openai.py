@@ -7,7 +7,11 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-_KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072, "text-embedding-ada-002": 1536}
+_KNOWN_DIMENSIONS = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
 
 
 class OpenAIEmbedder:
@@ -19,9 +23,16 @@ class OpenAIEmbedder:
     known size, or learned from the first response for unknown models.
     """
 
-    def __init__(self, model: str = "text-embedding-3-small", *, dimensions: int | None = None,
-                 api_key: str | None = None, base_url: str | None = None, client: AsyncOpenAI | None = None,
-                 batch_size: int = 512) -> None:
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        dimensions: int | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: AsyncOpenAI | None = None,
+        batch_size: int = 512,
+    ) -> None:
         self.model = model
         self._requested_dimensions = dimensions
         self._dimensions = dimensions or _KNOWN_DIMENSIONS.get(model)
@@ -30,7 +41,9 @@ class OpenAIEmbedder:
 
     @property
     def model_id(self) -> str:
-        return self.model if self._requested_dimensions is None else f"{self.model}-{self._requested_dimensions}"
+        return (
+            self.model if self._requested_dimensions is None else f"{self.model}-{self._requested_dimensions}"
+        )
 
     @property
     def dimensions(self) -> int:
@@ -44,8 +57,9 @@ class OpenAIEmbedder:
             extra: dict[str, Any] = {}
             if self._requested_dimensions is not None:
                 extra["dimensions"] = self._requested_dimensions
-            response = await self._client.embeddings.create(model=self.model, input=list(texts[start:start + self.batch_size]),
-                                                            **extra)
+            response = await self._client.embeddings.create(
+                model=self.model, input=list(texts[start : start + self.batch_size]), **extra
+            )
             vectors.extend(list(item.embedding) for item in sorted(response.data, key=lambda d: d.index))
         if vectors and self._dimensions is None:
             self._dimensions = len(vectors[0])

@@ -11,8 +11,12 @@ from typing import Any
 from sluicegate.memory.context import MEMORY_CONTEXT_KEY, MemoryContext, memory_context
 from sluicegate.memory.errors import MemoryConfigurationError, ThreadAccessError
 
-_LAZY = {"Memory": "memory", "MemoryOptions": "memory", "SemanticRecallOptions": "memory",
-         "WorkingMemoryOptions": "memory"}
+_LAZY = {
+    "Memory": "memory",
+    "MemoryOptions": "memory",
+    "SemanticRecallOptions": "memory",
+    "WorkingMemoryOptions": "memory",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -29,17 +29,26 @@ def memory_context(request_context: RequestContext | None) -> MemoryContext:
     entry: Any = request_context.get(MEMORY_CONTEXT_KEY) or {}
     thread = entry.get("thread") if isinstance(entry, dict) else None
     config = entry.get("memoryConfig") if isinstance(entry, dict) else None
-    thread_id = request_context.get(THREAD_ID_KEY) or (thread.get("id") if isinstance(thread, dict) else thread)
-    resource_id = request_context.get(RESOURCE_ID_KEY) or (entry.get("resourceId") if isinstance(entry, dict) else None)
+    thread_id = request_context.get(THREAD_ID_KEY) or (
+        thread.get("id") if isinstance(thread, dict) else thread
+    )
+    resource_id = request_context.get(RESOURCE_ID_KEY) or (
+        entry.get("resourceId") if isinstance(entry, dict) else None
+    )
     read_only = bool(config.get("readOnly") or config.get("read_only")) if isinstance(config, dict) else False
     return MemoryContext(thread_id, resource_id, read_only)
 
 
-def set_memory_context(request_context: RequestContext, *, thread_id: str, resource_id: str, read_only: bool) -> None:
+def set_memory_context(
+    request_context: RequestContext, *, thread_id: str, resource_id: str, read_only: bool
+) -> None:
     request_context.set(THREAD_ID_KEY, thread_id)
     request_context.set(RESOURCE_ID_KEY, resource_id)
-    request_context.set(MEMORY_CONTEXT_KEY, {
-        "thread": {"id": thread_id},
-        "resourceId": resource_id,
-        "memoryConfig": {"readOnly": read_only},
-    })
+    request_context.set(
+        MEMORY_CONTEXT_KEY,
+        {
+            "thread": {"id": thread_id},
+            "resourceId": resource_id,
+            "memoryConfig": {"readOnly": read_only},
+        },
+    )

@@ -19,18 +19,37 @@ def without_incomplete_tool_calls(messages: Iterable[Message]) -> list[Message]:
         if message.role != "assistant":
             kept.append(message)
             continue
-        parts = [p for p in message.content.parts
-                 if not (p.get("type") == "tool-invocation"
-                         and (p.get("toolInvocation") or {}).get("state") in _INCOMPLETE_STATES)]
+        parts = [
+            p
+            for p in message.content.parts
+            if not (
+                p.get("type") == "tool-invocation"
+                and (p.get("toolInvocation") or {}).get("state") in _INCOMPLETE_STATES
+            )
+        ]
         if len(parts) == len(message.content.parts):
             kept.append(message)
             continue
         if not parts:
             continue
-        content = MessageContent(parts=parts, content=message.content.content, metadata=message.content.metadata,
-                                 format=message.content.format, extra=dict(message.content.extra))
-        kept.append(Message(role=message.role, content=content, id=message.id, created_at=message.created_at,
-                            thread_id=message.thread_id, resource_id=message.resource_id, type=message.type))
+        content = MessageContent(
+            parts=parts,
+            content=message.content.content,
+            metadata=message.content.metadata,
+            format=message.content.format,
+            extra=dict(message.content.extra),
+        )
+        kept.append(
+            Message(
+                role=message.role,
+                content=content,
+                id=message.id,
+                created_at=message.created_at,
+                thread_id=message.thread_id,
+                resource_id=message.resource_id,
+                type=message.type,
+            )
+        )
     return kept
 
 

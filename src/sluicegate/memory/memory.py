@@ -86,11 +86,17 @@ class MemoryOptions:
         result = self
         if "last_messages" in values:
             last = values["last_messages"]
-            if last is True or (last is not None and last is not False and (not isinstance(last, int) or last < 0)):
-                raise MemoryConfigurationError(f"last_messages must be a non-negative int, False or None, got {last!r}")
+            if last is True or (
+                last is not None and last is not False and (not isinstance(last, int) or last < 0)
+            ):
+                raise MemoryConfigurationError(
+                    f"last_messages must be a non-negative int, False or None, got {last!r}"
+                )
             result = replace(result, last_messages=last)
         if "semantic_recall" in values:
-            result = replace(result, semantic_recall=_semantic(values["semantic_recall"], result.semantic_recall))
+            result = replace(
+                result, semantic_recall=_semantic(values["semantic_recall"], result.semantic_recall)
+            )
         if "working_memory" in values:
             result = replace(result, working_memory=_working(values["working_memory"], result.working_memory))
         if "read_only" in values:
@@ -142,8 +148,14 @@ class Memory:
     none given, it uses `SQLiteVector` on the same file and the offline `LocalEmbedder`.
     """
 
-    def __init__(self, *, storage: MemoryStore | None = None, vector: VectorStore | None = None,
-                 embedder: Embedder | None = None, options: Mapping[str, Any] | MemoryOptions | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        storage: MemoryStore | None = None,
+        vector: VectorStore | None = None,
+        embedder: Embedder | None = None,
+        options: Mapping[str, Any] | MemoryOptions | None = None,
+    ) -> None:
         self.storage: MemoryStore = storage if storage is not None else SQLiteStore(":memory:")
         self.options = MemoryOptions().merged(options)
         self._vector = vector
@@ -156,23 +168,35 @@ class Memory:
 
     # ---------------------------------------------------------------- the agent contract
 
-    async def bind(self, *, thread_id: str, resource_id: str | None, request_context: RequestContext,
-                   options: dict[str, Any] | None = None) -> MemoryBinding:
+    async def bind(
+        self,
+        *,
+        thread_id: str,
+        resource_id: str | None,
+        request_context: RequestContext,
+        options: dict[str, Any] | None = None,
+    ) -> MemoryBinding:
         """Create or check the thread, then return this request's memory processors and tools."""
         config = self.options.merged(options)
         if not resource_id:
             raise MemoryConfigurationError(
-                "memory needs a resource id as well as a thread id: memory={'thread': ..., 'resource': ...}")
+                "memory needs a resource id as well as a thread id: memory={'thread': ..., 'resource': ...}"
+            )
         await self.get_or_create_thread(thread_id, resource_id)
-        set_memory_context(request_context, thread_id=thread_id, resource_id=resource_id, read_only=config.read_only)
+        set_memory_context(
+            request_context, thread_id=thread_id, resource_id=resource_id, read_only=config.read_only
+        )
 
         inputs: list[Any] = []
         outputs: list[Any] = []
         tools: dict[str, Any] = {}
         wm = config.working_memory
         if wm.enabled:
-            inputs.append(WorkingMemory(storage=self.storage, scope=wm.scope, template=wm.template,
-                                        read_only=config.read_only))
+            inputs.append(
+                WorkingMemory(
+                    storage=self.storage, scope=wm.scope, template=wm.template, read_only=config.read_only
+                )
+            )
             if not config.read_only:
                 tool = create_update_working_memory_tool(self.storage, scope=wm.scope, template=wm.template)
                 tools[tool.id] = tool
@@ -181,22 +205,27 @@ class Memory:
             inputs.append(recall)
             outputs.append(recall)
         last = config.last_messages
-        history = MessageHistory(storage=self.storage, last_messages=0 if last is False else last,  # type: ignore[arg-type]
-                                 read_only=config.read_only)
+        history = MessageHistory(
+            storage=self.storage,
+            last_messages=0 if last is False else last,
+            read_only=config.read_only,
+        )
         inputs.append(history)
         outputs.append(history)
         return MemoryBinding(input_processors=inputs, output_processors=outputs, tools=tools)
 
     # ---------------------------------------------------------------- threads and messages
 
-    async def get_or_create_thread(self, thread_id: str, resource_id: str, *, title: str = "",
-                                   metadata: dict[str, Any] | None = None) -> Thread:
+    async def get_or_create_thread(
+        self, thread_id: str, resource_id: str, *, title: str = "", metadata: dict[str, Any] | None = None
+    ) -> Thread:
         """The thread, created for `resource_id` when new; `ThreadAccessError` when another
         resource owns it."""
         thread = await self.storage.get_thread(thread_id)
         if thread is None:
             thread = await self.storage.create_thread(
-                Thread(id=thread_id, resource_id=resource_id, title=title, metadata=dict(metadata or {})))
+                Thread(id=thread_id, resource_id=resource_id, title=title, metadata=dict(metadata or {}))
+            )
         if thread.resource_id != resource_id:
             raise ThreadAccessError(thread_id, resource_id)
         return thread
@@ -221,14 +250,21 @@ class Memory:
 
     # ---------------------------------------------------------------- working memory
 
-    async def get_working_memory(self, *, thread_id: str | None = None, resource_id: str | None = None) -> str | None:
+    async def get_working_memory(
+        self, *, thread_id: str | None = None, resource_id: str | None = None
+    ) -> str | None:
         wm = self.options.working_memory
-        return await read_working_memory(self.storage, scope=wm.scope, thread_id=thread_id, resource_id=resource_id)
+        return await read_working_memory(
+            self.storage, scope=wm.scope, thread_id=thread_id, resource_id=resource_id
+        )
 
-    async def update_working_memory(self, value: str, *, thread_id: str | None = None,
-                                    resource_id: str | None = None) -> None:
+    async def update_working_memory(
+        self, value: str, *, thread_id: str | None = None, resource_id: str | None = None
+    ) -> None:
         wm = self.options.working_memory
-        await write_working_memory(self.storage, value, scope=wm.scope, thread_id=thread_id, resource_id=resource_id)
+        await write_working_memory(
+            self.storage, value, scope=wm.scope, thread_id=thread_id, resource_id=resource_id
+        )
 
     async def close(self) -> None:
         await self.storage.close()
@@ -240,7 +276,9 @@ class Memory:
     def _semantic_parts(self) -> tuple[VectorStore, Embedder]:
         if self._vector is None:
             if not isinstance(self.storage, SQLiteStore):
-                raise MemoryConfigurationError("semantic recall needs vector= (e.g. PgVector) with this storage")
+                raise MemoryConfigurationError(
+                    "semantic recall needs vector= (e.g. PgVector) with this storage"
+                )
             from sluicegate.vector.sqlite import SQLiteVector
 
             self._vector = SQLiteVector(self.storage.path)
@@ -252,6 +290,14 @@ class Memory:
 
     def _semantic_recall(self, options: SemanticRecallOptions, *, read_only: bool) -> SemanticRecall:
         vector, embedder = self._semantic_parts()
-        return SemanticRecall(storage=self.storage, vector=vector, embedder=embedder, top_k=options.top_k,
-                              message_range=options.message_range, scope=options.scope,
-                              threshold=options.threshold, index_name=options.index_name, read_only=read_only)
+        return SemanticRecall(
+            storage=self.storage,
+            vector=vector,
+            embedder=embedder,
+            top_k=options.top_k,
+            message_range=options.message_range,
+            scope=options.scope,
+            threshold=options.threshold,
+            index_name=options.index_name,
+            read_only=read_only,
+        )

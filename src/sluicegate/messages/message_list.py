@@ -171,7 +171,7 @@ class MessageList:
     ) -> None:
         """Make the messages in `scope` (all by default) equal `messages`: the ones missing are
         removed, new ones added with `default_source`, and the returned order kept."""
-        wanted = Message.coerce_many(list(messages))
+        wanted = list({m.id: m for m in Message.coerce_many(list(messages))}.values())
         scoped = list(self._messages if scope is None else scope)
         scoped_ids = {m.id for m in scoped}
         wanted_ids = {m.id for m in wanted}

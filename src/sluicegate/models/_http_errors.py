@@ -47,6 +47,9 @@ def error_payload(body: Any) -> dict[str, Any] | None:
         inner = body.get("error")
         if isinstance(inner, dict):
             return inner
+        response = body.get("response")  # OpenAI Responses `response.failed`
+        if isinstance(response, dict) and isinstance(response.get("error"), dict):
+            return response["error"]  # type: ignore[no-any-return]
         if "message" in body or "code" in body:
             return body
     return None
@@ -139,6 +142,16 @@ def stream_error(payload: Any, *, url: str | None, request_body: Any = None, sta
         request_body_values=request_body,
         data=payload,
     )
+
+
+async def close_quietly(stream: Any) -> None:
+    """Release an SDK stream's connection when a caller stops reading early."""
+    close = getattr(stream, "close", None)
+    if close is not None:
+        try:
+            await close()
+        except Exception:
+            pass
 
 
 def error_part(exc: BaseException, *, url: str | None = None, request_body: Any = None) -> StreamPart:

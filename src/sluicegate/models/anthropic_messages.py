@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sluicegate.errors import MissingAPIKeyError
-from sluicegate.models._http_errors import error_part, to_api_call_error
+from sluicegate.models._http_errors import close_quietly, error_part, to_api_call_error
 from sluicegate.models._prompt_parts import (
     base64_data,
     is_url,
@@ -264,6 +264,8 @@ class AnthropicMessagesModel:
         except Exception as exc:
             yield error_part(exc, url=self._url(), request_body=body)
             return
+        finally:
+            await close_quietly(stream)
         yield {"type": "finish", "finishReason": reason, "usage": anthropic_usage(usage),
                "providerMetadata": {"anthropic": {
                    "cacheCreationInputTokens": usage.get("cache_creation_input_tokens")}}}

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sluicegate.errors import MissingAPIKeyError
-from sluicegate.models._http_errors import error_part, to_api_call_error
+from sluicegate.models._http_errors import close_quietly, error_part, to_api_call_error
 from sluicegate.models._prompt_parts import (
     EMPTY_USAGE,
     data_url,
@@ -352,6 +352,8 @@ class OpenAIChatModel:
         except Exception as exc:
             yield error_part(exc, url=self._url(), request_body=body)
             return
+        finally:
+            await close_quietly(stream)
         if reasoning_open:
             yield {"type": "reasoning-end", "id": "reasoning-0"}
         if text_open:

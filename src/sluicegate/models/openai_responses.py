@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sluicegate.errors import APICallError, MissingAPIKeyError
-from sluicegate.models._http_errors import error_part, stream_error, to_api_call_error
+from sluicegate.models._http_errors import close_quietly, error_part, stream_error, to_api_call_error
 from sluicegate.models._prompt_parts import (
     EMPTY_USAGE,
     data_url,
@@ -285,9 +285,10 @@ class OpenAIResponsesModel:
                     error = response.get("error") or {}
                     yield {"type": "error", "error": stream_error(event, url=url, request_body=body,
                                                                   message=error.get("message"))}
-                    final = response
+                    return
                 elif kind == "error":
                     yield {"type": "error", "error": stream_error(event, url=url, request_body=body)}
+                    return
         except Exception as exc:
             part = error_part(exc, url=url, request_body=body)
             error = part["error"]
@@ -297,6 +298,8 @@ class OpenAIResponsesModel:
                 error.data = {"type": "error", "error": body_data}
             yield part
             return
+        finally:
+            await close_quietly(stream)
         yield {"type": "finish", "finishReason": responses_finish_reason(final, has_calls) if final else "unknown",
                "usage": responses_usage(final.get("usage")),
                "providerMetadata": {"openai": {"responseId": final.get("id")}}}

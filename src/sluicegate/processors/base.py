@@ -18,9 +18,12 @@ Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run;
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
+from sluicegate.errors import TripWire
 from sluicegate.processors.args import (
     ProcessAPIErrorArgs,
     ProcessAPIErrorResult,
@@ -126,3 +129,37 @@ def processor_id(processor: Any) -> str:
     if not isinstance(pid, str) or not pid:
         raise TypeError(f"processor {processor!r} has no `id`; give every processor a unique string id")
     return pid
+
+
+_log = logging.getLogger("sluicegate.processors")
+
+
+def make_abort(pid: str) -> Callable[..., NoReturn]:
+    """The `abort` function handed to processor `pid`: raises `TripWire` tagged with it."""
+
+    def abort(reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn:
+        raise TripWire(
+            reason if reason is not None else f"Tripwire triggered by {pid}",
+            retry=retry,
+            metadata=metadata,
+            processor_id=pid,
+        )
+
+    return abort
+
+
+def notify_violation(processor: Any, message: str, detail: Any) -> None:
+    """Call `processor.on_violation` (if set) with a `ProcessorViolation`; never raises."""
+    callback = getattr(processor, "on_violation", None)
+    if callback is None:
+        return
+    try:
+        result = callback(
+            ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
+        )
+        if inspect.isawaitable(result):
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+    except Exception:
+        _log.debug("on_violation of %r raised", processor, exc_info=True)

@@ -31,12 +31,11 @@ from sluicegate.processors.args import (
     ProcessLLMRequestArgs,
     ProcessLLMRequestResult,
     ProcessLLMResponseArgs,
-    ProcessorViolation,
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
 )
-from sluicegate.processors.base import implements, processor_id
+from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 
@@ -139,18 +138,6 @@ def _wrong_return(entry: _Entry, result: Any, expected: str) -> ProcessorError:
     )
 
 
-def _abort_for(pid: str) -> Callable[..., NoReturn]:
-    def abort(reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> NoReturn:
-        raise TripWire(
-            reason if reason is not None else f"Tripwire triggered by {pid}",
-            retry=retry,
-            metadata=metadata,
-            processor_id=pid,
-        )
-
-    return abort
-
-
 class PrepareStep:
     """`prepare_step=` wrapped as an input-step processor (it runs after the input processors)."""
 
@@ -224,25 +211,13 @@ class ProcessorRunner:
                 pid = processor_id(processor)
                 abort = self._aborts.get(pid)
                 if abort is None:
-                    abort = self._aborts[pid] = _abort_for(pid)
+                    abort = self._aborts[pid] = make_abort(pid)
                 entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort))
         return entries
 
     def violation(self, processor: Any, message: str, detail: Any) -> None:
         """Tell a processor's `on_violation` (if any) about a violation; never raises."""
-        callback = getattr(processor, "on_violation", None)
-        if callback is None:
-            return
-        try:
-            result = callback(
-                ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
-            )
-            if inspect.isawaitable(result):
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
-        except Exception:
-            log.debug("on_violation of %r raised", processor, exc_info=True)
+        notify_violation(processor, message, detail)
 
     async def _call(self, entry: _Entry, args: Any) -> Any:
         try:

@@ -25,7 +25,11 @@ class InvalidFilterError(SluicegateError, ValueError):
 
 
 def _is_operator_dict(value: Any) -> bool:
-    return isinstance(value, Mapping) and bool(value) and all(isinstance(k, str) and k.startswith("$") for k in value)
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(k, str) and k.startswith("$") for k in value)
+    )
 
 
 def validate(filter: Filter | None) -> None:
@@ -124,7 +128,9 @@ class _Params:
         return f"${self.start + len(self.values) - 1}"
 
 
-def to_postgres(filter: Filter | None, column: str = "metadata", *, first_param: int = 1) -> tuple[str, list[Any]]:
+def to_postgres(
+    filter: Filter | None, column: str = "metadata", *, first_param: int = 1
+) -> tuple[str, list[Any]]:
     """SQL (`TRUE` for no filter) and its parameters, numbered from `first_param`."""
     validate(filter)
     params = _Params(first_param)
@@ -165,9 +171,14 @@ def _pg_compare(column: str, key: str, op: str, operand: Any, params: _Params) -
         return test if op == "$in" else f"NOT {test}"
     sql_op = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
     if isinstance(operand, (int, float)) and not isinstance(operand, bool):
-        return (f"(jsonb_typeof({field}) = 'number' AND "
-                f"({column}->>{name}::text)::double precision {sql_op} {params.add(float(operand))}::double precision)")
+        return (
+            f"(jsonb_typeof({field}) = 'number' AND "
+            f"({column}->>{name}::text)::double precision {sql_op} "
+            f"{params.add(float(operand))}::double precision)"
+        )
     if isinstance(operand, str):
-        return (f"(jsonb_typeof({field}) = 'string' AND "
-                f"({column}->>{name}::text) COLLATE \"C\" {sql_op} {params.add(operand)}::text)")
+        return (
+            f"(jsonb_typeof({field}) = 'string' AND "
+            f'({column}->>{name}::text) COLLATE "C" {sql_op} {params.add(operand)}::text)'
+        )
     return "FALSE"

@@ -34,7 +34,9 @@ class MessageHistory(Processor):
     id = "message-history"
     name = "MessageHistory"
 
-    def __init__(self, *, storage: MemoryStore, last_messages: int | None = None, read_only: bool = False) -> None:
+    def __init__(
+        self, *, storage: MemoryStore, last_messages: int | None = None, read_only: bool = False
+    ) -> None:
         super().__init__()
         if last_messages is not None and last_messages < 0:
             raise ValueError("last_messages must be >= 0 or None (all)")
@@ -47,7 +49,9 @@ class MessageHistory(Processor):
         if not thread_id or self.last_messages == 0:
             return args.message_list
         stored = await self.storage.list_messages(thread_id, last=self.last_messages)
-        add_remembered(args.message_list, without_incomplete_tool_calls(m for m in stored if m.role != "system"))
+        add_remembered(
+            args.message_list, without_incomplete_tool_calls(m for m in stored if m.role != "system")
+        )
         return args.message_list
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> Any:
@@ -55,8 +59,11 @@ class MessageHistory(Processor):
         if not context.thread_id or self.read_only or context.read_only:
             return args.message_list
         fresh = [*args.message_list.get.input.db(), *args.message_list.get.response.db()]
-        to_save = [_stamped(m, context.thread_id, context.resource_id)
-                   for m in without_incomplete_tool_calls(fresh) if m.role != "system"]
+        to_save = [
+            _stamped(m, context.thread_id, context.resource_id)
+            for m in without_incomplete_tool_calls(fresh)
+            if m.role != "system"
+        ]
         if not to_save:
             return args.message_list
         await self.storage.save_messages(to_save)

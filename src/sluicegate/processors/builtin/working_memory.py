@@ -49,7 +49,9 @@ def resolve_template(template: WorkingMemoryTemplate | dict[str, Any] | str | No
         return {"format": "markdown", "content": template}
     fmt = template.get("format", "markdown")
     if fmt not in ("markdown", "json"):
-        raise MemoryConfigurationError(f"working memory template format must be 'markdown' or 'json', got {fmt!r}")
+        raise MemoryConfigurationError(
+            f"working memory template format must be 'markdown' or 'json', got {fmt!r}"
+        )
     content = template.get("content", DEFAULT_TEMPLATE_CONTENT if fmt == "markdown" else {})
     return {"format": fmt, "content": content}
 
@@ -83,7 +85,9 @@ def _empty_from_schema(schema: Any) -> Any:
     return empty
 
 
-def working_memory_instruction(template: WorkingMemoryTemplate, data: str | None, *, read_only: bool = False) -> str:
+def working_memory_instruction(
+    template: WorkingMemoryTemplate, data: str | None, *, read_only: bool = False
+) -> str:
     """The system instruction carrying the working memory (and, unless read-only, how to update it)."""
     is_json = template["format"] == "json"
     kind = "JSON" if is_json else "Markdown"
@@ -104,8 +108,8 @@ def working_memory_instruction(template: WorkingMemoryTemplate, data: str | None
     how = (
         f"Call {UPDATE_TOOL_NAME} with `memory` set to a JSON object holding only the fields that changed; "
         "it is merged into the stored object, and a field set to null is removed."
-        if is_json else
-        f"Call {UPDATE_TOOL_NAME} with `memory` set to the complete Markdown document, as a string; "
+        if is_json
+        else f"Call {UPDATE_TOOL_NAME} with `memory` set to the complete Markdown document, as a string; "
         "it replaces the stored one, so keep every section, including the empty ones."
     )
     return (
@@ -126,8 +130,9 @@ def working_memory_instruction(template: WorkingMemoryTemplate, data: str | None
     )
 
 
-async def read_working_memory(storage: MemoryStore, *, scope: Scope, thread_id: str | None,
-                              resource_id: str | None) -> str | None:
+async def read_working_memory(
+    storage: MemoryStore, *, scope: Scope, thread_id: str | None, resource_id: str | None
+) -> str | None:
     """The stored working memory for the scope (None when there is none yet)."""
     if scope == "thread":
         if not thread_id:
@@ -141,8 +146,9 @@ async def read_working_memory(storage: MemoryStore, *, scope: Scope, thread_id: 
     return resource.working_memory if resource else None
 
 
-async def write_working_memory(storage: MemoryStore, value: str, *, scope: Scope, thread_id: str | None,
-                               resource_id: str | None) -> None:
+async def write_working_memory(
+    storage: MemoryStore, value: str, *, scope: Scope, thread_id: str | None, resource_id: str | None
+) -> None:
     """Replace the stored working memory for the scope."""
     if scope == "thread":
         if not thread_id:
@@ -171,8 +177,12 @@ def merge_json(base: Any, update: Any) -> Any:
     return merged
 
 
-def create_update_working_memory_tool(storage: MemoryStore, *, scope: Scope = "resource",
-                                      template: WorkingMemoryTemplate | dict[str, Any] | None = None) -> Tool:
+def create_update_working_memory_tool(
+    storage: MemoryStore,
+    *,
+    scope: Scope = "resource",
+    template: WorkingMemoryTemplate | dict[str, Any] | None = None,
+) -> Tool:
     """The `update_working_memory` tool: markdown replaces the document, JSON merges into it.
     It writes to the thread and resource of the calling request."""
     resolved = resolve_template(template)
@@ -180,10 +190,13 @@ def create_update_working_memory_tool(storage: MemoryStore, *, scope: Scope = "r
     is_json = resolved["format"] == "json"
     schema: dict[str, Any] = {
         "type": "object",
-        "properties": {"memory": (
-            {"type": ["object", "string"], "description": "The fields to change, as a JSON object"}
-            if is_json else
-            {"type": "string", "description": "The complete working memory, as Markdown"})},
+        "properties": {
+            "memory": (
+                {"type": ["object", "string"], "description": "The fields to change, as a JSON object"}
+                if is_json
+                else {"type": "string", "description": "The complete working memory, as Markdown"}
+            )
+        },
         "required": ["memory"],
         "additionalProperties": False,
     }
@@ -195,19 +208,25 @@ def create_update_working_memory_tool(storage: MemoryStore, *, scope: Scope = "r
         value = input["memory"]
         if is_json:
             update = json.loads(value) if isinstance(value, str) else value
-            current = await read_working_memory(storage, scope=scope, thread_id=where.thread_id,
-                                                resource_id=where.resource_id)
+            current = await read_working_memory(
+                storage, scope=scope, thread_id=where.thread_id, resource_id=where.resource_id
+            )
             try:
                 existing = json.loads(current) if current else {}
             except ValueError:
                 existing = {}
             value = json.dumps(merge_json(existing, update), ensure_ascii=False)
-        await write_working_memory(storage, value, scope=scope, thread_id=where.thread_id,
-                                   resource_id=where.resource_id)
+        await write_working_memory(
+            storage, value, scope=scope, thread_id=where.thread_id, resource_id=where.resource_id
+        )
         return {"success": True}
 
-    return create_tool(id=UPDATE_TOOL_NAME, description="Update the working memory with new information",
-                       input_schema=schema, execute=execute)
+    return create_tool(
+        id=UPDATE_TOOL_NAME,
+        description="Update the working memory with new information",
+        input_schema=schema,
+        execute=execute,
+    )
 
 
 class WorkingMemory(Processor):
@@ -231,8 +250,14 @@ class WorkingMemory(Processor):
     id = "working-memory"
     name = "WorkingMemory"
 
-    def __init__(self, *, storage: MemoryStore, scope: Scope = "resource",
-                 template: WorkingMemoryTemplate | dict[str, Any] | str | None = None, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        storage: MemoryStore,
+        scope: Scope = "resource",
+        template: WorkingMemoryTemplate | dict[str, Any] | str | None = None,
+        read_only: bool = False,
+    ) -> None:
         super().__init__()
         self.storage = storage
         self.scope = _check_scope(scope)
@@ -243,8 +268,11 @@ class WorkingMemory(Processor):
         where = memory_context(args.request_context)
         if not where.thread_id and not where.resource_id:
             return args.message_list
-        data = await read_working_memory(self.storage, scope=self.scope, thread_id=where.thread_id,
-                                         resource_id=where.resource_id)
-        instruction = working_memory_instruction(self.template, data, read_only=self.read_only or where.read_only)
+        data = await read_working_memory(
+            self.storage, scope=self.scope, thread_id=where.thread_id, resource_id=where.resource_id
+        )
+        instruction = working_memory_instruction(
+            self.template, data, read_only=self.read_only or where.read_only
+        )
         args.message_list.add_system(instruction, tag="memory")
         return args.message_list

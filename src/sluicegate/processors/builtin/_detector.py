@@ -1,0 +1,203 @@
+"""What the LLM guardrails share: asking a detector model for a JSON verdict, reading message
+text, rewriting it, choosing which messages to check, and reporting violations.
+
+The guardrails (`ModerationProcessor`, `PIIDetector`, `PromptInjectionDetector`,
+`LanguageDetector`, `SystemPromptScrubber`) each ask a small model for a verdict in a JSON
+schema. A guardrail must never take the agent down because its own model failed, so — as in
+Mastra — a failed call or an unreadable answer fails open: it is logged and treated as "nothing
+detected".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+import pydantic
+
+from sluicegate.messages import Message
+from sluicegate.messages.part import Part
+from sluicegate.models.base import CallOptions, LanguageModel
+from sluicegate.models.registry import resolve_model
+from sluicegate.processors.base import Processor, notify_violation
+
+log = logging.getLogger("sluicegate.processors.guardrails")
+
+VerdictT = TypeVar("VerdictT", bound=pydantic.BaseModel)
+
+
+class Verdict(pydantic.BaseModel):
+    """Base of the detectors' answer schemas: unknown keys are ignored, not an error."""
+
+    model_config = pydantic.ConfigDict(extra="ignore")
+
+
+class DetectorModel(Generic[VerdictT]):
+    """A detector model asked for one verdict per text, with structured output.
+
+    `model` is a `"provider/model"` string or a `LanguageModel`; strings resolve on first use so
+    building a guardrail never needs provider credentials. The call carries the system
+    `instructions`, the prompt as a user message, `temperature=0` and a JSON `response_format`
+    built from `schema` (with `enums` narrowing string fields, see `restrict_enum`).
+    """
+
+    def __init__(
+        self,
+        model: str | LanguageModel | Any,
+        *,
+        instructions: str,
+        schema: type[VerdictT],
+        json_schema: dict[str, Any] | None = None,
+        schema_name: str,
+        provider_options: dict[str, Any] | None = None,
+        label: str,
+    ) -> None:
+        if model is None or (isinstance(model, str) and not model):
+            raise ValueError(f"{label} needs a `model`: a 'provider/model' string or a LanguageModel")
+        if not isinstance(model, str) and not hasattr(model, "do_generate"):
+            raise TypeError(f"{label}: `model` must be a 'provider/model' string or a LanguageModel, got {model!r}")
+        self._model_config = model
+        self._model: LanguageModel | None = None if isinstance(model, str) else model
+        self.instructions = instructions
+        self.schema = schema
+        self.json_schema = json_schema if json_schema is not None else schema.model_json_schema()
+        self.schema_name = schema_name
+        self.provider_options = provider_options
+        self.label = label
+
+    @property
+    def model(self) -> LanguageModel:
+        if self._model is None:
+            self._model = resolve_model(self._model_config)
+        return self._model
+
+    def call_options(self, prompt: str) -> CallOptions:
+        return CallOptions(
+            prompt=[
+                {"role": "system", "content": self.instructions},
+                {"role": "user", "content": [{"type": "text", "text": prompt}]},
+            ],
+            temperature=0,
+            response_format={"type": "json", "schema": self.json_schema, "name": self.schema_name},
+            provider_options=self.provider_options,
+        )
+
+    async def ask(self, prompt: str) -> VerdictT | None:
+        """The model's verdict on `prompt`, or None (logged) when the call or its answer fails."""
+        try:
+            result = await self.model.do_generate(self.call_options(prompt))
+            text = "".join(part.get("text", "") for part in result.content if part.get("type") == "text")
+            return self.schema.model_validate(parse_json_object(text))
+        except Exception as exc:
+            log.warning("[%s] detector model failed, allowing content: %s", self.label, exc)
+            return None
+
+
+def parse_json_object(text: str) -> Any:
+    """The JSON object in a model's answer, tolerating code fences and prose around it."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.strip("`").strip()
+        if stripped[:4].lower() == "json":
+            stripped = stripped[4:]
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        start, end = stripped.find("{"), stripped.rfind("}")
+        if start == -1 or end <= start:
+            raise ValueError(f"no JSON object in the detector's answer: {text[:200]!r}") from None
+        return json.loads(stripped[start : end + 1])
+
+
+def restrict_enum(schema: dict[str, Any], definition: str, field: str, values: Sequence[str]) -> dict[str, Any]:
+    """`schema` with `$defs[definition].properties[field]` limited to `values` (the categories the
+    detector may name), as Mastra's `z.enum(categories)` does."""
+    prop = schema.get("$defs", {}).get(definition, {}).get("properties", {}).get(field)
+    if prop is not None and values:
+        prop["enum"] = list(values)
+    return schema
+
+
+def message_text(message: Message) -> str:
+    """A message's text parts joined by spaces (the legacy string when there are none), trimmed."""
+    texts = [p["text"] for p in message.content.parts if p.get("type") == "text" and isinstance(p.get("text"), str)]
+    text = " ".join(texts).strip()
+    if not text and isinstance(message.content.content, str):
+        text = message.content.content.strip()
+    return text
+
+
+def with_text(message: Message, text: str) -> Message:
+    """A copy of `message` (same id, so it replaces the original) whose text is `text`.
+
+    The text parts become one part with `text`, in the place of the first; other parts (files,
+    tool invocations) are kept, unlike Mastra, which drops them.
+    """
+    parts: list[Part] = []
+    placed = False
+    for part in message.content.parts:
+        if part.get("type") == "text":
+            if not placed:
+                parts.append(Part(type="text", text=text))
+                placed = True
+            continue
+        parts.append(part)
+    if not placed:
+        parts.insert(0, Part(type="text", text=text))
+    copy = Message(
+        role=message.role,
+        content=type(message.content)(
+            parts=parts,
+            content=text,
+            metadata=dict(message.content.metadata) if message.content.metadata else message.content.metadata,
+            format=message.content.format,
+            extra=dict(message.content.extra),
+        ),
+        id=message.id,
+        created_at=message.created_at,
+        thread_id=message.thread_id,
+        resource_id=message.resource_id,
+        type=message.type,
+    )
+    return copy
+
+
+def with_metadata(message: Message, key: str, value: Any) -> Message:
+    """`message` with `content.metadata[key] = value` (set in place; the message is returned)."""
+    metadata = dict(message.content.metadata or {})
+    metadata[key] = value
+    message.content.metadata = metadata
+    return message
+
+
+def input_ids(args: Any) -> set[str] | None:
+    """Ids of the messages an input guardrail checks: this request's input (not remembered
+    history, which was checked when it arrived); None means every message."""
+    message_list = getattr(args, "message_list", None)
+    if message_list is None:
+        return None
+    return {m.id for m in message_list.get.input.db()}
+
+
+def response_ids(args: Any) -> set[str] | None:
+    """Ids of the messages an output guardrail checks at the end: this run's response."""
+    message_list = getattr(args, "message_list", None)
+    if message_list is None:
+        return None
+    return {m.id for m in message_list.get.response.db()}
+
+
+def to_check(messages: Iterable[Message], ids: set[str] | None, roles: Iterable[str] | None = None) -> list[Message]:
+    wanted_roles = set(roles) if roles is not None else None
+    return [
+        m
+        for m in messages
+        if m.role != "system" and (ids is None or m.id in ids) and (wanted_roles is None or m.role in wanted_roles)
+    ]
+
+
+def report(processor: Processor, message: str, detail: Any) -> None:
+    """Tell `processor.on_violation` about a warn-strategy detection; its errors are swallowed."""
+    notify_violation(processor, message, detail)

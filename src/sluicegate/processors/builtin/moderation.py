@@ -1,0 +1,228 @@
+"""`ModerationProcessor`: an LLM judges text against moderation categories (OpenAI's by
+default) and the processor blocks, warns about or filters what scores at or above a threshold —
+in the input, in each streamed text chunk, and in the final response."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pydantic
+
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin._detector import (
+    DetectorModel,
+    Verdict,
+    input_ids,
+    message_text,
+    report,
+    response_ids,
+    restrict_enum,
+    to_check,
+)
+from sluicegate.stream.chunk import Chunk
+
+log = logging.getLogger(__name__)
+
+ModerationStrategy = Literal["block", "warn", "filter"]
+
+DEFAULT_CATEGORIES: tuple[str, ...] = (
+    "hate",
+    "hate/threatening",
+    "harassment",
+    "harassment/threatening",
+    "self-harm",
+    "self-harm/intent",
+    "self-harm/instructions",
+    "sexual",
+    "sexual/minors",
+    "violence",
+    "violence/graphic",
+)
+
+
+class CategoryScore(Verdict):
+    category: str = pydantic.Field(description="The moderation category being evaluated")
+    score: float = pydantic.Field(
+        ge=0,
+        le=1,
+        description="Confidence score between 0 and 1 indicating how strongly the content matches this category",
+    )
+
+
+class ModerationVerdict(Verdict):
+    category_scores: list[CategoryScore] | None = pydantic.Field(
+        default=None, description="Array of flagged categories with their confidence scores"
+    )
+    reason: str | None = pydantic.Field(default=None, description="Brief explanation of why content was flagged")
+
+
+def default_instructions(categories: Sequence[str]) -> str:
+    listed = "\n".join(f"- {category}" for category in categories)
+    return (
+        "You are a content moderation specialist. You evaluate text for policy violations.\n\n"
+        f"Evaluate the content against these categories:\n{listed}\n\n"
+        "IMPORTANT: list only the categories that are actually flagged. When nothing is wrong, "
+        "return an empty array for category_scores.\n\n"
+        "Guidelines:\n"
+        "- Be thorough but not overly strict\n"
+        "- Consider context and intent\n"
+        "- Educational, historical or creative content may be acceptable even when it touches sensitive topics\n"
+        "- Focus on content that could cause real harm\n"
+        "- Give a brief reason when any category is flagged"
+    )
+
+
+class ModerationProcessor(Processor):
+    """Content moderation by an LLM, for input and output.
+
+    Each message (or streamed text chunk) goes to `model`, which scores it against
+    `categories`; content is flagged when a score reaches `threshold` (default 0.5). Then
+    `strategy` decides: `"block"` (default) aborts the run with the flagged categories as
+    tripwire metadata, `"warn"` lets it through and reports to `on_violation`, `"filter"` drops
+    the message or chunk. `include_scores` adds every score to the report. As an output
+    processor it moderates each text delta with the `chunk_window` previous deltas as context
+    (put `BatchPartsProcessor` before it to call the model less often) and the final response.
+    If the detector model fails, content is allowed (and a warning logged).
+
+    Example::
+
+        moderation = ModerationProcessor(
+            model="openai/gpt-5-nano", categories=["hate", "harassment", "violence"], threshold=0.7
+        )
+        moderation.on_violation = lambda v: audit.record(v.detail)
+        agent = Agent(name="support", model="openai/gpt-5", input_processors=[moderation])
+    """
+
+    id = "moderation"
+    name = "Moderation"
+
+    def __init__(
+        self,
+        *,
+        model: str | LanguageModel,
+        categories: Sequence[str] | None = None,
+        threshold: float = 0.5,
+        strategy: ModerationStrategy = "block",
+        instructions: str | None = None,
+        include_scores: bool = False,
+        chunk_window: int = 0,
+        provider_options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        if strategy not in ("block", "warn", "filter"):
+            raise ValueError(f"strategy must be 'block', 'warn' or 'filter', got {strategy!r}")
+        if not 0 <= threshold <= 1:
+            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+        if chunk_window < 0:
+            raise ValueError(f"chunk_window must be 0 or more, got {chunk_window!r}")
+        self.categories: tuple[str, ...] = tuple(categories) if categories else DEFAULT_CATEGORIES
+        self.threshold = threshold
+        self.strategy: ModerationStrategy = strategy
+        self.include_scores = include_scores
+        self.chunk_window = chunk_window
+        self.detector = DetectorModel(
+            model,
+            instructions=instructions or default_instructions(self.categories),
+            schema=ModerationVerdict,
+            json_schema=restrict_enum(
+                ModerationVerdict.model_json_schema(), "CategoryScore", "category", self.categories
+            ),
+            schema_name="moderation_result",
+            provider_options=provider_options,
+            label="ModerationProcessor",
+        )
+
+    # ------------------------------------------------------------------ hooks
+
+    async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
+        return await self._moderate_messages(args.messages, to_check(args.messages, input_ids(args)), args.abort)
+
+    async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
+        checked = to_check(args.messages, response_ids(args))
+        return await self._moderate_messages(args.messages, checked, args.abort)
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
+        part = args.part
+        if part.type != "text-delta":
+            return part
+        content = self._window_text(args.stream_parts)
+        if not content.strip():
+            return part
+        verdict = await self.moderate(content, stream=True)
+        if verdict is not None and self.is_flagged(verdict):
+            self._handle(verdict, args.abort)
+            if self.strategy == "filter":
+                return None
+        return part
+
+    # ------------------------------------------------------------------ moderation
+
+    async def moderate(self, content: str, *, stream: bool = False) -> ModerationVerdict | None:
+        """The detector's verdict on `content` (None when the detector failed), keeping only
+        the configured categories."""
+        verdict = await self.detector.ask(self._prompt(content, stream))
+        if verdict is not None and verdict.category_scores:
+            verdict.category_scores = [s for s in verdict.category_scores if s.category in self.categories]
+        return verdict
+
+    def is_flagged(self, verdict: ModerationVerdict) -> bool:
+        return any(score.score >= self.threshold for score in verdict.category_scores or ())
+
+    def _prompt(self, content: str, stream: bool) -> str:
+        note = (
+            f" This is part of a stream: you see only the latest chunk and up to {self.chunk_window} "
+            "previous chunks. Make your best judgement on the content."
+            if stream
+            else ""
+        )
+        return f'Please evaluate the following content for moderation.{note}\n\nContent: "{content}"'
+
+    def _window_text(self, stream_parts: list[Chunk]) -> str:
+        """The current text delta and up to `chunk_window` text deltas before it."""
+        texts: list[str] = []
+        for chunk in reversed(stream_parts):
+            if chunk.type == "text-delta":
+                texts.append(chunk.payload.text)
+                if len(texts) > self.chunk_window:
+                    break
+        return "".join(reversed(texts))
+
+    async def _moderate_messages(
+        self, messages: list[Message], checked: list[Message], abort: Any
+    ) -> list[Message] | None:
+        dropped: set[str] = set()
+        for message in checked:
+            text = message_text(message)
+            if not text:
+                continue
+            verdict = await self.moderate(text)
+            if verdict is not None and self.is_flagged(verdict):
+                self._handle(verdict, abort)
+                if self.strategy == "filter":
+                    dropped.add(message.id)
+        if not dropped:
+            return None
+        return [m for m in messages if m.id not in dropped]
+
+    def _handle(self, verdict: ModerationVerdict, abort: Any) -> None:
+        scores = verdict.category_scores or []
+        flagged = [s.category for s in scores if s.score >= self.threshold]
+        message = f"Content flagged for moderation. Categories: {', '.join(flagged)}"
+        if verdict.reason:
+            message += f". Reason: {verdict.reason}"
+        detail: dict[str, Any] = {"categories": flagged, "reason": verdict.reason}
+        if self.include_scores:
+            message += ". Scores: " + ", ".join(f"{s.category}: {s.score}" for s in scores)
+            detail["scores"] = {s.category: s.score for s in scores}
+        if self.strategy == "block":
+            abort(message, metadata=detail)
+        elif self.strategy == "warn":
+            log.warning("[ModerationProcessor] %s", message)
+            report(self, message, detail)
+        else:
+            log.info("[ModerationProcessor] Filtered: %s", message)

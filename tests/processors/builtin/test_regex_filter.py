@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sluicegate import Agent
+from sluicegate.errors import TripWire
+from sluicegate.processors import ProcessorViolation, ProcessOutputStreamArgs, RegexFilter, RegexFilterProcessor
+from sluicegate.processors.builtin.regex_filter import luhn_valid
+from sluicegate.request_context import RequestContext
+from sluicegate.stream import Chunk
+from sluicegate.stream.chunk import text_delta
+from sluicegate.testing import MockModel, text_step
+
+VISA = "4111 1111 1111 1111"
+
+
+def chunked_step(pieces: list[str]) -> list[Any]:
+    step = text_step("".join(pieces))
+    return [*step[:2], *({"type": "text-delta", "id": "t1", "delta": p} for p in pieces), *step[3:]]
+
+
+def _abort(reason: str | None = None, *, retry: bool = False, metadata: Any = None) -> Any:
+    raise TripWire(reason or "", retry=retry, metadata=metadata)
+
+
+def drive(processor: RegexFilterProcessor, pieces: list[str]) -> list[str]:
+    """Feed deltas then a text-end through the stream hook, as the runner does."""
+    args = ProcessOutputStreamArgs(abort=_abort, request_context=RequestContext())
+    out: list[str] = []
+    for chunk in [*(text_delta("r", "t1", p) for p in pieces), Chunk("text-end", "r")]:
+        args.part = chunk
+        result = processor.process_output_stream(args)
+        for item in result if isinstance(result, list) else [result]:
+            if item is not None and item.type == "text-delta":
+                out.append(item.payload.text)
+    return out
+
+
+def test_presets_and_luhn() -> None:
+    f = RegexFilter(presets=["pii"], strategy="redact")
+    assert f.redact(f"card {VISA} ok") == "card [CREDIT_CARD] ok"
+    assert "[CREDIT_CARD]" not in f.redact("card 4111 1111 1111 1112 ok")
+    assert luhn_valid("4111111111111111") and not luhn_valid("4111111111111112")
+    assert f.redact("mail a.b@example.com, call (555) 123-4567, ssn 123-45-6789") == \
+        "mail [EMAIL], call [PHONE], ssn [SSN]"
+    secrets = RegexFilter(presets=["secrets"], strategy="redact")
+    assert secrets.redact("key sk-proj-abcdefghijklmnopqrstuvwx and AKIAABCDEFGHIJKLMNOP") == "key [API_KEY] and [AWS_KEY]"
+    assert secrets.redact("Authorization: Bearer abc.def-ghi_jkl") == "Authorization: [BEARER_TOKEN]"
+    assert secrets.redact("ghp_" + "a" * 36) == "[GITHUB_TOKEN]"
+    assert RegexFilter(presets=["urls"], strategy="redact").redact("see https://x.io/a?b=1 now") == "see [URL] now"
+
+
+def test_custom_rules_and_overlaps() -> None:
+    f = RegexFilter(rules=[{"name": "id", "pattern": r"ID-\d+", "replacement": "[ID]"},
+                           {"name": "num", "pattern": re.compile(r"\d{3,}")}], strategy="redact")
+    assert f.redact("see ID-12345 and 9999") == "see [ID] and [REDACTED]"
+    with pytest.raises(ValueError):
+        RegexFilter()
+
+
+async def test_block_is_default_and_blocks_input() -> None:
+    model = MockModel([text_step("ok")])
+    agent = Agent(name="r", model=model, input_processors=[RegexFilter(presets=["pii"])])
+    result = await agent.generate("my email is a@b.co")
+    assert result.tripwire is not None and "email" in result.tripwire.reason
+    assert result.tripwire.metadata["matches"][0]["match"] == "[REDACTED_MATCH]"
+    assert model.calls == []
+
+
+async def test_redact_input() -> None:
+    model = MockModel([text_step("ok")])
+    agent = Agent(name="r", model=model, input_processors=[RegexFilter(presets=["pii"], strategy="redact")])
+    await agent.generate("my email is a@b.co")
+    assert model.calls[0].prompt[-1]["content"][0]["text"] == "my email is [EMAIL]"
+
+
+async def test_warn_passes_through_and_reports() -> None:
+    seen: list[ProcessorViolation] = []
+    guard = RegexFilter(presets=["pii"], strategy="warn")
+    guard.on_violation = seen.append
+    model = MockModel([text_step("ok")])
+    await Agent(name="r", model=model, input_processors=[guard]).generate("my email is a@b.co")
+    assert model.calls[0].prompt[-1]["content"][0]["text"] == "my email is a@b.co"
+    assert seen[0].detail["matches"][0]["rule"] == "email"
+
+
+async def test_phase_option() -> None:
+    output_only = RegexFilter(presets=["pii"], phase="output", strategy="redact")
+    model = MockModel([text_step("write to x@y.org")])
+    agent = Agent(name="r", model=model, input_processors=[output_only], output_processors=[output_only])
+    result = await agent.generate("I am a@b.co")
+    assert model.calls[0].prompt[-1]["content"][0]["text"] == "I am a@b.co"
+    assert result.text == "write to [EMAIL]"
+    input_only = RegexFilter(presets=["pii"], phase="input", strategy="redact")
+    model = MockModel([text_step("write to x@y.org")])
+    agent = Agent(name="r", model=model, input_processors=[input_only], output_processors=[input_only])
+    result = await agent.generate("I am a@b.co")
+    assert model.calls[0].prompt[-1]["content"][0]["text"] == "I am [EMAIL]" and result.text == "write to x@y.org"
+
+
+async def test_include_redacted_values() -> None:
+    for include in (False, True):
+        seen: list[ProcessorViolation] = []
+        guard = RegexFilter(presets=["pii"], strategy="redact", include_redacted_values=include)
+        guard.on_violation = seen.append
+        await Agent(name="r", model=MockModel([text_step("ok")]), input_processors=[guard]).generate("a@b.co")
+        entry = seen[0].detail["redactions"][0]
+        assert entry["rule"] == "email" and (entry.get("value") == "a@b.co") is include
+
+
+async def test_stream_redacts_a_match_split_across_chunks(collect: Any) -> None:
+    pieces = ["Contact jo", "hn.doe@exa", "mple.com or ", "4111 1111 ", "1111 1111 thanks"]
+    agent = Agent(name="r", model=MockModel([chunked_step(pieces)]),
+                  output_processors=[RegexFilter(presets=["pii"], strategy="redact")])
+    chunks = await collect(await agent.stream("hi"))
+    emitted = [c.payload.text for c in chunks if c.type == "text-delta"]
+    assert "".join(emitted) == "Contact [EMAIL] or [CREDIT_CARD] thanks"
+    assert not any("john" in e or "4111" in e for e in emitted)
+    types = [c.type for c in chunks]
+    assert types.index("text-end") > max(i for i, t in enumerate(types) if t == "text-delta")
+
+
+async def test_stream_block_catches_split_match_before_any_of_it_leaks(collect: Any) -> None:
+    agent = Agent(name="r", model=MockModel([chunked_step(["ssn 123-", "45-6789 end"])]),
+                  output_processors=[RegexFilter(presets=["pii"])])
+    chunks = await collect(await agent.stream("hi"))
+    assert chunks[-1].type == "tripwire"
+    assert "123" not in "".join(c.payload.text for c in chunks if c.type == "text-delta")
+
+
+def test_hold_back_is_minimal() -> None:
+    f = RegexFilter(rules=[{"name": "ticket", "pattern": r"TICKET-\d{4}"}], strategy="redact")
+    # Nothing here can start a match: every chunk goes out whole, at once.
+    assert drive(f, ["hello ", "world ", "again"]) == ["hello ", "world ", "again"]
+    # Only the possible start of a match waits.
+    assert drive(f, ["see TICK", "ET-12", "34 now"]) == ["see ", "[REDACTED] now"]
+
+
+def test_stream_carryover_size_caps_the_hold() -> None:
+    f = RegexFilter(presets=["urls"], strategy="redact")
+    long_url = ["https://", "example.com/", "a" * 30, "/b", " done"]
+    assert drive(f, long_url) == ["[URL] done"]
+    capped = RegexFilter(presets=["urls"], strategy="redact", stream_carryover_size=10)
+    out = drive(capped, long_url)
+    assert len(out) > 1 and all(len(piece) <= 40 for piece in out[:-1])
+
+
+ALPHABET = st.sampled_from(list("ab @.-1234 x") + ["john@ex.com", VISA, "123-45-6789", "https://a.b/c",
+                                                      "Bearer tok_abcdef12", "AKIAABCDEFGHIJKLMNOP", "\n"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ALPHABET, max_size=30), st.data())
+def test_stream_output_equals_redacted_full_text(atoms: list[str], data: st.DataObject) -> None:
+    text = "".join(atoms)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=12)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    f = RegexFilter(presets=["pii", "secrets", "urls"], strategy="redact")
+    assert "".join(drive(f, pieces)) == f.redact(text)
