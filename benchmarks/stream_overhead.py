@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -58,7 +59,7 @@ async def agent_run(step: list[dict[str, Any]], processors: int) -> tuple[float,
             if count % quarter == 0:
                 marks.append(time.perf_counter())
     total = time.perf_counter() - start
-    quarters = [(b - a) / quarter for a, b in zip(marks, marks[1:], strict=False)]
+    quarters = [(b - a) / quarter for a, b in itertools.pairwise(marks)]
     return total, first, quarters
 
 

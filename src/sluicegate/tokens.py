@@ -21,9 +21,7 @@ import tiktoken
 ENDOFTEXT = "<|endoftext|>"
 ENDOFPROMPT = "<|endofprompt|>"
 
-_CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
+_CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""  # noqa: E501 - tiktoken's pattern
 _O200K_PATTERN = "|".join(
     [
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -42,8 +40,13 @@ _ENCODINGS: dict[str, tuple[str, str, str, dict[str, int]]] = {
         "cl100k.vocab",
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         _CL100K_PATTERN,
-        {ENDOFTEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
-         ENDOFPROMPT: 100276},
+        {
+            ENDOFTEXT: 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            ENDOFPROMPT: 100276,
+        },
     ),
     "o200k_base": (
         "o200k.vocab",
@@ -59,8 +62,16 @@ DEFAULT_ENCODING = "o200k_base"
 # Model-id prefixes (after any "provider/") whose tokenizer is cl100k_base; the rest of OpenAI's
 # current families (gpt-4o, gpt-4.1, gpt-5, o1/o3/o4, chatgpt-*) use o200k_base. Other vendors'
 # tokenizers are not public; o200k_base is the closest widely used stand-in for current models.
-_CL100K_PREFIXES = ("gpt-4-", "gpt-4", "gpt-3.5", "gpt-35", "text-embedding-3", "text-embedding-ada",
-                    "davinci-002", "babbage-002")
+_CL100K_PREFIXES = (
+    "gpt-4-",
+    "gpt-4",
+    "gpt-3.5",
+    "gpt-35",
+    "text-embedding-3",
+    "text-embedding-ada",
+    "davinci-002",
+    "babbage-002",
+)
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt", "gpt-oss")
 
 
@@ -84,7 +95,9 @@ def _data_dir() -> Path:
     # Locate the package without importing it: its __init__ loads a native extension we do not need.
     spec = importlib.util.find_spec("quicktok")
     if spec is None or not spec.submodule_search_locations:
-        raise EncodingUnavailableError("the `quicktok-v1` package (which ships the BPE rank files) is not installed")
+        raise EncodingUnavailableError(
+            "the `quicktok-v1` package (which ships the BPE rank files) is not installed"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
@@ -98,7 +111,7 @@ def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
     for _ in range(count):
         (length,) = struct.unpack_from("<H", data, offset)
         offset += 2
-        token = data[offset:offset + length]
+        token = data[offset : offset + length]
         offset += length
         (rank,) = struct.unpack_from("<I", data, offset)
         offset += 4
@@ -117,12 +130,16 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
     try:
         filename, sha256, pattern, special = _ENCODINGS[name]
     except KeyError:
-        raise ValueError(f"unknown encoding {name!r}; bundled encodings: {', '.join(ENCODING_NAMES)}") from None
+        raise ValueError(
+            f"unknown encoding {name!r}; bundled encodings: {', '.join(ENCODING_NAMES)}"
+        ) from None
     ranks = _read_ranks(_data_dir() / filename, sha256)
     return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
 
 
-def resolve_encoding(encoding: str | tiktoken.Encoding | None, model_id: str | None = None) -> tiktoken.Encoding:
+def resolve_encoding(
+    encoding: str | tiktoken.Encoding | None, model_id: str | None = None
+) -> tiktoken.Encoding:
     """An encoding given by name or object, or the default for `model_id`."""
     if isinstance(encoding, tiktoken.Encoding):
         return encoding

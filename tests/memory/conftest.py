@@ -162,8 +162,26 @@ async def store_factory(backend: str, tmp_path: Path, request: pytest.FixtureReq
         opened.append(store)
         return store
 
+    make.location = location  # type: ignore[attr-defined]
     yield make
     await asyncio.gather(*(s.close() for s in opened))
+
+
+@pytest.fixture
+async def vector_factory(backend: str, store_factory: Any) -> AsyncIterator[Any]:
+    """`make()` opens a vector store on the same file/database as `store_factory`'s stores."""
+    opened: list[Any] = []
+
+    def make() -> Any:
+        from sluicegate.vector import PgVector, SQLiteVector
+
+        location = store_factory.location
+        vector = PgVector(location) if backend == "postgres" else SQLiteVector(location)
+        opened.append(vector)
+        return vector
+
+    yield make
+    await asyncio.gather(*(v.close() for v in opened))
 
 
 @pytest.fixture

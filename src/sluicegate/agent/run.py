@@ -361,6 +361,7 @@ class AgentRun:
             call_options.prompt,
             model=model,
             tools=call_options.tools,
+            tool_choice=call_options.tool_choice,
             step_number=step_number,
             steps=self.steps,
             message_list=message_list,

@@ -76,6 +76,8 @@ class ProcessLLMRequestArgs(_Common):
     steps: list[Any] = field(default_factory=list)
     message_list: MessageList = None  # type: ignore[assignment]
     tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: dict[str, Any] | None = None
+    """The V2 tool choice of this call (`{"type": "auto"}`, ...); None when no tools are sent."""
 
 
 @dataclass(slots=True)

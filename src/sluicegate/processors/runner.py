@@ -366,6 +366,7 @@ class ProcessorRunner:
         *,
         model: Any,
         tools: list[dict[str, Any]],
+        tool_choice: dict[str, Any] | None = None,
         step_number: int,
         steps: list[Any],
         message_list: MessageList,
@@ -380,6 +381,7 @@ class ProcessorRunner:
                 steps=steps,
                 message_list=message_list,
                 tools=tools,
+                tool_choice=tool_choice,
             )
             result = await self._call(entry, args)
             if result is None:

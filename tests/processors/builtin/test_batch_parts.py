@@ -32,16 +32,21 @@ async def test_batch_size_option_is_used(collect: Any) -> None:
 
 async def test_emit_on_non_text_false_batches_everything_in_order(collect: Any) -> None:
     on = await run(BatchPartsProcessor(batch_size=50), [text_step("abcd", pieces=4)], collect)
-    off = await run(BatchPartsProcessor(batch_size=50, emit_on_non_text=False), [text_step("abcd", pieces=4)], collect)
+    off = await run(
+        BatchPartsProcessor(batch_size=50, emit_on_non_text=False), [text_step("abcd", pieces=4)], collect
+    )
     assert deltas(on) == deltas(off) == ["abcd"]
     assert [c.type for c in on] == [c.type for c in off]
     # With emit_on_non_text=False, lifecycle parts count toward the batch, so batches shift.
-    batched = await run(BatchPartsProcessor(batch_size=3, emit_on_non_text=False), [text_step("abcdef", pieces=6)],
-                        collect)
+    batched = await run(
+        BatchPartsProcessor(batch_size=3, emit_on_non_text=False), [text_step("abcdef", pieces=6)], collect
+    )
     eager = await run(BatchPartsProcessor(batch_size=3), [text_step("abcdef", pieces=6)], collect)
     assert deltas(eager) == ["abc", "def"]
     assert deltas(batched) != deltas(eager) and "".join(deltas(batched)) == "abcdef"
-    assert [c.type for c in batched if c.type != "text-delta"] == [c.type for c in eager if c.type != "text-delta"]
+    assert [c.type for c in batched if c.type != "text-delta"] == [
+        c.type for c in eager if c.type != "text-delta"
+    ]
 
 
 async def test_max_wait_time_flushes_while_the_model_stalls(collect: Any) -> None:
@@ -57,10 +62,13 @@ async def test_max_wait_time_flushes_while_the_model_stalls(collect: Any) -> Non
         async def do_stream(self, options: Any) -> Any:
             self.calls.append(options)
             from sluicegate.models.base import StreamResult
+
             return StreamResult(stream=slow_parts())
 
     seen: list[tuple[float, Any]] = []
-    agent = Agent(name="b", model=Slow([step]), output_processors=[BatchPartsProcessor(batch_size=10, max_wait_time=50)])
+    agent = Agent(
+        name="b", model=Slow([step]), output_processors=[BatchPartsProcessor(batch_size=10, max_wait_time=50)]
+    )
     loop = asyncio.get_running_loop()
     start = loop.time()
     async for chunk in (await agent.stream("go")).full_stream:

@@ -52,7 +52,9 @@ async def test_run_scope_blocks_the_step_after_the_budget_is_spent() -> None:
 
 
 async def test_warn_strategy_continues_and_reports_once() -> None:
-    model = gpt4o([tool_call_step(("c1", "nothing", {})), tool_call_step(("c2", "nothing", {})), priced_step()])
+    model = gpt4o(
+        [tool_call_step(("c1", "nothing", {})), tool_call_step(("c2", "nothing", {})), priced_step()]
+    )
     seen: list[ProcessorViolation] = []
     guard = CostGuardProcessor(max_cost=0.00001, strategy="warn", on_violation=seen.append)
     result = await Agent(name="c", model=model, input_processors=[guard]).generate("hi", max_steps=4)
@@ -74,20 +76,25 @@ async def test_thread_scope_spans_requests_and_resource_scope_is_separate() -> N
         return context
 
     await Agent(name="c", model=gpt4o([priced_step()]), input_processors=[guard]).generate(
-        "hi", request_context=ctx("t1"))
+        "hi", request_context=ctx("t1")
+    )
     assert await store.total("thread:t1", None) == pytest.approx(2.5)
     blocked = await Agent(name="c", model=gpt4o([priced_step()]), input_processors=[guard]).generate(
-        "again", request_context=ctx("t1"))
+        "again", request_context=ctx("t1")
+    )
     assert blocked.tripwire is not None
     fresh = await Agent(name="c", model=gpt4o([priced_step()]), input_processors=[guard]).generate(
-        "again", request_context=ctx("t2"))
+        "again", request_context=ctx("t2")
+    )
     assert fresh.tripwire is None
     by_resource = CostGuardProcessor(max_cost=2.0, scope="resource", store=store)
     await Agent(name="c", model=gpt4o([priced_step()]), input_processors=[by_resource]).generate(
-        "hi", request_context=ctx("t3", "u9"))
+        "hi", request_context=ctx("t3", "u9")
+    )
     assert await store.total("resource:u9", None) == pytest.approx(2.5)
-    other_thread_same_user = await Agent(name="c", model=gpt4o([priced_step()]),
-                                         input_processors=[by_resource]).generate("x", request_context=ctx("t4", "u9"))
+    other_thread_same_user = await Agent(
+        name="c", model=gpt4o([priced_step()]), input_processors=[by_resource]
+    ).generate("x", request_context=ctx("t4", "u9"))
     assert other_thread_same_user.tripwire is not None
 
 
@@ -101,9 +108,11 @@ async def test_window_ignores_old_spend() -> None:
     context.set(RESOURCE_ID_KEY, "u1")
     windowed = CostGuardProcessor(max_cost=1.0, scope="resource", window="30d", store=store)
     result = await Agent(name="c", model=gpt4o([priced_step(10)]), input_processors=[windowed]).generate(
-        "hi", request_context=context)
+        "hi", request_context=context
+    )
     assert result.tripwire is None
     forever = CostGuardProcessor(max_cost=1.0, scope="resource", store=store)
     result = await Agent(name="c", model=gpt4o([priced_step(10)]), input_processors=[forever]).generate(
-        "hi", request_context=context)
+        "hi", request_context=context
+    )
     assert result.tripwire is not None

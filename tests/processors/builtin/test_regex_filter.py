@@ -9,7 +9,12 @@ from hypothesis import strategies as st
 
 from sluicegate import Agent
 from sluicegate.errors import TripWire
-from sluicegate.processors import ProcessorViolation, ProcessOutputStreamArgs, RegexFilter, RegexFilterProcessor
+from sluicegate.processors import (
+    ProcessorViolation,
+    ProcessOutputStreamArgs,
+    RegexFilter,
+    RegexFilterProcessor,
+)
 from sluicegate.processors.builtin.regex_filter import luhn_valid
 from sluicegate.request_context import RequestContext
 from sluicegate.stream import Chunk
@@ -46,18 +51,31 @@ def test_presets_and_luhn() -> None:
     assert f.redact(f"card {VISA} ok") == "card [CREDIT_CARD] ok"
     assert "[CREDIT_CARD]" not in f.redact("card 4111 1111 1111 1112 ok")
     assert luhn_valid("4111111111111111") and not luhn_valid("4111111111111112")
-    assert f.redact("mail a.b@example.com, call (555) 123-4567, ssn 123-45-6789") == \
-        "mail [EMAIL], call [PHONE], ssn [SSN]"
+    assert (
+        f.redact("mail a.b@example.com, call (555) 123-4567, ssn 123-45-6789")
+        == "mail [EMAIL], call [PHONE], ssn [SSN]"
+    )
     secrets = RegexFilter(presets=["secrets"], strategy="redact")
-    assert secrets.redact("key sk-proj-abcdefghijklmnopqrstuvwx and AKIAABCDEFGHIJKLMNOP") == "key [API_KEY] and [AWS_KEY]"
+    assert (
+        secrets.redact("key sk-proj-abcdefghijklmnopqrstuvwx and AKIAABCDEFGHIJKLMNOP")
+        == "key [API_KEY] and [AWS_KEY]"
+    )
     assert secrets.redact("Authorization: Bearer abc.def-ghi_jkl") == "Authorization: [BEARER_TOKEN]"
     assert secrets.redact("ghp_" + "a" * 36) == "[GITHUB_TOKEN]"
-    assert RegexFilter(presets=["urls"], strategy="redact").redact("see https://x.io/a?b=1 now") == "see [URL] now"
+    assert (
+        RegexFilter(presets=["urls"], strategy="redact").redact("see https://x.io/a?b=1 now")
+        == "see [URL] now"
+    )
 
 
 def test_custom_rules_and_overlaps() -> None:
-    f = RegexFilter(rules=[{"name": "id", "pattern": r"ID-\d+", "replacement": "[ID]"},
-                           {"name": "num", "pattern": re.compile(r"\d{3,}")}], strategy="redact")
+    f = RegexFilter(
+        rules=[
+            {"name": "id", "pattern": r"ID-\d+", "replacement": "[ID]"},
+            {"name": "num", "pattern": re.compile(r"\d{3,}")},
+        ],
+        strategy="redact",
+    )
     assert f.redact("see ID-12345 and 9999") == "see [ID] and [REDACTED]"
     with pytest.raises(ValueError):
         RegexFilter()
@@ -100,7 +118,10 @@ async def test_phase_option() -> None:
     model = MockModel([text_step("write to x@y.org")])
     agent = Agent(name="r", model=model, input_processors=[input_only], output_processors=[input_only])
     result = await agent.generate("I am a@b.co")
-    assert model.calls[0].prompt[-1]["content"][0]["text"] == "I am [EMAIL]" and result.text == "write to x@y.org"
+    assert (
+        model.calls[0].prompt[-1]["content"][0]["text"] == "I am [EMAIL]"
+        and result.text == "write to x@y.org"
+    )
 
 
 async def test_include_redacted_values() -> None:
@@ -115,8 +136,11 @@ async def test_include_redacted_values() -> None:
 
 async def test_stream_redacts_a_match_split_across_chunks(collect: Any) -> None:
     pieces = ["Contact jo", "hn.doe@exa", "mple.com or ", "4111 1111 ", "1111 1111 thanks"]
-    agent = Agent(name="r", model=MockModel([chunked_step(pieces)]),
-                  output_processors=[RegexFilter(presets=["pii"], strategy="redact")])
+    agent = Agent(
+        name="r",
+        model=MockModel([chunked_step(pieces)]),
+        output_processors=[RegexFilter(presets=["pii"], strategy="redact")],
+    )
     chunks = await collect(await agent.stream("hi"))
     emitted = [c.payload.text for c in chunks if c.type == "text-delta"]
     assert "".join(emitted) == "Contact [EMAIL] or [CREDIT_CARD] thanks"
@@ -126,8 +150,11 @@ async def test_stream_redacts_a_match_split_across_chunks(collect: Any) -> None:
 
 
 async def test_stream_block_catches_split_match_before_any_of_it_leaks(collect: Any) -> None:
-    agent = Agent(name="r", model=MockModel([chunked_step(["ssn 123-", "45-6789 end"])]),
-                  output_processors=[RegexFilter(presets=["pii"])])
+    agent = Agent(
+        name="r",
+        model=MockModel([chunked_step(["ssn 123-", "45-6789 end"])]),
+        output_processors=[RegexFilter(presets=["pii"])],
+    )
     chunks = await collect(await agent.stream("hi"))
     assert chunks[-1].type == "tripwire"
     assert "123" not in "".join(c.payload.text for c in chunks if c.type == "text-delta")
@@ -150,8 +177,18 @@ def test_stream_carryover_size_caps_the_hold() -> None:
     assert len(out) > 1 and all(len(piece) <= 40 for piece in out[:-1])
 
 
-ALPHABET = st.sampled_from(list("ab @.-1234 x") + ["john@ex.com", VISA, "123-45-6789", "https://a.b/c",
-                                                      "Bearer tok_abcdef12", "AKIAABCDEFGHIJKLMNOP", "\n"])
+ALPHABET = st.sampled_from(
+    [
+        *list("ab @.-1234 x"),
+        "john@ex.com",
+        VISA,
+        "123-45-6789",
+        "https://a.b/c",
+        "Bearer tok_abcdef12",
+        "AKIAABCDEFGHIJKLMNOP",
+        "\n",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

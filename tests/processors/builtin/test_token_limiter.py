@@ -13,8 +13,10 @@ from sluicegate.tokens import get_encoding
 
 
 def history(n: int) -> list[dict[str, Any]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i} about things"}
-            for i in range(n)]
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i} about things"}
+        for i in range(n)
+    ]
 
 
 def prompt_texts(prompt: list[dict[str, Any]]) -> list[str]:
@@ -33,7 +35,9 @@ def test_counts_are_real_tiktoken_counts_with_framing() -> None:
     limiter = TokenLimiter(100, encoding="cl100k_base")
     counter = limiter.counter()
     message = Message.text_message("user", "hello world")
-    assert counter.message(message) == TOKENS_PER_MESSAGE + len(get_encoding("cl100k_base").encode("hello world"))
+    assert counter.message(message) == TOKENS_PER_MESSAGE + len(
+        get_encoding("cl100k_base").encode("hello world")
+    )
     assert counter.text("hello world") == 2
 
 
@@ -67,7 +71,7 @@ def test_part_counts_are_cached() -> None:
 async def test_input_drops_oldest_and_keeps_system_and_newest_user() -> None:
     model = MockModel([text_step("ok")])
     counter = TokenLimiter(1).counter("mock")
-    msgs = history(20) + [{"role": "user", "content": "the newest question"}]
+    msgs = [*history(20), {"role": "user", "content": "the newest question"}]
     per = [counter.message(Message.coerce(m)) for m in msgs]
     system_cost = counter.system("be brief")
     limit = system_cost + TOKENS_PER_CONVERSATION + sum(per[-5:])
@@ -80,8 +84,12 @@ async def test_input_drops_oldest_and_keeps_system_and_newest_user() -> None:
 
 async def test_newest_user_message_is_pinned_when_later_messages_do_not_fit() -> None:
     model = MockModel([text_step("ok")])
-    msgs = [{"role": "user", "content": "old"}, {"role": "assistant", "content": "old answer"},
-            {"role": "user", "content": "question"}, {"role": "assistant", "content": "x " * 400}]
+    msgs = [
+        {"role": "user", "content": "old"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "question"},
+        {"role": "assistant", "content": "x " * 400},
+    ]
     counter = TokenLimiter(1).counter("mock")
     limit = TOKENS_PER_CONVERSATION + counter.message(Message.coerce(msgs[2])) + 5
     agent = Agent(name="t", model=model, input_processors=[TokenLimiter(limit)])
@@ -90,11 +98,27 @@ async def test_newest_user_message_is_pinned_when_later_messages_do_not_fit() ->
 
 
 async def test_tool_call_and_result_are_dropped_together() -> None:
-    call = {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "lookup",
-                                              "input": {"q": "x"}}]}
-    result = {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "lookup",
-                                           "output": {"type": "json", "value": {"answer": "lorem ipsum " * 60}}}]}
-    msgs: list[Any] = [{"role": "user", "content": "first"}, call, result, {"role": "user", "content": "next"}]
+    call = {
+        "role": "assistant",
+        "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "lookup", "input": {"q": "x"}}],
+    }
+    result = {
+        "role": "tool",
+        "content": [
+            {
+                "type": "tool-result",
+                "toolCallId": "c1",
+                "toolName": "lookup",
+                "output": {"type": "json", "value": {"answer": "lorem ipsum " * 60}},
+            }
+        ],
+    }
+    msgs: list[Any] = [
+        {"role": "user", "content": "first"},
+        call,
+        result,
+        {"role": "user", "content": "next"},
+    ]
     model = MockModel([text_step("ok")])
     limit = 40
     agent = Agent(name="t", model=model, input_processors=[TokenLimiter(limit)])
@@ -139,10 +163,14 @@ async def test_output_truncate_cumulative_stream(collect: Any) -> None:
 
 
 async def test_output_part_mode_counts_each_chunk(collect: Any) -> None:
-    agent = Agent(name="t", model=stream_model(),
-                  output_processors=[TokenLimiter(limit=2, count_mode="part")])
+    agent = Agent(
+        name="t", model=stream_model(), output_processors=[TokenLimiter(limit=2, count_mode="part")]
+    )
     chunks = await collect(await agent.stream("go"))
-    assert "".join(c.payload.text for c in chunks if c.type == "text-delta") == "one two three four five six seven eight"
+    assert (
+        "".join(c.payload.text for c in chunks if c.type == "text-delta")
+        == "one two three four five six seven eight"
+    )
 
 
 async def test_output_abort_strategy() -> None:

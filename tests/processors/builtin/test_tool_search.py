@@ -13,14 +13,18 @@ from sluicegate.testing import MockModel, text_step, tool_call_step
 
 def make(name: str, description: str, *params: str) -> Any:
     schema = {"type": "object", "properties": {p: {"type": "string"} for p in params}}
-    return create_tool(id=name, description=description, input_schema=schema, execute=lambda i, c: {"tool": name})
+    return create_tool(
+        id=name, description=description, input_schema=schema, execute=lambda i, c: {"tool": name}
+    )
 
 
-LIBRARY = [make("get_weather", "Current weather forecast for a city", "city"),
-           make("send_email", "Send an email message", "recipient", "subject"),
-           make("create_issue", "Open an issue in a GitHub repository", "repository", "title"),
-           make("convert_currency", "Convert an amount between currencies", "amount", "iso_code"),
-           make("get_time", "The current time", "timezone")]
+LIBRARY = [
+    make("get_weather", "Current weather forecast for a city", "city"),
+    make("send_email", "Send an email message", "recipient", "subject"),
+    make("create_issue", "Open an issue in a GitHub repository", "repository", "title"),
+    make("convert_currency", "Convert an amount between currencies", "amount", "iso_code"),
+    make("get_time", "The current time", "timezone"),
+]
 
 
 def test_ranked_search_over_names_descriptions_and_parameters() -> None:
@@ -45,14 +49,22 @@ def test_reserved_and_unknown_names_are_rejected() -> None:
 
 
 async def test_search_load_use_within_a_request() -> None:
-    model = MockModel([tool_call_step(("c1", "search_tools", {"query": "weather"})),
-                       tool_call_step(("c2", "load_tool", {"toolName": "get_weather"})),
-                       tool_call_step(("c3", "get_weather", {"city": "Oslo"})), text_step("done")])
+    model = MockModel(
+        [
+            tool_call_step(("c1", "search_tools", {"query": "weather"})),
+            tool_call_step(("c2", "load_tool", {"toolName": "get_weather"})),
+            tool_call_step(("c3", "get_weather", {"city": "Oslo"})),
+            text_step("done"),
+        ]
+    )
     agent = Agent(name="s", model=model, input_processors=[ToolSearchProcessor(tools=LIBRARY)])
     result = await agent.generate("weather in Oslo?", max_steps=6)
     assert [sorted(c.tool_names()) for c in model.calls] == [
-        ["load_tool", "search_tools"], ["load_tool", "search_tools"],
-        ["get_weather", "load_tool", "search_tools"], ["get_weather", "load_tool", "search_tools"]]
+        ["load_tool", "search_tools"],
+        ["load_tool", "search_tools"],
+        ["get_weather", "load_tool", "search_tools"],
+        ["get_weather", "load_tool", "search_tools"],
+    ]
     results = {c.payload.tool_name: c.payload.result for c in result.tool_results}
     assert results["search_tools"]["results"][0]["name"] == "get_weather"
     assert results["get_weather"] == {"tool": "get_weather"}
@@ -62,8 +74,12 @@ async def test_search_load_use_within_a_request() -> None:
 async def test_always_loaded_and_agent_tools_stay_available() -> None:
     own = make("own_tool", "the agent's own tool")
     model = MockModel([text_step("hi")])
-    agent = Agent(name="s", model=model, tools=[own],
-                  input_processors=[ToolSearchProcessor(tools=LIBRARY, always_loaded=["get_time"])])
+    agent = Agent(
+        name="s",
+        model=model,
+        tools=[own],
+        input_processors=[ToolSearchProcessor(tools=LIBRARY, always_loaded=["get_time"])],
+    )
     await agent.generate("hello")
     assert sorted(model.calls[0].tool_names()) == ["get_time", "load_tool", "own_tool", "search_tools"]
 
@@ -78,11 +94,16 @@ async def test_loaded_tools_persist_per_thread_only() -> None:
 
     first = MockModel([tool_call_step(("c1", "load_tool", {"toolNames": ["send_email"]})), text_step("ok")])
     await Agent(name="s", model=first, input_processors=[processor]).generate(
-        "load", request_context=context("t1"), max_steps=3)
+        "load", request_context=context("t1"), max_steps=3
+    )
     same = MockModel([text_step("ok")])
-    await Agent(name="s", model=same, input_processors=[processor]).generate("again", request_context=context("t1"))
+    await Agent(name="s", model=same, input_processors=[processor]).generate(
+        "again", request_context=context("t1")
+    )
     other = MockModel([text_step("ok")])
-    await Agent(name="s", model=other, input_processors=[processor]).generate("again", request_context=context("t2"))
+    await Agent(name="s", model=other, input_processors=[processor]).generate(
+        "again", request_context=context("t2")
+    )
     anonymous = MockModel([text_step("ok")])
     await Agent(name="s", model=anonymous, input_processors=[processor]).generate("again")
     assert "send_email" in same.calls[0].tool_names()
@@ -90,7 +111,7 @@ async def test_loaded_tools_persist_per_thread_only() -> None:
     assert "send_email" not in anonymous.calls[0].tool_names()
 
 
-async def test_ttl_expires_thread_state() -> None:
+def test_ttl_expires_thread_state() -> None:
     processor = ToolSearchProcessor(tools=LIBRARY, ttl=1)
     names = processor.loaded_names("t", {})
     names.add("get_time")

@@ -4,6 +4,7 @@ from sluicegate import Agent
 from sluicegate.processors import UnicodeNormalizer
 from sluicegate.testing import MockModel, text_step
 
+
 async def run(processor: UnicodeNormalizer, text: str) -> str:
     model = MockModel([text_step("ok")])
     agent = Agent(name="n", model=model, input_processors=[processor])
@@ -13,7 +14,9 @@ async def run(processor: UnicodeNormalizer, text: str) -> str:
 
 
 async def test_nfkc_collapse_and_trim_by_default() -> None:
-    assert await run(UnicodeNormalizer(), "  ｈｅｌｌｏ   there\r\n\r\nﬁne\t\tday  ") == "hello there\nfine day"
+    assert (
+        await run(UnicodeNormalizer(), "  ｈｅｌｌｏ   there\r\n\r\nﬁne\t\tday  ") == "hello there\nfine day"
+    )
 
 
 async def test_strip_control_chars() -> None:
@@ -23,7 +26,9 @@ async def test_strip_control_chars() -> None:
 
 async def test_preserve_emojis() -> None:
     assert await run(UnicodeNormalizer(strip_control_chars=True), "hi 😀\x01") == "hi 😀"
-    assert await run(UnicodeNormalizer(strip_control_chars=True, preserve_emojis=False), "hi 😀\x01!") == "hi !"
+    assert (
+        await run(UnicodeNormalizer(strip_control_chars=True, preserve_emojis=False), "hi 😀\x01!") == "hi !"
+    )
 
 
 async def test_collapse_whitespace_off_keeps_runs() -> None:

@@ -40,7 +40,9 @@ class DetectorModel(Generic[VerdictT]):
     `model` is a `"provider/model"` string or a `LanguageModel`; strings resolve on first use so
     building a guardrail never needs provider credentials. The call carries the system
     `instructions`, the prompt as a user message, `temperature=0` and a JSON `response_format`
-    built from `schema` (with `enums` narrowing string fields, see `restrict_enum`).
+    built from `schema` (see `restrict_enum`). Models without a native JSON mode can be told the
+    schema in the system message instead (`json_prompt_injection`, Mastra's
+    `structuredOutputOptions.jsonPromptInjection`).
     """
 
     def __init__(
@@ -52,6 +54,7 @@ class DetectorModel(Generic[VerdictT]):
         json_schema: dict[str, Any] | None = None,
         schema_name: str,
         provider_options: dict[str, Any] | None = None,
+        json_prompt_injection: bool = False,
         label: str,
     ) -> None:
         if model is None or (isinstance(model, str) and not model):
@@ -65,6 +68,7 @@ class DetectorModel(Generic[VerdictT]):
         self.json_schema = json_schema if json_schema is not None else schema.model_json_schema()
         self.schema_name = schema_name
         self.provider_options = provider_options
+        self.json_prompt_injection = json_prompt_injection
         self.label = label
 
     @property
@@ -74,9 +78,15 @@ class DetectorModel(Generic[VerdictT]):
         return self._model
 
     def call_options(self, prompt: str) -> CallOptions:
+        system = self.instructions
+        if self.json_prompt_injection:
+            system += (
+                "\n\nRespond with only a JSON object (no prose, no code fence) matching this JSON schema:\n"
+                + json.dumps(self.json_schema)
+            )
         return CallOptions(
             prompt=[
-                {"role": "system", "content": self.instructions},
+                {"role": "system", "content": system},
                 {"role": "user", "content": [{"type": "text", "text": prompt}]},
             ],
             temperature=0,

@@ -25,7 +25,9 @@ def _combine(batch: list[Chunk]) -> list[Chunk]:
             texts.append(chunk.payload.text)
             continue
         if first is not None:
-            out.append(first if len(texts) == 1 else text_delta(first.run_id, first.payload.id, "".join(texts)))
+            out.append(
+                first if len(texts) == 1 else text_delta(first.run_id, first.payload.id, "".join(texts))
+            )
             first, texts = None, []
         if chunk.type == "text-delta":
             first, texts = chunk, [chunk.payload.text]
@@ -51,15 +53,16 @@ class BatchPartsProcessor(Processor):
 
     Example::
 
-        agent = Agent(name="a", model=model,
-                      output_processors=[BatchPartsProcessor(batch_size=5, max_wait_time=100, emit_on_non_text=True)])
+        batcher = BatchPartsProcessor(batch_size=5, max_wait_time=100, emit_on_non_text=True)
+        agent = Agent(name="a", model=model, output_processors=[batcher])
     """
 
     id = "batch-parts"
     name = "Batch Parts"
 
-    def __init__(self, *, batch_size: int = 5, max_wait_time: float | None = None,
-                 emit_on_non_text: bool = True) -> None:
+    def __init__(
+        self, *, batch_size: int = 5, max_wait_time: float | None = None, emit_on_non_text: bool = True
+    ) -> None:
         super().__init__()
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")

@@ -71,21 +71,36 @@ class ModelPrice:
 
 DEFAULT_PRICING: dict[str, ModelPrice] = {
     # OpenAI
-    "gpt-5": ModelPrice(1.25, 10.0, 0.125), "gpt-5-mini": ModelPrice(0.25, 2.0, 0.025),
-    "gpt-5-nano": ModelPrice(0.05, 0.4, 0.005), "gpt-4.1": ModelPrice(2.0, 8.0, 0.5),
-    "gpt-4.1-mini": ModelPrice(0.4, 1.6, 0.1), "gpt-4.1-nano": ModelPrice(0.1, 0.4, 0.025),
-    "gpt-4o": ModelPrice(2.5, 10.0, 1.25), "gpt-4o-mini": ModelPrice(0.15, 0.6, 0.075),
-    "gpt-4-turbo": ModelPrice(10.0, 30.0), "gpt-4": ModelPrice(30.0, 60.0), "gpt-3.5-turbo": ModelPrice(0.5, 1.5),
-    "o1": ModelPrice(15.0, 60.0, 7.5), "o1-mini": ModelPrice(1.1, 4.4, 0.55), "o3": ModelPrice(2.0, 8.0, 0.5),
-    "o3-mini": ModelPrice(1.1, 4.4, 0.55), "o4-mini": ModelPrice(1.1, 4.4, 0.275),
+    "gpt-5": ModelPrice(1.25, 10.0, 0.125),
+    "gpt-5-mini": ModelPrice(0.25, 2.0, 0.025),
+    "gpt-5-nano": ModelPrice(0.05, 0.4, 0.005),
+    "gpt-4.1": ModelPrice(2.0, 8.0, 0.5),
+    "gpt-4.1-mini": ModelPrice(0.4, 1.6, 0.1),
+    "gpt-4.1-nano": ModelPrice(0.1, 0.4, 0.025),
+    "gpt-4o": ModelPrice(2.5, 10.0, 1.25),
+    "gpt-4o-mini": ModelPrice(0.15, 0.6, 0.075),
+    "gpt-4-turbo": ModelPrice(10.0, 30.0),
+    "gpt-4": ModelPrice(30.0, 60.0),
+    "gpt-3.5-turbo": ModelPrice(0.5, 1.5),
+    "o1": ModelPrice(15.0, 60.0, 7.5),
+    "o1-mini": ModelPrice(1.1, 4.4, 0.55),
+    "o3": ModelPrice(2.0, 8.0, 0.5),
+    "o3-mini": ModelPrice(1.1, 4.4, 0.55),
+    "o4-mini": ModelPrice(1.1, 4.4, 0.275),
     # Anthropic
-    "claude-opus-4": ModelPrice(15.0, 75.0, 1.5), "claude-sonnet-4": ModelPrice(3.0, 15.0, 0.3),
-    "claude-3-7-sonnet": ModelPrice(3.0, 15.0, 0.3), "claude-3-5-sonnet": ModelPrice(3.0, 15.0, 0.3),
-    "claude-3-5-haiku": ModelPrice(0.8, 4.0, 0.08), "claude-haiku-4": ModelPrice(1.0, 5.0, 0.1),
-    "claude-3-opus": ModelPrice(15.0, 75.0, 1.5), "claude-3-haiku": ModelPrice(0.25, 1.25, 0.03),
+    "claude-opus-4": ModelPrice(15.0, 75.0, 1.5),
+    "claude-sonnet-4": ModelPrice(3.0, 15.0, 0.3),
+    "claude-3-7-sonnet": ModelPrice(3.0, 15.0, 0.3),
+    "claude-3-5-sonnet": ModelPrice(3.0, 15.0, 0.3),
+    "claude-3-5-haiku": ModelPrice(0.8, 4.0, 0.08),
+    "claude-haiku-4": ModelPrice(1.0, 5.0, 0.1),
+    "claude-3-opus": ModelPrice(15.0, 75.0, 1.5),
+    "claude-3-haiku": ModelPrice(0.25, 1.25, 0.03),
     # Google
-    "gemini-2.5-pro": ModelPrice(1.25, 10.0), "gemini-2.5-flash": ModelPrice(0.3, 2.5),
-    "gemini-2.0-flash": ModelPrice(0.1, 0.4), "gemini-1.5-pro": ModelPrice(1.25, 5.0),
+    "gemini-2.5-pro": ModelPrice(1.25, 10.0),
+    "gemini-2.5-flash": ModelPrice(0.3, 2.5),
+    "gemini-2.0-flash": ModelPrice(0.1, 0.4),
+    "gemini-1.5-pro": ModelPrice(1.25, 5.0),
     "gemini-1.5-flash": ModelPrice(0.075, 0.3),
 }
 
@@ -106,8 +121,11 @@ def parse_window(window: str | timedelta | None) -> timedelta | None:
 def _as_price(value: ModelPrice | Mapping[str, float]) -> ModelPrice:
     if isinstance(value, ModelPrice):
         return value
-    return ModelPrice(float(value["input"]), float(value["output"]),
-                      float(value["cached_input"]) if value.get("cached_input") is not None else None)
+    return ModelPrice(
+        float(value["input"]),
+        float(value["output"]),
+        float(value["cached_input"]) if value.get("cached_input") is not None else None,
+    )
 
 
 class CostGuardProcessor(Processor):
@@ -135,10 +153,17 @@ class CostGuardProcessor(Processor):
     id = "cost-guard"
     name = "Cost Guard"
 
-    def __init__(self, *, max_cost: float, scope: Scope = "run", window: str | timedelta | None = None,
-                 pricing: Mapping[str, ModelPrice | Mapping[str, float]] | None = None,
-                 strategy: Strategy = "block", store: UsageStore | None = None,
-                 on_violation: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_cost: float,
+        scope: Scope = "run",
+        window: str | timedelta | None = None,
+        pricing: Mapping[str, ModelPrice | Mapping[str, float]] | None = None,
+        strategy: Strategy = "block",
+        store: UsageStore | None = None,
+        on_violation: Any = None,
+    ) -> None:
         super().__init__()
         if max_cost is None or max_cost < 0:
             raise ValueError("max_cost must be a non-negative amount")
@@ -149,8 +174,10 @@ class CostGuardProcessor(Processor):
         self.max_cost = max_cost
         self.scope: Scope = scope
         self.window = parse_window(window)
-        self.pricing: dict[str, ModelPrice] = {**DEFAULT_PRICING,
-                                               **{k.lower(): _as_price(v) for k, v in (pricing or {}).items()}}
+        self.pricing: dict[str, ModelPrice] = {
+            **DEFAULT_PRICING,
+            **{k.lower(): _as_price(v) for k, v in (pricing or {}).items()},
+        }
         self.strategy: Strategy = strategy
         self.store: UsageStore = store if store is not None else InMemoryUsageStore()
         if on_violation is not None:
@@ -192,10 +219,20 @@ class CostGuardProcessor(Processor):
             spent = await self.store.total(key, since)
         if spent < self.max_cost:
             return
-        usage = {"cost": spent, "max_cost": self.max_cost, "input_tokens": state.get("input_tokens", 0),
-                 "output_tokens": state.get("output_tokens", 0), "run_cost": state.get("run_cost", 0.0)}
-        detail = {"usage": usage, "scope": self.scope if key else "run", "scope_key": key,
-                  "window": str(self.window) if self.window is not None else None, "strategy": self.strategy}
+        usage = {
+            "cost": spent,
+            "max_cost": self.max_cost,
+            "input_tokens": state.get("input_tokens", 0),
+            "output_tokens": state.get("output_tokens", 0),
+            "run_cost": state.get("run_cost", 0.0),
+        }
+        detail = {
+            "usage": usage,
+            "scope": self.scope if key else "run",
+            "scope_key": key,
+            "window": str(self.window) if self.window is not None else None,
+            "strategy": self.strategy,
+        }
         message = f"Cost guard: spend ${spent:.4f} reached the limit of ${self.max_cost:.4f}"
         if self.strategy == "block":
             args.abort(message, metadata=detail)
@@ -211,7 +248,7 @@ class CostGuardProcessor(Processor):
             except Exception:  # on_violation must never break the pipeline
                 log.debug("on_violation of %s raised", self.id, exc_info=True)
 
-    async def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:
+    async def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:  # type: ignore[override]
         if args.from_cache:
             return  # a replayed response cost nothing
         usage = next((_usage_of(chunk) for chunk in reversed(args.chunks) if chunk.type == "finish"), None)
@@ -224,9 +261,16 @@ class CostGuardProcessor(Processor):
         state["output_tokens"] = state.get("output_tokens", 0) + usage.output_tokens
         key = self._scope_key(args.request_context)
         if key is not None:
-            await self.store.record(key, cost, {"input_tokens": usage.input_tokens,
-                                                "output_tokens": usage.output_tokens,
-                                                "total_tokens": usage.total_tokens}, datetime.now(UTC))
+            await self.store.record(
+                key,
+                cost,
+                {
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "total_tokens": usage.total_tokens,
+                },
+                datetime.now(UTC),
+            )
 
 
 def _usage_of(chunk: Any) -> Usage | None:
@@ -234,4 +278,8 @@ def _usage_of(chunk: Any) -> Usage | None:
     usage = getattr(output, "usage", None) if output is not None else None
     if usage is None:
         return None
-    return usage if isinstance(usage, Usage) else Usage.from_v2(usage if isinstance(usage, dict) else vars(usage))
+    return (
+        usage
+        if isinstance(usage, Usage)
+        else Usage.from_v2(usage if isinstance(usage, dict) else vars(usage))
+    )

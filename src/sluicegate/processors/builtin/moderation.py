@@ -87,7 +87,9 @@ class ModerationProcessor(Processor):
     the message or chunk. `include_scores` adds every score to the report. As an output
     processor it moderates each text delta with the `chunk_window` previous deltas as context
     (put `BatchPartsProcessor` before it to call the model less often) and the final response.
-    If the detector model fails, content is allowed (and a warning logged).
+    If the detector model fails, content is allowed (and a warning logged). `provider_options`
+    go with each detector call; `json_prompt_injection` also states the answer's JSON schema in
+    the detector's system message, for models without a native JSON mode.
 
     Example::
 
@@ -112,6 +114,7 @@ class ModerationProcessor(Processor):
         include_scores: bool = False,
         chunk_window: int = 0,
         provider_options: dict[str, Any] | None = None,
+        json_prompt_injection: bool = False,
     ) -> None:
         super().__init__()
         if strategy not in ("block", "warn", "filter"):
@@ -134,6 +137,7 @@ class ModerationProcessor(Processor):
             ),
             schema_name="moderation_result",
             provider_options=provider_options,
+            json_prompt_injection=json_prompt_injection,
             label="ModerationProcessor",
         )
 

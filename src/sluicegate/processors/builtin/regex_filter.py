@@ -52,8 +52,13 @@ def luhn_valid(number: str) -> bool:
     return total % 10 == 0
 
 
-_RE_TO_REGEX_FLAGS = ((re.IGNORECASE, regex.IGNORECASE), (re.MULTILINE, regex.MULTILINE),
-                      (re.DOTALL, regex.DOTALL), (re.VERBOSE, regex.VERBOSE), (re.ASCII, regex.ASCII))
+_RE_TO_REGEX_FLAGS = (
+    (re.IGNORECASE, regex.IGNORECASE),
+    (re.MULTILINE, regex.MULTILINE),
+    (re.DOTALL, regex.DOTALL),
+    (re.VERBOSE, regex.VERBOSE),
+    (re.ASCII, regex.ASCII),
+)
 
 
 def _compile(pattern: str | re.Pattern[str] | regex.Pattern[str], flags: int = 0) -> regex.Pattern[str]:
@@ -89,33 +94,52 @@ class RegexRule:
             return value
         if not isinstance(value, Mapping) or "name" not in value or "pattern" not in value:
             raise ValueError(f"a rule needs a `name` and a `pattern`, got {value!r}")
-        return cls(name=value["name"], pattern=value["pattern"],
-                   replacement=value.get("replacement") or DEFAULT_REPLACEMENT,
-                   validate=value.get("validate"), flags=value.get("flags", 0))
+        return cls(
+            name=value["name"],
+            pattern=value["pattern"],
+            replacement=value.get("replacement") or DEFAULT_REPLACEMENT,
+            validate=value.get("validate"),
+            flags=value.get("flags", 0),
+        )
 
 
 PII_RULES: tuple[RegexRule, ...] = (
     RegexRule("email", r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}", "[EMAIL]"),
-    RegexRule("credit-card", r"\b(?:\d{4}[- ]?){3}\d{1,7}\b|\b\d{4}[- ]?\d{6}[- ]?\d{5}\b", "[CREDIT_CARD]",
-              validate=luhn_valid),
+    RegexRule(
+        "credit-card",
+        r"\b(?:\d{4}[- ]?){3}\d{1,7}\b|\b\d{4}[- ]?\d{6}[- ]?\d{5}\b",
+        "[CREDIT_CARD]",
+        validate=luhn_valid,
+    ),
     RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
     RegexRule("phone", r"(?<![\w+])(?:\+?1[-.\s]?)?(?:\(\d{3}\)|\d{3})[-.\s]?\d{3}[-.\s]?\d{4}\b", "[PHONE]"),
 )
 SECRET_RULES: tuple[RegexRule, ...] = (
-    RegexRule("api-key", r"(?:api[_-]?key|apikey|api[_-]?secret|access[_-]?token|secret[_-]?key)"
-                         r"\s*[:=]\s*[\"']?[a-zA-Z0-9_\-]{20,}[\"']?", "[API_KEY]",
-              flags=regex.IGNORECASE),
-    RegexRule("bearer-token", r"\bBearer\s+[a-zA-Z0-9_\-.~+/]{8,}=*", "[BEARER_TOKEN]", flags=regex.IGNORECASE),
+    RegexRule(
+        "api-key",
+        r"(?:api[_-]?key|apikey|api[_-]?secret|access[_-]?token|secret[_-]?key)"
+        r"\s*[:=]\s*[\"']?[a-zA-Z0-9_\-]{20,}[\"']?",
+        "[API_KEY]",
+        flags=regex.IGNORECASE,
+    ),
+    RegexRule(
+        "bearer-token", r"\bBearer\s+[a-zA-Z0-9_\-.~+/]{8,}=*", "[BEARER_TOKEN]", flags=regex.IGNORECASE
+    ),
     RegexRule("aws-key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", "[AWS_KEY]"),
     RegexRule("openai-key", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
     RegexRule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
-    RegexRule("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[GITHUB_TOKEN]"),
+    RegexRule(
+        "github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[GITHUB_TOKEN]"
+    ),
     RegexRule("slack-token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[SLACK_TOKEN]"),
     RegexRule("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", "[API_KEY]"),
     RegexRule("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}", "[API_KEY]"),
     RegexRule("jwt", r"\beyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+", "[JWT]"),
-    RegexRule("private-key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-              "[PRIVATE_KEY]"),
+    RegexRule(
+        "private-key",
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        "[PRIVATE_KEY]",
+    ),
 )
 URL_RULES: tuple[RegexRule, ...] = (
     RegexRule("url", r"https?://[^\s<>\"{}|\\^`\[\]]+", "[URL]", flags=regex.IGNORECASE),
@@ -123,8 +147,13 @@ URL_RULES: tuple[RegexRule, ...] = (
 PRESETS: dict[str, tuple[RegexRule, ...]] = {"pii": PII_RULES, "secrets": SECRET_RULES, "urls": URL_RULES}
 
 
-_SCOPED_FLAGS = ((regex.IGNORECASE, "i"), (regex.MULTILINE, "m"), (regex.DOTALL, "s"), (regex.VERBOSE, "x"),
-                 (regex.ASCII, "a"))
+_SCOPED_FLAGS = (
+    (regex.IGNORECASE, "i"),
+    (regex.MULTILINE, "m"),
+    (regex.DOTALL, "s"),
+    (regex.VERBOSE, "x"),
+    (regex.ASCII, "a"),
+)
 
 
 _LEADING_FLAGS = regex.compile(r"^\(\?[aiLmsux]+\)")
@@ -192,9 +221,16 @@ class RegexFilterProcessor(Processor):
     id = "regex-filter"
     name = "Regex Filter"
 
-    def __init__(self, *, rules: Iterable[RegexRule | Mapping[str, Any]] | None = None,
-                 presets: Iterable[Preset] | None = None, strategy: Strategy = "block", phase: Phase = "all",
-                 include_redacted_values: bool = False, stream_carryover_size: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        rules: Iterable[RegexRule | Mapping[str, Any]] | None = None,
+        presets: Iterable[Preset] | None = None,
+        strategy: Strategy = "block",
+        phase: Phase = "all",
+        include_redacted_values: bool = False,
+        stream_carryover_size: int | None = None,
+    ) -> None:
         super().__init__()
         collected: list[RegexRule] = []
         for preset in presets or ():
@@ -231,25 +267,29 @@ class RegexFilterProcessor(Processor):
                     found.append((start, end, rule))
         return found
 
-    def _apply(self, text: str, regions: list[_Region], start: int, end: int,
-               redactions: list[dict[str, Any]] | None) -> str:
+    def _apply(
+        self, text: str, regions: list[_Region], start: int, end: int, redactions: list[dict[str, Any]] | None
+    ) -> str:
         """`text[start:end]` with `regions` (inside it) replaced; offsets reported from `start`."""
         if not regions:
             return text[start:end]
         out: list[str] = []
         cursor = start
         for region in regions:
-            out.append(text[cursor:region.start])
+            out.append(text[cursor : region.start])
             out.append(region.rule.replacement)
             cursor = region.end
             if redactions is not None:
-                entry: dict[str, Any] = {"rule": region.rule.name, "index": region.start - start,
-                                         "length": region.end - region.start,
-                                         "replacement": region.rule.replacement}
+                entry: dict[str, Any] = {
+                    "rule": region.rule.name,
+                    "index": region.start - start,
+                    "length": region.end - region.start,
+                    "replacement": region.rule.replacement,
+                }
                 if region.rules is not None and len(set(region.rules)) > 1:
                     entry["overlapping_rules"] = sorted(set(region.rules))
                 if self.include_redacted_values:
-                    entry["value"] = text[region.start:region.end]
+                    entry["value"] = text[region.start : region.end]
                 redactions.append(entry)
         out.append(text[cursor:end])
         return "".join(out)
@@ -259,9 +299,14 @@ class RegexFilterProcessor(Processor):
         return self._apply(text, _regions(self.find(text)), 0, len(text), None)
 
     def _match_report(self, text: str, regions: list[_Region]) -> list[dict[str, Any]]:
-        return [{"rule": r.rule.name, "index": r.start,
-                 "match": text[r.start:r.end] if self.include_redacted_values else "[REDACTED_MATCH]"}
-                for r in regions]
+        return [
+            {
+                "rule": r.rule.name,
+                "index": r.start,
+                "match": text[r.start : r.end] if self.include_redacted_values else "[REDACTED_MATCH]",
+            }
+            for r in regions
+        ]
 
     # ------------------------------------------------------------------ reporting
 
@@ -274,12 +319,23 @@ class RegexFilterProcessor(Processor):
         except Exception:  # on_violation must never break the pipeline
             log.debug("on_violation of %s raised", self.id, exc_info=True)
 
-    def _handle(self, args: Any, text: str, regions: list[_Region], where: str, phase: str,
-                location: dict[str, Any] | None = None) -> None:
+    def _handle(
+        self,
+        args: Any,
+        text: str,
+        regions: list[_Region],
+        where: str,
+        phase: str,
+        location: dict[str, Any] | None = None,
+    ) -> None:
         """Block or warn about `regions` found in `text`."""
         names = ", ".join(dict.fromkeys(r.rule.name for r in regions))
-        detail = {"strategy": self.strategy, "phase": phase, **(location or {}),
-                  "matches": self._match_report(text, regions)}
+        detail = {
+            "strategy": self.strategy,
+            "phase": phase,
+            **(location or {}),
+            "matches": self._match_report(text, regions),
+        }
         if self.strategy == "block":
             args.abort(f"Regex filter: blocked {where} matching patterns: {names}", metadata=detail)
         log.warning("regex filter %s matched patterns: %s", self.id, names)
@@ -310,12 +366,15 @@ class RegexFilterProcessor(Processor):
                 message.content.content = message.text
         return changed
 
-    def _report_redactions(self, phase: str, redactions: list[dict[str, Any]],
-                           location: dict[str, Any] | None = None) -> None:
+    def _report_redactions(
+        self, phase: str, redactions: list[dict[str, Any]], location: dict[str, Any] | None = None
+    ) -> None:
         if redactions and self.on_violation is not None:
             names = ", ".join(dict.fromkeys(r["rule"] for r in redactions))
-            self._report(f"Regex filter: redacted content matching patterns: {names}",
-                         {"strategy": "redact", "phase": phase, **(location or {}), "redactions": redactions})
+            self._report(
+                f"Regex filter: redacted content matching patterns: {names}",
+                {"strategy": "redact", "phase": phase, **(location or {}), "redactions": redactions},
+            )
 
     def process_input(self, args: ProcessInputArgs) -> Any:
         if self.phase == "output":
@@ -366,7 +425,7 @@ class RegexFilterProcessor(Processor):
             return part
         size = len(buffer)
         if first is None:
-            cut, regions = size, []
+            cut, regions = size, list[_Region]()
         elif first.partial or first.end() == size:
             cut, regions = first.start(), []  # nothing matches before the first possible match
         else:
@@ -381,7 +440,7 @@ class RegexFilterProcessor(Processor):
         state["carry"] = buffer[cut:]
         state["carry_id"] = part.payload.id
         state["carry_run_id"] = part.run_id
-        state["context"] = buffer[max(0, cut - _CONTEXT):cut]
+        state["context"] = buffer[max(0, cut - _CONTEXT) : cut]
         if cut <= pos:
             return None
         return self._emit(args, part, buffer, regions, pos, cut)
@@ -406,8 +465,15 @@ class RegexFilterProcessor(Processor):
                 cut = region.start
         return cut, [r for r in regions if r.end <= cut]
 
-    def _emit(self, args: ProcessOutputStreamArgs, part: Chunk, buffer: str, regions: list[_Region],
-              start: int, end: int) -> Chunk | None:
+    def _emit(
+        self,
+        args: ProcessOutputStreamArgs,
+        part: Chunk,
+        buffer: str,
+        regions: list[_Region],
+        start: int,
+        end: int,
+    ) -> Chunk | None:
         if regions and self.strategy != "redact":
             self._handle(args, buffer, regions, "streaming content", "process_output_stream")
         if self.strategy == "redact":

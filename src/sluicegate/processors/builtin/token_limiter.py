@@ -68,14 +68,23 @@ class PartTokenCounter:
             return 0
         args, result, model_output = inv.get("args"), inv.get("result"), inv.get("modelOutput")
         cached = self._invocations.get(id(inv))
-        if (cached is not None and cached[0] is inv and cached[1] is args and cached[2] is result
-                and cached[3] is model_output and cached[4] == inv.get("toolName")):
+        if (
+            cached is not None
+            and cached[0] is inv
+            and cached[1] is args
+            and cached[2] is result
+            and cached[3] is model_output
+            and cached[4] == inv.get("toolName")
+        ):
             return cached[5]
         output = model_output if model_output is not None else result
         count = self.text(str(inv.get("toolName", "")))
         count += self.text(args if isinstance(args, str) else _json(args if args is not None else {}))
-        count += _file_tokens(output) if _is_media(output) else self.text(
-            output if isinstance(output, str) else _json(output))
+        count += (
+            _file_tokens(output)
+            if _is_media(output)
+            else self.text(output if isinstance(output, str) else _json(output))
+        )
         count += TOKENS_PER_MESSAGE  # the result travels in its own tool message
         if len(self._invocations) >= _CACHE_LIMIT:
             self._invocations.clear()
@@ -119,8 +128,11 @@ class PartTokenCounter:
 
 
 def _is_media(value: Any) -> bool:
-    return (isinstance(value, dict) and isinstance(value.get("data"), str)
-            and isinstance(value.get("mediaType", value.get("mimeType")), str))
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("data"), str)
+        and isinstance(value.get("mediaType", value.get("mimeType")), str)
+    )
 
 
 def _file_tokens(part: Any) -> int:
@@ -137,7 +149,9 @@ def _file_tokens(part: Any) -> int:
 
 
 def _tool_call_ids(message: Message) -> set[str]:
-    return {p["toolInvocation"]["toolCallId"] for p in message.content.parts if p.get("type") == "tool-invocation"}
+    return {
+        p["toolInvocation"]["toolCallId"] for p in message.content.parts if p.get("type") == "tool-invocation"
+    }
 
 
 def _units(messages: list[Message]) -> list[list[Message]]:
@@ -151,7 +165,8 @@ def _units(messages: list[Message]) -> list[list[Message]]:
             continue
         units.append([message])
         has_tools = message.role == "assistant" and any(
-            p.get("type") == "tool-invocation" for p in message.content.parts)
+            p.get("type") == "tool-invocation" for p in message.content.parts
+        )
         open_calls = _tool_call_ids(message) if has_tools else set()
     return units
 
@@ -176,15 +191,23 @@ class TokenLimiterProcessor(Processor):
 
     Example::
 
-        agent = Agent(name="a", model="openai/gpt-4o", input_processors=[TokenLimiter(127000)],
-                      output_processors=[TokenLimiter(limit=1000, strategy="truncate", count_mode="cumulative")])
+        agent = Agent(
+            name="a", model="openai/gpt-4o", input_processors=[TokenLimiter(127000)],
+            output_processors=[TokenLimiter(limit=1000, strategy="truncate", count_mode="cumulative")],
+        )
     """
 
     id = "token-limiter"
     name = "Token Limiter"
 
-    def __init__(self, limit: int | None = None, *, strategy: Strategy = "truncate",
-                 count_mode: CountMode = "cumulative", encoding: str | tiktoken.Encoding | None = None) -> None:
+    def __init__(
+        self,
+        limit: int | None = None,
+        *,
+        strategy: Strategy = "truncate",
+        count_mode: CountMode = "cumulative",
+        encoding: str | tiktoken.Encoding | None = None,
+    ) -> None:
         super().__init__()
         if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
             raise ValueError(f"TokenLimiter needs a positive integer limit, got {limit!r}")
@@ -217,7 +240,9 @@ class TokenLimiterProcessor(Processor):
         message_list = args.message_list
         messages = message_list.get.all.db()
         if not messages:
-            args.abort("TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages.")
+            args.abort(
+                "TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages."
+            )
         counter = self.counter(model_id)
         system_tokens = sum(counter.system(m["content"]) for m in message_list.get_system_messages())
         if system_tokens + TOKENS_PER_CONVERSATION >= self.limit:
@@ -247,8 +272,12 @@ class TokenLimiterProcessor(Processor):
             args.abort(
                 "TokenLimiterProcessor: No messages fit within the remaining token budget. "
                 "Cannot send LLM a request with no messages.",
-                metadata={"system_tokens": system_tokens, "limit": self.limit, "remaining_budget": budget,
-                          "message_count": len(messages)},
+                metadata={
+                    "system_tokens": system_tokens,
+                    "limit": self.limit,
+                    "remaining_budget": budget,
+                    "message_count": len(messages),
+                },
             )
         dropped = [m.id for unit in units[:first_kept] for m in unit]
         if kept_anchor:
@@ -279,17 +308,22 @@ class TokenLimiterProcessor(Processor):
                 state["current_tokens"] = used + tokens
             return part
         if self.strategy == "abort":
-            args.abort(f"Token limit of {self.limit} exceeded (current: {used + tokens})",
-                       metadata={"limit": self.limit, "tokens": used + tokens})
+            args.abort(
+                f"Token limit of {self.limit} exceeded (current: {used + tokens})",
+                metadata={"limit": self.limit, "tokens": used + tokens},
+            )
         kept = counter.truncate(text, self.limit - used) if kind == "text-delta" else ""
         if self.count_mode == "cumulative":
             state["current_tokens"] = self.limit
         if not state.get("limit_reached_notified") and args.writer is not None:
             state["limit_reached_notified"] = True
             try:
-                await args.writer.custom({"type": "data-token-limit-reached",
-                                          "data": {"processorId": self.id, "limit": self.limit,
-                                                   "tokens": used + tokens}})
+                await args.writer.custom(
+                    {
+                        "type": "data-token-limit-reached",
+                        "data": {"processorId": self.id, "limit": self.limit, "tokens": used + tokens},
+                    }
+                )
             except Exception:  # a notification must never break the stream
                 pass
         if not kept:
@@ -313,8 +347,10 @@ class TokenLimiterProcessor(Processor):
                     used += tokens
                     continue
                 if self.strategy == "abort":
-                    args.abort(f"Token limit of {self.limit} exceeded (current: {used + tokens})",
-                               metadata={"limit": self.limit, "tokens": used + tokens})
+                    args.abort(
+                        f"Token limit of {self.limit} exceeded (current: {used + tokens})",
+                        metadata={"limit": self.limit, "tokens": used + tokens},
+                    )
                 part["text"] = counter.truncate(part["text"], self.limit - used)
                 used = self.limit
                 changed = True

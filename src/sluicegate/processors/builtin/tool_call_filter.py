@@ -72,8 +72,13 @@ class ToolCallFilter(Processor):
     id = "tool-call-filter"
     name = "ToolCallFilter"
 
-    def __init__(self, *, exclude: Iterable[str] | None = None, filter_after_tool_steps: int | None = None,
-                 preserve_model_output: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        exclude: Iterable[str] | None = None,
+        filter_after_tool_steps: int | None = None,
+        preserve_model_output: bool = False,
+    ) -> None:
         super().__init__()
         self.exclude: frozenset[str] | None = None if exclude is None else frozenset(exclude)
         if filter_after_tool_steps is not None and filter_after_tool_steps < 0:
@@ -96,7 +101,7 @@ class ToolCallFilter(Processor):
                 ids = [p["toolCallId"] for p in message["content"] if p.get("type") == "tool-call"]
                 if ids:
                     steps.append(ids)
-        keep = steps[-self.filter_after_tool_steps:] if self.filter_after_tool_steps else []
+        keep = steps[-self.filter_after_tool_steps :] if self.filter_after_tool_steps else []
         return {tool_call_id for ids in keep for tool_call_id in ids}
 
     def _model_outputs(self, args: ProcessLLMRequestArgs, ids: set[str]) -> dict[str, str]:
@@ -120,29 +125,40 @@ class ToolCallFilter(Processor):
             return None
         prompt = args.prompt
         preserved = self._preserved_ids(prompt, args.state)
-        removed = {part["toolCallId"] for _, part in _tool_parts(prompt)
-                   if part["toolCallId"] not in preserved and self._excluded(part.get("toolName", ""))}
+        removed = {
+            part["toolCallId"]
+            for _, part in _tool_parts(prompt)
+            if part["toolCallId"] not in preserved and self._excluded(part.get("toolName", ""))
+        }
         if not removed:
             return None
         replacements = self._model_outputs(args, removed)
-        call_ids = {part["toolCallId"] for message, part in _tool_parts(prompt)
-                    if message["role"] == "assistant" and part["type"] == "tool-call"}
+        call_ids = {
+            part["toolCallId"]
+            for message, part in _tool_parts(prompt)
+            if message["role"] == "assistant" and part["type"] == "tool-call"
+        }
         filtered: list[dict[str, Any]] = []
         for message in prompt:
-            if message.get("role") not in ("assistant", "tool") or not isinstance(message.get("content"), list):
+            if message.get("role") not in ("assistant", "tool") or not isinstance(
+                message.get("content"), list
+            ):
                 filtered.append(message)
                 continue
             content: list[dict[str, Any]] = []
             changed = False
             for part in message["content"]:
-                tool_call_id = part.get("toolCallId") if part.get("type") in ("tool-call", "tool-result") else None
+                tool_call_id = (
+                    part.get("toolCallId") if part.get("type") in ("tool-call", "tool-result") else None
+                )
                 if tool_call_id is None or tool_call_id not in removed:
                     content.append(part)
                     continue
                 changed = True
                 # The pair collapses into one text where the call stood, so roles stay valid.
-                stands_in = part["type"] == "tool-call" or (message["role"] == "assistant"
-                                                            and tool_call_id not in call_ids)
+                stands_in = part["type"] == "tool-call" or (
+                    message["role"] == "assistant" and tool_call_id not in call_ids
+                )
                 if stands_in and tool_call_id in replacements:
                     content.append({"type": "text", "text": replacements[tool_call_id]})
             if content:

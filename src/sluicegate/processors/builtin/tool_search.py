@@ -21,9 +21,11 @@ _SPLIT = re.compile(r"[\s\-_.,;:!?()\[\]{}'\"/]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _K1, _B = 1.2, 0.75
 
-INSTRUCTION = ("To discover available tools, call search_tools with a keyword query. To add one or more tools "
-               "to the conversation, call load_tool with a toolName or toolNames array. Tools must be loaded "
-               "before they can be used.")
+INSTRUCTION = (
+    "To discover available tools, call search_tools with a keyword query. To add one or more tools "
+    "to the conversation, call load_tool with a toolName or toolNames array. Tools must be loaded "
+    "before they can be used."
+)
 
 
 def _tokens(text: str) -> list[str]:
@@ -93,8 +95,15 @@ class ToolSearchProcessor(Processor):
     name = "Tool Search Processor"
     description = "Enables dynamic tool discovery and loading via search"
 
-    def __init__(self, *, tools: Iterable[Tool] | dict[str, Tool], top_k: int = 5, min_score: float = 0.0,
-                 always_loaded: Iterable[str] = (), ttl: float = 3_600_000) -> None:
+    def __init__(
+        self,
+        *,
+        tools: Iterable[Tool] | dict[str, Tool],
+        top_k: int = 5,
+        min_score: float = 0.0,
+        always_loaded: Iterable[str] = (),
+        ttl: float = 3_600_000,
+    ) -> None:
         super().__init__()
         self.tools = normalize_tools(tools if isinstance(tools, dict) else list(tools))
         clash = META_TOOLS & set(self.tools)
@@ -156,16 +165,27 @@ class ToolSearchProcessor(Processor):
             query = str(input.get("query", ""))
             results = self.search(query)
             if not results:
-                return {"results": [], "message": f'No tools found matching "{query}". Try different keywords.'}
-            return {"results": results, "message": f"Found {len(results)} tool(s). Use load_tool with an exact "
-                                                   "toolName or a toolNames array to make them available."}
+                return {
+                    "results": [],
+                    "message": f'No tools found matching "{query}". Try different keywords.',
+                }
+            return {
+                "results": results,
+                "message": f"Found {len(results)} tool(s). Use load_tool with an exact "
+                "toolName or a toolNames array to make them available.",
+            }
 
         def load_tool(input: dict[str, Any], _context: Any) -> dict[str, Any]:
-            requested = list(dict.fromkeys([*(input.get("toolNames") or []),
-                                            *([input["toolName"]] if input.get("toolName") else [])]))
+            requested = list(
+                dict.fromkeys(
+                    [*(input.get("toolNames") or []), *([input["toolName"]] if input.get("toolName") else [])]
+                )
+            )
             if not requested:
-                return {"success": False,
-                        "message": "You must provide either toolName (string) or toolNames (array) to load."}
+                return {
+                    "success": False,
+                    "message": "You must provide either toolName (string) or toolNames (array) to load.",
+                }
             newly = [name for name in requested if name in self.tools and name not in loaded]
             already = [name for name in requested if name in loaded]
             missing = [name for name in requested if name not in self.tools]
@@ -177,30 +197,59 @@ class ToolSearchProcessor(Processor):
                 message.append(f"Already loaded: {', '.join(already)}")
             for name in missing:
                 close = [t for t in self.tools if name.lower() in t.lower() or t.lower() in name.lower()][:3]
-                hint = f" Did you mean: {', '.join(close)}?" if close else " Use search_tools to find available tools."
+                hint = (
+                    f" Did you mean: {', '.join(close)}?"
+                    if close
+                    else " Use search_tools to find available tools."
+                )
                 message.append(f'Tool "{name}" not found.{hint}')
-            return {"success": not missing, "message": " | ".join(message), "loaded": newly,
-                    "alreadyLoaded": already, "notFound": missing}
+            return {
+                "success": not missing,
+                "message": " | ".join(message),
+                "loaded": newly,
+                "alreadyLoaded": already,
+                "notFound": missing,
+            }
 
         return {
             "search_tools": create_tool(
                 id="search_tools",
-                description=("Search for available tools by keyword. Use this when you need a capability you "
-                             "don't currently have. Returns matching tools with their names and descriptions. "
-                             "After finding a useful tool, use load_tool to make it available."),
-                input_schema={"type": "object", "properties": {"query": {
-                    "type": "string", "description": 'Search keywords (e.g. "weather", "github issue")'}},
-                    "required": ["query"]},
-                execute=search_tools),
+                description=(
+                    "Search for available tools by keyword. Use this when you need a capability you "
+                    "don't currently have. Returns matching tools with their names and descriptions. "
+                    "After finding a useful tool, use load_tool to make it available."
+                ),
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "query": {
+                            "type": "string",
+                            "description": 'Search keywords (e.g. "weather", "github issue")',
+                        }
+                    },
+                    "required": ["query"],
+                },
+                execute=search_tools,
+            ),
             "load_tool": create_tool(
                 id="load_tool",
-                description=("Load one or more tools into your context after finding them with search_tools. "
-                             "Pass a single toolName or an array of toolNames."),
-                input_schema={"type": "object", "properties": {
-                    "toolName": {"type": "string", "description": "The exact name of a tool to load"},
-                    "toolNames": {"type": "array", "items": {"type": "string"},
-                                  "description": "Exact names of several tools to load"}}},
-                execute=load_tool),
+                description=(
+                    "Load one or more tools into your context after finding them with search_tools. "
+                    "Pass a single toolName or an array of toolNames."
+                ),
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "toolName": {"type": "string", "description": "The exact name of a tool to load"},
+                        "toolNames": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "Exact names of several tools to load",
+                        },
+                    },
+                },
+                execute=load_tool,
+            ),
         }
 
     # ------------------------------------------------------------------ the hook
@@ -208,7 +257,9 @@ class ToolSearchProcessor(Processor):
     def process_input_step(self, args: ProcessInputStepArgs) -> dict[str, Any]:
         clash = META_TOOLS & set(args.tools or {})
         if clash:
-            raise ConfigurationError(f"ToolSearchProcessor cannot add {sorted(clash)}: the agent already has them")
+            raise ConfigurationError(
+                f"ToolSearchProcessor cannot add {sorted(clash)}: the agent already has them"
+            )
         thread_id = args.request_context.get(THREAD_ID_KEY) if args.request_context is not None else None
         loaded = self.loaded_names(thread_id if isinstance(thread_id, str) else None, args.state)
         if args.step_number == 0 or "initial" not in args.state:
@@ -216,8 +267,11 @@ class ToolSearchProcessor(Processor):
             loaded.update(self.always_loaded)
         active_now = sorted(loaded)  # a snapshot: tools loaded during this step count from the next
         args.message_list.add_system(INSTRUCTION)
-        tools: dict[str, Any] = {**self._meta_tools(loaded), **(args.tools or {}),
-                                 **{name: self.tools[name] for name in active_now if name not in (args.tools or {})}}
+        tools: dict[str, Any] = {
+            **self._meta_tools(loaded),
+            **(args.tools or {}),
+            **{name: self.tools[name] for name in active_now if name not in (args.tools or {})},
+        }
         result: dict[str, Any] = {"tools": tools}
         if args.active_tools is not None:
             result["active_tools"] = [*META_TOOLS, *args.active_tools, *active_now]

@@ -32,15 +32,21 @@ class UnicodeNormalizer(Processor):
 
     Example::
 
-        agent = Agent(name="a", model=model,
-                      input_processors=[UnicodeNormalizer(strip_control_chars=True, collapse_whitespace=True)])
+        normalizer = UnicodeNormalizer(strip_control_chars=True, collapse_whitespace=True)
+        agent = Agent(name="a", model=model, input_processors=[normalizer])
     """
 
     id = "unicode-normalizer"
     name = "Unicode Normalizer"
 
-    def __init__(self, *, strip_control_chars: bool = False, preserve_emojis: bool = True,
-                 collapse_whitespace: bool = True, trim: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        strip_control_chars: bool = False,
+        preserve_emojis: bool = True,
+        collapse_whitespace: bool = True,
+        trim: bool = True,
+    ) -> None:
         super().__init__()
         self.strip_control_chars = strip_control_chars
         self.preserve_emojis = preserve_emojis
@@ -62,12 +68,16 @@ class UnicodeNormalizer(Processor):
     def _normalize_message(self, message: Message) -> Message:
         parts = [
             Part({**part, "text": self.normalize(part["text"])})
-            if part.get("type") == "text" and isinstance(part.get("text"), str) else part
+            if part.get("type") == "text" and isinstance(part.get("text"), str)
+            else part
             for part in message.content.parts
         ]
         legacy = message.content.content
-        content = dataclasses.replace(message.content, parts=parts,
-                                      content=self.normalize(legacy) if isinstance(legacy, str) else legacy)
+        content = dataclasses.replace(
+            message.content,
+            parts=parts,
+            content=self.normalize(legacy) if isinstance(legacy, str) else legacy,
+        )
         return dataclasses.replace(message, content=content)
 
     def process_input(self, args: ProcessInputArgs) -> list[Any]:

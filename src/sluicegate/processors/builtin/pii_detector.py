@@ -1,0 +1,349 @@
+"""`PIIDetector`: an LLM finds personally identifiable information (emails, phone numbers, card
+numbers, names, addresses, ...) and the processor redacts it, drops the message, warns or
+blocks — in the input, in each streamed text chunk, and in the final response."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pydantic
+
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin._detector import (
+    DetectorModel,
+    Verdict,
+    input_ids,
+    message_text,
+    report,
+    response_ids,
+    restrict_enum,
+    to_check,
+    with_text,
+)
+from sluicegate.stream.chunk import Chunk, text_delta
+
+log = logging.getLogger(__name__)
+
+PIIStrategy = Literal["block", "warn", "filter", "redact"]
+RedactionMethod = Literal["mask", "hash", "remove", "placeholder"]
+
+DEFAULT_DETECTION_TYPES: tuple[str, ...] = (
+    "email",
+    "phone",
+    "credit-card",
+    "ssn",
+    "api-key",
+    "ip-address",
+    "name",
+    "address",
+    "date-of-birth",
+    "url",
+    "uuid",
+    "crypto-wallet",
+    "iban",
+)
+
+
+class PIICategoryScore(Verdict):
+    type: str = pydantic.Field(description="The type of PII detected, from the list of detection types")
+    score: float = pydantic.Field(
+        ge=0, le=1, description="Confidence between 0 and 1 indicating how certain the detection is"
+    )
+
+
+class PIIDetection(Verdict):
+    type: str = pydantic.Field(description="Type of PII detected")
+    value: str = pydantic.Field(description="The PII value found, exactly as it appears in the text")
+    confidence: float = pydantic.Field(ge=0, le=1, description="Confidence of this detection")
+    start: int = pydantic.Field(default=-1, description="Start position in the text")
+    end: int = pydantic.Field(default=-1, description="End position in the text")
+    redacted_value: str | None = pydantic.Field(default=None, description="Redacted version of the value")
+
+
+class PIIVerdict(Verdict):
+    categories: list[PIICategoryScore] | None = pydantic.Field(
+        default=None, description="Array of detected PII types with their confidence scores"
+    )
+    detections: list[PIIDetection] | None = pydantic.Field(
+        default=None, description="Array of specific PII detections with locations"
+    )
+    redacted_content: str | None = pydantic.Field(
+        default=None, description="The content with all PII redacted according to the redaction method"
+    )
+
+
+def default_instructions(detection_types: Sequence[str]) -> str:
+    listed = "\n".join(f"- {kind}" for kind in detection_types)
+    return (
+        "You are a PII (personally identifiable information) detection specialist. You identify and "
+        "locate sensitive personal information in text for privacy compliance.\n\n"
+        f"Detect and analyze these PII types:\n{listed}\n\n"
+        "IMPORTANT: include only PII types that are actually present. When there is no PII, return "
+        "empty arrays for categories and detections."
+    )
+
+
+@dataclass(slots=True)
+class _Span:
+    start: int
+    end: int
+    type: str
+
+
+def _spans(content: str, detections: Sequence[PIIDetection]) -> list[_Span]:
+    """Where each detection sits in `content`, overlapping spans merged (the longest names the
+    merged span). The model's offsets are used when they point at its value; otherwise every
+    occurrence of the value is found, since models often miscount characters."""
+    found: list[_Span] = []
+    for detection in detections:
+        value = detection.value
+        if 0 <= detection.start < detection.end <= len(content) and (
+            not value or content[detection.start : detection.end] == value
+        ):
+            found.append(_Span(detection.start, detection.end, detection.type))
+        elif value:
+            found.extend(
+                _Span(m.start(), m.end(), detection.type) for m in re.finditer(re.escape(value), content)
+            )
+    found.sort(key=lambda s: (s.start, s.start - s.end))
+    merged: list[_Span] = []
+    longest: list[int] = []
+    for span in found:
+        if merged and span.start < merged[-1].end:
+            current = merged[-1]
+            if span.end - span.start > longest[-1]:
+                current.type, longest[-1] = span.type, span.end - span.start
+            current.end = max(current.end, span.end)
+        else:
+            merged.append(_Span(span.start, span.end, span.type))
+            longest.append(span.end - span.start)
+    return merged
+
+
+def _keep_last_four(value: str, mask: str) -> str:
+    """Mask each digit except those in the last four characters."""
+    cutoff = len(value) - 4
+    return "".join(mask if c.isdigit() and i < cutoff else c for i, c in enumerate(value))
+
+
+def mask_value(value: str, pii_type: str, preserve_format: bool) -> str:
+    """`value` masked with asterisks; with `preserve_format`, keeping the shape that makes a
+    masked value recognisable (`j******e@*******.com`, `***-**-6789`, `DE**************3000`)."""
+    if not preserve_format:
+        return "*" * min(len(value), 8)
+    if pii_type == "email":
+        local, at, domain = value.partition("@")
+        if at and "@" not in domain:
+            masked_local = local[0] + "*" * (len(local) - 2) + local[-1] if len(local) > 2 else "***"
+            head, dot, tail = domain.partition(".")
+            masked_domain = "*" * len(head) + "." + tail if dot else "***"
+            return f"{masked_local}@{masked_domain}"
+        return "*" * min(len(value), 8)
+    if pii_type == "phone":
+        return _keep_last_four(value, "X")
+    if pii_type in ("credit-card", "ssn"):
+        return _keep_last_four(value, "*")
+    if pii_type == "uuid":
+        return re.sub(r"[0-9a-fA-F]", "*", value)
+    if pii_type == "crypto-wallet":
+        return value[:4] + "*" * (len(value) - 8) + value[-4:] if len(value) > 8 else "*" * len(value)
+    if pii_type == "iban":
+        return value[:2] + "*" * (len(value) - 6) + value[-4:] if len(value) > 6 else "*" * len(value)
+    if len(value) <= 3:
+        return "*" * len(value)
+    return value[0] + "*" * (len(value) - 2) + value[-1]
+
+
+class PIIDetector(Processor):
+    """PII detection and redaction by an LLM, for input and output.
+
+    `model` looks for `detection_types` (emails, phones, card numbers, SSNs, API keys, IPs,
+    names, addresses, dates of birth, URLs, UUIDs, crypto wallets, IBANs by default). Content is
+    flagged when a detection's confidence (or, without detections, a type's score) reaches
+    `threshold` (default 0.6). `strategy`: `"redact"` (default) rewrites the text, `"filter"`
+    drops the message or chunk, `"warn"` lets it through and reports to `on_violation`,
+    `"block"` aborts with the PII types as tripwire metadata. `redaction_method`: `"mask"`
+    (default; `preserve_format` keeps shapes like `***-**-6789`), `"hash"` (`[HASH:1a2b3c4d]`,
+    SHA-256), `"remove"`, or `"placeholder"` (`placeholder_text`, else `[EMAIL]`, `[PHONE]`, ...).
+    When a flagged text cannot be redacted it is dropped rather than passed on. Reports never
+    carry the PII itself; `include_detections` adds each detection's type, confidence and span.
+    If the detector model fails, content is allowed (and a warning logged).
+
+    Example::
+
+        pii = PIIDetector(model="openai/gpt-5-nano", detection_types=["email", "phone", "ssn"],
+                          strategy="redact", redaction_method="placeholder")
+        agent = Agent(name="private", model="openai/gpt-5", input_processors=[pii])
+    """
+
+    id = "pii-detector"
+    name = "PII Detector"
+
+    def __init__(
+        self,
+        *,
+        model: str | LanguageModel,
+        detection_types: Sequence[str] | None = None,
+        threshold: float = 0.6,
+        strategy: PIIStrategy = "redact",
+        redaction_method: RedactionMethod = "mask",
+        placeholder_text: str | None = None,
+        preserve_format: bool = True,
+        include_detections: bool = False,
+        instructions: str | None = None,
+        provider_options: dict[str, Any] | None = None,
+        json_prompt_injection: bool = False,
+    ) -> None:
+        super().__init__()
+        if strategy not in ("block", "warn", "filter", "redact"):
+            raise ValueError(f"strategy must be 'block', 'warn', 'filter' or 'redact', got {strategy!r}")
+        if redaction_method not in ("mask", "hash", "remove", "placeholder"):
+            raise ValueError(
+                f"redaction_method must be 'mask', 'hash', 'remove' or 'placeholder', got {redaction_method!r}"
+            )
+        if not 0 <= threshold <= 1:
+            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+        self.detection_types: tuple[str, ...] = tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
+        self.threshold = threshold
+        self.strategy: PIIStrategy = strategy
+        self.redaction_method: RedactionMethod = redaction_method
+        self.placeholder_text = placeholder_text
+        self.preserve_format = preserve_format
+        self.include_detections = include_detections
+        schema = PIIVerdict.model_json_schema()
+        if strategy != "redact":
+            schema["properties"].pop("redacted_content", None)
+            schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
+        self.detector = DetectorModel(
+            model,
+            instructions=instructions or default_instructions(self.detection_types),
+            schema=PIIVerdict,
+            json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
+            schema_name="pii_detection_result",
+            provider_options=provider_options,
+            json_prompt_injection=json_prompt_injection,
+            label="PIIDetector",
+        )
+
+    # ------------------------------------------------------------------ hooks
+
+    async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
+        return await self._check_messages(args.messages, to_check(args.messages, input_ids(args)), args.abort)
+
+    async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
+        return await self._check_messages(args.messages, to_check(args.messages, response_ids(args)), args.abort)
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
+        part = args.part
+        if part.type != "text-delta":
+            return part
+        text = part.payload.text
+        if not text or not text.strip():
+            return part
+        verdict = await self.detect(text)
+        if verdict is None or not self.is_flagged(verdict):
+            return part
+        self._handle(verdict, args.abort)
+        if self.strategy == "warn":
+            return part
+        if self.strategy == "redact":
+            redacted = self.redact(text, verdict)
+            if redacted is not None:
+                return text_delta(part.run_id, part.payload.id, redacted)
+            log.warning("[PIIDetector] no redaction available for a streamed chunk; dropping it")
+        return None
+
+    # ------------------------------------------------------------------ detection
+
+    async def detect(self, content: str) -> PIIVerdict | None:
+        """The detector's verdict on `content` (None when the detector failed)."""
+        return await self.detector.ask(f'Analyze the following content for PII (personally identifiable information):\nContent: "{content}"')
+
+    def is_flagged(self, verdict: PIIVerdict) -> bool:
+        if verdict.detections:
+            return any(d.confidence >= self.threshold for d in verdict.detections)
+        return any(c.score >= self.threshold for c in verdict.categories or ())
+
+    def redact(self, content: str, verdict: PIIVerdict) -> str | None:
+        """`content` with every detection replaced by `redaction_method`; the model's own
+        `redacted_content` only when no detection can be located. None: nothing usable."""
+        spans = _spans(content, verdict.detections or ())
+        if spans:
+            out: list[str] = []
+            cursor = 0
+            for span in spans:
+                out.append(content[cursor : span.start])
+                out.append(self.redact_value(content[span.start : span.end], span.type))
+                cursor = span.end
+            out.append(content[cursor:])
+            redacted = "".join(out)
+        else:
+            redacted = verdict.redacted_content or ""
+        return redacted if redacted.strip() else None
+
+    def redact_value(self, value: str, pii_type: str) -> str:
+        if self.redaction_method == "hash":
+            return f"[HASH:{hashlib.sha256(value.encode()).hexdigest()[:8]}]"
+        if self.redaction_method == "remove":
+            return ""
+        if self.redaction_method == "placeholder":
+            return self.placeholder_text if self.placeholder_text is not None else f"[{pii_type.upper()}]"
+        return mask_value(value, pii_type, self.preserve_format)
+
+    async def _check_messages(
+        self, messages: list[Message], checked: list[Message], abort: Any
+    ) -> list[Message] | None:
+        replaced: dict[str, Message | None] = {}
+        for message in checked:
+            text = message_text(message)
+            if not text:
+                continue
+            verdict = await self.detect(text)
+            if verdict is None or not self.is_flagged(verdict):
+                continue
+            self._handle(verdict, abort)
+            if self.strategy == "filter":
+                replaced[message.id] = None
+            elif self.strategy == "redact":
+                redacted = self.redact(text, verdict)
+                if redacted is None:
+                    log.warning("[PIIDetector] no redaction available; dropping the message")
+                replaced[message.id] = None if redacted is None else with_text(message, redacted)
+        if not replaced:
+            return None
+        out: list[Message] = []
+        for message in messages:
+            if message.id not in replaced:
+                out.append(message)
+            elif (substitute := replaced[message.id]) is not None:
+                out.append(substitute)
+        return out
+
+    def _handle(self, verdict: PIIVerdict, abort: Any) -> None:
+        types = [c.type for c in verdict.categories or () if c.score >= self.threshold]
+        for detection in verdict.detections or ():
+            if detection.confidence >= self.threshold and detection.type not in types:
+                types.append(detection.type)
+        message = f"PII detected. Types: {', '.join(types)}"
+        detail: dict[str, Any] = {"types": types}
+        if self.include_detections and verdict.detections:
+            message += f". Detections: {len(verdict.detections)} items"
+            detail["detections"] = [
+                {"type": d.type, "confidence": d.confidence, "start": d.start, "end": d.end}
+                for d in verdict.detections
+            ]
+        if self.strategy == "block":
+            abort(message, metadata=detail)
+        elif self.strategy == "warn":
+            log.warning("[PIIDetector] %s", message)
+            report(self, message, detail)
+        else:
+            log.info("[PIIDetector] %s (%s)", message, self.strategy)
