@@ -179,3 +179,25 @@ class ProcessorViolation:
     processor_id: str
     message: str
     detail: Any = None
+
+
+_STEP_RESULT_CAMEL = {
+    "toolChoice": "tool_choice",
+    "activeTools": "active_tools",
+    "messageList": "message_list",
+    "systemMessages": "system_messages",
+    "providerOptions": "provider_options",
+    "modelSettings": "model_settings",
+    "structuredOutput": "structured_output",
+}
+
+
+def step_result_fields(result: ProcessInputStepResult | dict[str, Any]) -> dict[str, Any]:
+    """The non-None fields of a `process_input_step` result, snake_case (camelCase accepted)."""
+    if isinstance(result, ProcessInputStepResult):
+        return {
+            name: getattr(result, name)
+            for name in ProcessInputStepResult.__slots__
+            if getattr(result, name) is not None
+        }
+    return {_STEP_RESULT_CAMEL.get(key, key): value for key, value in result.items() if value is not None}

@@ -34,6 +34,7 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
 from sluicegate.request_context import RequestContext
@@ -328,32 +329,14 @@ class ProcessorRunner:
                 structured_output=config.structured_output,
             )
             result = await self._call(entry, args)
-            if isinstance(result, ProcessInputStepResult):
-                result = {
-                    name: getattr(result, name)
-                    for name in ProcessInputStepResult.__slots__
-                    if getattr(result, name) is not None
-                }
-            if isinstance(result, dict):
-                message_result = {
-                    k: result[k] for k in ("messages", "system_messages", "systemMessages") if k in result
-                }
-                if result.get("message_list", result.get("messageList")) not in (None, message_list):
-                    self._apply_messages(
-                        entry, result.get("message_list", result.get("messageList")), message_list
-                    )
+            if isinstance(result, (ProcessInputStepResult, dict)):
+                fields = step_result_fields(result)
+                self._apply_messages(entry, fields.get("message_list"), message_list)
+                message_result = {k: fields[k] for k in ("messages", "system_messages") if k in fields}
                 self._apply_messages(entry, message_result or None, message_list)
                 for name in STEP_FIELDS:
-                    camel = {
-                        "tool_choice": "toolChoice",
-                        "active_tools": "activeTools",
-                        "provider_options": "providerOptions",
-                        "model_settings": "modelSettings",
-                        "structured_output": "structuredOutput",
-                    }.get(name, name)
-                    value = result.get(name, result.get(camel))
-                    if value is not None:
-                        setattr(config, name, resolve(name, value))
+                    if name in fields:
+                        setattr(config, name, resolve(name, fields[name]))
             else:
                 self._apply_messages(entry, result, message_list)
         return config

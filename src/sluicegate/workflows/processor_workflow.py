@@ -29,7 +29,7 @@ from typing import Any
 
 from sluicegate.errors import ConfigurationError, TripWire
 from sluicegate.messages import MessageList
-from sluicegate.processors.args import ProcessInputStepResult, ProcessorViolation
+from sluicegate.processors.args import ProcessInputStepResult, ProcessorViolation, step_result_fields
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
 
 WORKFLOW_HOOKS = (
@@ -289,12 +289,8 @@ async def _run_processor(processor: Any, hook: str, data: Data, outer: Any) -> D
     if hook == "process_output_stream":
         out["part"] = result
         return out
-    if isinstance(result, ProcessInputStepResult):
-        result = {
-            name: getattr(result, name)
-            for name in ProcessInputStepResult.__slots__
-            if getattr(result, name) is not None
-        }
+    if isinstance(result, (ProcessInputStepResult, dict)):
+        result = step_result_fields(result)
     if result is None:
         return out
     if isinstance(result, MessageList):
@@ -306,8 +302,5 @@ async def _run_processor(processor: Any, hook: str, data: Data, outer: Any) -> D
         if result or hook not in ("process_output_step", "process_output_result"):
             out["messages"] = result
     elif isinstance(result, dict):
-        for key, value in result.items():
-            if value is not None:
-                name = str(key)
-                out[_SNAKE_KEYS.get(name, name)] = value
+        out.update(result)
     return out

@@ -60,7 +60,9 @@ class DetectorModel(Generic[VerdictT]):
         if model is None or (isinstance(model, str) and not model):
             raise ValueError(f"{label} needs a `model`: a 'provider/model' string or a LanguageModel")
         if not isinstance(model, str) and not hasattr(model, "do_generate"):
-            raise TypeError(f"{label}: `model` must be a 'provider/model' string or a LanguageModel, got {model!r}")
+            raise TypeError(
+                f"{label}: `model` must be a 'provider/model' string or a LanguageModel, got {model!r}"
+            )
         self._model_config = model
         self._model: LanguageModel | None = None if isinstance(model, str) else model
         self.instructions = instructions
@@ -121,7 +123,9 @@ def parse_json_object(text: str) -> Any:
         return json.loads(stripped[start : end + 1])
 
 
-def restrict_enum(schema: dict[str, Any], definition: str, field: str, values: Sequence[str]) -> dict[str, Any]:
+def restrict_enum(
+    schema: dict[str, Any], definition: str, field: str, values: Sequence[str]
+) -> dict[str, Any]:
     """`schema` with `$defs[definition].properties[field]` limited to `values` (the categories the
     detector may name), as Mastra's `z.enum(categories)` does."""
     prop = schema.get("$defs", {}).get(definition, {}).get("properties", {}).get(field)
@@ -132,7 +136,9 @@ def restrict_enum(schema: dict[str, Any], definition: str, field: str, values: S
 
 def message_text(message: Message) -> str:
     """A message's text parts joined by spaces (the legacy string when there are none), trimmed."""
-    texts = [p["text"] for p in message.content.parts if p.get("type") == "text" and isinstance(p.get("text"), str)]
+    texts = [
+        p["text"] for p in message.content.parts if p.get("type") == "text" and isinstance(p.get("text"), str)
+    ]
     text = " ".join(texts).strip()
     if not text and isinstance(message.content.content, str):
         text = message.content.content.strip()
@@ -199,12 +205,16 @@ def response_ids(args: Any) -> set[str] | None:
     return {m.id for m in message_list.get.response.db()}
 
 
-def to_check(messages: Iterable[Message], ids: set[str] | None, roles: Iterable[str] | None = None) -> list[Message]:
+def to_check(
+    messages: Iterable[Message], ids: set[str] | None, roles: Iterable[str] | None = None
+) -> list[Message]:
     wanted_roles = set(roles) if roles is not None else None
     return [
         m
         for m in messages
-        if m.role != "system" and (ids is None or m.id in ids) and (wanted_roles is None or m.role in wanted_roles)
+        if m.role != "system"
+        and (ids is None or m.id in ids)
+        and (wanted_roles is None or m.role in wanted_roles)
     ]
 
 

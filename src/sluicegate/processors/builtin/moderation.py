@@ -58,7 +58,9 @@ class ModerationVerdict(Verdict):
     category_scores: list[CategoryScore] | None = pydantic.Field(
         default=None, description="Array of flagged categories with their confidence scores"
     )
-    reason: str | None = pydantic.Field(default=None, description="Brief explanation of why content was flagged")
+    reason: str | None = pydantic.Field(
+        default=None, description="Brief explanation of why content was flagged"
+    )
 
 
 def default_instructions(categories: Sequence[str]) -> str:
@@ -144,7 +146,9 @@ class ModerationProcessor(Processor):
     # ------------------------------------------------------------------ hooks
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
-        return await self._moderate_messages(args.messages, to_check(args.messages, input_ids(args)), args.abort)
+        return await self._moderate_messages(
+            args.messages, to_check(args.messages, input_ids(args)), args.abort
+        )
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         checked = to_check(args.messages, response_ids(args))

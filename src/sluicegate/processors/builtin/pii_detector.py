@@ -211,7 +211,9 @@ class PIIDetector(Processor):
             )
         if not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
-        self.detection_types: tuple[str, ...] = tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
+        self.detection_types: tuple[str, ...] = (
+            tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
+        )
         self.threshold = threshold
         self.strategy: PIIStrategy = strategy
         self.redaction_method: RedactionMethod = redaction_method
@@ -239,7 +241,9 @@ class PIIDetector(Processor):
         return await self._check_messages(args.messages, to_check(args.messages, input_ids(args)), args.abort)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
-        return await self._check_messages(args.messages, to_check(args.messages, response_ids(args)), args.abort)
+        return await self._check_messages(
+            args.messages, to_check(args.messages, response_ids(args)), args.abort
+        )
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
         part = args.part
@@ -265,7 +269,9 @@ class PIIDetector(Processor):
 
     async def detect(self, content: str) -> PIIVerdict | None:
         """The detector's verdict on `content` (None when the detector failed)."""
-        return await self.detector.ask(f'Analyze the following content for PII (personally identifiable information):\nContent: "{content}"')
+        return await self.detector.ask(
+            f'Analyze the following content for PII (personally identifiable information):\nContent: "{content}"'
+        )
 
     def is_flagged(self, verdict: PIIVerdict) -> bool:
         if verdict.detections:

@@ -66,8 +66,12 @@ def matches_provider(model: Any, prefix: str) -> bool:
     if model is None or (callable(model) and not hasattr(model, "provider")):
         return False
     if isinstance(model, (list, tuple)):
-        return any(matches_provider(getattr(m, "model", None) or (m.get("model") if isinstance(m, dict) else m), prefix)
-                   for m in model)
+        return any(
+            matches_provider(
+                getattr(m, "model", None) or (m.get("model") if isinstance(m, dict) else m), prefix
+            )
+            for m in model
+        )
     routed = re.compile(rf"^{re.escape(prefix)}[/:]", re.IGNORECASE)
     if isinstance(model, str):
         return bool(routed.match(model))
@@ -96,8 +100,11 @@ def sanitize_tool_id(tool_call_id: str) -> str:
 
 
 def _invocations(message: Message) -> list[dict[str, Any]]:
-    found = [p["toolInvocation"] for p in message.content.parts
-             if p.get("type") == "tool-invocation" and isinstance(p.get("toolInvocation"), dict)]
+    found = [
+        p["toolInvocation"]
+        for p in message.content.parts
+        if p.get("type") == "tool-invocation" and isinstance(p.get("toolInvocation"), dict)
+    ]
     legacy = message.content.extra.get("toolInvocations")
     if isinstance(legacy, list):
         found.extend(inv for inv in legacy if isinstance(inv, dict))
@@ -118,8 +125,10 @@ def fix_tool_ids(messages: list[Message]) -> bool:
 
 anthropic_tool_id_format = CompatRule(
     name="anthropic-tool-id-format",
-    error_patterns=[re.compile(r"tool_use\.id:.*should match pattern", re.IGNORECASE),
-                    re.compile(r"tool_call_id.*invalid", re.IGNORECASE)],
+    error_patterns=[
+        re.compile(r"tool_use\.id:.*should match pattern", re.IGNORECASE),
+        re.compile(r"tool_call_id.*invalid", re.IGNORECASE),
+    ],
     fix=fix_tool_ids,
 )
 
@@ -127,7 +136,9 @@ anthropic_tool_id_format = CompatRule(
 # ---------------------------------------------------------------------- reasoning strips
 
 
-def strip_reasoning(prompt: Prompt, should_strip: Callable[[dict[str, Any]], bool] = lambda part: True) -> Prompt | None:
+def strip_reasoning(
+    prompt: Prompt, should_strip: Callable[[dict[str, Any]], bool] = lambda part: True
+) -> Prompt | None:
     """A copy of `prompt` without the assistant reasoning parts `should_strip` selects; None when
     nothing was removed."""
     changed = False
@@ -164,10 +175,12 @@ def _strip_foreign_for_anthropic(*, prompt: Prompt, model: Any) -> Prompt | None
     return strip_reasoning(prompt, lambda part: not is_anthropic_reasoning(part))
 
 
-cerebras_strip_reasoning_content = CompatRule(name="cerebras-strip-reasoning-content",
-                                              apply_to_prompt=_strip_for_cerebras)
-anthropic_strip_foreign_reasoning_content = CompatRule(name="anthropic-strip-foreign-reasoning-content",
-                                                       apply_to_prompt=_strip_foreign_for_anthropic)
+cerebras_strip_reasoning_content = CompatRule(
+    name="cerebras-strip-reasoning-content", apply_to_prompt=_strip_for_cerebras
+)
+anthropic_strip_foreign_reasoning_content = CompatRule(
+    name="anthropic-strip-foreign-reasoning-content", apply_to_prompt=_strip_foreign_for_anthropic
+)
 
 DEFAULT_COMPAT_RULES: tuple[CompatRule, ...] = (
     anthropic_tool_id_format,

@@ -86,7 +86,11 @@ def _links(candidate: Any) -> list[Any]:
 
 
 def _has_retryable_metadata(candidate: Any) -> bool:
-    flag = candidate.get("isRetryable") if isinstance(candidate, dict) else getattr(candidate, "is_retryable", None)
+    flag = (
+        candidate.get("isRetryable")
+        if isinstance(candidate, dict)
+        else getattr(candidate, "is_retryable", None)
+    )
     return flag is True
 
 
@@ -115,8 +119,13 @@ class StreamErrorRetryProcessor(Processor):
     id = "stream-error-retry-processor"
     name = "Stream Error Retry Processor"
 
-    def __init__(self, *, max_retries: int = DEFAULT_MAX_RETRIES, delay_ms: DelayMs | None = None,
-                 matchers: Sequence[StreamErrorRetryMatcher] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        delay_ms: DelayMs | None = None,
+        matchers: Sequence[StreamErrorRetryMatcher] = (),
+    ) -> None:
         super().__init__()
         self.max_retries = max_retries
         self.delay_ms = delay_ms
