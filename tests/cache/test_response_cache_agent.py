@@ -271,11 +271,6 @@ async def test_different_tool_sets_miss(recording: RecordingCache) -> None:
     assert len(model.calls) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the loop to pass the step's tool choice to process_llm_request "
-    "(ProcessLLMRequestArgs.tool_choice)",
-)
 async def test_a_different_tool_choice_misses(recording: RecordingCache) -> None:
     weather, _ = counting_weather()
     model = MockModel(

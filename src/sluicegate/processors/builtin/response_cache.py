@@ -419,7 +419,7 @@ class ResponseCache(Processor):
             model=ModelIdentity.of(args.model),
             prompt=args.prompt,
             tools=list(args.tools or ()),
-            tool_choice=getattr(args, "tool_choice", None),
+            tool_choice=args.tool_choice,
         )
 
     async def _derive_key(self, args: ProcessLLMRequestArgs, overrides: ResponseCacheOverrides) -> str:
