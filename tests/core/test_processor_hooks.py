@@ -69,14 +69,14 @@ async def test_hooks_run_in_pipeline_order_once_or_per_step():
         "input",
         "input_step:0",
         "llm_request:0",
-        "llm_response:0",
         "output_step:0",
+        "llm_response:0",
         "tool",
         "stream:tool-result",
         "input_step:1",
         "llm_request:1",
-        "llm_response:1",
         "output_step:1",
+        "llm_response:1",
         "output_result",
     ]
 
@@ -732,3 +732,31 @@ async def test_data_parts_reach_only_opted_in_processors():
     )
     await agent.generate("x")
     assert seen == ["yes"]
+
+
+async def test_llm_response_learns_whether_the_output_step_accepted_the_step():
+    seen = []
+
+    class Watch(Processor):
+        id = "watch"
+
+        def process_llm_response(self, args):
+            seen.append((args.step_number, args.accepted))
+
+    class RejectFirst(Processor):
+        id = "reject-first"
+
+        def process_output_step(self, args):
+            if args.retry_count == 0:
+                args.abort("again", retry=True)
+
+    model = MockModel([text_step("one"), text_step("two")])
+    agent = Agent(
+        "a",
+        model=model,
+        input_processors=[Watch()],
+        output_processors=[RejectFirst()],
+        max_processor_retries=1,
+    )
+    assert (await agent.generate("x")).text == "two"
+    assert seen == [(0, False), (1, True)]

@@ -436,18 +436,21 @@ class AgentRun:
                 "finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage)
             )
         )
-        await runner.run_llm_response(
-            step.model_chunks,
-            model=model,
-            step_number=step_number,
-            steps=self.steps,
-            from_cache=replay is not None,
-            message_list=message_list,
-        )
         step.finalize_parts()
         response = step.to_message(thread_id=message_list.thread_id, resource_id=message_list.resource_id)
         if response is not None:
             message_list.add(response, "response")
+
+        async def llm_response(accepted: bool) -> None:
+            await runner.run_llm_response(
+                step.model_chunks,
+                model=model,
+                step_number=step_number,
+                steps=self.steps,
+                from_cache=replay is not None,
+                accepted=accepted,
+                message_list=message_list,
+            )
 
         try:
             await runner.run_output_step(
@@ -460,6 +463,7 @@ class AgentRun:
                 steps=self.steps,
             )
         except TripWire as tripwire:
+            await llm_response(accepted=False)
             if not (tripwire.retry and self._can_retry(self._step_retry_cap())):
                 raise
             self.runner.retry_count += 1
@@ -469,6 +473,7 @@ class AgentRun:
             async for chunk in self._finish_retried(step):
                 yield chunk
             return
+        await llm_response(accepted=True)
         for chunk in self._drain_pending():
             yield chunk
 

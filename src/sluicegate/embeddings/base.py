@@ -35,6 +35,10 @@ class EmbeddingCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def clear(self) -> None:
+        self._entries.clear()
+        self.hits = self.misses = 0
+
     def get(self, model_id: str, text: str) -> list[float] | None:
         key = (model_id, text)
         vector = self._entries.get(key)

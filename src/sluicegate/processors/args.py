@@ -87,6 +87,9 @@ class ProcessLLMResponseArgs(_Common):
     step_number: int = 0
     steps: list[Any] = field(default_factory=list)
     from_cache: bool = False
+    accepted: bool = True
+    """False when a `process_output_step` guardrail rejected the step (aborted or asked for a
+    retry): the call happened and cost tokens, but its answer is not part of the conversation."""
     message_list: MessageList = None  # type: ignore[assignment]
 
 

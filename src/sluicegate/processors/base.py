@@ -8,8 +8,8 @@ overrides. Hooks may be `def` or `async def`. The hooks, in the order a run meet
 - `process_llm_request` — on the exact V2 prompt, right before the provider call
 - `process_api_error` — when the provider call fails
 - `process_output_stream` — on every chunk
-- `process_llm_response` — after the step's stream ends, with its chunks
 - `process_output_step` — after each model response, before tools run
+- `process_llm_response` — then, with the step's chunks (`accepted` tells a rejected step apart)
 - `process_output_result` — once, at the end
 
 Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run; see
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, NoReturn
 
 from sluicegate.errors import TripWire
@@ -91,11 +91,18 @@ class Processor:
         """Rewrite the outbound V2 prompt (transiently) or answer the call from elsewhere."""
         return None
 
-    def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:
+    def process_llm_response(self, args: ProcessLLMResponseArgs) -> None | Awaitable[None]:
         """React to a completed step's chunks (`from_cache` tells a replay apart)."""
         return None
 
-    def process_api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | dict[str, Any] | None:
+    def process_api_error(
+        self, args: ProcessAPIErrorArgs
+    ) -> (
+        ProcessAPIErrorResult
+        | dict[str, Any]
+        | None
+        | Awaitable[ProcessAPIErrorResult | dict[str, Any] | None]
+    ):
         """Inspect a provider failure; ask for a retry with `{"retry": True}`."""
         return None
 

@@ -390,7 +390,9 @@ class ProcessorRunner:
         steps: list[Any],
         from_cache: bool,
         message_list: MessageList,
+        accepted: bool = True,
     ) -> None:
+        """After the output-step guardrails: `accepted` is False when one rejected the step."""
         for entry in self._llm_response:
             args = ProcessLLMResponseArgs(
                 **self._common(entry),
@@ -399,6 +401,7 @@ class ProcessorRunner:
                 step_number=step_number,
                 steps=steps,
                 from_cache=from_cache,
+                accepted=accepted,
                 message_list=message_list,
             )
             await self._call(entry, args)

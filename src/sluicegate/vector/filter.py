@@ -56,18 +56,25 @@ def validate(filter: Filter | None) -> None:
                     raise InvalidFilterError(f"{op} on {key!r} takes a list")
 
 
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: `true` is not `1` (Python's `True == 1` would say it is)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
 def _compare(op: str, actual: Any, operand: Any) -> bool:
     if op == "$exists":
         return (actual is not _MISSING) == bool(operand)
     if op == "$eq":
-        return actual is not _MISSING and actual == operand
+        return actual is not _MISSING and _same(actual, operand)
     if op == "$ne":
-        return actual is _MISSING or actual != operand
+        return actual is _MISSING or not _same(actual, operand)
     if op == "$in":
-        return actual is not _MISSING and actual in operand
+        return actual is not _MISSING and any(_same(actual, v) for v in operand)
     if op == "$nin":
-        return actual is _MISSING or actual not in operand
-    if actual is _MISSING or actual is None or isinstance(actual, bool) != isinstance(operand, bool):
+        return actual is _MISSING or not any(_same(actual, v) for v in operand)
+    if actual is _MISSING or actual is None or isinstance(actual, bool) or isinstance(operand, bool):
         return False
     numeric = isinstance(actual, (int, float)) and isinstance(operand, (int, float))
     if not numeric and not (isinstance(actual, str) and isinstance(operand, str)):
@@ -150,11 +157,14 @@ def _pg(filter: Filter, column: str, params: _Params) -> str:
         else:
             ops = value if _is_operator_dict(value) else {"$eq": value}
             for op, operand in ops.items():
-                clauses.append(_pg_compare(column, key, op, operand, params))
+                # SQL's NULL (a missing key) must read as false, so that $not inverts like `matches`.
+                clauses.append(f"COALESCE(({_pg_compare(column, key, op, operand, params)}), FALSE)")
     return " AND ".join(clauses) if clauses else "TRUE"
 
 
 def _pg_compare(column: str, key: str, op: str, operand: Any, params: _Params) -> str:
+    if op in ("$gt", "$gte", "$lt", "$lte") and (isinstance(operand, bool) or not isinstance(operand, (int, float, str))):
+        return "FALSE"  # ordering is defined for numbers and strings only
     name = params.add(key)
     field = f"{column}->{name}::text"
     if op == "$exists":
@@ -162,23 +172,22 @@ def _pg_compare(column: str, key: str, op: str, operand: Any, params: _Params) -
     if op == "$eq":
         if isinstance(operand, str):
             return f"({column}->>{name}::text) = {params.add(operand)}::text"
-        return f"({field}) = {params.add(json.dumps(operand))}::jsonb"
+        return f"({field}) = {params.add(json.dumps(operand))}::text::jsonb"
     if op == "$ne":
-        return f"({field}) IS DISTINCT FROM {params.add(json.dumps(operand))}::jsonb"
+        return f"({field}) IS DISTINCT FROM {params.add(json.dumps(operand))}::text::jsonb"
     if op in ("$in", "$nin"):
         values = params.add([json.dumps(v) for v in operand])
-        test = f"COALESCE(({field}) = ANY({values}::jsonb[]), FALSE)"
+        test = f"COALESCE(({field}) = ANY({values}::text[]::jsonb[]), FALSE)"
         return test if op == "$in" else f"NOT {test}"
     sql_op = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[op]
     if isinstance(operand, (int, float)) and not isinstance(operand, bool):
+        # CASE, not AND: PostgreSQL may evaluate the cast before the type test.
         return (
-            f"(jsonb_typeof({field}) = 'number' AND "
+            f"CASE WHEN jsonb_typeof({field}) = 'number' THEN "
             f"({column}->>{name}::text)::double precision {sql_op} "
-            f"{params.add(float(operand))}::double precision)"
+            f"{params.add(float(operand))}::double precision ELSE FALSE END"
         )
-    if isinstance(operand, str):
-        return (
-            f"(jsonb_typeof({field}) = 'string' AND "
-            f'({column}->>{name}::text) COLLATE "C" {sql_op} {params.add(operand)}::text)'
-        )
-    return "FALSE"
+    return (
+        f"CASE WHEN jsonb_typeof({field}) = 'string' THEN "
+        f'({column}->>{name}::text) COLLATE "C" {sql_op} {params.add(operand)}::text ELSE FALSE END'
+    )

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any, Generic, TypeVar
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 import pydantic
 
@@ -221,3 +223,79 @@ def to_check(
 def report(processor: Processor, message: str, detail: Any) -> None:
     """Tell `processor.on_violation` about a warn-strategy detection; its errors are swallowed."""
     notify_violation(processor, message, detail)
+
+
+def replace_messages(messages: list[Message], replaced: Mapping[str, Message | None]) -> list[Message] | None:
+    """`messages` with the ones named in `replaced` swapped (None drops them); None when
+    nothing changed, so the runner leaves the list alone."""
+    if not replaced:
+        return None
+    out: list[Message] = []
+    for message in messages:
+        if message.id not in replaced:
+            out.append(message)
+        elif (substitute := replaced[message.id]) is not None:
+            out.append(substitute)
+    return out
+
+
+class Finding(Protocol):
+    """A located detection in a verdict: what it is, its text, where the model says it is."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+
+
+@dataclass(slots=True)
+class Span:
+    start: int
+    end: int
+    type: str
+
+
+def locate(content: str, findings: Iterable[Finding]) -> list[Span]:
+    """Where the findings sit in `content`, overlapping spans merged (the longest finding names
+    the merged span). The model's offsets are used when they point at its value; otherwise every
+    occurrence of the value is found, since models often miscount characters."""
+    found: list[Span] = []
+    for finding in findings:
+        value = finding.value
+        if 0 <= finding.start < finding.end <= len(content) and (
+            not value or content[finding.start : finding.end] == value
+        ):
+            found.append(Span(finding.start, finding.end, finding.type))
+        elif value:
+            found.extend(
+                Span(m.start(), m.end(), finding.type) for m in re.finditer(re.escape(value), content)
+            )
+    found.sort(key=lambda s: (s.start, s.start - s.end))
+    merged: list[Span] = []
+    longest = 0
+    for span in found:
+        if merged and span.start < merged[-1].end:
+            current = merged[-1]
+            if span.end - span.start > longest:
+                current.type, longest = span.type, span.end - span.start
+            current.end = max(current.end, span.end)
+        else:
+            merged.append(Span(span.start, span.end, span.type))
+            longest = span.end - span.start
+    return merged
+
+
+def substitute(content: str, spans: Sequence[Span], replacement: Any) -> str:
+    """`content` with each span replaced by `replacement(span_text, span_type)`."""
+    out: list[str] = []
+    cursor = 0
+    for span in spans:
+        out.append(content[cursor : span.start])
+        out.append(replacement(content[span.start : span.end], span.type))
+        cursor = span.end
+    out.append(content[cursor:])
+    return "".join(out)

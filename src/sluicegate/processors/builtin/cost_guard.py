@@ -248,7 +248,7 @@ class CostGuardProcessor(Processor):
             except Exception:  # on_violation must never break the pipeline
                 log.debug("on_violation of %s raised", self.id, exc_info=True)
 
-    async def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:  # type: ignore[override]
+    async def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:
         if args.from_cache:
             return  # a replayed response cost nothing
         usage = next((_usage_of(chunk) for chunk in reversed(args.chunks) if chunk.type == "finish"), None)

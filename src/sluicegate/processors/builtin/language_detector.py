@@ -171,7 +171,9 @@ class LanguageDetector(Processor):
                         "[LanguageDetector] content in target language: %s (%s) with confidence %.2f",
                         language_name(iso_code), iso_code, confidence,
                     )  # fmt: skip
-                replaced[message.id] = self._annotate(message, LanguageVerdict(iso_code=iso_code, confidence=confidence))
+                replaced[message.id] = self._annotate(
+                    message, LanguageVerdict(iso_code=iso_code, confidence=confidence)
+                )
                 continue
             replaced[message.id] = self._handle(message, verdict, args.abort)
         if not replaced:
@@ -206,7 +208,9 @@ class LanguageDetector(Processor):
     def _handle(self, message: Message, verdict: LanguageVerdict, abort: Any) -> Message:
         iso_code = verdict.iso_code or ""
         language = language_name(iso_code) if iso_code else "Unknown"
-        summary = f"Language detected: {language} ({iso_code}) with confidence {(verdict.confidence or 0):.2f}"
+        summary = (
+            f"Language detected: {language} ({iso_code}) with confidence {(verdict.confidence or 0):.2f}"
+        )
         detail = {
             "detected_language": language,
             "iso_code": iso_code,
@@ -227,7 +231,9 @@ class LanguageDetector(Processor):
             log.warning("[LanguageDetector] no translation available, keeping the original: %s", summary)
         return self._annotate(message, verdict)
 
-    def _annotate(self, message: Message, verdict: LanguageVerdict, original: Message | None = None) -> Message:
+    def _annotate(
+        self, message: Message, verdict: LanguageVerdict, original: Message | None = None
+    ) -> Message:
         info: dict[str, Any] = {}
         if verdict.iso_code:
             info["detected_language"] = language_name(verdict.iso_code)

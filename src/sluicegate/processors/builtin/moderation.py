@@ -19,6 +19,7 @@ from sluicegate.processors.builtin._detector import (
     Verdict,
     input_ids,
     message_text,
+    replace_messages,
     report,
     response_ids,
     restrict_enum,
@@ -50,7 +51,7 @@ class CategoryScore(Verdict):
     score: float = pydantic.Field(
         ge=0,
         le=1,
-        description="Confidence score between 0 and 1 indicating how strongly the content matches this category",
+        description="Confidence between 0 and 1 of how strongly the content matches this category",
     )
 
 
@@ -73,7 +74,7 @@ def default_instructions(categories: Sequence[str]) -> str:
         "Guidelines:\n"
         "- Be thorough but not overly strict\n"
         "- Consider context and intent\n"
-        "- Educational, historical or creative content may be acceptable even when it touches sensitive topics\n"
+        "- Educational, historical or creative content may be fine even when it touches sensitive topics\n"
         "- Focus on content that could cause real harm\n"
         "- Give a brief reason when any category is flagged"
     )
@@ -213,9 +214,7 @@ class ModerationProcessor(Processor):
                 self._handle(verdict, abort)
                 if self.strategy == "filter":
                     dropped.add(message.id)
-        if not dropped:
-            return None
-        return [m for m in messages if m.id not in dropped]
+        return replace_messages(messages, dict.fromkeys(dropped))
 
     def _handle(self, verdict: ModerationVerdict, abort: Any) -> None:
         scores = verdict.category_scores or []

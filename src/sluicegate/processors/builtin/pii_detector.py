@@ -8,7 +8,6 @@ import hashlib
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
@@ -21,10 +20,13 @@ from sluicegate.processors.builtin._detector import (
     DetectorModel,
     Verdict,
     input_ids,
+    locate,
     message_text,
+    replace_messages,
     report,
     response_ids,
     restrict_enum,
+    substitute,
     to_check,
     with_text,
 )
@@ -89,43 +91,6 @@ def default_instructions(detection_types: Sequence[str]) -> str:
         "IMPORTANT: include only PII types that are actually present. When there is no PII, return "
         "empty arrays for categories and detections."
     )
-
-
-@dataclass(slots=True)
-class _Span:
-    start: int
-    end: int
-    type: str
-
-
-def _spans(content: str, detections: Sequence[PIIDetection]) -> list[_Span]:
-    """Where each detection sits in `content`, overlapping spans merged (the longest names the
-    merged span). The model's offsets are used when they point at its value; otherwise every
-    occurrence of the value is found, since models often miscount characters."""
-    found: list[_Span] = []
-    for detection in detections:
-        value = detection.value
-        if 0 <= detection.start < detection.end <= len(content) and (
-            not value or content[detection.start : detection.end] == value
-        ):
-            found.append(_Span(detection.start, detection.end, detection.type))
-        elif value:
-            found.extend(
-                _Span(m.start(), m.end(), detection.type) for m in re.finditer(re.escape(value), content)
-            )
-    found.sort(key=lambda s: (s.start, s.start - s.end))
-    merged: list[_Span] = []
-    longest: list[int] = []
-    for span in found:
-        if merged and span.start < merged[-1].end:
-            current = merged[-1]
-            if span.end - span.start > longest[-1]:
-                current.type, longest[-1] = span.type, span.end - span.start
-            current.end = max(current.end, span.end)
-        else:
-            merged.append(_Span(span.start, span.end, span.type))
-            longest.append(span.end - span.start)
-    return merged
 
 
 def _keep_last_four(value: str, mask: str) -> str:
@@ -207,7 +172,8 @@ class PIIDetector(Processor):
             raise ValueError(f"strategy must be 'block', 'warn', 'filter' or 'redact', got {strategy!r}")
         if redaction_method not in ("mask", "hash", "remove", "placeholder"):
             raise ValueError(
-                f"redaction_method must be 'mask', 'hash', 'remove' or 'placeholder', got {redaction_method!r}"
+                "redaction_method must be 'mask', 'hash', 'remove' or 'placeholder', "
+                f"got {redaction_method!r}"
             )
         if not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
@@ -270,7 +236,8 @@ class PIIDetector(Processor):
     async def detect(self, content: str) -> PIIVerdict | None:
         """The detector's verdict on `content` (None when the detector failed)."""
         return await self.detector.ask(
-            f'Analyze the following content for PII (personally identifiable information):\nContent: "{content}"'
+            "Analyze the following content for PII (personally identifiable information):\n"
+            f'Content: "{content}"'
         )
 
     def is_flagged(self, verdict: PIIVerdict) -> bool:
@@ -281,18 +248,8 @@ class PIIDetector(Processor):
     def redact(self, content: str, verdict: PIIVerdict) -> str | None:
         """`content` with every detection replaced by `redaction_method`; the model's own
         `redacted_content` only when no detection can be located. None: nothing usable."""
-        spans = _spans(content, verdict.detections or ())
-        if spans:
-            out: list[str] = []
-            cursor = 0
-            for span in spans:
-                out.append(content[cursor : span.start])
-                out.append(self.redact_value(content[span.start : span.end], span.type))
-                cursor = span.end
-            out.append(content[cursor:])
-            redacted = "".join(out)
-        else:
-            redacted = verdict.redacted_content or ""
+        spans = locate(content, verdict.detections or ())
+        redacted = substitute(content, spans, self.redact_value) if spans else verdict.redacted_content or ""
         return redacted if redacted.strip() else None
 
     def redact_value(self, value: str, pii_type: str) -> str:
@@ -323,15 +280,7 @@ class PIIDetector(Processor):
                 if redacted is None:
                     log.warning("[PIIDetector] no redaction available; dropping the message")
                 replaced[message.id] = None if redacted is None else with_text(message, redacted)
-        if not replaced:
-            return None
-        out: list[Message] = []
-        for message in messages:
-            if message.id not in replaced:
-                out.append(message)
-            elif (substitute := replaced[message.id]) is not None:
-                out.append(substitute)
-        return out
+        return replace_messages(messages, replaced)
 
     def _handle(self, verdict: PIIVerdict, abort: Any) -> None:
         types = [c.type for c in verdict.categories or () if c.score >= self.threshold]

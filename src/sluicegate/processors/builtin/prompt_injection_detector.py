@@ -20,6 +20,7 @@ from sluicegate.processors.builtin._detector import (
     Verdict,
     input_ids,
     message_text,
+    replace_messages,
     report,
     restrict_enum,
     to_check,
@@ -42,7 +43,9 @@ DEFAULT_DETECTION_TYPES: tuple[str, ...] = (
 
 class InjectionScore(Verdict):
     type: str = pydantic.Field(description="The type of attack detected, from the list of detection types")
-    score: float = pydantic.Field(ge=0, le=1, description="Confidence between 0 and 1 that this attack is present")
+    score: float = pydantic.Field(
+        ge=0, le=1, description="Confidence between 0 and 1 that this attack is present"
+    )
 
 
 class InjectionVerdict(Verdict):
@@ -113,7 +116,9 @@ class PromptInjectionDetector(Processor):
             raise ValueError(f"strategy must be 'block', 'warn', 'filter' or 'rewrite', got {strategy!r}")
         if not 0 <= threshold <= 1:
             raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
-        self.detection_types: tuple[str, ...] = tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
+        self.detection_types: tuple[str, ...] = (
+            tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
+        )
         self.threshold = threshold
         self.strategy: InjectionStrategy = strategy
         self.include_scores = include_scores
@@ -148,15 +153,7 @@ class PromptInjectionDetector(Processor):
                 if not rewritten:
                     log.warning("[PromptInjectionDetector] no rewrite available; dropping the message")
                 replaced[message.id] = with_text(message, rewritten) if rewritten else None
-        if not replaced:
-            return None
-        out: list[Message] = []
-        for message in args.messages:
-            if message.id not in replaced:
-                out.append(message)
-            elif (substitute := replaced[message.id]) is not None:
-                out.append(substitute)
-        return out
+        return replace_messages(args.messages, replaced)
 
     async def detect(self, content: str) -> InjectionVerdict | None:
         """The detector's verdict on `content` (None when the detector failed), keeping only

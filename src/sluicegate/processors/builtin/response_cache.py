@@ -381,9 +381,9 @@ class ResponseCache(Processor):
         state[_STATE_KEY] = key
         return None
 
-    async def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:  # type: ignore[override]
+    async def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:
         key = args.state.pop(_STATE_KEY, None)
-        if args.from_cache or key is None or not is_cacheable(args.chunks):
+        if args.from_cache or not args.accepted or key is None or not is_cacheable(args.chunks):
             return
         try:
             entry = {"version": ENTRY_VERSION, "chunks": encode_chunks(args.chunks)}

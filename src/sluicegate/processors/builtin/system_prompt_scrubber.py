@@ -17,10 +17,12 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DetectorModel,
     Verdict,
+    locate,
     message_text,
     replace_messages,
     report,
     response_ids,
+    substitute,
     to_check,
     with_text,
 )
@@ -64,7 +66,9 @@ def default_instructions(custom_patterns: Sequence[str]) -> str:
     )
     if custom_patterns:
         text += f"\nAdditional custom patterns to detect: {', '.join(custom_patterns)}\n"
-    return text + "\nBe thorough but avoid false positives. Only flag content that is a genuine security risk."
+    return (
+        text + "\nBe thorough but avoid false positives. Only flag content that is a genuine security risk."
+    )
 
 
 class SystemPromptScrubber(Processor):
@@ -107,7 +111,9 @@ class SystemPromptScrubber(Processor):
         if strategy not in ("block", "warn", "filter", "redact"):
             raise ValueError(f"strategy must be 'block', 'warn', 'filter' or 'redact', got {strategy!r}")
         if redaction_method not in ("mask", "placeholder", "remove"):
-            raise ValueError(f"redaction_method must be 'mask', 'placeholder' or 'remove', got {redaction_method!r}")
+            raise ValueError(
+                f"redaction_method must be 'mask', 'placeholder' or 'remove', got {redaction_method!r}"
+            )
         self.strategy: ScrubberStrategy = strategy
         self.custom_patterns: tuple[str, ...] = tuple(custom_patterns or ())
         self.include_detections = include_detections
@@ -169,42 +175,17 @@ class SystemPromptScrubber(Processor):
     def redact(self, text: str, verdict: SystemPromptVerdict) -> str:
         """`text` with each finding replaced by `redaction_method`; the detector's own
         `redacted_content` when no finding can be located in the text."""
-        spans: list[tuple[int, int]] = []
-        for detection in verdict.detections or ():
-            value = detection.value
-            if 0 <= detection.start < detection.end <= len(text) and (
-                not value or text[detection.start : detection.end] == value
-            ):
-                spans.append((detection.start, detection.end))
-            elif value:
-                position = text.find(value)
-                while position != -1:
-                    spans.append((position, position + len(value)))
-                    position = text.find(value, position + len(value))
+        spans = locate(text, verdict.detections or ())
         if not spans:
             return verdict.redacted_content if verdict.redacted_content is not None else text
-        spans.sort()
-        merged: list[list[int]] = []
-        for start, end in spans:
-            if merged and start < merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], end)
-            else:
-                merged.append([start, end])
-        out: list[str] = []
-        cursor = 0
-        for start, end in merged:
-            out.append(text[cursor:start])
-            out.append(self._replacement(end - start))
-            cursor = end
-        out.append(text[cursor:])
-        return "".join(out)
+        return substitute(text, spans, self._replacement)
 
-    def _replacement(self, length: int) -> str:
+    def _replacement(self, value: str, kind: str) -> str:
         if self.redaction_method == "placeholder":
             return self.placeholder_text
         if self.redaction_method == "remove":
             return ""
-        return "*" * length
+        return "*" * len(value)
 
     def _handle(self, verdict: SystemPromptVerdict, abort: Any) -> None:
         detections = verdict.detections or []
@@ -214,7 +195,8 @@ class SystemPromptScrubber(Processor):
         if self.include_detections:
             message += f". Detections: {len(detections)} items"
             detail["detections"] = [
-                {"type": d.type, "confidence": d.confidence, "start": d.start, "end": d.end} for d in detections
+                {"type": d.type, "confidence": d.confidence, "start": d.start, "end": d.end}
+                for d in detections
             ]
         if self.strategy == "block":
             abort(message, metadata=detail)
