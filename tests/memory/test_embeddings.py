@@ -29,7 +29,9 @@ async def test_local_embedder_agrees_with_sentence_transformers(local: LocalEmbe
     vectors = np.array(await local.embed(REFERENCE["sentences"]))
     reference = np.array(REFERENCE["vectors"])
     assert vectors.shape == reference.shape == (len(REFERENCE["sentences"]), 384)
-    cosines = (vectors * reference).sum(axis=1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(reference, axis=1))
+    cosines = (vectors * reference).sum(axis=1) / (
+        np.linalg.norm(vectors, axis=1) * np.linalg.norm(reference, axis=1)
+    )
     assert cosines.min() >= 0.98, dict(zip(REFERENCE["sentences"], cosines.round(4), strict=True))
 
 
@@ -43,7 +45,9 @@ async def test_local_vectors_are_unit_length_and_batch_independent(local: LocalE
 
 
 async def test_local_embedder_ranks_meaning(local: LocalEmbedder) -> None:
-    query, near, far = await local.embed(["Where does the user live?", "I live in Lisbon.", "Bananas are yellow."])
+    query, near, far = await local.embed(
+        ["Where does the user live?", "I live in Lisbon.", "Bananas are yellow."]
+    )
     assert float(np.dot(query, near)) > float(np.dot(query, far)) + 0.1
 
 
@@ -85,13 +89,25 @@ async def test_openai_embedder_calls_the_embeddings_api() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         requests.append(body)
-        data = [{"object": "embedding", "index": i, "embedding": [float(i), 0.5, 0.25]}
-                for i in reversed(range(len(body["input"])))]
-        return httpx.Response(200, json={"object": "list", "data": data, "model": body["model"],
-                                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(i), 0.5, 0.25]}
+            for i in reversed(range(len(body["input"])))
+        ]
+        return httpx.Response(
+            200,
+            json={
+                "object": "list",
+                "data": data,
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            },
+        )
 
-    client = AsyncOpenAI(api_key="test", base_url="http://embeddings.test/v1",
-                         http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    client = AsyncOpenAI(
+        api_key="test",
+        base_url="http://embeddings.test/v1",
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+    )
     embedder = OpenAIEmbedder("text-embedding-3-small", dimensions=3, client=client, batch_size=2)
     vectors = await embedder.embed(["a", "b", "c"])
     assert vectors == [[0.0, 0.5, 0.25], [1.0, 0.5, 0.25], [0.0, 0.5, 0.25]]

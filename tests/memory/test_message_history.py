@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memory_testkit import Spy, prompt_texts, system_texts
 
 from sluicegate import Agent
 from sluicegate.errors import APICallError
@@ -19,8 +20,6 @@ from sluicegate.processors import MessageHistory, Processor
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.storage import SQLiteStore, Thread
 from sluicegate.testing import MockModel, text_step
-
-from memory_testkit import Spy, prompt_texts, system_texts
 
 MEM = {"thread": "t1", "resource": "u1"}
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -33,9 +32,16 @@ def agent_with(memory: Memory, *replies: str, **kwargs: Any) -> tuple[Agent, Moc
 
 async def seed(store: Any, texts: list[str], thread: str = "t1", resource: str = "u1") -> list[Message]:
     await store.create_thread(Thread(id=thread, resource_id=resource))
-    messages = [Message.text_message("user" if i % 2 == 0 else "assistant", t, thread_id=thread,  # type: ignore[arg-type]
-                                     resource_id=resource, created_at=T0 + timedelta(minutes=i))
-                for i, t in enumerate(texts)]
+    messages = [
+        Message.text_message(
+            "user" if i % 2 == 0 else "assistant",
+            t,
+            thread_id=thread,  # type: ignore[arg-type]
+            resource_id=resource,
+            created_at=T0 + timedelta(minutes=i),
+        )
+        for i, t in enumerate(texts)
+    ]
     await store.save_messages(messages)
     return messages
 
@@ -49,7 +55,11 @@ async def test_history_comes_from_the_thread_in_the_request_context(store: Any) 
     await agent.generate("I like tea", memory=MEM)
     await agent.generate("What do I like?", memory=MEM)
     await agent.generate("Who am I?", memory={"thread": "t2", "resource": "u1"})
-    assert prompt_texts(model.calls[1].prompt) == ["user: I like tea", "assistant: one", "user: What do I like?"]
+    assert prompt_texts(model.calls[1].prompt) == [
+        "user: I like tea",
+        "assistant: one",
+        "user: What do I like?",
+    ]
     assert prompt_texts(model.calls[2].prompt) == ["user: Who am I?"]
 
 
@@ -60,8 +70,11 @@ async def test_standalone_processor_reads_thread_id_from_request_context(store: 
     agent = Agent(name="plain", model=model, input_processors=[history], output_processors=[history])
     context = RequestContext({THREAD_ID_KEY: "t1", RESOURCE_ID_KEY: "u1"})
     await agent.generate("new question", request_context=context)
-    assert prompt_texts(model.calls[0].prompt) == ["user: earlier question", "assistant: earlier answer",
-                                                   "user: new question"]
+    assert prompt_texts(model.calls[0].prompt) == [
+        "user: earlier question",
+        "assistant: earlier answer",
+        "user: new question",
+    ]
     assert [m.text for m in await store.list_messages("t1")][-2:] == ["new question", "ok"]
 
 
@@ -79,8 +92,13 @@ async def test_last_messages_loads_the_newest_in_creation_order(store: Any) -> N
     memory = Memory(storage=store, options={"last_messages": 4})
     agent, model = agent_with(memory, "ok")
     await agent.generate("now", memory=MEM)
-    assert prompt_texts(model.calls[0].prompt) == ["user: m6", "assistant: m7", "user: m8", "assistant: m9",
-                                                   "user: now"]
+    assert prompt_texts(model.calls[0].prompt) == [
+        "user: m6",
+        "assistant: m7",
+        "user: m8",
+        "assistant: m9",
+        "user: now",
+    ]
 
 
 async def test_last_messages_false_loads_nothing_but_still_stores(store: Any) -> None:
@@ -100,8 +118,17 @@ async def test_per_call_options_override_last_messages(store: Any) -> None:
 
 async def test_stored_system_messages_are_never_loaded(store: Any) -> None:
     await seed(store, ["hello"])
-    await store.save_messages([Message.text_message("system", "LEAKED SYSTEM", thread_id="t1", resource_id="u1",
-                                                    created_at=T0 + timedelta(hours=1))])
+    await store.save_messages(
+        [
+            Message.text_message(
+                "system",
+                "LEAKED SYSTEM",
+                thread_id="t1",
+                resource_id="u1",
+                created_at=T0 + timedelta(hours=1),
+            )
+        ]
+    )
     agent, model = agent_with(Memory(storage=store), "ok")
     await agent.generate("now", memory=MEM)
     assert not any("LEAKED" in s for s in system_texts(model.calls[0].prompt))
@@ -135,7 +162,9 @@ async def test_stores_input_and_response_with_thread_and_resource(store: Any) ->
     await agent.generate("I am Ada", memory=MEM)
     stored = await store.list_messages("t1")
     assert [(m.role, m.text, m.thread_id, m.resource_id) for m in stored] == [
-        ("user", "I am Ada", "t1", "u1"), ("assistant", "Hello Ada", "t1", "u1")]
+        ("user", "I am Ada", "t1", "u1"),
+        ("assistant", "Hello Ada", "t1", "u1"),
+    ]
     assert stored[0].to_dict()["content"]["parts"] == [{"type": "text", "text": "I am Ada"}]
 
 
@@ -147,14 +176,29 @@ async def test_system_messages_of_a_run_are_not_stored(store: Any) -> None:
 
 
 async def test_incomplete_tool_calls_are_not_stored(store: Any) -> None:
-    dangling = Message(role="assistant", content=MessageContent(parts=[
-        Part(type="tool-invocation", toolInvocation={"state": "call", "toolCallId": "c9", "toolName": "w", "args": {}}),
-    ]))
-    mixed = Message(role="assistant", content=MessageContent(parts=[
-        Part(type="text", text="checking"),
-        Part(type="tool-invocation", toolInvocation={"state": "partial-call", "toolCallId": "c8", "toolName": "w",
-                                                     "args": {}}),
-    ]))
+    dangling = Message(
+        role="assistant",
+        content=MessageContent(
+            parts=[
+                Part(
+                    type="tool-invocation",
+                    toolInvocation={"state": "call", "toolCallId": "c9", "toolName": "w", "args": {}},
+                ),
+            ]
+        ),
+    )
+    mixed = Message(
+        role="assistant",
+        content=MessageContent(
+            parts=[
+                Part(type="text", text="checking"),
+                Part(
+                    type="tool-invocation",
+                    toolInvocation={"state": "partial-call", "toolCallId": "c8", "toolName": "w", "args": {}},
+                ),
+            ]
+        ),
+    )
     agent, _ = agent_with(Memory(storage=store), "ok")
     await agent.generate([dangling, mixed, "hi"], memory=MEM)
     stored = await store.list_messages("t1")
@@ -234,7 +278,11 @@ async def test_fifty_concurrent_runs_on_one_sqlite_file(tmp_path: Path) -> None:
     store = shared.storage
     for i in range(50):
         assert [m.text for m in await store.list_messages(f"t{i}")] == [
-            f"question {i}", f"answer {i}", f"follow-up {i}", f"answer {i} again"]
+            f"question {i}",
+            f"answer {i}",
+            f"follow-up {i}",
+            f"answer {i} again",
+        ]
     check = await store._db.run(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0])  # type: ignore[attr-defined]
     assert check == "ok"
     await shared.close()
@@ -275,5 +323,10 @@ def test_unknown_options_are_rejected() -> None:
     with pytest.raises(MemoryConfigurationError):
         Memory(options={"last_mesages": 3})
     with pytest.raises(MemoryConfigurationError):
-        Memory(options={"working_memory": {"enabled": True, "scope": "planet"}}).options.working_memory.scope and (
-            Memory(options={"working_memory": {"enabled": True, "template": {"format": "xml", "content": ""}}}))
+        Memory(
+            options={"working_memory": {"enabled": True, "scope": "planet"}}
+        ).options.working_memory.scope and (
+            Memory(
+                options={"working_memory": {"enabled": True, "template": {"format": "xml", "content": ""}}}
+            )
+        )

@@ -39,82 +39,131 @@ def embedder() -> KeywordEmbedder:
     return KeywordEmbedder()
 
 
-async def remember(store: Any, vector: Any, embedder: Any, thread: str, texts: list[str], *,
-                   resource: str = "u1", start: datetime = T0) -> list[Message]:
+async def remember(
+    store: Any,
+    vector: Any,
+    embedder: Any,
+    thread: str,
+    texts: list[str],
+    *,
+    resource: str = "u1",
+    start: datetime = T0,
+) -> list[Message]:
     """Store and index a past conversation the way a successful run would."""
     await store.create_thread(Thread(id=thread, resource_id=resource))
-    messages = [Message.text_message("user" if i % 2 == 0 else "assistant", text, thread_id=thread,  # type: ignore[arg-type]
-                                     resource_id=resource, created_at=start + timedelta(minutes=i))
-                for i, text in enumerate(texts)]
+    messages = [
+        Message.text_message(
+            "user" if i % 2 == 0 else "assistant",
+            text,
+            thread_id=thread,  # type: ignore[arg-type]
+            resource_id=resource,
+            created_at=start + timedelta(minutes=i),
+        )
+        for i, text in enumerate(texts)
+    ]
     await store.save_messages(messages)
     recall = SemanticRecall(storage=store, vector=vector, embedder=embedder, cache=EmbeddingCache())
     await recall._ensure_index()
     vectors = await embedder.embed([m.text for m in messages])
-    await vector.upsert(recall.index_name, vectors, [m.id for m in messages],
-                        [{"message_id": m.id, "thread_id": thread, "resource_id": resource, "role": m.role,
-                          "content": m.text} for m in messages])
+    await vector.upsert(
+        recall.index_name,
+        vectors,
+        [m.id for m in messages],
+        [
+            {
+                "message_id": m.id,
+                "thread_id": thread,
+                "resource_id": resource,
+                "role": m.role,
+                "content": m.text,
+            }
+            for m in messages
+        ],
+    )
     embedder.calls.clear()
     return messages
 
 
 def recall_memory(store: Any, vector: Any, embedder: Any, **semantic: Any) -> Memory:
-    return Memory(storage=store, vector=vector, embedder=embedder,
-                  options={"last_messages": False, "semantic_recall": semantic or True})
+    return Memory(
+        storage=store,
+        vector=vector,
+        embedder=embedder,
+        options={"last_messages": False, "semantic_recall": semantic or True},
+    )
 
 
-async def test_recalls_similar_messages_with_their_neighbours(store: Any, vector_factory: Any,
-                                                             embedder: KeywordEmbedder) -> None:
+async def test_recalls_similar_messages_with_their_neighbours(
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     await remember(store, vector, embedder, "t1", CONVERSATION)
     spy = Spy()
     model = MockModel([text_step("ok")])
-    memory = recall_memory(store, vector, embedder, top_k=1, message_range={"before": 0, "after": 1},
-                           scope="thread")
+    memory = recall_memory(
+        store, vector, embedder, top_k=1, message_range={"before": 0, "after": 1}, scope="thread"
+    )
     await Agent(name="a", model=model, memory=memory, input_processors=[spy]).generate(
-        "what is my cat called?", memory={"thread": "t1", "resource": "u1"})
+        "what is my cat called?", memory={"thread": "t1", "resource": "u1"}
+    )
     assert embedder.calls[0] == ["what is my cat called?"]
     assert spy.remembered == ["my cat is called Miso", "nice name for a cat"]
     assert spy.sources["my cat is called Miso"] == "memory"
-    assert prompt_texts(model.calls[0].prompt) == ["user: my cat is called Miso", "assistant: nice name for a cat",
-                                                   "user: what is my cat called?"]
+    assert prompt_texts(model.calls[0].prompt) == [
+        "user: my cat is called Miso",
+        "assistant: nice name for a cat",
+        "user: what is my cat called?",
+    ]
 
 
-async def test_message_range_before_and_top_k(store: Any, vector_factory: Any, embedder: KeywordEmbedder) -> None:
+async def test_message_range_before_and_top_k(
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     await remember(store, vector, embedder, "t1", CONVERSATION)
     spy = Spy()
     memory = recall_memory(store, vector, embedder, top_k=1, message_range=2, scope="thread")
     await Agent(name="a", model=MockModel([text_step("ok")]), memory=memory, input_processors=[spy]).generate(
-        "violin lessons", memory={"thread": "t1", "resource": "u1"})
+        "violin lessons", memory={"thread": "t1", "resource": "u1"}
+    )
     assert spy.remembered == CONVERSATION[2:6]
     spy2 = Spy()
     memory = recall_memory(store, vector, embedder, top_k=2, message_range=0, scope="thread")
-    await Agent(name="a", model=MockModel([text_step("ok")]), memory=memory, input_processors=[spy2]).generate(
-        "rainy umbrella weather", memory={"thread": "t1", "resource": "u1", "options": {"read_only": True}})
+    await Agent(
+        name="a", model=MockModel([text_step("ok")]), memory=memory, input_processors=[spy2]
+    ).generate(
+        "rainy umbrella weather", memory={"thread": "t1", "resource": "u1", "options": {"read_only": True}}
+    )
     assert spy2.remembered == ["the weather is rainy today", "take an umbrella"]
 
 
-async def test_threshold_drops_weak_matches(store: Any, vector_factory: Any, embedder: KeywordEmbedder) -> None:
+async def test_threshold_drops_weak_matches(
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     await remember(store, vector, embedder, "t1", CONVERSATION)
     loose, strict = Spy(), Spy()
     for spy, threshold in ((loose, 0.0), (strict, 0.99)):
-        memory = recall_memory(store, vector, embedder, top_k=3, message_range=0, scope="thread",
-                               threshold=threshold)
-        await Agent(name="a", model=MockModel([text_step("ok")]), memory=memory, input_processors=[spy]).generate(
-            "cat", memory={"thread": "t1", "resource": "u1", "options": {"read_only": True}})
+        memory = recall_memory(
+            store, vector, embedder, top_k=3, message_range=0, scope="thread", threshold=threshold
+        )
+        await Agent(
+            name="a", model=MockModel([text_step("ok")]), memory=memory, input_processors=[spy]
+        ).generate("cat", memory={"thread": "t1", "resource": "u1", "options": {"read_only": True}})
     assert len(loose.remembered) == 3 and strict.remembered == []
 
 
 async def test_resource_scope_recalls_other_threads_as_a_dated_system_message(
-        store: Any, vector_factory: Any, embedder: KeywordEmbedder) -> None:
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     await remember(store, vector, embedder, "old", CONVERSATION)
     await remember(store, vector, embedder, "foreign", ["my cat is called Tiger"], resource="u2")
     spy = Spy()
     memory = recall_memory(store, vector, embedder, top_k=1, message_range=0, scope="resource")
     await Agent(name="a", model=MockModel([text_step("ok")]), memory=memory, input_processors=[spy]).generate(
-        "my cat is called what?", memory={"thread": "new", "resource": "u1"})
+        "my cat is called what?", memory={"thread": "new", "resource": "u1"}
+    )
     assert spy.remembered == []
     [system] = [s for s in spy.memory_system if "remembered" in s]
     assert "the following messages are from 2025, Jan, 1" in system
@@ -122,19 +171,22 @@ async def test_resource_scope_recalls_other_threads_as_a_dated_system_message(
     assert "Tiger" not in system
 
 
-async def test_thread_scope_never_looks_at_other_threads(store: Any, vector_factory: Any,
-                                                         embedder: KeywordEmbedder) -> None:
+async def test_thread_scope_never_looks_at_other_threads(
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     await remember(store, vector, embedder, "old", CONVERSATION)
     spy = Spy()
     memory = recall_memory(store, vector, embedder, top_k=3, message_range=1, scope="thread")
     await Agent(name="a", model=MockModel([text_step("ok")]), memory=memory, input_processors=[spy]).generate(
-        "my cat is called what?", memory={"thread": "new", "resource": "u1"})
+        "my cat is called what?", memory={"thread": "new", "resource": "u1"}
+    )
     assert spy.remembered == [] and not any("remembered" in s for s in spy.memory_system)
 
 
-async def test_output_indexes_new_messages_with_metadata(store: Any, vector_factory: Any,
-                                                         embedder: KeywordEmbedder) -> None:
+async def test_output_indexes_new_messages_with_metadata(
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     memory = recall_memory(store, vector, embedder)
     agent = Agent(name="a", model=MockModel([text_step("Miso is a lovely cat name")]), memory=memory)
@@ -150,8 +202,9 @@ async def test_output_indexes_new_messages_with_metadata(store: Any, vector_fact
         assert meta["role"] == stored[meta["message_id"]].role
 
 
-async def test_recalled_turns_become_searchable_next_time(store: Any, vector_factory: Any,
-                                                          embedder: KeywordEmbedder) -> None:
+async def test_recalled_turns_become_searchable_next_time(
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     memory = recall_memory(store, vector, embedder, top_k=1, message_range=0, scope="thread")
     spy = Spy()
@@ -162,12 +215,14 @@ async def test_recalled_turns_become_searchable_next_time(store: Any, vector_fac
     assert spy.remembered and "cello" in spy.remembered[0]
 
 
-async def test_failed_or_read_only_runs_index_nothing(store: Any, vector_factory: Any,
-                                                      embedder: KeywordEmbedder) -> None:
+async def test_failed_or_read_only_runs_index_nothing(
+    store: Any, vector_factory: Any, embedder: KeywordEmbedder
+) -> None:
     vector = vector_factory()
     memory = recall_memory(store, vector, embedder)
     await Agent(name="a", model=MockModel([text_step("ok")]), memory=memory).generate(
-        "hello cat", memory={"thread": "t1", "resource": "u1", "options": {"read_only": True}})
+        "hello cat", memory={"thread": "t1", "resource": "u1", "options": {"read_only": True}}
+    )
     assert embedder.calls == [["hello cat"]]
 
 
@@ -180,8 +235,9 @@ async def test_embeddings_are_cached(store: Any, vector_factory: Any, embedder: 
     from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 
     for _ in range(2):
-        await agent.generate("same question", request_context=RequestContext({THREAD_ID_KEY: "t1",
-                                                                               RESOURCE_ID_KEY: "u1"}))
+        await agent.generate(
+            "same question", request_context=RequestContext({THREAD_ID_KEY: "t1", RESOURCE_ID_KEY: "u1"})
+        )
     embedded = [text for call in embedder.calls for text in call]
     assert sorted(embedded) == ["same answer", "same question"]
     assert cache.hits >= 3
@@ -194,6 +250,35 @@ async def test_search_errors_do_not_fail_the_run(store: Any, vector_factory: Any
 
     memory = recall_memory(store, vector_factory(), Broken())
     result = await Agent(name="a", model=MockModel([text_step("fine")]), memory=memory).generate(
-        "hello", memory={"thread": "t1", "resource": "u1"})
+        "hello", memory={"thread": "t1", "resource": "u1"}
+    )
     assert result.text == "fine"
     assert [m.text for m in await store.list_messages("t1")] == ["hello", "fine"]
+
+
+async def test_default_semantic_recall_runs_offline_on_sqlite(tmp_path: Any) -> None:
+    from sluicegate.storage import SQLiteStore
+
+    memory = Memory(
+        storage=SQLiteStore(tmp_path / "m.db"),
+        options={
+            "last_messages": False,
+            "semantic_recall": {"top_k": 1, "message_range": 0, "scope": "resource"},
+        },
+    )
+    spy = Spy()
+    model = MockModel([text_step("Lisbon is lovely"), text_step("ok"), text_step("ok")])
+    agent = Agent(name="a", model=model, memory=memory, input_processors=[spy])
+    await agent.generate("I moved to Lisbon last spring", memory={"thread": "t1", "resource": "u1"})
+    await agent.generate("My favourite fruit is mango", memory={"thread": "t1", "resource": "u1"})
+    await agent.generate("Which city do I live in?", memory={"thread": "t1", "resource": "u1"})
+    assert spy.remembered == ["I moved to Lisbon last spring"]
+    await memory.close()
+
+
+def test_semantic_recall_on_postgres_needs_a_vector_store() -> None:
+    from sluicegate.memory import MemoryConfigurationError
+    from sluicegate.storage import PostgresStore
+
+    with pytest.raises(MemoryConfigurationError):
+        Memory(storage=PostgresStore("postgresql://localhost/none"), options={"semantic_recall": True})

@@ -26,14 +26,25 @@ T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def msg(text: str, thread: str = "t1", *, seconds: float = 0, role: str = "user", **kw: Any) -> Message:
-    return Message.text_message(role, text, thread_id=thread, resource_id="u1",  # type: ignore[arg-type]
-                                created_at=T0 + timedelta(seconds=seconds), **kw)
+    return Message.text_message(
+        role,
+        text,
+        thread_id=thread,
+        resource_id="u1",  # type: ignore[arg-type]
+        created_at=T0 + timedelta(seconds=seconds),
+        **kw,
+    )
 
 
 async def test_thread_lifecycle(store: MemoryStore) -> None:
     assert await store.get_thread("t1") is None
     created = await store.create_thread(Thread(id="t1", resource_id="u1", title="Hello", metadata={"a": 1}))
-    assert (created.id, created.resource_id, created.title, created.metadata) == ("t1", "u1", "Hello", {"a": 1})
+    assert (created.id, created.resource_id, created.title, created.metadata) == (
+        "t1",
+        "u1",
+        "Hello",
+        {"a": 1},
+    )
     again = await store.create_thread(Thread(id="t1", resource_id="u2", title="other"))
     assert again.resource_id == "u1" and again.title == "Hello", "create_thread must keep the first owner"
     before = created.updated_at
@@ -45,7 +56,8 @@ async def test_thread_lifecycle(store: MemoryStore) -> None:
     await store.create_thread(Thread(id="t2", resource_id="u1"))
     await store.create_thread(Thread(id="t3", resource_id="u9"))
     assert [t.id for t in await store.list_threads("u1")] == ["t2", "t1"] or {
-        t.id for t in await store.list_threads("u1")} == {"t1", "t2"}
+        t.id for t in await store.list_threads("u1")
+    } == {"t1", "t2"}
     await store.save_messages([msg("x")])
     await store.delete_thread("t1")
     assert await store.get_thread("t1") is None and await store.count_messages("t1") == 0
@@ -56,17 +68,34 @@ async def test_thread_lifecycle(store: MemoryStore) -> None:
 async def test_messages_round_trip_in_mastra_shape(store: MemoryStore) -> None:
     tool_message = Message(
         role="assistant",
-        content=MessageContent(parts=[
-            Part(type="step-start"),
-            Part(type="tool-invocation", toolInvocation={"state": "result", "toolCallId": "c1", "toolName": "w",
-                                                          "args": {"city": "Oslo"}, "result": {"t": 3}}),
-            Part(type="text", text="It is 3°C ✓"),
-        ], content="It is 3°C ✓", metadata={"k": [1, 2]}),
-        thread_id="t1", resource_id="u1", created_at=T0 + timedelta(microseconds=123456),
+        content=MessageContent(
+            parts=[
+                Part(type="step-start"),
+                Part(
+                    type="tool-invocation",
+                    toolInvocation={
+                        "state": "result",
+                        "toolCallId": "c1",
+                        "toolName": "w",
+                        "args": {"city": "Oslo"},
+                        "result": {"t": 3},
+                    },
+                ),
+                Part(type="text", text="It is 3°C ✓"),
+            ],
+            content="It is 3°C ✓",
+            metadata={"k": [1, 2]},
+        ),
+        thread_id="t1",
+        resource_id="u1",
+        created_at=T0 + timedelta(microseconds=123456),
     )
     await store.save_messages([msg("hi"), tool_message])
     loaded = await store.list_messages("t1")
-    assert [m.to_dict() for m in loaded] == [msg("hi").to_dict() | {"id": loaded[0].id}, tool_message.to_dict()]
+    assert [m.to_dict() for m in loaded] == [
+        msg("hi").to_dict() | {"id": loaded[0].id},
+        tool_message.to_dict(),
+    ]
     assert loaded[1].created_at == tool_message.created_at
 
 
@@ -96,10 +125,14 @@ async def test_messages_around_respects_before_after_and_threads(store: MemorySt
     a = [msg(f"a{i}", "ta", seconds=i) for i in range(8)]
     b = [msg(f"b{i}", "tb", seconds=i + 0.5) for i in range(8)]
     await store.save_messages(a + b)
-    around = await store.list_messages_around([MessageInclude(a[4].id, before=2, after=1),
-                                               MessageInclude(b[0].id, before=3, after=0),
-                                               MessageInclude(a[5].id, before=0, after=0),
-                                               MessageInclude("missing", before=1, after=1)])
+    around = await store.list_messages_around(
+        [
+            MessageInclude(a[4].id, before=2, after=1),
+            MessageInclude(b[0].id, before=3, after=0),
+            MessageInclude(a[5].id, before=0, after=0),
+            MessageInclude("missing", before=1, after=1),
+        ]
+    )
     assert [m.text for m in around] == ["b0", "a2", "a3", "a4", "a5"]
 
 
@@ -179,13 +212,20 @@ texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batch=st.lists(st.tuples(texts, st.sampled_from(["user", "assistant"]),
-                                st.integers(min_value=0, max_value=10**9)), min_size=1, max_size=6))
+@given(
+    batch=st.lists(
+        st.tuples(texts, st.sampled_from(["user", "assistant"]), st.integers(min_value=0, max_value=10**9)),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_any_text_round_trips_through_sqlite(batch: list[tuple[str, str, int]]) -> None:
     async def check() -> None:
         async with SQLiteStore(":memory:") as store:
-            messages = [Message.text_message(role, text, thread_id="t", created_at=T0 + timedelta(microseconds=us))  # type: ignore[arg-type]
-                        for text, role, us in batch]
+            messages = [
+                Message.text_message(role, text, thread_id="t", created_at=T0 + timedelta(microseconds=us))  # type: ignore[arg-type]
+                for text, role, us in batch
+            ]
             await store.save_messages(messages)
             loaded = await store.list_messages("t")
             expected = sorted(messages, key=lambda m: m.created_at)

@@ -41,11 +41,17 @@ async def test_index_lifecycle(vector_factory: Any) -> None:
 async def test_top_k_order_scores_upsert_and_delete(vector_factory: Any) -> None:
     vector = vector_factory()
     await vector.create_index("docs", 3)
-    await vector.upsert("docs", [unit(1, 0, 0), unit(1, 1, 0), unit(0, 1, 0), unit(-1, 0, 0)],
-                        ["x", "xy", "y", "minus"], [{"n": i} for i in range(4)])
+    await vector.upsert(
+        "docs",
+        [unit(1, 0, 0), unit(1, 1, 0), unit(0, 1, 0), unit(-1, 0, 0)],
+        ["x", "xy", "y", "minus"],
+        [{"n": i} for i in range(4)],
+    )
     hits = await vector.query("docs", unit(1, 0, 0), top_k=2)
     assert [h.id for h in hits] == ["x", "xy"]
-    assert hits[0].score == pytest.approx(1.0, abs=1e-5) and hits[1].score == pytest.approx(math.sqrt(0.5), abs=1e-5)
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5) and hits[1].score == pytest.approx(
+        math.sqrt(0.5), abs=1e-5
+    )
     assert hits[0].metadata == {"n": 0}
     await vector.upsert("docs", [unit(0, 0, 1)], ["x"], [{"n": 9}])  # replace by id
     hits = await vector.query("docs", unit(0, 0, 1), top_k=1)
@@ -92,16 +98,29 @@ async def test_invalid_filters_are_rejected(vector_factory: Any) -> None:
 values = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "c"]), st.booleans())
 leaf = st.one_of(
     st.builds(lambda k, v: {k: v}, st.sampled_from(["k1", "k2", "thread_id"]), values),
-    st.builds(lambda k, op, v: {k: {op: v}}, st.sampled_from(["k1", "k2"]),
-              st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]), values),
-    st.builds(lambda k, op, vs: {k: {op: vs}}, st.sampled_from(["k1", "k2"]), st.sampled_from(["$in", "$nin"]),
-              st.lists(values, min_size=1, max_size=3)),
+    st.builds(
+        lambda k, op, v: {k: {op: v}},
+        st.sampled_from(["k1", "k2"]),
+        st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]),
+        values,
+    ),
+    st.builds(
+        lambda k, op, vs: {k: {op: vs}},
+        st.sampled_from(["k1", "k2"]),
+        st.sampled_from(["$in", "$nin"]),
+        st.lists(values, min_size=1, max_size=3),
+    ),
     st.builds(lambda k, b: {k: {"$exists": b}}, st.sampled_from(["k1", "k2"]), st.booleans()),
 )
-filters = st.recursive(leaf, lambda inner: st.one_of(
-    st.builds(lambda fs: {"$and": fs}, st.lists(inner, min_size=1, max_size=3)),
-    st.builds(lambda fs: {"$or": fs}, st.lists(inner, min_size=1, max_size=3)),
-    st.builds(lambda f: {"$not": f}, inner)), max_leaves=5)
+filters = st.recursive(
+    leaf,
+    lambda inner: st.one_of(
+        st.builds(lambda fs: {"$and": fs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda fs: {"$or": fs}, st.lists(inner, min_size=1, max_size=3)),
+        st.builds(lambda f: {"$not": f}, inner),
+    ),
+    max_leaves=5,
+)
 
 
 @pytest.fixture
@@ -110,7 +129,7 @@ async def filter_corpus(vector_factory: Any) -> tuple[Any, list[dict[str, Any]]]
     await vector.create_index("corpus", 2)
     rng = random.Random(3)
     metas: list[dict[str, Any]] = []
-    for i in range(40):
+    for _ in range(40):
         meta: dict[str, Any] = {"thread_id": rng.choice(["a", "b"])}
         for key in ("k1", "k2"):
             if rng.random() < 0.8:

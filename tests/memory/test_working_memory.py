@@ -30,16 +30,30 @@ async def test_default_template_lists_the_profile_fields(store: Any) -> None:
     model = MockModel([text_step("ok")])
     await Agent(name="a", model=model, memory=wm_memory(store)).generate("hi", memory=MEM)
     text = instruction(model.calls[0].prompt)
-    for label in ("First Name", "Last Name", "Location", "Occupation", "Interests", "Goals", "Events", "Facts",
-                  "Projects"):
+    for label in (
+        "First Name",
+        "Last Name",
+        "Location",
+        "Occupation",
+        "Interests",
+        "Goals",
+        "Events",
+        "Facts",
+        "Projects",
+    ):
         assert f"**{label}**" in text
     assert "update_working_memory" in text and "<working_memory_data>\n\n</working_memory_data>" in text
 
 
 async def test_resource_scope_is_shared_across_threads(store: Any) -> None:
     memory = wm_memory(store, scope="resource")
-    model = MockModel([tool_call_step(("c1", "update_working_memory", {"memory": "- **Name**: Ada"})),
-                       text_step("Noted"), text_step("Hi again")])
+    model = MockModel(
+        [
+            tool_call_step(("c1", "update_working_memory", {"memory": "- **Name**: Ada"})),
+            text_step("Noted"),
+            text_step("Hi again"),
+        ]
+    )
     agent = Agent(name="a", model=model, memory=memory)
     await agent.generate("I'm Ada", memory=MEM)
     await agent.generate("Who am I?", memory={"thread": "t2", "resource": "u1"})
@@ -50,8 +64,14 @@ async def test_resource_scope_is_shared_across_threads(store: Any) -> None:
 
 
 async def test_thread_scope_lives_in_thread_metadata(store: Any) -> None:
-    model = MockModel([tool_call_step(("c1", "update_working_memory", {"memory": "topic: gardens"})),
-                       text_step("ok"), text_step("fresh"), text_step("back")])
+    model = MockModel(
+        [
+            tool_call_step(("c1", "update_working_memory", {"memory": "topic: gardens"})),
+            text_step("ok"),
+            text_step("fresh"),
+            text_step("back"),
+        ]
+    )
     agent = Agent(name="a", model=model, memory=wm_memory(store, scope="thread"))
     await agent.generate("Let's talk gardens", memory=MEM)
     await agent.generate("new thread", memory={"thread": "t2", "resource": "u1"})
@@ -72,16 +92,35 @@ async def test_custom_markdown_template_is_used(store: Any) -> None:
 
 
 async def test_json_template_shows_the_shape_and_updates_merge(store: Any) -> None:
-    template = {"format": "json", "content": json.dumps(
-        {"user": {"type": "object", "properties": {"name": {"type": "string"}, "city": {"type": "string"}}},
-         "goals": {"type": "array"}})}
+    template = {
+        "format": "json",
+        "content": json.dumps(
+            {
+                "user": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "city": {"type": "string"}},
+                },
+                "goals": {"type": "array"},
+            }
+        ),
+    }
     memory = wm_memory(store, template=template)
-    model = MockModel([
-        tool_call_step(("c1", "update_working_memory", {"memory": {"user": {"name": "Ada", "city": "Paris"}}})),
-        tool_call_step(("c2", "update_working_memory", {"memory": json.dumps({"user": {"city": None},
-                                                                               "goals": ["write"]})})),
-        text_step("done"), text_step("next"),
-    ])
+    model = MockModel(
+        [
+            tool_call_step(
+                ("c1", "update_working_memory", {"memory": {"user": {"name": "Ada", "city": "Paris"}}})
+            ),
+            tool_call_step(
+                (
+                    "c2",
+                    "update_working_memory",
+                    {"memory": json.dumps({"user": {"city": None}, "goals": ["write"]})},
+                )
+            ),
+            text_step("done"),
+            text_step("next"),
+        ]
+    )
     agent = Agent(name="a", model=model, memory=memory)
     await agent.generate("I'm Ada from Paris", memory=MEM)
     text = instruction(model.calls[0].prompt)
@@ -94,7 +133,9 @@ async def test_json_template_shows_the_shape_and_updates_merge(store: Any) -> No
 
 async def test_instruction_is_a_memory_tagged_system_message_never_stored(store: Any) -> None:
     spy = Spy()
-    agent = Agent(name="a", model=MockModel([text_step("ok")]), memory=wm_memory(store), input_processors=[spy])
+    agent = Agent(
+        name="a", model=MockModel([text_step("ok")]), memory=wm_memory(store), input_processors=[spy]
+    )
     await agent.generate("hi", memory=MEM)
     assert any(s.startswith("WORKING_MEMORY_SYSTEM_INSTRUCTION") for s in spy.memory_system)
     assert all(m.role != "system" for m in await store.list_messages("t1"))

@@ -50,7 +50,9 @@ def detector_prompt(options: CallOptions) -> str:
 
 def user_texts(options: CallOptions) -> list[str]:
     """The user text parts the main model was sent."""
-    return [p["text"] for m in options.prompt if m["role"] == "user" for p in m["content"] if p["type"] == "text"]
+    return [
+        p["text"] for m in options.prompt if m["role"] == "user" for p in m["content"] if p["type"] == "text"
+    ]
 
 
 class Capture(Processor):

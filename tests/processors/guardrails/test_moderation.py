@@ -12,7 +12,16 @@ from sluicegate.processors import ModerationProcessor
 from sluicegate.processors.builtin.moderation import DEFAULT_CATEGORIES
 from sluicegate.testing import MockModel, text_step
 
-from .conftest import CLEAN, deltas_step, detector, detector_prompt, detector_system, routed_detector, stream_text, user_texts
+from .conftest import (
+    CLEAN,
+    deltas_step,
+    detector,
+    detector_prompt,
+    detector_system,
+    routed_detector,
+    stream_text,
+    user_texts,
+)
 
 HATE = {"category_scores": [{"category": "hate", "score": 0.9}], "reason": "slur"}
 
@@ -62,7 +71,9 @@ async def test_default_threshold_is_one_half() -> None:
     assert below.tripwire is None and at.tripwire is not None
 
 
-async def test_warn_lets_content_through_and_reports(violations: Any, caplog: pytest.LogCaptureFixture) -> None:
+async def test_warn_lets_content_through_and_reports(
+    violations: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     moderation = ModerationProcessor(model=detector(HATE), strategy="warn")
     seen = violations(moderation)
     with caplog.at_level(logging.WARNING):
@@ -147,7 +158,9 @@ def stream_route(flag_when: str) -> Any:
     return lambda prompt: HATE if flag_when in prompt else CLEAN
 
 
-@pytest.mark.parametrize(("window", "expected"), [(0, ["a", "b", "c"]), (1, ["a", "ab", "bc"]), (5, ["a", "ab", "abc"])])
+@pytest.mark.parametrize(
+    ("window", "expected"), [(0, ["a", "b", "c"]), (1, ["a", "ab", "bc"]), (5, ["a", "ab", "abc"])]
+)
 async def test_chunk_window_sets_the_context_of_each_streamed_delta(window: int, expected: list[str]) -> None:
     model = routed_detector(lambda _: CLEAN)
     moderation = ModerationProcessor(model=model, chunk_window=window)
@@ -161,7 +174,9 @@ async def test_chunk_window_sets_the_context_of_each_streamed_delta(window: int,
 
 async def test_stream_filter_drops_flagged_deltas() -> None:
     moderation = ModerationProcessor(model=routed_detector(stream_route("BAD")), strategy="filter")
-    agent = Agent(name="m", model=MockModel([deltas_step("fine ", "BAD ", "fine")]), output_processors=[moderation])
+    agent = Agent(
+        name="m", model=MockModel([deltas_step("fine ", "BAD ", "fine")]), output_processors=[moderation]
+    )
     text, chunks = await stream_text(await agent.stream("hi"))
     assert "BAD" not in text and text.count("fine") == 2
     assert chunks[-1].type == "finish"
@@ -170,7 +185,9 @@ async def test_stream_filter_drops_flagged_deltas() -> None:
 async def test_stream_block_ends_the_stream_with_a_tripwire(violations: Any) -> None:
     moderation = ModerationProcessor(model=routed_detector(stream_route("BAD")))
     seen = violations(moderation)
-    agent = Agent(name="m", model=MockModel([deltas_step("fine ", "BAD ", "fine")]), output_processors=[moderation])
+    agent = Agent(
+        name="m", model=MockModel([deltas_step("fine ", "BAD ", "fine")]), output_processors=[moderation]
+    )
     text, chunks = await stream_text(await agent.stream("hi"))
     assert chunks[-1].type == "tripwire"
     assert chunks[-1].payload.metadata == {"categories": ["hate"], "reason": "slur"}
@@ -213,3 +230,19 @@ async def test_output_result_checks_only_the_response_not_the_input() -> None:
     prompts = [detector_prompt(c) for c in model.calls]
     assert not any("the question" in p for p in prompts)
     assert prompts[-1].endswith('Content: "the answer"')
+
+
+async def test_batching_before_moderation_means_one_detector_call_per_batch() -> None:
+    from sluicegate.processors import BatchPartsProcessor
+
+    model = routed_detector(lambda _: CLEAN)
+    moderation = ModerationProcessor(model=model)
+    agent = Agent(
+        name="m",
+        model=MockModel([deltas_step("a", "b", "c", "d", "e", "f")]),
+        output_processors=[BatchPartsProcessor(batch_size=3), moderation],
+    )
+    text, _ = await stream_text(await agent.stream("hi"))
+    assert text == "abcdef"
+    stream_prompts = [detector_prompt(c) for c in model.calls if "part of a stream" in detector_prompt(c)]
+    assert [p.rsplit('Content: "', 1)[1][:-1] for p in stream_prompts] == ["abc", "def"]

