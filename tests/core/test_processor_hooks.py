@@ -760,3 +760,30 @@ async def test_llm_response_learns_whether_the_output_step_accepted_the_step():
     )
     assert (await agent.generate("x")).text == "two"
     assert seen == [(0, False), (1, True)]
+
+
+async def test_llm_response_sees_the_model_chunks_as_the_model_sent_them():
+    seen = []
+
+    class Watch(Processor):
+        id = "watch"
+
+        def process_llm_response(self, args):
+            seen.extend(c.payload.text for c in args.chunks if c.type == "text-delta")
+
+    class UpperInPlace(Processor):
+        id = "upper"
+
+        def process_output_stream(self, args):
+            if args.part.type == "text-delta":
+                args.part.payload.text = args.part.payload.text.upper()
+            return args.part
+
+    result = await Agent(
+        "a",
+        model=MockModel([text_step("quiet", pieces=2)]),
+        input_processors=[Watch()],
+        output_processors=[UpperInPlace()],
+    ).generate("x")
+    assert result.text == "QUIET"
+    assert "".join(seen) == "quiet"

@@ -40,16 +40,18 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
         missing_service("llama-cpp-python[server] is not installed")
     from sluicegate.models.local import smollm2_path
 
     port = _free_port()
+    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    log = log_path.open("wb")  # a file, not a pipe: llama.cpp logs enough to fill a pipe and block
     process = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=log, stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -62,8 +64,7 @@ def llama_server() -> Iterator[str]:
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-                pytest.fail(f"llama_cpp.server did not start: {stderr[-2000:]}")
+                pytest.fail(f"llama_cpp.server did not start: {log_path.read_text(errors='replace')[-2000:]}")
             time.sleep(0.2)
         yield base
     finally:
@@ -72,6 +73,7 @@ def llama_server() -> Iterator[str]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+        log.close()
 
 
 class Shout(Processor):
@@ -107,9 +109,10 @@ async def test_streaming_through_output_processors(llama_server: str) -> None:
     text = "".join(c.payload.text for c in chunks if c.type == "text-delta")
     assert plain.text and text == plain.text.upper()
     assert final.text == text
-    usage = await output.usage
-    assert usage.input_tokens > 0 and 0 < usage.output_tokens <= 16
+    # llama_cpp.server ignores stream_options.include_usage, so a streamed call reports no usage;
+    # the non-streaming call below checks the usage mapping against it.
     assert [c.type for c in chunks][-1] == "finish"
+    assert await output.finish_reason in ("stop", "length")
 
 
 async def test_non_streaming_generate_call(llama_server: str) -> None:

@@ -375,7 +375,9 @@ class AgentRun:
         run_id = self.run_id
         pipeline = self._pipeline
         pending = self._pending
-        model_chunks_append = step.model_chunks.append
+        # Model-level chunks are kept (as copies stream processors cannot change) only for
+        # processors that read them in `process_llm_response`.
+        model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
         record = step.record
         try:
             if replay is not None:
@@ -397,7 +399,8 @@ class AgentRun:
                     if converted is None:
                         continue
                     chunk = converted
-                model_chunks_append(chunk)
+                if model_chunks_append is not None:
+                    model_chunks_append(chunk.copy())
                 if pipeline is not None:
                     result = await pipeline(chunk)
                     if result is None:

@@ -407,6 +407,10 @@ class ProcessorRunner:
             await self._call(entry, args)
 
     @property
+    def handles_llm_response(self) -> bool:
+        return bool(self._llm_response)
+
+    @property
     def handles_api_errors(self) -> bool:
         return bool(self._api_error)
 

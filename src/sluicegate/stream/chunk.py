@@ -7,6 +7,7 @@ reads it back.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from sluicegate.stream.payload import Payload, to_json
@@ -25,6 +26,15 @@ class Chunk:
         self.from_ = from_
         self.payload = payload
         self.data = data
+
+    def copy(self) -> Chunk:
+        """An independent copy: what a processor changes in one is not seen in the other."""
+        payload = self.payload
+        if payload.__class__ is TextPayload:
+            payload = TextPayload(payload.id, payload.text)
+        else:
+            payload = copy.deepcopy(payload)
+        return Chunk(self.type, self.run_id, payload, copy.deepcopy(self.data), self.from_)
 
     @property
     def is_data(self) -> bool:

@@ -15,7 +15,14 @@ from sluicegate.processors import (
     RegexFilter,
     RegexFilterProcessor,
 )
-from sluicegate.processors.builtin.regex_filter import luhn_valid
+from sluicegate.processors.builtin.regex_filter import (
+    PII_RULES,
+    SECRET_RULES,
+    URL_RULES,
+    RegexRule,
+    lead_screen,
+    luhn_valid,
+)
 from sluicegate.request_context import RequestContext
 from sluicegate.stream import Chunk
 from sluicegate.stream.chunk import text_delta
@@ -199,3 +206,86 @@ def test_stream_output_equals_redacted_full_text(atoms: list[str], data: st.Data
     pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     f = RegexFilter(presets=["pii", "secrets", "urls"], strategy="redact")
     assert "".join(drive(f, pieces)) == f.redact(text)
+
+
+def test_a_complete_match_that_more_text_could_extend_is_held() -> None:
+    # `regex` reports "john@ex.com" in "john@ex.com.a" as complete, yet the email may go on.
+    f = RegexFilter(presets=["pii"], strategy="redact")
+    text = "mail john@ex.com.aa now"
+    for cut in range(len(text) + 1):
+        for second in range(cut, len(text) + 1):
+            pieces = [text[:cut], text[cut:second], text[second:]]
+            assert "".join(drive(f, pieces)) == "mail [EMAIL] now", pieces
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        (r"TICKET-\d{6}", True),
+        (r"\bsk-[A-Za-z0-9]{20,}", True),
+        (r"(?:\+?1[-.\s]?)?\d{3}", True),
+        (r"[a-zA-Z0-9._%+-]+@[a-z]+", False),  # may start at any letter: no useful screen
+        (r"\w*x", False),  # may start anywhere
+        (r"(?<=\d{3})abc", True),  # a longer lookbehind is dropped, which only widens the screen
+        (r"(a)\1", True),
+        (r"a?", False),  # can match empty
+    ],
+)
+def test_lead_screen_is_derived_only_when_selective(rule: str, expected: bool) -> None:
+    import regex
+
+    assert (lead_screen(regex.compile(rule)) is not None) is expected
+
+
+LEAD_TEXT = st.lists(
+    st.sampled_from([*"askASKIe-_:/.@ (1+)0934hxtpBbrJyzNG\n", "sk-", "AKIA", "http", "eyJ", "-----"]),
+    max_size=25,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LEAD_TEXT)
+def test_lead_screens_never_miss_where_a_rule_can_start(text: str) -> None:
+    """Soundness of the fast path: wherever a rule's (partial) match begins, its lead matches."""
+    import re as stdlib_re
+
+    for rule in (*PII_RULES, *SECRET_RULES, *URL_RULES, RegexRule("t", r"TICKET-\d{6}")):
+        source = lead_screen(rule.compiled)
+        if source is None:
+            continue
+        lead = stdlib_re.compile(source)
+        for position in range(len(text)):
+            match = rule.compiled.match(text, position, partial=True)
+            if match is not None and match.end() > position:
+                assert lead.match(text, position), (rule.name, text, position)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ALPHABET, max_size=20), st.data())
+def test_held_text_always_starts_where_a_match_could(atoms: list[str], data: st.DataObject) -> None:
+    """Minimal hold-back: whatever is held begins at a possible (partial) match of some rule."""
+    text = "".join(atoms)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    f = RegexFilter(presets=["pii", "secrets", "urls"], strategy="redact")
+    args = ProcessOutputStreamArgs(abort=_abort, request_context=RequestContext())
+    for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True):
+        args.part = text_delta("r", "t1", text[a:b])
+        f.process_output_stream(args)
+        stream = args.state.get("regex_filter_stream")
+        if stream is not None and stream.carry:
+            buffer = stream.context + stream.carry
+            assert f._any.match(buffer, len(stream.context), partial=True) is not None
+
+
+def test_stream_state_is_one_object_and_a_new_text_id_flushes() -> None:
+    f = RegexFilter(rules=[{"name": "t", "pattern": r"TICKET-\d{4}"}], strategy="redact")
+    args = ProcessOutputStreamArgs(abort=_abort, request_context=RequestContext())
+    args.part = text_delta("r", "t1", "see TICK")
+    assert f.process_output_stream(args).payload.text == "see "  # type: ignore[union-attr]
+    assert list(args.state) == ["regex_filter_stream"]
+    args.part = text_delta("r", "t2", "other")
+    out = f.process_output_stream(args)
+    assert isinstance(out, list) and [(c.payload.id, c.payload.text) for c in out] == [
+        ("t1", "TICK"),
+        ("t2", "other"),
+    ]

@@ -3,11 +3,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sluicegate import Agent
-from sluicegate.messages import Message
-from sluicegate.processors import TokenLimiter, TokenLimiterProcessor
-from sluicegate.processors.builtin.token_limiter import TOKENS_PER_CONVERSATION, TOKENS_PER_MESSAGE
+from sluicegate.errors import TripWire
+from sluicegate.messages import Message, MessageList
+from sluicegate.processors import ProcessInputStepArgs, TokenLimiter, TokenLimiterProcessor
+from sluicegate.processors.builtin.token_limiter import (
+    TOKENS_PER_CONVERSATION,
+    TOKENS_PER_MESSAGE,
+    _units_newest_first,
+)
+from sluicegate.request_context import RequestContext
 from sluicegate.testing import MockModel, text_step
 from sluicegate.tokens import get_encoding
 
@@ -185,3 +193,144 @@ async def test_non_stream_result_is_truncated() -> None:
     result = await agent.generate("go")
     assert result.text == "alpha beta"
     assert [m.text for m in result.response.messages if m.role == "assistant"] == ["alpha beta"]
+
+
+# ---------------------------------------------------------------------- speed paths stay exact
+
+
+def forward_units(messages: list[Message]) -> list[list[Message]]:
+    """The grouping rule, written the obvious way (oldest first), as the reference."""
+    units: list[list[Message]] = []
+    open_calls: set[str] = set()
+    for message in messages:
+        ids = {
+            p["toolInvocation"]["toolCallId"]
+            for p in message.content.parts
+            if p.get("type") == "tool-invocation"
+        }
+        if message.role == "tool" and units and open_calls and ids & open_calls:
+            units[-1].append(message)
+            continue
+        units.append([message])
+        open_calls = ids if message.role == "assistant" else set()
+    return units
+
+
+def tool_call(call_ids: list[str]) -> Message:
+    return Message.coerce(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool-call", "toolCallId": c, "toolName": "t", "input": {}} for c in call_ids
+            ],
+        }
+    )
+
+
+def tool_result(call_id: str) -> Message:
+    return Message.coerce(
+        {
+            "role": "tool",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": call_id,
+                    "toolName": "t",
+                    "output": {"type": "json", "value": 1},
+                }
+            ],
+        }
+    )
+
+
+MESSAGE_KINDS = st.one_of(
+    st.just(("user", None)),
+    st.just(("assistant", None)),
+    st.tuples(st.just("call"), st.lists(st.sampled_from("abc"), min_size=1, max_size=2, unique=True)),
+    st.tuples(st.just("result"), st.sampled_from("abcd")),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(MESSAGE_KINDS, max_size=14))
+def test_units_newest_first_match_the_forward_grouping(kinds: list[tuple[str, Any]]) -> None:
+    messages = []
+    for kind, value in kinds:
+        if kind == "call":
+            messages.append(tool_call(value))
+        elif kind == "result":
+            messages.append(tool_result(value))
+        else:
+            messages.append(Message.text_message(kind, "x"))
+    expected = [[m.id for m in unit] for unit in forward_units(messages)]
+    got = [[m.id for m in messages[a : b + 1]] for a, b in _units_newest_first(messages)]
+    assert got[::-1] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_text_bound_never_undercounts(text: str) -> None:
+    counter = TokenLimiter(1).counter("gpt-4o")
+    assert counter.text_bound(text) >= counter.count(text)
+    assert counter.text_bound(text) >= 0
+
+
+def run_input_step(limiter: TokenLimiterProcessor, messages: list[Message]) -> list[str]:
+    message_list = MessageList()
+    message_list.add(messages, "memory")
+    args = ProcessInputStepArgs(
+        abort=_abort, request_context=RequestContext(), message_list=message_list, model=None
+    )
+    limiter.process_input_step(args)
+    return [m.text for m in message_list.get.all.db()]
+
+
+def _abort(reason: str | None = None, **_: Any) -> None:
+    raise TripWire(reason or "")
+
+
+def counting_encoder(limiter: TokenLimiterProcessor) -> list[str]:
+    counter = limiter.counter()
+    seen: list[str] = []
+    real = counter._encode
+
+    def counting(text: str) -> list[int]:
+        seen.append(text)
+        return real(text)
+
+    counter._encode = counting  # type: ignore[misc]
+    return seen
+
+
+def long_history(n: int) -> list[Message]:
+    return [
+        Message.text_message("user" if i % 2 == 0 else "assistant", f"message {i} " * 5) for i in range(n)
+    ]
+
+
+def test_a_history_that_fits_is_kept_without_tokenizing() -> None:
+    messages = long_history(200)
+    limiter = TokenLimiter(10_000_000)
+    encoded = counting_encoder(limiter)
+    assert run_input_step(limiter, messages) == [m.text for m in messages]
+    assert encoded == []
+
+
+def test_only_the_newest_messages_that_can_fit_are_tokenized() -> None:
+    messages = long_history(500)
+    limiter = TokenLimiter(300)
+    encoded = counting_encoder(limiter)
+    kept = run_input_step(limiter, messages)
+    assert 0 < len(kept) < 100
+    assert kept == [m.text for m in messages[-len(kept) :]]
+    assert len(kept) <= len(encoded) <= len(kept) + 2  # the kept ones and the first that did not fit
+
+
+def test_the_limit_is_exact_at_the_boundary() -> None:
+    messages = long_history(30)
+    counter = TokenLimiter(1).counter()
+    total = sum(counter.message(m) for m in messages) + TOKENS_PER_CONVERSATION
+    # Untokenized, the byte bound is above the limit: only exact counting decides.
+    assert sum(TokenLimiter(1).counter().message_bound(m) for m in messages) > total
+    assert run_input_step(TokenLimiter(total), messages) == [m.text for m in messages]
+    assert run_input_step(TokenLimiter(total - 1), messages) == [m.text for m in messages[1:]]

@@ -3,13 +3,16 @@ in the input, the streamed output and the final result, with no model call.
 
 Streaming never leaks a match split across chunks, yet holds back only what a match still in
 progress needs: the `regex` package's partial matching tells where a match could still be
-forming, and only the text from there on waits for the next chunk.
+forming, and only the text from there on waits for the next chunk. Since that partial search is
+costly, most rules are first ruled out per chunk by a stdlib "lead screen" (see `lead_screen`).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
+import string
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -166,6 +169,184 @@ def _scoped(pattern: regex.Pattern[str]) -> str:
     return f"(?{letters}:{source})" if letters else f"(?:{source})"
 
 
+# ---------------------------------------------------------------------- lead screens
+#
+# Most rules can only start where something specific stands: a literal (`sk-`, `AKIA`, `https://`)
+# or a character class without letters (`\d`). From a rule's parse tree we derive a stdlib `re`
+# "lead" that matches wherever a complete match, or a partial one running to the end of the
+# text, could start: the literal prefix, or any beginning of it followed by the end of the text.
+# One stdlib search over the new text then proves most chunks hold no match of those rules, far
+# cheaper than the `regex` module's partial search. A lead may match where the rule cannot (it
+# is only a screen) but never misses a place where the rule can.
+
+_sre: Any = importlib.import_module("re._parser")
+_sc: Any = importlib.import_module("re._constants")
+
+_MAX_LEADS = 64
+_ANALYSABLE_FLAGS = (
+    regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | regex.ASCII | regex.UNICODE | regex.V0
+)
+_CATEGORIES: dict[Any, str] = {
+    _sc.CATEGORY_DIGIT: r"\d",
+    _sc.CATEGORY_NOT_DIGIT: r"\D",
+    _sc.CATEGORY_SPACE: r"\s",
+    _sc.CATEGORY_NOT_SPACE: r"\S",
+    _sc.CATEGORY_WORD: r"\w",
+    _sc.CATEGORY_NOT_WORD: r"\W",
+}
+_Lead = tuple[str, str, bool]
+"""(zero-width assertions before it, literal text or a rendered class, whether it is literal)."""
+
+
+def _char(code: int) -> str:
+    return re.escape(chr(code))
+
+
+def _render_class(items: Any) -> str | None:
+    out: list[str] = []
+    for op, av in items:
+        if op == _sc.NEGATE:
+            out.append("^")
+        elif op == _sc.LITERAL:
+            out.append(_char(av))
+        elif op == _sc.RANGE:
+            out.append(f"{_char(av[0])}-{_char(av[1])}")
+        elif op == _sc.CATEGORY and av in _CATEGORIES:
+            out.append(_CATEGORIES[av])
+        else:
+            return None
+    return "[" + "".join(out) + "]"
+
+
+def _render_single(node: Any) -> str | None:
+    op, av = node
+    if op == _sc.LITERAL:
+        return _char(av)
+    if op == _sc.IN:
+        return _render_class(av)
+    return None
+
+
+def _leads(seq: list[Any], prefix: str = "") -> list[_Lead] | None:
+    """Where a match of `seq` can begin, or None when that is unknown (or it can be empty)."""
+    i = 0
+    while i < len(seq):
+        op, av = seq[i]
+        if op == _sc.AT:
+            # A word boundary is kept (it prunes most); other anchors are dropped, which only widens.
+            if av == _sc.AT_BOUNDARY:
+                prefix += r"\b"
+            elif av == _sc.AT_NON_BOUNDARY:
+                prefix += r"\B"
+            i += 1
+            continue
+        if op in (_sc.ASSERT, _sc.ASSERT_NOT):
+            direction, sub = av
+            body = _render_single(sub[0]) if direction == -1 and len(sub) == 1 else None
+            if body is not None:  # a one-character lookbehind reads only text already there
+                prefix += ("(?<=" if op == _sc.ASSERT else "(?<!") + body + ")"
+            i += 1
+            continue
+        rest = list(seq[i + 1 :])
+        if op == _sc.LITERAL:
+            j = i
+            while j < len(seq) and seq[j][0] == _sc.LITERAL:
+                j += 1
+            run = "".join(chr(seq[k][1]) for k in range(i, j))
+            tail = _leads(list(seq[j:])) if j < len(seq) else None
+            if tail and len(tail) <= _MAX_LEADS and all(lit and not pre for pre, _, lit in tail):
+                return [(prefix, run + text, True) for _, text, _ in tail]
+            return [(prefix, run, True)]
+        if op == _sc.NOT_LITERAL:
+            return [(prefix, "[^" + _char(av) + "]", False)]
+        if op == _sc.IN:
+            cls = _render_class(av)
+            return None if cls is None else [(prefix, cls, False)]
+        if op == _sc.SUBPATTERN:
+            _, add_flags, del_flags, sub = av
+            return None if add_flags or del_flags else _leads(list(sub) + rest, prefix)
+        if op == _sc.ATOMIC_GROUP:
+            return _leads(list(av) + rest, prefix)
+        if op == _sc.BRANCH:
+            out: list[_Lead] = []
+            for item in av[1]:
+                alternatives = _leads(list(item) + rest, prefix)
+                if alternatives is None:
+                    return None
+                out.extend(alternatives)
+            return out if len(out) <= _MAX_LEADS else None
+        if op in (_sc.MAX_REPEAT, _sc.MIN_REPEAT, _sc.POSSESSIVE_REPEAT):
+            low, high, item = av
+            if high == 0:
+                i += 1
+                continue
+            first = _leads(list(item), prefix)
+            if first is None or low >= 1:
+                return first
+            after = _leads(rest, prefix)
+            return None if after is None else first + after
+        return None
+    return None
+
+
+def _nested_literal(text: str) -> str:
+    """`text`, or any non-empty beginning of it that runs to the end of the string."""
+    fragment = _char(ord(text[-1]))
+    for char in reversed(text[:-1]):
+        fragment = f"{_char(ord(char))}(?:{fragment}|\\Z)"
+    return fragment
+
+
+def lead_screen(pattern: regex.Pattern[str]) -> str | None:
+    """A stdlib `re` source matching wherever `pattern` could start a match (complete, or
+    partial up to the end of the text), or None when no selective screen can be derived: the
+    pattern may start at letters, uses syntax or flags of `regex` only, or can match empty."""
+    if pattern.flags & ~_ANALYSABLE_FLAGS:
+        return None
+    flags = 0
+    for regex_flag, re_flag in (
+        (regex.IGNORECASE, re.IGNORECASE),
+        (regex.MULTILINE, re.MULTILINE),
+        (regex.DOTALL, re.DOTALL),
+        (regex.VERBOSE, re.VERBOSE),
+        (regex.ASCII, re.ASCII),
+    ):
+        if pattern.flags & regex_flag:
+            flags |= re_flag
+    try:
+        parsed = _sre.parse(pattern.pattern, flags)
+    except (re.error, TypeError, ValueError, OverflowError, RecursionError):
+        return None
+    flags |= parsed.state.flags & (re.IGNORECASE | re.ASCII)
+    leads = _leads(list(parsed))
+    if not leads:
+        return None
+    scope = ("i" if flags & re.IGNORECASE else "") + ("a" if flags & re.ASCII else "")
+    rendered: list[str] = []
+    for prefix, text, literal in dict.fromkeys(leads):
+        if not literal and re.compile(text, flags).search(string.ascii_letters):
+            return None  # could start at any letter: prose would hit it everywhere
+        rendered.append(prefix + (_nested_literal(text) if literal else text))
+    return f"(?{scope}:{'|'.join(rendered)})" if scope else f"(?:{'|'.join(rendered)})"
+
+
+class _StreamState:
+    """One text run's hold-back, kept as one object in `args.state`."""
+
+    __slots__ = ("carry", "carry_id", "carry_run_id", "context")
+
+    def __init__(self) -> None:
+        self.carry = ""
+        """Held text: from where a match may still be forming to the end."""
+        self.carry_id = ""
+        self.carry_run_id = ""
+        self.context = ""
+        """Up to `_CONTEXT` characters emitted just before `carry`, for lookbehinds and `\\b`."""
+
+
+_STATE_KEY = "regex_filter_stream"
+
+
 @dataclass(slots=True)
 class _Region:
     """A span to replace: the union of overlapping matches; the longest one names it."""
@@ -254,6 +435,16 @@ class RegexFilterProcessor(Processor):
         # One alternation of every rule (each keeping its own flags): its leftmost, possibly
         # partial, match tells in one call where the first possible match of any rule starts.
         self._any = regex.compile("|".join(_scoped(rule.compiled) for rule in self.rules))
+        # The stream's fast path splits the rules: "screened" ones have a lead (see
+        # `lead_screen`) and are all ruled out by one stdlib search; the others (emails, which
+        # may start at any letter; patterns the screen cannot read) each get a partial search.
+        leads = {rule: lead_screen(rule.compiled) for rule in self.rules}
+        screened = [rule for rule in self.rules if leads[rule] is not None]
+        self._screen = re.compile("|".join(str(leads[rule]) for rule in screened)) if screened else None
+        self._screened_any = (
+            regex.compile("|".join(_scoped(rule.compiled) for rule in screened)) if screened else None
+        )
+        self._unscreened = tuple(rule.compiled for rule in self.rules if leads[rule] is None)
 
     # ------------------------------------------------------------------ matching
 
@@ -393,43 +584,40 @@ class RegexFilterProcessor(Processor):
     # ------------------------------------------------------------------ stream
 
     def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
-        if self.phase == "input":
-            return args.part
         part = args.part
-        state = args.state
+        if self.phase == "input":
+            return part
+        stream = args.state.get(_STATE_KEY)
+        if stream is None:
+            stream = args.state[_STATE_KEY] = _StreamState()
         if part.type == "text-delta":
-            carry: str = state.get("carry", "")
-            if carry and part.payload.id != state.get("carry_id"):
-                flushed = self._flush(args)
-                emitted = self._feed(args, part)
+            if stream.carry and part.payload.id != stream.carry_id:
+                flushed = self._flush(args, stream)
+                emitted = self._feed(args, stream, part)
                 return [*flushed, emitted] if emitted is not None else flushed
-            return self._feed(args, part)
-        if state.get("carry"):
-            return [*self._flush(args), part]
+            return self._feed(args, stream, part)
+        if stream.carry:
+            return [*self._flush(args, stream), part]
         return part
 
-    def _feed(self, args: ProcessOutputStreamArgs, part: Chunk) -> Chunk | None:
+    def _feed(self, args: ProcessOutputStreamArgs, stream: _StreamState, part: Chunk) -> Chunk | None:
         """Add one delta; return what can be emitted now (None when all of it must wait)."""
-        state = args.state
         text: str = part.payload.text
         if not text:
             return part
-        context: str = state.get("context", "")
-        carry: str = state.get("carry", "")
+        context = stream.context
+        carry = stream.carry
         buffer = context + carry + text if (context or carry) else text
         pos = len(context)
-        first = self._any.search(buffer, pos, partial=True)
-        if first is None and not carry:
-            # Fast path: no pattern can match or start anywhere in this chunk.
-            state["context"] = text[-_CONTEXT:] if len(text) >= _CONTEXT else (context + text)[-_CONTEXT:]
-            return part
         size = len(buffer)
-        if first is None:
-            cut, regions = size, list[_Region]()
-        elif first.partial or first.end() == size:
-            cut, regions = first.start(), []  # nothing matches before the first possible match
-        else:
+        cut = self._hold_from(buffer, pos, size)
+        regions: list[_Region] = []
+        if cut < 0:  # a complete match: settle which matches are final, rule by rule
             cut, regions = self._settle(buffer, pos)
+        elif cut == size and not carry:
+            # Nothing can match or start anywhere in this chunk: it goes out as it is.
+            stream.context = text[-_CONTEXT:] if len(text) >= _CONTEXT else buffer[-_CONTEXT:]
+            return part
         cap = self.stream_carryover_size
         if cap is not None and size - cut > cap:
             cut = size - cap
@@ -437,24 +625,53 @@ class RegexFilterProcessor(Processor):
             for region in regions:
                 if region.start < cut < region.end:
                     cut = region.end
-        state["carry"] = buffer[cut:]
-        state["carry_id"] = part.payload.id
-        state["carry_run_id"] = part.run_id
-        state["context"] = buffer[max(0, cut - _CONTEXT) : cut]
+        stream.carry = buffer[cut:]
+        stream.carry_id = part.payload.id
+        stream.carry_run_id = part.run_id
+        stream.context = buffer[cut - _CONTEXT if cut > _CONTEXT else 0 : cut]
         if cut <= pos:
             return None
         return self._emit(args, part, buffer, regions, pos, cut)
 
+    def _hold_from(self, buffer: str, pos: int, size: int) -> int:
+        """Where text that may still become part of a match begins (`size`: nowhere), or -1
+        when `buffer[pos:]` holds a complete match that more text cannot change.
+
+        The same answer as the leftmost partial search of every rule at once, found cheaply:
+        the screened rules cost one stdlib search unless their lead appears, the others one
+        partial search each."""
+        cut = size
+        screen = self._screen
+        if screen is not None:
+            lead = screen.search(buffer, pos)
+            if lead is not None:
+                first = self._screened_any.search(buffer, lead.start(), partial=True)  # type: ignore[union-attr]
+                if first is not None:
+                    if not first.partial and first.end() < size:
+                        return -1
+                    cut = first.start()
+        for pattern in self._unscreened:
+            first = pattern.search(buffer, pos, partial=True)
+            if first is not None:
+                if not first.partial and first.end() < size:
+                    return -1
+                if first.start() < cut:
+                    cut = first.start()
+        return cut
+
     def _settle(self, buffer: str, pos: int) -> tuple[int, list[_Region]]:
         """Where the settled text ends and the matches inside it: text from the first partial
-        match (or a match touching the end, which more text could extend) on must wait."""
+        match (or a match that more text could extend) on must wait."""
         size = len(buffer)
         cut = size
         matches: list[tuple[int, int, RegexRule]] = []
         for rule in self.rules:
             for match in rule.compiled.finditer(buffer, pos, partial=True):
                 start, end = match.span()
-                if match.partial or end == size:
+                # A complete match is final only if no longer match from its start could still
+                # form: `regex` reports "john@ex.com" in "john@ex.com.a", yet the text may
+                # continue to "john@ex.com.au".
+                if match.partial or end == size or rule.compiled.fullmatch(buffer, start, partial=True):
                     cut = min(cut, start)
                     break
                 if end > start and (rule.validate is None or rule.validate(match.group())):
@@ -487,17 +704,17 @@ class RegexFilterProcessor(Processor):
             return None
         return text_delta(part.run_id, part.payload.id, text)
 
-    def _flush(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
+    def _flush(self, args: ProcessOutputStreamArgs, stream: _StreamState) -> list[Chunk]:
         """The held text, settled as final (the text run is over)."""
-        state = args.state
-        carry: str = state.pop("carry", "")
-        context: str = state.pop("context", "")
+        carry = stream.carry
+        context = stream.context
+        stream.carry = stream.context = ""
         if not carry:
             return []
         buffer = context + carry
         pos = len(context)
         regions = _regions(self.find(buffer, pos))
-        placeholder = text_delta(state.get("carry_run_id", ""), state.get("carry_id", ""), "")
+        placeholder = text_delta(stream.carry_run_id, stream.carry_id, "")
         emitted = self._emit(args, placeholder, buffer, regions, pos, len(buffer))
         return [emitted] if emitted is not None else []
 

@@ -126,11 +126,10 @@ class SemanticRecall(Processor):
         try:
             [vector] = await self.cache.embed(self.embedder, [query])
             await self._ensure_index()
-            search_filter = (
-                {"resource_id": where.resource_id}
-                if self.scope == "resource" and where.resource_id
-                else {"thread_id": where.thread_id}
-            )
+            # A thread belongs to one resource, so naming both narrows the scan without changing it.
+            search_filter: dict[str, str] = {"thread_id": where.thread_id} if self.scope == "thread" else {}
+            if where.resource_id:
+                search_filter["resource_id"] = where.resource_id
             hits = await self.vector.query(
                 self.index_name, vector, top_k=self.top_k, filter=search_filter, threshold=self.threshold
             )

@@ -6,7 +6,9 @@ history is tokenized once, not once per step.
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import tiktoken
@@ -110,6 +112,34 @@ class PartTokenCounter:
                 total += _file_tokens(part)
         return total
 
+    def text_bound(self, text: str) -> int:
+        """At least `text`'s token count, without tokenizing: the cached count when there is
+        one, else its UTF-8 size (a byte-level BPE token is never shorter than one byte)."""
+        count = self._texts.get(text)
+        if count is not None:
+            return count
+        return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+    def message_bound(self, message: Message) -> int:
+        """At least `message.count`: exact for whatever is cached or is not text."""
+        total = TOKENS_PER_MESSAGE
+        parts = message.content.parts
+        if not parts:
+            legacy = message.content.content
+            return total + (self.text_bound(legacy) if isinstance(legacy, str) else 0)
+        bound = self.text_bound
+        for part in parts:
+            kind = part.get("type")
+            if kind == "text":
+                total += bound(part.get("text") or "")
+            elif kind == "tool-invocation":
+                total += self.invocation(part["toolInvocation"])
+            elif kind == "reasoning":
+                total += bound(part.get("text") or part.get("reasoning") or "")
+            elif kind == "file":
+                total += _file_tokens(part)
+        return total
+
     def system(self, content: str) -> int:
         return TOKENS_PER_MESSAGE + self.text(content)
 
@@ -154,21 +184,56 @@ def _tool_call_ids(message: Message) -> set[str]:
     }
 
 
-def _units(messages: list[Message]) -> list[list[Message]]:
-    """Messages grouped so a tool call is never separated from its result: a `tool` message
-    stays with the assistant message whose calls it answers."""
-    units: list[list[Message]] = []
-    open_calls: set[str] = set()
-    for message in messages:
-        if message.role == "tool" and units and open_calls and (_tool_call_ids(message) & open_calls):
-            units[-1].append(message)
+def _open_calls(message: Message) -> set[str]:
+    """The calls a tool message may answer after `message`: an assistant message's tool calls."""
+    if message.role != "assistant":
+        return set()
+    return _tool_call_ids(message)
+
+
+def _units_newest_first(messages: list[Message]) -> Iterator[tuple[int, int]]:
+    """`(first, last)` message indexes of each unit, newest first, so a caller that stops early
+    never looks at old history. A unit is a message plus the `tool` messages right after it
+    that answer its tool calls: a tool call is never separated from its result."""
+    last = len(messages) - 1
+    while last >= 0:
+        if messages[last].role != "tool":
+            yield last, last
+            last -= 1
             continue
-        units.append([message])
-        has_tools = message.role == "assistant" and any(
-            p.get("type") == "tool-invocation" for p in message.content.parts
-        )
-        open_calls = _tool_call_ids(message) if has_tools else set()
-    return units
+        head = last
+        while head >= 0 and messages[head].role == "tool":
+            head -= 1
+        calls = _open_calls(messages[head]) if head >= 0 else set()
+        answered = head + 1  # tool messages from here on stand alone (unanswered or orphaned)
+        if calls:
+            while answered <= last and _tool_call_ids(messages[answered]) & calls:
+                answered += 1
+        for index in range(last, answered - 1, -1):
+            yield index, index
+        if calls and answered > head + 1:
+            yield head, answered - 1
+            last = head - 1
+        else:
+            last = head
+
+
+def _unit_tokens(counter: PartTokenCounter, messages: list[Message], unit: tuple[int, int]) -> int:
+    message = counter.message
+    return sum(message(messages[index]) for index in range(unit[0], unit[1] + 1))
+
+
+def _fits(counter: PartTokenCounter, messages: list[Message], budget: int) -> bool:
+    """Whether every message surely fits `budget`, from upper bounds of their counts (newest
+    first, stopping as soon as the bound passes the budget). Then nothing is dropped, and no
+    count is needed, so a long history that fits is never tokenized."""
+    total = 0
+    bound = counter.message_bound
+    for index in range(len(messages) - 1, -1, -1):
+        total += bound(messages[index])
+        if total > budget:
+            return False
+    return True
 
 
 class TokenLimiterProcessor(Processor):
@@ -252,23 +317,32 @@ class TokenLimiterProcessor(Processor):
                 metadata={"system_tokens": system_tokens, "limit": self.limit},
             )
         budget = self.limit - system_tokens - TOKENS_PER_CONVERSATION
+        if _fits(counter, messages, budget):
+            return None  # the common case: nothing to drop, and nothing needed tokenizing
 
-        units = _units(messages)
-        anchor = next((i for i in range(len(units) - 1, -1, -1) if units[i][0].role == "user"), None)
+        # Newest units first, each counted exactly; counting stops at the first that does not fit.
+        units = _units_newest_first(messages)
+        seen: list[tuple[int, int]] = []
+        anchor: tuple[int, int] | None = None
+        for unit in units:
+            seen.append(unit)
+            if messages[unit[0]].role == "user":
+                anchor = unit
+                break
         remaining = budget
         if anchor is not None:
-            remaining -= sum(counter.message(m) for m in units[anchor])
-        first_kept = len(units)
+            remaining -= _unit_tokens(counter, messages, anchor)
+        keep_from = len(messages)
         if remaining >= 0:
-            for i in range(len(units) - 1, -1, -1):
-                if i != anchor:
-                    cost = sum(counter.message(m) for m in units[i])
+            for first, last in itertools.chain(seen, units):
+                if (first, last) != anchor:
+                    cost = _unit_tokens(counter, messages, (first, last))
                     if cost > remaining:
                         break
                     remaining -= cost
-                first_kept = i
-        kept_anchor = anchor is not None and remaining >= 0 and first_kept > anchor
-        if remaining < 0 or (first_kept == len(units) and not kept_anchor):
+                keep_from = first
+        kept_anchor = anchor is not None and remaining >= 0 and keep_from > anchor[0]
+        if remaining < 0 or (keep_from == len(messages) and not kept_anchor):
             args.abort(
                 "TokenLimiterProcessor: No messages fit within the remaining token budget. "
                 "Cannot send LLM a request with no messages.",
@@ -279,9 +353,9 @@ class TokenLimiterProcessor(Processor):
                     "message_count": len(messages),
                 },
             )
-        dropped = [m.id for unit in units[:first_kept] for m in unit]
+        dropped = [m.id for m in messages[:keep_from]]
         if kept_anchor:
-            anchor_ids = {m.id for m in units[anchor]}  # type: ignore[index]
+            anchor_ids = {m.id for m in messages[anchor[0] : anchor[1] + 1]}  # type: ignore[index]
             dropped = [mid for mid in dropped if mid not in anchor_ids]
         if not dropped:
             return None
