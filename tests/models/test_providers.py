@@ -18,8 +18,19 @@ from sluicegate.models.openai_responses import OpenAIResponsesModel
 
 from .fake_provider import FakeProvider, openai_sse
 
-REQUIRED = ["openrouter", "groq", "cerebras", "together", "deepseek", "fireworks", "xai", "mistral", "ollama",
-            "lmstudio", "vllm"]
+REQUIRED = [
+    "openrouter",
+    "groq",
+    "cerebras",
+    "together",
+    "deepseek",
+    "fireworks",
+    "xai",
+    "mistral",
+    "ollama",
+    "lmstudio",
+    "vllm",
+]
 
 
 def test_every_named_provider_is_registered() -> None:
@@ -27,13 +38,18 @@ def test_every_named_provider_is_registered() -> None:
     assert {"openai", "anthropic", "local"} <= set(known_providers())
 
 
-@pytest.mark.parametrize(("string", "cls", "env"), [
-    ("openai/gpt-5-mini", OpenAIResponsesModel, "OPENAI_API_KEY"),
-    ("openai.chat/gpt-4o-mini", OpenAIChatModel, "OPENAI_API_KEY"),
-    ("anthropic/claude-sonnet-4-5", AnthropicMessagesModel, "ANTHROPIC_API_KEY"),
-    ("groq/llama-3.3-70b-versatile", OpenAICompatible, "GROQ_API_KEY"),
-])
-def test_model_strings_need_their_key(monkeypatch: pytest.MonkeyPatch, string: str, cls: type, env: str) -> None:
+@pytest.mark.parametrize(
+    ("string", "cls", "env"),
+    [
+        ("openai/gpt-5-mini", OpenAIResponsesModel, "OPENAI_API_KEY"),
+        ("openai.chat/gpt-4o-mini", OpenAIChatModel, "OPENAI_API_KEY"),
+        ("anthropic/claude-sonnet-4-5", AnthropicMessagesModel, "ANTHROPIC_API_KEY"),
+        ("groq/llama-3.3-70b-versatile", OpenAICompatible, "GROQ_API_KEY"),
+    ],
+)
+def test_model_strings_need_their_key(
+    monkeypatch: pytest.MonkeyPatch, string: str, cls: type, env: str
+) -> None:
     with pytest.raises(MissingAPIKeyError, match=env):
         resolve_model(string)
     monkeypatch.setenv(env, "key-123")
@@ -75,31 +91,62 @@ def test_agent_with_a_model_string_resolves_it(monkeypatch: pytest.MonkeyPatch) 
     assert resolve_model(agent.model).provider == "anthropic.messages"  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "openai/gpt-5-mini"),
-    ({"ANTHROPIC_API_KEY": "k"}, "anthropic/claude-haiku-4-5"),
-    ({}, "local/smollm2-135m"),
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, "openai/gpt-5-mini"),
+        ({"ANTHROPIC_API_KEY": "k"}, "anthropic/claude-haiku-4-5"),
+        ({}, "local/smollm2-135m"),
+    ],
+)
 def test_demo_model(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str) -> None:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     assert demo_model() == expected
 
 
-async def test_compatible_sends_reasoning_back_and_passes_provider_options(fake_provider: FakeProvider) -> None:
-    fake_provider.reply("/v1/chat/completions", sse=openai_sse([
-        {"id": "c", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {"content": "ok"},
-                                                             "finish_reason": "stop"}]}]))
-    model = OpenAICompatible("deepseek-reasoner", base_url=f"{fake_provider.url}/v1", api_key="k", name="deepseek")
+async def test_compatible_sends_reasoning_back_and_passes_provider_options(
+    fake_provider: FakeProvider,
+) -> None:
+    fake_provider.reply(
+        "/v1/chat/completions",
+        sse=openai_sse(
+            [
+                {
+                    "id": "c",
+                    "created": 1,
+                    "model": "m",
+                    "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}],
+                }
+            ]
+        ),
+    )
+    model = OpenAICompatible(
+        "deepseek-reasoner", base_url=f"{fake_provider.url}/v1", api_key="k", name="deepseek"
+    )
     prompt: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": "q"}]},
-        {"role": "assistant", "content": [{"type": "reasoning", "text": "because"}, {"type": "text", "text": "a"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "reasoning", "text": "because"}, {"type": "text", "text": "a"}],
+        },
         {"role": "user", "content": [{"type": "text", "text": "q2"}]},
     ]
-    parts = [p async for p in (await model.do_stream(CallOptions(
-        prompt=prompt, max_output_tokens=5,
-        provider_options={"deepseek": {"reasoningEffort": "high", "thinking": {"type": "enabled"}},
-                          "openai": {"user": "ignored"}}))).stream]
+    parts = [
+        p
+        async for p in (
+            await model.do_stream(
+                CallOptions(
+                    prompt=prompt,
+                    max_output_tokens=5,
+                    provider_options={
+                        "deepseek": {"reasoningEffort": "high", "thinking": {"type": "enabled"}},
+                        "openai": {"user": "ignored"},
+                    },
+                )
+            )
+        ).stream
+    ]
     assert parts[-1]["finishReason"] == "stop"
     body = fake_provider.bodies()[0]
     assert body["messages"][1] == {"role": "assistant", "content": "a", "reasoning_content": "because"}

@@ -4,7 +4,16 @@ from sluicegate.models.base import CallOptions, GenerateResult, LanguageModel, S
 from sluicegate.models.openai_compatible import OpenAICompatible
 from sluicegate.models.registry import known_providers, register_provider, resolve_model
 
-__all__ = ["CallOptions", "GenerateResult", "LanguageModel", "OpenAICompatible", "StreamPart", "StreamResult",
-           "known_providers", "register_provider", "resolve_model"]
+__all__ = [
+    "CallOptions",
+    "GenerateResult",
+    "LanguageModel",
+    "OpenAICompatible",
+    "StreamPart",
+    "StreamResult",
+    "known_providers",
+    "register_provider",
+    "resolve_model",
+]
 
-from sluicegate.models import providers as _providers  # noqa: E402, F401  (registers the model strings)
+from sluicegate.models import providers as _providers  # noqa: F401  (registers the model strings)

@@ -34,7 +34,9 @@ def _is_connection_error(exc: BaseException) -> bool:
     import anthropic
     import openai
 
-    if isinstance(exc, (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError, TimeoutError)):
+    if isinstance(
+        exc, (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError, TimeoutError)
+    ):
         return True
     # httpx / httpx2 transport errors (ReadError, RemoteProtocolError, ...) surface unwrapped when
     # a connection drops while a stream is being read.
@@ -74,7 +76,9 @@ def _body_text(body: Any) -> str | None:
         return str(body)
 
 
-def to_api_call_error(exc: BaseException, *, url: str | None = None, request_body: Any = None) -> APICallError:
+def to_api_call_error(
+    exc: BaseException, *, url: str | None = None, request_body: Any = None
+) -> APICallError:
     """An `APICallError` with status, body, url and retryability read from an SDK exception."""
     if isinstance(exc, APICallError):
         return exc
@@ -109,9 +113,7 @@ def to_api_call_error(exc: BaseException, *, url: str | None = None, request_bod
     # A status of 200 means the error arrived inside a stream: judge it by the body instead.
     streamed = status is None or status < 400
     retryable = (
-        retryable_status(status)
-        or _is_connection_error(exc)
-        or (streamed and body_is_transient(body))
+        retryable_status(status) or _is_connection_error(exc) or (streamed and body_is_transient(body))
     )
     return APICallError(
         message,
@@ -126,8 +128,14 @@ def to_api_call_error(exc: BaseException, *, url: str | None = None, request_bod
     )
 
 
-def stream_error(payload: Any, *, url: str | None, request_body: Any = None, status_code: int | None = None,
-                 message: str | None = None) -> APICallError:
+def stream_error(
+    payload: Any,
+    *,
+    url: str | None,
+    request_body: Any = None,
+    status_code: int | None = None,
+    message: str | None = None,
+) -> APICallError:
     """An `APICallError` for an error event a provider sent inside a stream (`payload` = the event)."""
     inner = error_payload(payload)
     if message is None:

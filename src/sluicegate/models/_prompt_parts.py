@@ -35,7 +35,9 @@ def tool_output_text(output: Any) -> str:
         if kind in ("json", "error-json"):
             return json.dumps(value)
         if kind == "content" and isinstance(value, list):
-            return "".join(p.get("text", "") for p in value if isinstance(p, dict) and p.get("type") == "text")
+            return "".join(
+                p.get("text", "") for p in value if isinstance(p, dict) and p.get("type") == "text"
+            )
     if isinstance(output, str):
         return output
     return json.dumps(output)
@@ -89,8 +91,14 @@ def timestamp(seconds: Any) -> str | None:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".000Z"
 
 
-def v2_usage(input_tokens: int | None, output_tokens: int | None, *, reasoning_tokens: int | None = None,
-             cached_input_tokens: int | None = None, total_tokens: int | None = None) -> dict[str, Any]:
+def v2_usage(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    *,
+    reasoning_tokens: int | None = None,
+    cached_input_tokens: int | None = None,
+    total_tokens: int | None = None,
+) -> dict[str, Any]:
     """The V2 usage dict (`inputTokens`, `outputTokens`, `totalTokens`, `reasoningTokens`,
     `cachedInputTokens`)."""
     if total_tokens is None and (input_tokens is not None or output_tokens is not None):

@@ -56,12 +56,17 @@ def anthropic_finish_reason(value: Any) -> str:
 
 def anthropic_usage(usage: dict[str, Any]) -> dict[str, Any]:
     """V2 usage; `inputTokens` counts uncached input, as the AI SDK reports it."""
-    return v2_usage(usage.get("input_tokens"), usage.get("output_tokens"),
-                    cached_input_tokens=usage.get("cache_read_input_tokens"))
+    return v2_usage(
+        usage.get("input_tokens"),
+        usage.get("output_tokens"),
+        cached_input_tokens=usage.get("cache_read_input_tokens"),
+    )
 
 
 def _cache_control(source: dict[str, Any]) -> Any:
-    return provider_option(source, "anthropic", "cacheControl") or provider_option(source, "anthropic", "cache_control")
+    return provider_option(source, "anthropic", "cacheControl") or provider_option(
+        source, "anthropic", "cache_control"
+    )
 
 
 class AnthropicMessagesModel:
@@ -69,9 +74,17 @@ class AnthropicMessagesModel:
 
     specification_version = "v2"
 
-    def __init__(self, model_id: str, *, api_key: str | None = None, base_url: str | None = None,
-                 client: Any = None, headers: dict[str, str] | None = None, max_retries: int = 0,
-                 timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        headers: dict[str, str] | None = None,
+        max_retries: int = 0,
+        timeout: float | None = None,
+    ) -> None:
         self._model_id = model_id
         self._client = client
         self._api_key = api_key
@@ -98,10 +111,14 @@ class AnthropicMessagesModel:
             api_key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
             if not api_key:
                 raise MissingAPIKeyError(
-                    f"anthropic/{self._model_id} needs an API key: set the ANTHROPIC_API_KEY environment variable"
+                    f"anthropic/{self._model_id} needs an API key: "
+                    "set the ANTHROPIC_API_KEY environment variable"
                 )
-            kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": self._max_retries,
-                                      "default_headers": self._headers}
+            kwargs: dict[str, Any] = {
+                "api_key": api_key,
+                "max_retries": self._max_retries,
+                "default_headers": self._headers,
+            }
             if self._base_url:
                 kwargs["base_url"] = self._base_url
             if self._timeout is not None:
@@ -139,13 +156,17 @@ class AnthropicMessagesModel:
         choice = options.tool_choice or {"type": "auto"}
         if options.tools and choice.get("type") != "none":
             body["tools"] = [
-                {"name": t["name"], "description": t.get("description") or "",
-                 "input_schema": t.get("inputSchema") or {"type": "object"},
-                 **({"cache_control": _cache_control(t)} if _cache_control(t) else {})}
-                for t in options.tools if t.get("type", "function") == "function"
+                {
+                    "name": t["name"],
+                    "description": t.get("description") or "",
+                    "input_schema": t.get("inputSchema") or {"type": "object"},
+                    **({"cache_control": _cache_control(t)} if _cache_control(t) else {}),
+                }
+                for t in options.tools
+                if t.get("type", "function") == "function"
             ]
             kind = choice.get("type")
-            tool_choice: dict[str, Any] = {"type": {"auto": "auto", "required": "any"}.get(kind, "tool")}
+            tool_choice: dict[str, Any] = {"type": {"auto": "auto", "required": "any"}.get(str(kind), "tool")}
             if kind == "tool":
                 tool_choice["name"] = choice["toolName"]
             if anthropic_options.get("disableParallelToolUse"):
@@ -163,8 +184,9 @@ class AnthropicMessagesModel:
         client = self.client()
         try:
             if stream:
-                return await client.post("/v1/messages", body=body, cast_to=object, stream=True,
-                                         stream_cls=AsyncStream[object])
+                return await client.post(
+                    "/v1/messages", body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
+                )
             return await client.post("/v1/messages", body=body, cast_to=object)
         except Exception as exc:
             raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
@@ -180,20 +202,38 @@ class AnthropicMessagesModel:
             if kind == "text":
                 content.append({"type": "text", "text": block.get("text", "")})
             elif kind == "thinking":
-                content.append({"type": "reasoning", "text": block.get("thinking", ""),
-                                "providerMetadata": {"anthropic": {"signature": block.get("signature")}}})
+                content.append(
+                    {
+                        "type": "reasoning",
+                        "text": block.get("thinking", ""),
+                        "providerMetadata": {"anthropic": {"signature": block.get("signature")}},
+                    }
+                )
             elif kind == "redacted_thinking":
-                content.append({"type": "reasoning", "text": "",
-                                "providerMetadata": {"anthropic": {"redactedData": block.get("data")}}})
+                content.append(
+                    {
+                        "type": "reasoning",
+                        "text": "",
+                        "providerMetadata": {"anthropic": {"redactedData": block.get("data")}},
+                    }
+                )
             elif kind == "tool_use":
-                content.append({"type": "tool-call", "toolCallId": block.get("id"), "toolName": block.get("name"),
-                                "input": json.dumps(block.get("input") or {})})
+                content.append(
+                    {
+                        "type": "tool-call",
+                        "toolCallId": block.get("id"),
+                        "toolName": block.get("name"),
+                        "input": json.dumps(block.get("input") or {}),
+                    }
+                )
         usage = data.get("usage") or {}
         return GenerateResult(
             content=content,
             finish_reason=anthropic_finish_reason(data.get("stop_reason")),
             usage=anthropic_usage(usage),
-            provider_metadata={"anthropic": {"cacheCreationInputTokens": usage.get("cache_creation_input_tokens")}},
+            provider_metadata={
+                "anthropic": {"cacheCreationInputTokens": usage.get("cache_creation_input_tokens")}
+            },
             request={"body": body},
             response={"id": data.get("id"), "modelId": data.get("model"), "body": data},
         )
@@ -220,26 +260,50 @@ class AnthropicMessagesModel:
                     elif delta_kind == "input_json_delta":
                         block = blocks[index]
                         block["json"] += delta.get("partial_json", "")
-                        yield {"type": "tool-input-delta", "id": block["id"], "delta": delta.get("partial_json", "")}
+                        yield {
+                            "type": "tool-input-delta",
+                            "id": block["id"],
+                            "delta": delta.get("partial_json", ""),
+                        }
                     elif delta_kind == "thinking_delta":
-                        yield {"type": "reasoning-delta", "id": str(index), "delta": delta.get("thinking", "")}
+                        yield {
+                            "type": "reasoning-delta",
+                            "id": str(index),
+                            "delta": delta.get("thinking", ""),
+                        }
                     elif delta_kind == "signature_delta":
-                        yield {"type": "reasoning-delta", "id": str(index), "delta": "",
-                               "providerMetadata": {"anthropic": {"signature": delta.get("signature")}}}
+                        yield {
+                            "type": "reasoning-delta",
+                            "id": str(index),
+                            "delta": "",
+                            "providerMetadata": {"anthropic": {"signature": delta.get("signature")}},
+                        }
                 elif kind == "content_block_start":
                     index = event.get("index", 0)
                     block = event.get("content_block") or {}
                     block_kind = block.get("type")
-                    blocks[index] = {"type": block_kind, "id": block.get("id"), "name": block.get("name"), "json": ""}
+                    blocks[index] = {
+                        "type": block_kind,
+                        "id": block.get("id"),
+                        "name": block.get("name"),
+                        "json": "",
+                    }
                     if block_kind == "text":
                         yield {"type": "text-start", "id": str(index)}
                     elif block_kind == "thinking":
                         yield {"type": "reasoning-start", "id": str(index)}
                     elif block_kind == "redacted_thinking":
-                        yield {"type": "reasoning-start", "id": str(index),
-                               "providerMetadata": {"anthropic": {"redactedData": block.get("data")}}}
+                        yield {
+                            "type": "reasoning-start",
+                            "id": str(index),
+                            "providerMetadata": {"anthropic": {"redactedData": block.get("data")}},
+                        }
                     elif block_kind == "tool_use":
-                        yield {"type": "tool-input-start", "id": block.get("id"), "toolName": block.get("name")}
+                        yield {
+                            "type": "tool-input-start",
+                            "id": block.get("id"),
+                            "toolName": block.get("name"),
+                        }
                 elif kind == "content_block_stop":
                     index = event.get("index", 0)
                     block = blocks.pop(index, {"type": None})
@@ -249,13 +313,21 @@ class AnthropicMessagesModel:
                         yield {"type": "reasoning-end", "id": str(index)}
                     elif block["type"] == "tool_use":
                         yield {"type": "tool-input-end", "id": block["id"]}
-                        yield {"type": "tool-call", "toolCallId": block["id"], "toolName": block["name"],
-                               "input": block["json"] or "{}"}
+                        yield {
+                            "type": "tool-call",
+                            "toolCallId": block["id"],
+                            "toolName": block["name"],
+                            "input": block["json"] or "{}",
+                        }
                 elif kind == "message_start":
                     message = event.get("message") or {}
                     usage.update(message.get("usage") or {})
-                    yield {"type": "response-metadata", "id": message.get("id"), "modelId": message.get("model"),
-                           "timestamp": timestamp(time.time())}
+                    yield {
+                        "type": "response-metadata",
+                        "id": message.get("id"),
+                        "modelId": message.get("model"),
+                        "timestamp": timestamp(time.time()),
+                    }
                 elif kind == "message_delta":
                     delta = event.get("delta") or {}
                     if delta.get("stop_reason"):
@@ -266,9 +338,14 @@ class AnthropicMessagesModel:
             return
         finally:
             await close_quietly(stream)
-        yield {"type": "finish", "finishReason": reason, "usage": anthropic_usage(usage),
-               "providerMetadata": {"anthropic": {
-                   "cacheCreationInputTokens": usage.get("cache_creation_input_tokens")}}}
+        yield {
+            "type": "finish",
+            "finishReason": reason,
+            "usage": anthropic_usage(usage),
+            "providerMetadata": {
+                "anthropic": {"cacheCreationInputTokens": usage.get("cache_creation_input_tokens")}
+            },
+        }
 
 
 # ---------------------------------------------------------------------- prompt
@@ -308,9 +385,17 @@ def _user_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
             blocks.append(_with_cache(_file_block(part), part))
         elif kind == "tool-result":
             output = part.get("output")
-            blocks.append(_with_cache({"type": "tool_result", "tool_use_id": part["toolCallId"],
-                                       "content": tool_output_text(output),
-                                       **({"is_error": True} if tool_output_is_error(output) else {})}, part))
+            blocks.append(
+                _with_cache(
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": part["toolCallId"],
+                        "content": tool_output_text(output),
+                        **({"is_error": True} if tool_output_is_error(output) else {}),
+                    },
+                    part,
+                )
+            )
     return blocks
 
 
@@ -332,8 +417,17 @@ def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
             elif redacted:
                 blocks.append({"type": "redacted_thinking", "data": redacted})
         elif kind == "tool-call":
-            blocks.append(_with_cache({"type": "tool_use", "id": part["toolCallId"], "name": part["toolName"],
-                                       "input": tool_input_object(part.get("input"))}, part))
+            blocks.append(
+                _with_cache(
+                    {
+                        "type": "tool_use",
+                        "id": part["toolCallId"],
+                        "name": part["toolName"],
+                        "input": tool_input_object(part.get("input")),
+                    },
+                    part,
+                )
+            )
     return blocks
 
 

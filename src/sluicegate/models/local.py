@@ -66,7 +66,9 @@ def resolve_model_path(model_id: str) -> Path:
         if not path.is_file():
             raise ConfigurationError(f"no GGUF file at {path}")
         return path
-    raise ConfigurationError(f"unknown local model {model_id!r}; use local/{SMOLLM2_ID} or local/<path to a .gguf>")
+    raise ConfigurationError(
+        f"unknown local model {model_id!r}; use local/{SMOLLM2_ID} or local/<path to a .gguf>"
+    )
 
 
 def load_llama(path: Path, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None = None) -> Any:
@@ -82,8 +84,9 @@ def load_llama(path: Path, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None =
                 from llama_cpp import Llama
             except ImportError as exc:
                 raise ConfigurationError(_MISSING_EXTRA) from exc
-            model = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1,
-                          verbose=False)
+            model = Llama(
+                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1, verbose=False
+            )
             _MODELS[key] = model
             _GENERATION_LOCKS[key] = threading.Lock()
     return model
@@ -144,7 +147,7 @@ class _StopTrimmer:
                 if buffer.endswith(stop[:size]):
                     keep = max(keep, size)
                     break
-        self.held = buffer[len(buffer) - keep:] if keep else ""
+        self.held = buffer[len(buffer) - keep :] if keep else ""
         return buffer[: len(buffer) - keep], False
 
     def flush(self) -> str:
@@ -165,8 +168,9 @@ class LocalModel:
 
     specification_version = "v2"
 
-    def __init__(self, model_id: str = SMOLLM2_ID, *, n_ctx: int = DEFAULT_CONTEXT,
-                 n_threads: int | None = None) -> None:
+    def __init__(
+        self, model_id: str = SMOLLM2_ID, *, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None = None
+    ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigurationError(_MISSING_EXTRA)
         self._model_id = model_id
@@ -196,7 +200,8 @@ class LocalModel:
         if template:
             eos = llama.detokenize([llama.token_eos()], special=True).decode("utf-8", "ignore")
             bos = llama.detokenize([llama.token_bos()], special=True).decode("utf-8", "ignore")
-            text = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)(messages=messages).prompt
+            formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+            text = formatter(messages=messages).prompt  # type: ignore[arg-type]
         else:
             text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
             text += "<|im_start|>assistant\n"
@@ -205,35 +210,55 @@ class LocalModel:
         return tokens
 
     async def do_stream(self, options: CallOptions) -> StreamResult:
-        llama = self._llama() if (str(self._path), self._n_ctx) in _MODELS else await asyncio.to_thread(self._llama)
+        llama = (
+            self._llama()
+            if (str(self._path), self._n_ctx) in _MODELS
+            else await asyncio.to_thread(self._llama)
+        )
         tokens = self._prompt_tokens(llama, options)
         room = self._n_ctx - len(tokens)
         if room <= 0:
             raise APICallError(
                 f"prompt is too long for the local model: {len(tokens)} tokens, context length {self._n_ctx}",
-                url=f"local://{self._model_id}", status_code=None, is_retryable=False,
+                url=f"local://{self._model_id}",
+                status_code=None,
+                is_retryable=False,
             )
-        return StreamResult(stream=self._parts(llama, tokens, options, room),
-                            request={"body": {"tokens": len(tokens)}})
+        return StreamResult(
+            stream=self._parts(llama, tokens, options, room), request={"body": {"tokens": len(tokens)}}
+        )
 
     async def do_generate(self, options: CallOptions) -> GenerateResult:
         return await generate_from_stream((await self.do_stream(options)).stream)
 
-    async def _parts(self, llama: Any, tokens: list[int], options: CallOptions, room: int) -> AsyncIterator[StreamPart]:
+    async def _parts(
+        self, llama: Any, tokens: list[int], options: CallOptions, room: int
+    ) -> AsyncIterator[StreamPart]:
         warnings: list[dict[str, Any]] = []
         if options.tools:
-            warnings.append({"type": "unsupported-setting", "setting": "tools",
-                             "details": "the local model ignores tools"})
+            warnings.append(
+                {
+                    "type": "unsupported-setting",
+                    "setting": "tools",
+                    "details": "the local model ignores tools",
+                }
+            )
         yield {"type": "stream-start", "warnings": warnings}
-        yield {"type": "response-metadata", "id": f"local-{uuid.uuid4().hex[:12]}", "modelId": self._model_id,
-               "timestamp": timestamp(time.time())}
+        yield {
+            "type": "response-metadata",
+            "id": f"local-{uuid.uuid4().hex[:12]}",
+            "modelId": self._model_id,
+            "timestamp": timestamp(time.time()),
+        }
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
         max_tokens = min(options.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS, room)
         lock = _GENERATION_LOCKS[(str(self._path), self._n_ctx)]
         worker = threading.Thread(
-            target=_generate, name="sluicegate-local-model", daemon=True,
+            target=_generate,
+            name="sluicegate-local-model",
+            daemon=True,
             args=(llama, lock, tokens, options, max_tokens, loop, queue, stop),
         )
         worker.start()
@@ -247,22 +272,37 @@ class LocalModel:
                         yield {"type": "text-start", "id": "txt-0"}
                     yield {"type": "text-delta", "id": "txt-0", "delta": value}
                 elif kind == "error":
-                    yield {"type": "error", "error": APICallError(f"local model failed: {value}",
-                                                                  url=f"local://{self._model_id}", cause=value)}
+                    yield {
+                        "type": "error",
+                        "error": APICallError(
+                            f"local model failed: {value}", url=f"local://{self._model_id}", cause=value
+                        ),
+                    }
                     return
                 else:
                     reason, output_tokens = value
                     if text_open:
                         yield {"type": "text-end", "id": "txt-0"}
-                    yield {"type": "finish", "finishReason": reason,
-                           "usage": v2_usage(len(tokens), output_tokens)}
+                    yield {
+                        "type": "finish",
+                        "finishReason": reason,
+                        "usage": v2_usage(len(tokens), output_tokens),
+                    }
                     return
         finally:
             stop.set()
 
 
-def _generate(llama: Any, lock: threading.Lock, tokens: list[int], options: CallOptions, max_tokens: int,
-              loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[tuple[str, Any]], stop: threading.Event) -> None:
+def _generate(
+    llama: Any,
+    lock: threading.Lock,
+    tokens: list[int],
+    options: CallOptions,
+    max_tokens: int,
+    loop: asyncio.AbstractEventLoop,
+    queue: asyncio.Queue[tuple[str, Any]],
+    stop: threading.Event,
+) -> None:
     """The worker thread: sample tokens and hand decoded text to the loop."""
 
     def send(kind: str, value: Any) -> bool:

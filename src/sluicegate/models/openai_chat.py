@@ -16,9 +16,9 @@ from sluicegate.errors import MissingAPIKeyError
 from sluicegate.models._http_errors import close_quietly, error_part, to_api_call_error
 from sluicegate.models._prompt_parts import (
     EMPTY_USAGE,
+    base64_data,
     data_url,
     media_type,
-    base64_data,
     timestamp,
     tool_input_json,
     tool_output_text,
@@ -134,11 +134,15 @@ class OpenAIChatModel:
                 api_key = os.environ.get(self._api_key_env)
                 if not api_key:
                     raise MissingAPIKeyError(
-                        f"{self._provider} needs an API key: set the {self._api_key_env} environment variable "
+                        f"{self._provider} needs an API key: set the {self._api_key_env} environment "
+                        f"variable "
                         f"or pass api_key="
                     )
-            kwargs: dict[str, Any] = {"api_key": api_key or "not-needed", "max_retries": self._max_retries,
-                                      "default_headers": self._headers}
+            kwargs: dict[str, Any] = {
+                "api_key": api_key or "not-needed",
+                "max_retries": self._max_retries,
+                "default_headers": self._headers,
+            }
             if self._base_url:
                 kwargs["base_url"] = self._base_url
             if self._timeout is not None:
@@ -156,9 +160,14 @@ class OpenAIChatModel:
         body: dict[str, Any] = {"model": self._model_id, "messages": self.convert_prompt(options.prompt)}
         if options.max_output_tokens is not None:
             body[self.max_tokens_field] = options.max_output_tokens
-        for field, key in (("temperature", "temperature"), ("top_p", "top_p"), ("seed", "seed"),
-                           ("presence_penalty", "presence_penalty"), ("frequency_penalty", "frequency_penalty"),
-                           ("stop_sequences", "stop")):
+        for field, key in (
+            ("temperature", "temperature"),
+            ("top_p", "top_p"),
+            ("seed", "seed"),
+            ("presence_penalty", "presence_penalty"),
+            ("frequency_penalty", "frequency_penalty"),
+            ("stop_sequences", "stop"),
+        ):
             value = getattr(options, field)
             if value is not None:
                 body[key] = value
@@ -166,18 +175,34 @@ class OpenAIChatModel:
         if response_format and response_format.get("type") == "json":
             schema = response_format.get("schema")
             if schema is not None:
-                body["response_format"] = {"type": "json_schema", "json_schema": {
-                    "name": response_format.get("name") or "response", "schema": schema, "strict": False,
-                    **({"description": response_format["description"]} if response_format.get("description") else {}),
-                }}
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": response_format.get("name") or "response",
+                        "schema": schema,
+                        "strict": False,
+                        **(
+                            {"description": response_format["description"]}
+                            if response_format.get("description")
+                            else {}
+                        ),
+                    },
+                }
             else:
                 body["response_format"] = {"type": "json_object"}
         choice = options.tool_choice or {"type": "auto"}
         if options.tools and choice.get("type") != "none":
             body["tools"] = [
-                {"type": "function", "function": {"name": t["name"], "description": t.get("description") or "",
-                                                  "parameters": t.get("inputSchema") or {"type": "object"}}}
-                for t in options.tools if t.get("type", "function") == "function"
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t["name"],
+                        "description": t.get("description") or "",
+                        "parameters": t.get("inputSchema") or {"type": "object"},
+                    },
+                }
+                for t in options.tools
+                if t.get("type", "function") == "function"
             ]
             kind = choice.get("type")
             if kind == "tool":
@@ -217,8 +242,13 @@ class OpenAIChatModel:
             elif role == "tool":
                 for part in content or []:
                     if part.get("type") == "tool-result":
-                        messages.append({"role": "tool", "tool_call_id": part["toolCallId"],
-                                         "content": tool_output_text(part.get("output"))})
+                        messages.append(
+                            {
+                                "role": "tool",
+                                "tool_call_id": part["toolCallId"],
+                                "content": tool_output_text(part.get("output")),
+                            }
+                        )
         return messages
 
     @staticmethod
@@ -239,11 +269,22 @@ class OpenAIChatModel:
                     source = dict(part, data=part.get("image", part.get("data")), mediaType=mime)
                     out.append({"type": "image_url", "image_url": {"url": data_url(source)}})
                 elif mime in ("audio/wav", "audio/mpeg", "audio/mp3"):
-                    out.append({"type": "input_audio", "input_audio": {
-                        "data": base64_data(part.get("data")), "format": "wav" if mime == "audio/wav" else "mp3"}})
+                    out.append(
+                        {
+                            "type": "input_audio",
+                            "input_audio": {
+                                "data": base64_data(part.get("data")),
+                                "format": "wav" if mime == "audio/wav" else "mp3",
+                            },
+                        }
+                    )
                 else:
-                    out.append({"type": "file", "file": {"filename": part.get("filename") or "file",
-                                                         "file_data": data_url(part)}})
+                    out.append(
+                        {
+                            "type": "file",
+                            "file": {"filename": part.get("filename") or "file", "file_data": data_url(part)},
+                        }
+                    )
         return out
 
     def _assistant_message(self, content: Any) -> dict[str, Any]:
@@ -259,8 +300,16 @@ class OpenAIChatModel:
             elif kind == "reasoning":
                 reasoning += part.get("text", "")
             elif kind == "tool-call":
-                tool_calls.append({"id": part["toolCallId"], "type": "function",
-                                   "function": {"name": part["toolName"], "arguments": tool_input_json(part.get("input"))}})
+                tool_calls.append(
+                    {
+                        "id": part["toolCallId"],
+                        "type": "function",
+                        "function": {
+                            "name": part["toolName"],
+                            "arguments": tool_input_json(part.get("input")),
+                        },
+                    }
+                )
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
         if tool_calls:
             message["tool_calls"] = tool_calls
@@ -274,8 +323,13 @@ class OpenAIChatModel:
         client = self.client()
         try:
             if stream:
-                return await client.post("/chat/completions", body=body, cast_to=object, stream=True,
-                                         stream_cls=AsyncStream[object])
+                return await client.post(
+                    "/chat/completions",
+                    body=body,
+                    cast_to=object,
+                    stream=True,
+                    stream_cls=AsyncStream[object],
+                )
             return await client.post("/chat/completions", body=body, cast_to=object)
         except Exception as exc:
             raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
@@ -295,15 +349,25 @@ class OpenAIChatModel:
             content.append({"type": "text", "text": message["content"]})
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            content.append({"type": "tool-call", "toolCallId": call.get("id"), "toolName": function.get("name"),
-                            "input": function.get("arguments") or "{}"})
+            content.append(
+                {
+                    "type": "tool-call",
+                    "toolCallId": call.get("id"),
+                    "toolName": function.get("name"),
+                    "input": function.get("arguments") or "{}",
+                }
+            )
         return GenerateResult(
             content=content,
             finish_reason=finish_reason(choice.get("finish_reason")),
             usage=chat_usage(data.get("usage")),
             request={"body": body},
-            response={"id": data.get("id"), "modelId": data.get("model"), "timestamp": timestamp(data.get("created")),
-                      "body": data},
+            response={
+                "id": data.get("id"),
+                "modelId": data.get("model"),
+                "timestamp": timestamp(data.get("created")),
+                "body": data,
+            },
         )
 
     async def do_stream(self, options: CallOptions) -> StreamResult:
@@ -323,8 +387,12 @@ class OpenAIChatModel:
             async for chunk in stream:
                 if first:
                     first = False
-                    yield {"type": "response-metadata", "id": chunk.get("id"), "modelId": chunk.get("model"),
-                           "timestamp": timestamp(chunk.get("created"))}
+                    yield {
+                        "type": "response-metadata",
+                        "id": chunk.get("id"),
+                        "modelId": chunk.get("model"),
+                        "timestamp": timestamp(chunk.get("created")),
+                    }
                 if chunk.get("usage"):
                     usage = chat_usage(chunk["usage"])
                 for choice in chunk.get("choices") or ():
@@ -360,8 +428,12 @@ class OpenAIChatModel:
             yield {"type": "text-end", "id": "txt-0"}
         for call in calls.values():
             yield {"type": "tool-input-end", "id": call["id"]}
-            yield {"type": "tool-call", "toolCallId": call["id"], "toolName": call["name"],
-                   "input": call["arguments"] or "{}"}
+            yield {
+                "type": "tool-call",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "input": call["arguments"] or "{}",
+            }
         if calls and reason in ("stop", "unknown"):
             reason = "tool-calls"
         yield {"type": "finish", "finishReason": reason, "usage": usage}
@@ -382,4 +454,3 @@ def _tool_call_delta(calls: dict[int, dict[str, Any]], delta: dict[str, Any]) ->
         call["arguments"] += arguments
         parts.append({"type": "tool-input-delta", "id": call["id"], "delta": arguments})
     return parts
-

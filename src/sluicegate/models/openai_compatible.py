@@ -110,7 +110,8 @@ class OpenAICompatible(OpenAIChatModel):
             api_key = os.environ.get(spec.api_key_env)
             if not api_key:
                 raise MissingAPIKeyError(
-                    f"model {name}/{model_id} needs an API key: set the {spec.api_key_env} environment variable"
+                    f"model {name}/{model_id} needs an API key: "
+                    f"set the {spec.api_key_env} environment variable"
                 )
         base_url = (os.environ.get(spec.base_url_env) if spec.base_url_env else None) or spec.base_url
         return cls(model_id, base_url=base_url, api_key=api_key, name=name)

@@ -81,9 +81,17 @@ class OpenAIResponsesModel:
 
     specification_version = "v2"
 
-    def __init__(self, model_id: str, *, api_key: str | None = None, base_url: str | None = None,
-                 client: Any = None, headers: dict[str, str] | None = None, max_retries: int = 0,
-                 timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        headers: dict[str, str] | None = None,
+        max_retries: int = 0,
+        timeout: float | None = None,
+    ) -> None:
         self._model_id = model_id
         self._client = client
         self._api_key = api_key
@@ -112,8 +120,11 @@ class OpenAIResponsesModel:
                 raise MissingAPIKeyError(
                     f"openai/{self._model_id} needs an API key: set the OPENAI_API_KEY environment variable"
                 )
-            kwargs: dict[str, Any] = {"api_key": api_key, "max_retries": self._max_retries,
-                                      "default_headers": self._headers}
+            kwargs: dict[str, Any] = {
+                "api_key": api_key,
+                "max_retries": self._max_retries,
+                "default_headers": self._headers,
+            }
             if self._base_url:
                 kwargs["base_url"] = self._base_url
             if self._timeout is not None:
@@ -139,8 +150,16 @@ class OpenAIResponsesModel:
         response_format = options.response_format
         if response_format and response_format.get("type") == "json":
             schema = response_format.get("schema")
-            text["format"] = ({"type": "json_schema", "name": response_format.get("name") or "response",
-                               "schema": schema, "strict": False} if schema is not None else {"type": "json_object"})
+            text["format"] = (
+                {
+                    "type": "json_schema",
+                    "name": response_format.get("name") or "response",
+                    "schema": schema,
+                    "strict": False,
+                }
+                if schema is not None
+                else {"type": "json_object"}
+            )
         if openai_options.get("textVerbosity"):
             text["verbosity"] = openai_options["textVerbosity"]
         if text:
@@ -158,9 +177,15 @@ class OpenAIResponsesModel:
         choice = options.tool_choice or {"type": "auto"}
         if options.tools and choice.get("type") != "none":
             body["tools"] = [
-                {"type": "function", "name": t["name"], "description": t.get("description") or "",
-                 "parameters": t.get("inputSchema") or {"type": "object"}, "strict": False}
-                for t in options.tools if t.get("type", "function") == "function"
+                {
+                    "type": "function",
+                    "name": t["name"],
+                    "description": t.get("description") or "",
+                    "parameters": t.get("inputSchema") or {"type": "object"},
+                    "strict": False,
+                }
+                for t in options.tools
+                if t.get("type", "function") == "function"
             ]
             kind = choice.get("type")
             body["tool_choice"] = {"type": "function", "name": choice["toolName"]} if kind == "tool" else kind
@@ -174,8 +199,9 @@ class OpenAIResponsesModel:
         client = self.client()
         try:
             if stream:
-                return await client.post("/responses", body=body, cast_to=object, stream=True,
-                                         stream_cls=AsyncStream[object])
+                return await client.post(
+                    "/responses", body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
+                )
             return await client.post("/responses", body=body, cast_to=object)
         except Exception as exc:
             raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
@@ -186,8 +212,12 @@ class OpenAIResponsesModel:
         body = self.build_body(options, stream=False)
         data = await self._post(body, stream=False)
         if data.get("error"):
-            raise stream_error({"type": "response.failed", "response": data}, url=self._url(), request_body=body,
-                               message=(data["error"] or {}).get("message"))
+            raise stream_error(
+                {"type": "response.failed", "response": data},
+                url=self._url(),
+                request_body=body,
+                message=(data["error"] or {}).get("message"),
+            )
         content: list[dict[str, Any]] = []
         has_calls = False
         for item in data.get("output") or []:
@@ -195,26 +225,47 @@ class OpenAIResponsesModel:
             if kind == "message":
                 for block in item.get("content") or []:
                     if block.get("type") == "output_text":
-                        content.append({"type": "text", "text": block.get("text", ""),
-                                        "providerMetadata": {"openai": {"itemId": item.get("id")}}})
+                        content.append(
+                            {
+                                "type": "text",
+                                "text": block.get("text", ""),
+                                "providerMetadata": {"openai": {"itemId": item.get("id")}},
+                            }
+                        )
             elif kind == "reasoning":
-                metadata = {"openai": {"itemId": item.get("id"),
-                                       "reasoningEncryptedContent": item.get("encrypted_content")}}
+                metadata = {
+                    "openai": {
+                        "itemId": item.get("id"),
+                        "reasoningEncryptedContent": item.get("encrypted_content"),
+                    }
+                }
                 summaries = item.get("summary") or [{"text": ""}]
                 for summary in summaries:
-                    content.append({"type": "reasoning", "text": summary.get("text", ""), "providerMetadata": metadata})
+                    content.append(
+                        {"type": "reasoning", "text": summary.get("text", ""), "providerMetadata": metadata}
+                    )
             elif kind == "function_call":
                 has_calls = True
-                content.append({"type": "tool-call", "toolCallId": item.get("call_id"), "toolName": item.get("name"),
-                                "input": item.get("arguments") or "{}",
-                                "providerMetadata": {"openai": {"itemId": item.get("id")}}})
+                content.append(
+                    {
+                        "type": "tool-call",
+                        "toolCallId": item.get("call_id"),
+                        "toolName": item.get("name"),
+                        "input": item.get("arguments") or "{}",
+                        "providerMetadata": {"openai": {"itemId": item.get("id")}},
+                    }
+                )
         return GenerateResult(
             content=content,
             finish_reason=responses_finish_reason(data, has_calls),
             usage=responses_usage(data.get("usage")),
             request={"body": body},
-            response={"id": data.get("id"), "modelId": data.get("model"),
-                      "timestamp": timestamp(data.get("created_at")), "body": data},
+            response={
+                "id": data.get("id"),
+                "modelId": data.get("model"),
+                "timestamp": timestamp(data.get("created_at")),
+                "body": data,
+            },
         )
 
     async def do_stream(self, options: CallOptions) -> StreamResult:
@@ -238,25 +289,43 @@ class OpenAIResponsesModel:
                     if call is not None:
                         yield {"type": "tool-input-delta", "id": call["id"], "delta": event.get("delta", "")}
                 elif kind == "response.reasoning_summary_text.delta":
-                    yield {"type": "reasoning-delta", "id": f"{event.get('item_id')}:{event.get('summary_index', 0)}",
-                           "delta": event.get("delta", "")}
+                    yield {
+                        "type": "reasoning-delta",
+                        "id": f"{event.get('item_id')}:{event.get('summary_index', 0)}",
+                        "delta": event.get("delta", ""),
+                    }
                 elif kind == "response.reasoning_summary_part.added":
                     if event.get("summary_index", 0) > 0:
-                        yield {"type": "reasoning-start", "id": f"{event.get('item_id')}:{event['summary_index']}",
-                               "providerMetadata": {"openai": {"itemId": event.get("item_id")}}}
+                        yield {
+                            "type": "reasoning-start",
+                            "id": f"{event.get('item_id')}:{event['summary_index']}",
+                            "providerMetadata": {"openai": {"itemId": event.get("item_id")}},
+                        }
                 elif kind == "response.output_item.added":
                     item = event.get("item") or {}
                     item_kind = item.get("type")
                     if item_kind == "message":
-                        yield {"type": "text-start", "id": item.get("id"),
-                               "providerMetadata": {"openai": {"itemId": item.get("id")}}}
+                        yield {
+                            "type": "text-start",
+                            "id": item.get("id"),
+                            "providerMetadata": {"openai": {"itemId": item.get("id")}},
+                        }
                     elif item_kind == "function_call":
-                        calls[event.get("output_index", len(calls))] = {"id": item.get("call_id"),
-                                                                       "name": item.get("name")}
-                        yield {"type": "tool-input-start", "id": item.get("call_id"), "toolName": item.get("name")}
+                        calls[event.get("output_index", len(calls))] = {
+                            "id": item.get("call_id"),
+                            "name": item.get("name"),
+                        }
+                        yield {
+                            "type": "tool-input-start",
+                            "id": item.get("call_id"),
+                            "toolName": item.get("name"),
+                        }
                     elif item_kind == "reasoning":
-                        yield {"type": "reasoning-start", "id": f"{item.get('id')}:0",
-                               "providerMetadata": {"openai": {"itemId": item.get("id")}}}
+                        yield {
+                            "type": "reasoning-start",
+                            "id": f"{item.get('id')}:0",
+                            "providerMetadata": {"openai": {"itemId": item.get("id")}},
+                        }
                 elif kind == "response.output_item.done":
                     item = event.get("item") or {}
                     item_kind = item.get("type")
@@ -265,26 +334,45 @@ class OpenAIResponsesModel:
                     elif item_kind == "function_call":
                         has_calls = True
                         yield {"type": "tool-input-end", "id": item.get("call_id")}
-                        yield {"type": "tool-call", "toolCallId": item.get("call_id"), "toolName": item.get("name"),
-                               "input": item.get("arguments") or "{}",
-                               "providerMetadata": {"openai": {"itemId": item.get("id")}}}
+                        yield {
+                            "type": "tool-call",
+                            "toolCallId": item.get("call_id"),
+                            "toolName": item.get("name"),
+                            "input": item.get("arguments") or "{}",
+                            "providerMetadata": {"openai": {"itemId": item.get("id")}},
+                        }
                     elif item_kind == "reasoning":
-                        metadata = {"openai": {"itemId": item.get("id"),
-                                               "reasoningEncryptedContent": item.get("encrypted_content")}}
+                        metadata = {
+                            "openai": {
+                                "itemId": item.get("id"),
+                                "reasoningEncryptedContent": item.get("encrypted_content"),
+                            }
+                        }
                         for index in range(max(1, len(item.get("summary") or []))):
-                            yield {"type": "reasoning-end", "id": f"{item.get('id')}:{index}",
-                                   "providerMetadata": metadata}
+                            yield {
+                                "type": "reasoning-end",
+                                "id": f"{item.get('id')}:{index}",
+                                "providerMetadata": metadata,
+                            }
                 elif kind == "response.created":
                     response = event.get("response") or {}
-                    yield {"type": "response-metadata", "id": response.get("id"), "modelId": response.get("model"),
-                           "timestamp": timestamp(response.get("created_at"))}
+                    yield {
+                        "type": "response-metadata",
+                        "id": response.get("id"),
+                        "modelId": response.get("model"),
+                        "timestamp": timestamp(response.get("created_at")),
+                    }
                 elif kind in ("response.completed", "response.incomplete"):
                     final = event.get("response") or {}
                 elif kind == "response.failed":
                     response = event.get("response") or {}
                     error = response.get("error") or {}
-                    yield {"type": "error", "error": stream_error(event, url=url, request_body=body,
-                                                                  message=error.get("message"))}
+                    yield {
+                        "type": "error",
+                        "error": stream_error(
+                            event, url=url, request_body=body, message=error.get("message")
+                        ),
+                    }
                     return
                 elif kind == "error":
                     yield {"type": "error", "error": stream_error(event, url=url, request_body=body)}
@@ -293,16 +381,23 @@ class OpenAIResponsesModel:
             part = error_part(exc, url=url, request_body=body)
             error = part["error"]
             body_data = getattr(exc, "body", None)
-            if isinstance(error, APICallError) and isinstance(body_data, dict) and getattr(exc, "status_code", None) is None:
+            if (
+                isinstance(error, APICallError)
+                and isinstance(body_data, dict)
+                and getattr(exc, "status_code", None) is None
+            ):
                 # The SDK raised on an `error` event: keep the event's shape for matchers.
                 error.data = {"type": "error", "error": body_data}
             yield part
             return
         finally:
             await close_quietly(stream)
-        yield {"type": "finish", "finishReason": responses_finish_reason(final, has_calls) if final else "unknown",
-               "usage": responses_usage(final.get("usage")),
-               "providerMetadata": {"openai": {"responseId": final.get("id")}}}
+        yield {
+            "type": "finish",
+            "finishReason": responses_finish_reason(final, has_calls) if final else "unknown",
+            "usage": responses_usage(final.get("usage")),
+            "providerMetadata": {"openai": {"responseId": final.get("id")}},
+        }
 
 
 def convert_input(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -324,24 +419,40 @@ def convert_input(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     if mime.startswith("image/"):
                         parts.append({"type": "input_image", "image_url": data_url(part)})
                     else:
-                        parts.append({"type": "input_file", "filename": part.get("filename") or "file",
-                                      "file_data": data_url(part)})
+                        parts.append(
+                            {
+                                "type": "input_file",
+                                "filename": part.get("filename") or "file",
+                                "file_data": data_url(part),
+                            }
+                        )
             items.append({"role": "user", "content": parts})
         elif role == "assistant":
             for part in content if isinstance(content, list) else [{"type": "text", "text": content}]:
                 kind = part.get("type")
                 if kind == "text":
-                    items.append({"role": "assistant", "content": [{"type": "output_text", "text": part["text"]}]})
+                    items.append(
+                        {"role": "assistant", "content": [{"type": "output_text", "text": part["text"]}]}
+                    )
                 elif kind == "tool-call":
-                    items.append({"type": "function_call", "call_id": part["toolCallId"], "name": part["toolName"],
-                                  "arguments": tool_input_json(part.get("input"))})
+                    items.append(
+                        {
+                            "type": "function_call",
+                            "call_id": part["toolCallId"],
+                            "name": part["toolName"],
+                            "arguments": tool_input_json(part.get("input")),
+                        }
+                    )
                 elif kind == "reasoning":
                     item_id = provider_option(part, "openai", "itemId")
                     if item_id is None:
                         continue  # reasoning from another provider cannot be replayed here
                     reasoning: dict[str, Any] = {
-                        "type": "reasoning", "id": item_id,
-                        "summary": [{"type": "summary_text", "text": part["text"]}] if part.get("text") else [],
+                        "type": "reasoning",
+                        "id": item_id,
+                        "summary": [{"type": "summary_text", "text": part["text"]}]
+                        if part.get("text")
+                        else [],
                     }
                     encrypted = provider_option(part, "openai", "reasoningEncryptedContent")
                     if encrypted:
@@ -350,6 +461,11 @@ def convert_input(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif role == "tool":
             for part in content or []:
                 if part.get("type") == "tool-result":
-                    items.append({"type": "function_call_output", "call_id": part["toolCallId"],
-                                  "output": tool_output_text(part.get("output"))})
+                    items.append(
+                        {
+                            "type": "function_call_output",
+                            "call_id": part["toolCallId"],
+                            "output": tool_output_text(part.get("output")),
+                        }
+                    )
     return items

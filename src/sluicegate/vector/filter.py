@@ -163,7 +163,8 @@ def _pg(filter: Filter, column: str, params: _Params) -> str:
 
 
 def _pg_compare(column: str, key: str, op: str, operand: Any, params: _Params) -> str:
-    if op in ("$gt", "$gte", "$lt", "$lte") and (isinstance(operand, bool) or not isinstance(operand, (int, float, str))):
+    orderable = isinstance(operand, (int, float, str)) and not isinstance(operand, bool)
+    if op in ("$gt", "$gte", "$lt", "$lte") and not orderable:
         return "FALSE"  # ordering is defined for numbers and strings only
     name = params.add(key)
     field = f"{column}->{name}::text"

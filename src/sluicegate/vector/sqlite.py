@@ -30,6 +30,9 @@ MAX_KNN = 4096
 
 
 def _setup(conn: apsw.Connection) -> None:
+    # A k-NN search reads every vector of the partition: memory-mapped reads avoid a copy per page.
+    conn.execute("PRAGMA mmap_size = 4294967296")
+    conn.execute("PRAGMA cache_size = -65536")
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
@@ -56,8 +59,13 @@ class SQLiteVector(VectorStore):
     ```
     """
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout_ms: int = 30_000,
-                 chunk_size: int = 1024) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        busy_timeout_ms: int = 30_000,
+        chunk_size: int = 1024,
+    ) -> None:
         self.path = os.fspath(path)
         self.chunk_size = chunk_size
         self._db = SQLiteConnection(self.path, busy_timeout_ms=busy_timeout_ms, setup=_setup)

@@ -30,7 +30,9 @@ def recorder() -> PersistedRecorder:
 
 def prompt_parts(prompt: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     """Every content part of `kind` in a V2 prompt."""
-    return [p for m in prompt if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == kind]
+    return [
+        p for m in prompt if isinstance(m.get("content"), list) for p in m["content"] if p.get("type") == kind
+    ]
 
 
 def stored_parts(messages: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -17,14 +17,21 @@ from sluicegate.testing import MockModel, text_step
 
 from .conftest import PersistedRecorder
 
-PREFILL = "This model does not support assistant message prefill. The conversation must end with a user message."
+PREFILL = (
+    "This model does not support assistant message prefill. The conversation must end with a user message."
+)
 HISTORY = [{"role": "user", "content": "Write a haiku"}, {"role": "assistant", "content": "Autumn moonlight"}]
 
 
 def anthropic_rejection(message: str = PREFILL) -> APICallError:
     body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
-    return APICallError(message, url="https://api.anthropic.com/v1/messages", status_code=400,
-                        response_body=json.dumps(body), is_retryable=False)
+    return APICallError(
+        message,
+        url="https://api.anthropic.com/v1/messages",
+        status_code=400,
+        response_body=json.dumps(body),
+        is_retryable=False,
+    )
 
 
 def rejects_trailing_assistant(options: CallOptions) -> Any:
@@ -35,18 +42,31 @@ def rejects_trailing_assistant(options: CallOptions) -> Any:
 
 async def test_appends_continue_and_retries_once(recorder: PersistedRecorder) -> None:
     model = MockModel([rejects_trailing_assistant, rejects_trailing_assistant], provider="anthropic.messages")
-    agent = Agent(name="poet", instructions="Write poems.", model=model,
-                  output_processors=[recorder], error_processors=[PrefillErrorHandler()])
+    agent = Agent(
+        name="poet",
+        instructions="Write poems.",
+        model=model,
+        output_processors=[recorder],
+        error_processors=[PrefillErrorHandler()],
+    )
     result = await agent.generate(HISTORY)
     assert result.text == "a worm digs silently"
     assert len(model.calls) == 2
     assert model.calls[0].prompt[-1]["role"] == "assistant"
     assert model.calls[1].prompt[-1] == {"role": "user", "content": [{"type": "text", "text": CONTINUE_TEXT}]}
     # The reminder is part of the conversation that is persisted, between the history and the answer.
-    roles_and_text = [(m["role"], "".join(p.get("text", "") for p in m["content"]["parts"])) for m in recorder.messages]
-    assert roles_and_text == [("user", "Write a haiku"), ("assistant", "Autumn moonlight"), ("user", CONTINUE_TEXT),
-                              ("assistant", "a worm digs silently")]
-    assert recorder.messages[2]["content"]["metadata"] == {"systemReminder": {"type": "anthropic-prefill-processor-retry"}}
+    roles_and_text = [
+        (m["role"], "".join(p.get("text", "") for p in m["content"]["parts"])) for m in recorder.messages
+    ]
+    assert roles_and_text == [
+        ("user", "Write a haiku"),
+        ("assistant", "Autumn moonlight"),
+        ("user", CONTINUE_TEXT),
+        ("assistant", "a worm digs silently"),
+    ]
+    assert recorder.messages[2]["content"]["metadata"] == {
+        "systemReminder": {"type": "anthropic-prefill-processor-retry"}
+    }
     assert [s.finish_reason for s in result.steps] == ["retry", "stop"]
 
 
@@ -75,17 +95,22 @@ async def test_stream_recovers_too() -> None:
     assert "".join(c.payload.text for c in chunks if c.type == "text-delta") == "a worm digs silently"
 
 
-@pytest.mark.parametrize("message", [
-    PREFILL,
-    "assistant response prefill is incompatible with enable_thinking",
-    "Requests ending with a model turn are not supported",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        PREFILL,
+        "assistant response prefill is incompatible with enable_thinking",
+        "Requests ending with a model turn are not supported",
+    ],
+)
 def test_recognises_the_known_rejections(message: str) -> None:
     assert is_prefill_error(anthropic_rejection(message))
     assert is_prefill_error(RuntimeError(message))
 
 
 def test_reads_the_response_body_when_the_message_is_generic() -> None:
-    error = APICallError("Bad Request", status_code=400, response_body=json.dumps({"error": {"message": PREFILL}}))
+    error = APICallError(
+        "Bad Request", status_code=400, response_body=json.dumps({"error": {"message": PREFILL}})
+    )
     assert is_prefill_error(error)
     assert not is_prefill_error(APICallError("Bad Request", status_code=400, response_body="{}"))

@@ -14,14 +14,21 @@ from sluicegate.processors import StreamErrorRetryProcessor, is_retryable_openai
 from sluicegate.processors.args import ProcessAPIErrorArgs
 from sluicegate.testing import MockModel, text_step
 
-OPENAI_SERVER_ERROR = {"type": "error", "sequence_number": 1,
-                       "error": {"type": "server_error", "code": "internal_error", "message": "An internal error occurred."}}
+OPENAI_SERVER_ERROR = {
+    "type": "error",
+    "sequence_number": 1,
+    "error": {"type": "server_error", "code": "internal_error", "message": "An internal error occurred."},
+}
 
 
 def failing_stream(error: Any, text: str = "partial ") -> list[dict[str, Any]]:
     """A stream that starts, emits some text, then reports `error` as an error part."""
-    return [{"type": "stream-start", "warnings": []}, {"type": "text-start", "id": "t1"},
-            {"type": "text-delta", "id": "t1", "delta": text}, {"type": "error", "error": error}]
+    return [
+        {"type": "stream-start", "warnings": []},
+        {"type": "text-start", "id": "t1"},
+        {"type": "text-delta", "id": "t1", "delta": text},
+        {"type": "error", "error": error},
+    ]
 
 
 def transient(message: str = "upstream overloaded") -> APICallError:
@@ -48,8 +55,10 @@ async def test_retries_an_openai_responses_error_event_by_default() -> None:
 
 
 async def test_does_not_retry_a_non_transient_error() -> None:
-    invalid = {"type": "error", "error": {"type": "invalid_request_error", "code": "invalid_prompt",
-                                          "message": "Invalid prompt."}}
+    invalid = {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "code": "invalid_prompt", "message": "Invalid prompt."},
+    }
     model = MockModel([failing_stream(invalid), text_step("never")])
     agent = Agent(name="a", instructions="x", model=model, error_processors=[StreamErrorRetryProcessor()])
     output = await agent.stream("hi")
@@ -69,8 +78,12 @@ async def test_non_retryable_api_errors_are_raised() -> None:
 @pytest.mark.parametrize("max_retries", [1, 3])
 async def test_max_retries_bounds_the_attempts(max_retries: int) -> None:
     model = MockModel([transient() for _ in range(5)] + [text_step("late")])
-    agent = Agent(name="a", instructions="x", model=model,
-                  error_processors=[StreamErrorRetryProcessor(max_retries=max_retries)])
+    agent = Agent(
+        name="a",
+        instructions="x",
+        model=model,
+        error_processors=[StreamErrorRetryProcessor(max_retries=max_retries)],
+    )
     with pytest.raises(APICallError):
         await agent.generate("hi")
     assert len(model.calls) == max_retries + 1
@@ -83,8 +96,12 @@ async def test_custom_matchers_and_the_cause_chain() -> None:
     wrapped = RuntimeError("stream broke")
     wrapped.__cause__ = ConnectionResetError("ECONNRESET")
     model = MockModel([wrapped, text_step("recovered")])
-    agent = Agent(name="a", instructions="x", model=model,
-                  error_processors=[StreamErrorRetryProcessor(matchers=[is_connection_reset])])
+    agent = Agent(
+        name="a",
+        instructions="x",
+        model=model,
+        error_processors=[StreamErrorRetryProcessor(matchers=[is_connection_reset])],
+    )
     assert (await agent.generate("hi")).text == "recovered"
 
     plain = MockModel([RuntimeError("stream broke"), text_step("never")])
@@ -95,8 +112,9 @@ async def test_custom_matchers_and_the_cause_chain() -> None:
 
 async def test_fixed_delay_waits_before_the_retry() -> None:
     model = MockModel([transient(), text_step("ok")])
-    agent = Agent(name="a", instructions="x", model=model,
-                  error_processors=[StreamErrorRetryProcessor(delay_ms=150)])
+    agent = Agent(
+        name="a", instructions="x", model=model, error_processors=[StreamErrorRetryProcessor(delay_ms=150)]
+    )
     started = time.monotonic()
     await agent.generate("hi")
     assert time.monotonic() - started >= 0.15
@@ -107,11 +125,15 @@ async def test_delay_callable_gets_the_error_args() -> None:
 
     async def backoff(args: ProcessAPIErrorArgs) -> float:
         seen.append((args.retry_count, str(args.error)))
-        return 10 * 2 ** args.retry_count
+        return 10 * 2**args.retry_count
 
     model = MockModel([transient("first"), transient("second"), text_step("ok")])
-    agent = Agent(name="a", instructions="x", model=model,
-                  error_processors=[StreamErrorRetryProcessor(max_retries=2, delay_ms=backoff)])
+    agent = Agent(
+        name="a",
+        instructions="x",
+        model=model,
+        error_processors=[StreamErrorRetryProcessor(max_retries=2, delay_ms=backoff)],
+    )
     assert (await agent.generate("hi")).text == "ok"
     assert seen == [(0, "first"), (1, "second")]
 
@@ -127,13 +149,30 @@ async def test_negative_delay_counts_as_zero() -> None:
 
 def test_openai_responses_matcher() -> None:
     assert is_retryable_openai_responses_stream_error(OPENAI_SERVER_ERROR)
-    assert is_retryable_openai_responses_stream_error({
-        "type": "response.failed", "response": {"error": {
-            "code": "unknown_error", "message": "An error occurred. You can retry your request, or contact us."}}})
-    assert is_retryable_openai_responses_stream_error({"type": "error", "code": "rate_limit_exceeded",
-                                                       "message": "slow down"})
-    assert not is_retryable_openai_responses_stream_error({"type": "error", "error": {
-        "type": "invalid_request_error", "code": "invalid_prompt", "message": "Invalid prompt."}})
+    assert is_retryable_openai_responses_stream_error(
+        {
+            "type": "response.failed",
+            "response": {
+                "error": {
+                    "code": "unknown_error",
+                    "message": "An error occurred. You can retry your request, or contact us.",
+                }
+            },
+        }
+    )
+    assert is_retryable_openai_responses_stream_error(
+        {"type": "error", "code": "rate_limit_exceeded", "message": "slow down"}
+    )
+    assert not is_retryable_openai_responses_stream_error(
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "code": "invalid_prompt",
+                "message": "Invalid prompt.",
+            },
+        }
+    )
     assert not is_retryable_openai_responses_stream_error({"status": 503})
     assert not is_retryable_openai_responses_stream_error("error")
 

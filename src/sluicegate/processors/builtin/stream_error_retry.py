@@ -159,7 +159,7 @@ class StreamErrorRetryProcessor(Processor):
         if inspect.isawaitable(value):
             value = await value
         try:
-            number = float(value)  # type: ignore[arg-type]
+            number = float(value)
         except (TypeError, ValueError):
             return 0.0
         return number / 1000 if math.isfinite(number) and number > 0 else 0.0
