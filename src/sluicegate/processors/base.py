@@ -40,6 +40,11 @@ from sluicegate.processors.args import (
 )
 from sluicegate.stream.chunk import Chunk
 
+LLMRequestReturn = ProcessLLMRequestResult | dict[str, Any] | None
+"""What `process_llm_request` returns (or resolves to)."""
+APIErrorReturn = ProcessAPIErrorResult | dict[str, Any] | None
+"""What `process_api_error` returns (or resolves to)."""
+
 HOOKS: tuple[str, ...] = (
     "process_input",
     "process_input_step",
@@ -87,22 +92,15 @@ class Processor:
 
     def process_llm_request(
         self, args: ProcessLLMRequestArgs
-    ) -> ProcessLLMRequestResult | dict[str, Any] | None:
+    ) -> LLMRequestReturn | Awaitable[LLMRequestReturn]:
         """Rewrite the outbound V2 prompt (transiently) or answer the call from elsewhere."""
         return None
 
-    def process_llm_response(self, args: ProcessLLMResponseArgs) -> None | Awaitable[None]:
+    def process_llm_response(self, args: ProcessLLMResponseArgs) -> Awaitable[None] | None:
         """React to a completed step's chunks (`from_cache` tells a replay apart)."""
         return None
 
-    def process_api_error(
-        self, args: ProcessAPIErrorArgs
-    ) -> (
-        ProcessAPIErrorResult
-        | dict[str, Any]
-        | None
-        | Awaitable[ProcessAPIErrorResult | dict[str, Any] | None]
-    ):
+    def process_api_error(self, args: ProcessAPIErrorArgs) -> APIErrorReturn | Awaitable[APIErrorReturn]:
         """Inspect a provider failure; ask for a retry with `{"retry": True}`."""
         return None
 

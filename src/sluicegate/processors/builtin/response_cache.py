@@ -348,7 +348,7 @@ class ResponseCache(Processor):
 
     # ------------------------------------------------------------------ hooks
 
-    async def process_llm_request(  # type: ignore[override]  # the base types hooks as sync
+    async def process_llm_request(  # the base types hooks as sync
         self, args: ProcessLLMRequestArgs
     ) -> ProcessLLMRequestResult | None:
         state = args.state
