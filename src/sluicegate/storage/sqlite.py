@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -58,11 +59,24 @@ class SQLiteConnection:
             conn = apsw.Connection(self.path)
             conn.set_busy_timeout(self._busy_timeout_ms)
             if self.path != ":memory:" and not self.path.startswith("file::memory:"):
-                conn.execute("PRAGMA journal_mode=WAL")
+                self._enable_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
             self._setup(conn)
             self._conn = conn
         return self._conn
+
+    def _enable_wal(self, conn: apsw.Connection) -> None:
+        """Switch to WAL. The switch needs a moment alone with the file, and SQLite reports a
+        busy file here without waiting, so several stores opening one new file retry it."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except apsw.BusyError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     def _call(self, fn: Callable[[apsw.Connection], T]) -> T:
         return fn(self._connection())
@@ -101,12 +115,11 @@ def write_transaction(conn: apsw.Connection, fn: Callable[[apsw.Connection], T])
 
 
 def apply_migrations(conn: apsw.Connection, migrations: tuple[Migration, ...]) -> None:
-    conn.execute(
-        f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
-        "description TEXT NOT NULL, applied_at INTEGER NOT NULL)"
-    )
-
     def migrate(c: apsw.Connection) -> None:
+        c.execute(
+            f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} (version INTEGER PRIMARY KEY, "
+            "description TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+        )
         applied = {row[0] for row in c.execute(f"SELECT version FROM {SCHEMA_TABLE}")}
         for migration in pending(migrations, applied):
             for statement in migration.statements:
