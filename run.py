@@ -28,6 +28,11 @@ def say(message: str) -> None:
     print(f"[run.py] {message}", flush=True)
 
 
+# Machines behind a TLS-inspecting proxy trust its CA through the system store (as pip does here);
+# uv's bundled roots would not.
+os.environ.setdefault("UV_SYSTEM_CERTS", "1")
+
+
 def find_uv() -> list[str]:
     """A command that runs uv, installing it into .tools/ if needed."""
     found = shutil.which("uv")
