@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from sluicegate.models.base import CallOptions
+
 SSEEvent = tuple[str | None, Any]
 """(event name or None, data: a dict sent as JSON or a raw string)."""
 
@@ -140,3 +142,12 @@ def openai_sse(chunks: list[dict[str, Any]]) -> list[SSEEvent]:
 def named_sse(events: list[dict[str, Any]]) -> list[SSEEvent]:
     """Anthropic / Responses stream: each event named after its `type`."""
     return [(e["type"], e) for e in events]
+
+
+USER = [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
+"""The one-message prompt most adapter tests send."""
+
+
+async def parts_of(model: Any, options: CallOptions) -> list[dict[str, Any]]:
+    """Every V2 part `model.do_stream(options)` yields."""
+    return [p async for p in (await model.do_stream(options)).stream]

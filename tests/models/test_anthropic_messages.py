@@ -11,10 +11,9 @@ from sluicegate.errors import APICallError
 from sluicegate.models.anthropic_messages import AnthropicMessagesModel
 from sluicegate.models.base import CallOptions
 
-from .fake_provider import FakeProvider, named_sse
+from .fake_provider import USER, FakeProvider, named_sse, parts_of
 
 PATH = "/v1/messages"
-USER = [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
 PREFILL = (
     "This model does not support assistant message prefill. The conversation must end with a user message."
 )
@@ -59,10 +58,6 @@ def end(stop_reason: str = "end_turn", output_tokens: int = 15) -> list[dict[str
 
 def model(server: FakeProvider) -> AnthropicMessagesModel:
     return AnthropicMessagesModel("claude-sonnet-4-5", api_key="sk-ant-test", base_url=server.url)
-
-
-async def parts_of(m: Any, options: CallOptions) -> list[dict[str, Any]]:
-    return [p async for p in (await m.do_stream(options)).stream]
 
 
 async def test_streams_text_with_usage_and_cache_tokens(fake_provider: FakeProvider) -> None:

@@ -11,10 +11,9 @@ from sluicegate.errors import APICallError
 from sluicegate.models.base import CallOptions
 from sluicegate.models.openai_chat import OpenAIChatModel
 
-from .fake_provider import FakeProvider, openai_sse
+from .fake_provider import USER, FakeProvider, openai_sse, parts_of
 
 PATH = "/v1/chat/completions"
-USER = [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -40,10 +39,6 @@ USAGE = {
 
 def model(server: FakeProvider, **kwargs: Any) -> OpenAIChatModel:
     return OpenAIChatModel("gpt-4o-mini", api_key="sk-test", base_url=f"{server.url}/v1", **kwargs)
-
-
-async def parts_of(m: Any, options: CallOptions) -> list[dict[str, Any]]:
-    return [p async for p in (await m.do_stream(options)).stream]
 
 
 async def test_streams_text_usage_and_response_metadata(fake_provider: FakeProvider) -> None:

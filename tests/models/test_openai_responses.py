@@ -11,10 +11,9 @@ from sluicegate.errors import APICallError
 from sluicegate.models.base import CallOptions
 from sluicegate.models.openai_responses import OpenAIResponsesModel
 
-from .fake_provider import FakeProvider, named_sse
+from .fake_provider import USER, FakeProvider, named_sse, parts_of
 
 PATH = "/v1/responses"
-USER = [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
 USAGE = {
     "input_tokens": 30,
     "input_tokens_details": {"cached_tokens": 8},
@@ -103,10 +102,6 @@ def message_events(item_id: str, index: int, *pieces: str) -> list[dict[str, Any
 
 def model(server: FakeProvider) -> OpenAIResponsesModel:
     return OpenAIResponsesModel("gpt-5-mini", api_key="sk-test", base_url=f"{server.url}/v1")
-
-
-async def parts_of(m: Any, options: CallOptions) -> list[dict[str, Any]]:
-    return [p async for p in (await m.do_stream(options)).stream]
 
 
 async def test_streams_reasoning_text_and_usage(fake_provider: FakeProvider) -> None:

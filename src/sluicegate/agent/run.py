@@ -375,8 +375,8 @@ class AgentRun:
         run_id = self.run_id
         pipeline = self._pipeline
         pending = self._pending
-        # Model-level chunks are kept (as copies stream processors cannot change) only for
-        # processors that read them in `process_llm_response`.
+        # Model-level chunks are kept only for processors that read them in
+        # `process_llm_response`, as copies when stream processors could change them in place.
         model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
         record = step.record
         try:
@@ -400,7 +400,7 @@ class AgentRun:
                         continue
                     chunk = converted
                 if model_chunks_append is not None:
-                    model_chunks_append(chunk.copy())
+                    model_chunks_append(chunk if pipeline is None else chunk.copy())
                 if pipeline is not None:
                     result = await pipeline(chunk)
                     if result is None:

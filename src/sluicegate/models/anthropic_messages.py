@@ -17,25 +17,23 @@ raw event JSON. Mappings worth knowing:
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sluicegate.errors import MissingAPIKeyError
-from sluicegate.models._http_errors import close_quietly, error_part, to_api_call_error
+from sluicegate.models._http_errors import close_quietly, error_part
 from sluicegate.models._prompt_parts import (
     base64_data,
     is_url,
     media_type,
     provider_option,
-    timestamp,
     tool_input_object,
     tool_output_is_error,
     tool_output_text,
     v2_usage,
 )
-from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult
+from sluicegate.models._sdk_model import SDKModel, response_metadata
+from sluicegate.models.base import CallOptions, GenerateResult, StreamPart
 
 DEFAULT_MAX_TOKENS = 4096
 
@@ -69,65 +67,18 @@ def _cache_control(source: dict[str, Any]) -> Any:
     )
 
 
-class AnthropicMessagesModel:
+class AnthropicMessagesModel(SDKModel):
     """A Claude model served by the Messages API."""
 
-    specification_version = "v2"
+    path = "/v1/messages"
+    default_provider = "anthropic.messages"
+    default_api_key_env = "ANTHROPIC_API_KEY"
+    missing_key_message = "anthropic/{model_id} needs an API key: set the {env} environment variable"
 
-    def __init__(
-        self,
-        model_id: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        client: Any = None,
-        headers: dict[str, str] | None = None,
-        max_retries: int = 0,
-        timeout: float | None = None,
-    ) -> None:
-        self._model_id = model_id
-        self._client = client
-        self._api_key = api_key
-        self._base_url = base_url
-        self._headers = headers
-        self._max_retries = max_retries
-        self._timeout = timeout
+    def _sdk_classes(self) -> tuple[Any, Any]:
+        from anthropic import AsyncAnthropic, AsyncStream
 
-    @property
-    def provider(self) -> str:
-        return "anthropic.messages"
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    def __repr__(self) -> str:
-        return f"AnthropicMessagesModel({self._model_id!r})"
-
-    def client(self) -> Any:
-        if self._client is None:
-            from anthropic import AsyncAnthropic
-
-            api_key = self._api_key or os.environ.get("ANTHROPIC_API_KEY")
-            if not api_key:
-                raise MissingAPIKeyError(
-                    f"anthropic/{self._model_id} needs an API key: "
-                    "set the ANTHROPIC_API_KEY environment variable"
-                )
-            kwargs: dict[str, Any] = {
-                "api_key": api_key,
-                "max_retries": self._max_retries,
-                "default_headers": self._headers,
-            }
-            if self._base_url:
-                kwargs["base_url"] = self._base_url
-            if self._timeout is not None:
-                kwargs["timeout"] = self._timeout
-            self._client = AsyncAnthropic(**kwargs)
-        return self._client
-
-    def _url(self) -> str:
-        return str(self.client().base_url).rstrip("/") + "/v1/messages"
+        return AsyncAnthropic, AsyncStream
 
     # ------------------------------------------------------------------ request
 
@@ -178,24 +129,9 @@ class AnthropicMessagesModel:
             body["stream"] = True
         return body
 
-    async def _post(self, body: dict[str, Any], *, stream: bool) -> Any:
-        from anthropic import AsyncStream
+    # ------------------------------------------------------------------ responses
 
-        client = self.client()
-        try:
-            if stream:
-                return await client.post(
-                    "/v1/messages", body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
-                )
-            return await client.post("/v1/messages", body=body, cast_to=object)
-        except Exception as exc:
-            raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
-
-    # ------------------------------------------------------------------ calls
-
-    async def do_generate(self, options: CallOptions) -> GenerateResult:
-        body = self.build_body(options, stream=False)
-        data = await self._post(body, stream=False)
+    def _generate_result(self, body: dict[str, Any], data: Any) -> GenerateResult:
         content: list[dict[str, Any]] = []
         for block in data.get("content") or []:
             kind = block.get("type")
@@ -237,11 +173,6 @@ class AnthropicMessagesModel:
             request={"body": body},
             response={"id": data.get("id"), "modelId": data.get("model"), "body": data},
         )
-
-    async def do_stream(self, options: CallOptions) -> StreamResult:
-        body = self.build_body(options, stream=True)
-        stream = await self._post(body, stream=True)
-        return StreamResult(stream=self._parts(stream, body), request={"body": body})
 
     async def _parts(self, stream: Any, body: dict[str, Any]) -> AsyncIterator[StreamPart]:
         yield {"type": "stream-start", "warnings": []}
@@ -322,12 +253,7 @@ class AnthropicMessagesModel:
                 elif kind == "message_start":
                     message = event.get("message") or {}
                     usage.update(message.get("usage") or {})
-                    yield {
-                        "type": "response-metadata",
-                        "id": message.get("id"),
-                        "modelId": message.get("model"),
-                        "timestamp": timestamp(time.time()),
-                    }
+                    yield {"type": "response-metadata", **response_metadata(message, time.time())}
                 elif kind == "message_delta":
                     delta = event.get("delta") or {}
                     if delta.get("stop_reason"):

@@ -8,23 +8,21 @@ pointed at another base URL.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sluicegate.errors import MissingAPIKeyError
-from sluicegate.models._http_errors import close_quietly, error_part, to_api_call_error
+from sluicegate.models._http_errors import close_quietly, error_part
 from sluicegate.models._prompt_parts import (
     EMPTY_USAGE,
     base64_data,
     data_url,
     media_type,
-    timestamp,
     tool_input_json,
     tool_output_text,
     v2_usage,
 )
-from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult
+from sluicegate.models._sdk_model import SDKModel, response_metadata
+from sluicegate.models.base import CallOptions, GenerateResult, StreamPart
 
 _FINISH_REASONS = {
     "stop": "stop",
@@ -73,7 +71,7 @@ def chat_usage(usage: Any) -> dict[str, Any]:
     )
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(SDKModel):
     """A model served by the Chat Completions API.
 
     `send_reasoning` echoes assistant reasoning parts back as `reasoning_content` (what
@@ -81,7 +79,9 @@ class OpenAIChatModel:
     here). `provider_options_key` names the `provider_options` entry read for extra body fields.
     """
 
-    specification_version = "v2"
+    path = "/chat/completions"
+    default_provider = "openai.chat"
+    default_api_key_env = "OPENAI_API_KEY"
     max_tokens_field = "max_completion_tokens"
 
     def __init__(
@@ -99,59 +99,27 @@ class OpenAIChatModel:
         max_retries: int = 0,
         timeout: float | None = None,
     ) -> None:
-        self._model_id = model_id
+        super().__init__(
+            model_id,
+            api_key=api_key,
+            base_url=base_url,
+            client=client,
+            headers=headers,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
         self._provider = provider
+        self._api_key_env = api_key_env
         self._options_key = provider_options_key
         self._send_reasoning = send_reasoning
-        self._client = client
-        self._api_key = api_key
-        self._api_key_env = api_key_env
-        self._base_url = base_url
-        self._headers = headers
-        self._max_retries = max_retries
-        self._timeout = timeout
-
-    @property
-    def provider(self) -> str:
-        return self._provider
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model_id!r}, provider={self._provider!r})"
 
-    # ------------------------------------------------------------------ client
+    def _sdk_classes(self) -> tuple[Any, Any]:
+        from openai import AsyncOpenAI, AsyncStream
 
-    def client(self) -> Any:
-        """The `AsyncOpenAI` client, created on first use (the key is read then)."""
-        if self._client is None:
-            from openai import AsyncOpenAI
-
-            api_key = self._api_key
-            if api_key is None and self._api_key_env:
-                api_key = os.environ.get(self._api_key_env)
-                if not api_key:
-                    raise MissingAPIKeyError(
-                        f"{self._provider} needs an API key: set the {self._api_key_env} environment "
-                        f"variable "
-                        f"or pass api_key="
-                    )
-            kwargs: dict[str, Any] = {
-                "api_key": api_key or "not-needed",
-                "max_retries": self._max_retries,
-                "default_headers": self._headers,
-            }
-            if self._base_url:
-                kwargs["base_url"] = self._base_url
-            if self._timeout is not None:
-                kwargs["timeout"] = self._timeout
-            self._client = AsyncOpenAI(**kwargs)
-        return self._client
-
-    def _url(self) -> str:
-        return str(self.client().base_url).rstrip("/") + "/chat/completions"
+        return AsyncOpenAI, AsyncStream
 
     # ------------------------------------------------------------------ request
 
@@ -317,28 +285,9 @@ class OpenAIChatModel:
             message["reasoning_content"] = reasoning
         return message
 
-    async def _post(self, body: dict[str, Any], *, stream: bool) -> Any:
-        from openai import AsyncStream
+    # ------------------------------------------------------------------ responses
 
-        client = self.client()
-        try:
-            if stream:
-                return await client.post(
-                    "/chat/completions",
-                    body=body,
-                    cast_to=object,
-                    stream=True,
-                    stream_cls=AsyncStream[object],
-                )
-            return await client.post("/chat/completions", body=body, cast_to=object)
-        except Exception as exc:
-            raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
-
-    # ------------------------------------------------------------------ calls
-
-    async def do_generate(self, options: CallOptions) -> GenerateResult:
-        body = self.build_body(options, stream=False)
-        data = await self._post(body, stream=False)
+    def _generate_result(self, body: dict[str, Any], data: Any) -> GenerateResult:
         choice = (data.get("choices") or [{}])[0]
         message = choice.get("message") or {}
         content: list[dict[str, Any]] = []
@@ -362,18 +311,8 @@ class OpenAIChatModel:
             finish_reason=finish_reason(choice.get("finish_reason")),
             usage=chat_usage(data.get("usage")),
             request={"body": body},
-            response={
-                "id": data.get("id"),
-                "modelId": data.get("model"),
-                "timestamp": timestamp(data.get("created")),
-                "body": data,
-            },
+            response={**response_metadata(data, data.get("created")), "body": data},
         )
-
-    async def do_stream(self, options: CallOptions) -> StreamResult:
-        body = self.build_body(options, stream=True)
-        stream = await self._post(body, stream=True)
-        return StreamResult(stream=self._parts(stream, body), request={"body": body})
 
     async def _parts(self, stream: Any, body: dict[str, Any]) -> AsyncIterator[StreamPart]:
         yield {"type": "stream-start", "warnings": []}
@@ -387,12 +326,7 @@ class OpenAIChatModel:
             async for chunk in stream:
                 if first:
                     first = False
-                    yield {
-                        "type": "response-metadata",
-                        "id": chunk.get("id"),
-                        "modelId": chunk.get("model"),
-                        "timestamp": timestamp(chunk.get("created")),
-                    }
+                    yield {"type": "response-metadata", **response_metadata(chunk, chunk.get("created"))}
                 if chunk.get("usage"):
                     usage = chat_usage(chunk["usage"])
                 for choice in chunk.get("choices") or ():

@@ -11,23 +11,22 @@ reasoning part carrying those in `providerOptions.openai` is sent back as a `rea
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sluicegate.errors import APICallError, MissingAPIKeyError
-from sluicegate.models._http_errors import close_quietly, error_part, stream_error, to_api_call_error
+from sluicegate.errors import APICallError
+from sluicegate.models._http_errors import close_quietly, error_part, stream_error
 from sluicegate.models._prompt_parts import (
     EMPTY_USAGE,
     data_url,
     media_type,
     provider_option,
-    timestamp,
     tool_input_json,
     tool_output_text,
     v2_usage,
 )
-from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult
+from sluicegate.models._sdk_model import SDKModel, response_metadata
+from sluicegate.models.base import CallOptions, GenerateResult, StreamPart
 
 # providerOptions.openai keys -> Responses body fields.
 _OPTIONS = {
@@ -71,7 +70,7 @@ def responses_finish_reason(response: dict[str, Any], has_tool_calls: bool) -> s
     return "tool-calls" if has_tool_calls else "stop"
 
 
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(SDKModel):
     """A model served by the OpenAI Responses API.
 
     `provider_options={"openai": {"reasoningEffort": "low", "reasoningSummary": "auto"}}` becomes
@@ -79,61 +78,15 @@ class OpenAIResponsesModel:
     the other AI SDK option names map to their body fields.
     """
 
-    specification_version = "v2"
+    path = "/responses"
+    default_provider = "openai.responses"
+    default_api_key_env = "OPENAI_API_KEY"
+    missing_key_message = "openai/{model_id} needs an API key: set the {env} environment variable"
 
-    def __init__(
-        self,
-        model_id: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        client: Any = None,
-        headers: dict[str, str] | None = None,
-        max_retries: int = 0,
-        timeout: float | None = None,
-    ) -> None:
-        self._model_id = model_id
-        self._client = client
-        self._api_key = api_key
-        self._base_url = base_url
-        self._headers = headers
-        self._max_retries = max_retries
-        self._timeout = timeout
+    def _sdk_classes(self) -> tuple[Any, Any]:
+        from openai import AsyncOpenAI, AsyncStream
 
-    @property
-    def provider(self) -> str:
-        return "openai.responses"
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesModel({self._model_id!r})"
-
-    def client(self) -> Any:
-        if self._client is None:
-            from openai import AsyncOpenAI
-
-            api_key = self._api_key or os.environ.get("OPENAI_API_KEY")
-            if not api_key:
-                raise MissingAPIKeyError(
-                    f"openai/{self._model_id} needs an API key: set the OPENAI_API_KEY environment variable"
-                )
-            kwargs: dict[str, Any] = {
-                "api_key": api_key,
-                "max_retries": self._max_retries,
-                "default_headers": self._headers,
-            }
-            if self._base_url:
-                kwargs["base_url"] = self._base_url
-            if self._timeout is not None:
-                kwargs["timeout"] = self._timeout
-            self._client = AsyncOpenAI(**kwargs)
-        return self._client
-
-    def _url(self) -> str:
-        return str(self.client().base_url).rstrip("/") + "/responses"
+        return AsyncOpenAI, AsyncStream
 
     # ------------------------------------------------------------------ request
 
@@ -193,24 +146,9 @@ class OpenAIResponsesModel:
             body["stream"] = True
         return body
 
-    async def _post(self, body: dict[str, Any], *, stream: bool) -> Any:
-        from openai import AsyncStream
+    # ------------------------------------------------------------------ responses
 
-        client = self.client()
-        try:
-            if stream:
-                return await client.post(
-                    "/responses", body=body, cast_to=object, stream=True, stream_cls=AsyncStream[object]
-                )
-            return await client.post("/responses", body=body, cast_to=object)
-        except Exception as exc:
-            raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
-
-    # ------------------------------------------------------------------ calls
-
-    async def do_generate(self, options: CallOptions) -> GenerateResult:
-        body = self.build_body(options, stream=False)
-        data = await self._post(body, stream=False)
+    def _generate_result(self, body: dict[str, Any], data: Any) -> GenerateResult:
         if data.get("error"):
             raise stream_error(
                 {"type": "response.failed", "response": data},
@@ -260,18 +198,8 @@ class OpenAIResponsesModel:
             finish_reason=responses_finish_reason(data, has_calls),
             usage=responses_usage(data.get("usage")),
             request={"body": body},
-            response={
-                "id": data.get("id"),
-                "modelId": data.get("model"),
-                "timestamp": timestamp(data.get("created_at")),
-                "body": data,
-            },
+            response={**response_metadata(data, data.get("created_at")), "body": data},
         )
-
-    async def do_stream(self, options: CallOptions) -> StreamResult:
-        body = self.build_body(options, stream=True)
-        stream = await self._post(body, stream=True)
-        return StreamResult(stream=self._parts(stream, body), request={"body": body})
 
     async def _parts(self, stream: Any, body: dict[str, Any]) -> AsyncIterator[StreamPart]:
         yield {"type": "stream-start", "warnings": []}
@@ -356,12 +284,8 @@ class OpenAIResponsesModel:
                             }
                 elif kind == "response.created":
                     response = event.get("response") or {}
-                    yield {
-                        "type": "response-metadata",
-                        "id": response.get("id"),
-                        "modelId": response.get("model"),
-                        "timestamp": timestamp(response.get("created_at")),
-                    }
+                    metadata = response_metadata(response, response.get("created_at"))
+                    yield {"type": "response-metadata", **metadata}
                 elif kind in ("response.completed", "response.incomplete"):
                     final = event.get("response") or {}
                 elif kind == "response.failed":

@@ -32,6 +32,11 @@ from sluicegate.storage.types import MessageInclude, Resource, Thread, from_micr
 
 T = TypeVar("T")
 
+_THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+_SELECT_THREAD = f"SELECT {_THREAD_COLUMNS} FROM sluicegate_threads WHERE id = ?"
+_SELECT_RESOURCE = (
+    "SELECT id, working_memory, metadata, created_at, updated_at FROM sluicegate_resources WHERE id = ?"
+)
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
 _BEFORE_SQL = (
     f"SELECT seq, {_MESSAGE_COLUMNS} FROM sluicegate_messages WHERE thread_id = ? "
@@ -151,6 +156,28 @@ def _thread(row: Sequence[Any]) -> Thread:
     )
 
 
+def _thread_params(thread: Thread) -> tuple[Any, ...]:
+    """`thread` as the values of `_THREAD_COLUMNS`."""
+    return (
+        thread.id,
+        thread.resource_id,
+        thread.title,
+        dumps(thread.metadata),
+        to_micros(thread.created_at),
+        to_micros(thread.updated_at),
+    )
+
+
+def _resource(row: Sequence[Any]) -> Resource:
+    return Resource(
+        id=row[0],
+        working_memory=row[1],
+        metadata=json.loads(row[2]),
+        created_at=from_micros(row[3]),
+        updated_at=from_micros(row[4]),
+    )
+
+
 def _message(row: Sequence[Any]) -> Message:
     return message_from_row(
         id=row[0],
@@ -195,11 +222,7 @@ class SQLiteStore(MemoryStore):
 
     async def get_thread(self, thread_id: str) -> Thread | None:
         def get(c: apsw.Connection) -> Thread | None:
-            row = c.execute(
-                "SELECT id, resource_id, title, metadata, created_at, updated_at "
-                "FROM sluicegate_threads WHERE id = ?",
-                (thread_id,),
-            ).fetchone()
+            row = c.execute(_SELECT_THREAD, (thread_id,)).fetchone()
             return _thread(row) if row else None
 
         return await self._db.run(get)
@@ -207,45 +230,22 @@ class SQLiteStore(MemoryStore):
     async def create_thread(self, thread: Thread) -> Thread:
         def create(c: apsw.Connection) -> Thread:
             c.execute(
-                "INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
+                f"INSERT INTO sluicegate_threads ({_THREAD_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (
-                    thread.id,
-                    thread.resource_id,
-                    thread.title,
-                    dumps(thread.metadata),
-                    to_micros(thread.created_at),
-                    to_micros(thread.updated_at),
-                ),
+                _thread_params(thread),
             )
-            return _thread(
-                fetch_one(
-                    c.execute(
-                        "SELECT id, resource_id, title, metadata, created_at, updated_at "
-                        "FROM sluicegate_threads WHERE id = ?",
-                        (thread.id,),
-                    )
-                )
-            )
+            return _thread(fetch_one(c.execute(_SELECT_THREAD, (thread.id,))))
 
         return await self._db.run(lambda c: write_transaction(c, create))
 
     async def save_thread(self, thread: Thread) -> Thread:
         def save(c: apsw.Connection) -> None:
             c.execute(
-                "INSERT INTO sluicegate_threads (id, resource_id, title, metadata, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) "
+                f"INSERT INTO sluicegate_threads ({_THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, "
                 "title = excluded.title, metadata = excluded.metadata, created_at = excluded.created_at, "
                 "updated_at = excluded.updated_at",
-                (
-                    thread.id,
-                    thread.resource_id,
-                    thread.title,
-                    dumps(thread.metadata),
-                    to_micros(thread.created_at),
-                    to_micros(thread.updated_at),
-                ),
+                _thread_params(thread),
             )
 
         await self._db.run(lambda c: write_transaction(c, save))
@@ -255,11 +255,7 @@ class SQLiteStore(MemoryStore):
         self, thread_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Thread:
         def update(c: apsw.Connection) -> Thread:
-            row = c.execute(
-                "SELECT id, resource_id, title, metadata, created_at, updated_at "
-                "FROM sluicegate_threads WHERE id = ?",
-                (thread_id,),
-            ).fetchone()
+            row = c.execute(_SELECT_THREAD, (thread_id,)).fetchone()
             if row is None:
                 raise ThreadNotFoundError(thread_id)
             thread = _thread(row)
@@ -281,7 +277,7 @@ class SQLiteStore(MemoryStore):
             lambda c: [
                 _thread(row)
                 for row in c.execute(
-                    "SELECT id, resource_id, title, metadata, created_at, updated_at FROM sluicegate_threads "
+                    f"SELECT {_THREAD_COLUMNS} FROM sluicegate_threads "
                     "WHERE resource_id = ? ORDER BY updated_at DESC, id",
                     (resource_id,),
                 )
@@ -398,20 +394,8 @@ class SQLiteStore(MemoryStore):
 
     async def get_resource(self, resource_id: str) -> Resource | None:
         def get(c: apsw.Connection) -> Resource | None:
-            row = c.execute(
-                "SELECT id, working_memory, metadata, created_at, updated_at FROM sluicegate_resources "
-                "WHERE id = ?",
-                (resource_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            return Resource(
-                id=row[0],
-                working_memory=row[1],
-                metadata=json.loads(row[2]),
-                created_at=from_micros(row[3]),
-                updated_at=from_micros(row[4]),
-            )
+            row = c.execute(_SELECT_RESOURCE, (resource_id,)).fetchone()
+            return _resource(row) if row is not None else None
 
         return await self._db.run(get)
 
@@ -429,20 +413,7 @@ class SQLiteStore(MemoryStore):
                 "updated_at = excluded.updated_at",
                 (resource_id, working_memory, dumps(metadata or {}), now, now, metadata is not None),
             )
-            row = fetch_one(
-                c.execute(
-                    "SELECT id, working_memory, metadata, created_at, updated_at "
-                    "FROM sluicegate_resources WHERE id = ?",
-                    (resource_id,),
-                )
-            )
-            return Resource(
-                id=row[0],
-                working_memory=row[1],
-                metadata=json.loads(row[2]),
-                created_at=from_micros(row[3]),
-                updated_at=from_micros(row[4]),
-            )
+            return _resource(fetch_one(c.execute(_SELECT_RESOURCE, (resource_id,))))
 
         return await self._db.run(lambda c: write_transaction(c, upsert))
 

@@ -31,6 +31,12 @@ def from_micros(value: int) -> datetime:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+def _datetime_or_now(data: dict[str, Any], key: str) -> datetime:
+    """`data[key]` parsed, or now when it is missing or empty."""
+    value = data.get(key)
+    return parse_datetime(value) if value else utc_now()
+
+
 @dataclass
 class Thread:
     """A conversation: it belongs to one resource (a user, an account) for its whole life."""
@@ -59,8 +65,8 @@ class Thread:
             resource_id=data["resourceId"],
             title=data.get("title") or "",
             metadata=dict(data.get("metadata") or {}),
-            created_at=parse_datetime(data["createdAt"]) if data.get("createdAt") else utc_now(),
-            updated_at=parse_datetime(data["updatedAt"]) if data.get("updatedAt") else utc_now(),
+            created_at=_datetime_or_now(data, "createdAt"),
+            updated_at=_datetime_or_now(data, "updatedAt"),
         )
 
 
@@ -89,8 +95,8 @@ class Resource:
             id=data["id"],
             working_memory=data.get("workingMemory"),
             metadata=dict(data.get("metadata") or {}),
-            created_at=parse_datetime(data["createdAt"]) if data.get("createdAt") else utc_now(),
-            updated_at=parse_datetime(data["updatedAt"]) if data.get("updatedAt") else utc_now(),
+            created_at=_datetime_or_now(data, "createdAt"),
+            updated_at=_datetime_or_now(data, "updatedAt"),
         )
 
 

@@ -34,7 +34,8 @@ class Chunk:
             payload = TextPayload(payload.id, payload.text)
         else:
             payload = copy.deepcopy(payload)
-        return Chunk(self.type, self.run_id, payload, copy.deepcopy(self.data), self.from_)
+        data = self.data
+        return Chunk(self.type, self.run_id, payload, None if data is None else copy.deepcopy(data), self.from_)
 
     @property
     def is_data(self) -> bool:

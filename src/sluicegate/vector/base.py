@@ -50,6 +50,20 @@ def check_upsert(
             )
 
 
+def check_query_vector(vector: Sequence[float], dimension: int) -> None:
+    if len(vector) != dimension:
+        raise VectorStoreError(
+            f"query vector of dimension {len(vector)} for an index of dimension {dimension}"
+        )
+
+
+def above_threshold(results: list[QueryResult], threshold: float | None) -> list[QueryResult]:
+    """`results` without those scoring below `threshold` (all of them when it is None)."""
+    if threshold is None:
+        return results
+    return [r for r in results if r.score >= threshold]
+
+
 class VectorStore(abc.ABC):
     """The operations semantic recall needs; both backends implement them identically."""
 

@@ -15,7 +15,15 @@ from typing import Any
 
 import asyncpg
 
-from sluicegate.vector.base import QueryResult, VectorStore, VectorStoreError, check_index_name, check_upsert
+from sluicegate.vector.base import (
+    QueryResult,
+    VectorStore,
+    VectorStoreError,
+    above_threshold,
+    check_index_name,
+    check_query_vector,
+    check_upsert,
+)
 from sluicegate.vector.filter import Filter, to_postgres
 
 
@@ -166,10 +174,7 @@ class PgVector(VectorStore):
         threshold: float | None = None,
     ) -> list[QueryResult]:
         dimension = await self._dimension(name)
-        if len(vector) != dimension:
-            raise VectorStoreError(
-                f"query vector of dimension {len(vector)} for an index of dimension {dimension}"
-            )
+        check_query_vector(vector, dimension)
         if top_k <= 0:
             return []
         where, params = to_postgres(filter, first_param=3)
@@ -187,9 +192,7 @@ class PgVector(VectorStore):
             (QueryResult(id=r["id"], score=float(r["score"]), metadata=r["metadata"]) for r in rows),
             key=lambda r: -r.score,
         )
-        if threshold is not None:
-            results = [r for r in results if r.score >= threshold]
-        return results
+        return above_threshold(results, threshold)
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
         await self._dimension(name)

@@ -21,7 +21,15 @@ import numpy as np
 import sqlite_vec
 
 from sluicegate.storage.sqlite import SQLiteConnection, fetch_one, write_transaction
-from sluicegate.vector.base import QueryResult, VectorStore, VectorStoreError, check_index_name, check_upsert
+from sluicegate.vector.base import (
+    QueryResult,
+    VectorStore,
+    VectorStoreError,
+    above_threshold,
+    check_index_name,
+    check_query_vector,
+    check_upsert,
+)
 from sluicegate.vector.filter import Filter, equality_terms, matches, validate
 
 PUSHED_KEYS = frozenset(("thread_id", "resource_id"))
@@ -193,10 +201,7 @@ class SQLiteVector(VectorStore):
         threshold: float | None = None,
     ) -> list[QueryResult]:
         dimension = await self._dimension(name)
-        if len(vector) != dimension:
-            raise VectorStoreError(
-                f"query vector of dimension {len(vector)} for an index of dimension {dimension}"
-            )
+        check_query_vector(vector, dimension)
         validate(filter)
         if top_k <= 0:
             return []
@@ -226,10 +231,7 @@ class SQLiteVector(VectorStore):
                 results = sorted(_results(rows, filter), key=lambda r: -r.score)
             return results
 
-        results = (await self._db.run(search))[:top_k]
-        if threshold is not None:
-            results = [r for r in results if r.score >= threshold]
-        return results
+        return above_threshold((await self._db.run(search))[:top_k], threshold)
 
     async def delete(self, name: str, ids: Sequence[str]) -> None:
         await self._dimension(name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -24,6 +24,7 @@ from sluicegate.messages.part import Part
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.processors.base import Processor, notify_violation
+from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger("sluicegate.processors.guardrails")
 
@@ -223,6 +224,72 @@ def to_check(
 def report(processor: Processor, message: str, detail: Any) -> None:
     """Tell `processor.on_violation` about a warn-strategy detection; its errors are swallowed."""
     notify_violation(processor, message, detail)
+
+
+def check_choice(option: str, value: Any, choices: Sequence[str]) -> None:
+    """Raise ValueError unless `value` is one of `choices` (a guardrail option's allowed values)."""
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
+        raise ValueError(f"{option} must be {listed}, got {value!r}")
+
+
+def check_threshold(threshold: float) -> None:
+    if not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+
+
+def enforce(
+    processor: Processor,
+    strategy: str,
+    message: str,
+    detail: dict[str, Any],
+    abort: Any,
+    *,
+    label: str,
+    log: logging.Logger,
+) -> None:
+    """Act on a detection: `"block"` aborts with `detail` as tripwire metadata, `"warn"` logs and
+    reports to `on_violation`; any other strategy (the caller then drops or rewrites the
+    content) is logged at info level."""
+    if strategy == "block":
+        abort(message, metadata=detail)
+    elif strategy == "warn":
+        log.warning("[%s] %s", label, message)
+        report(processor, message, detail)
+    else:
+        log.info("[%s] %s (%s)", label, message, strategy)
+
+
+async def flagged_messages(
+    messages: Iterable[Message],
+    detect: Callable[[str], Awaitable[VerdictT | None]],
+    is_flagged: Callable[[VerdictT], bool],
+) -> AsyncIterator[tuple[Message, str, VerdictT]]:
+    """Each message with text that the detector flags, with its text and the verdict."""
+    for message in messages:
+        text = message_text(message)
+        if not text:
+            continue
+        verdict = await detect(text)
+        if verdict is not None and is_flagged(verdict):
+            yield message, text, verdict
+
+
+async def flagged_delta(
+    part: Chunk,
+    detect: Callable[[str], Awaitable[VerdictT | None]],
+    is_flagged: Callable[[VerdictT], bool],
+) -> tuple[str, VerdictT] | None:
+    """The text and verdict of a non-blank text-delta chunk the detector flags; None otherwise."""
+    if part.type != "text-delta":
+        return None
+    text = part.payload.text
+    if not text or not text.strip():
+        return None
+    verdict = await detect(text)
+    if verdict is None or not is_flagged(verdict):
+        return None
+    return text, verdict
 
 
 def replace_messages(messages: list[Message], replaced: Mapping[str, Message | None]) -> list[Message] | None:

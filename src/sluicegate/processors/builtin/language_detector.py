@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -17,6 +17,8 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DetectorModel,
     Verdict,
+    check_choice,
+    check_threshold,
     input_ids,
     message_text,
     report,
@@ -123,14 +125,9 @@ class LanguageDetector(Processor):
         json_prompt_injection: bool = False,
     ) -> None:
         super().__init__()
-        if strategy not in ("detect", "translate", "block", "warn"):
-            raise ValueError(f"strategy must be 'detect', 'translate', 'block' or 'warn', got {strategy!r}")
-        if translation_quality not in QUALITY_HINTS:
-            raise ValueError(
-                f"translation_quality must be 'speed', 'quality' or 'balanced', got {translation_quality!r}"
-            )
-        if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+        check_choice("strategy", strategy, get_args(LanguageStrategy))
+        check_choice("translation_quality", translation_quality, get_args(TranslationQuality))
+        check_threshold(threshold)
         self.target_languages: tuple[str, ...] = (
             tuple(target_languages) if target_languages else DEFAULT_TARGET_LANGUAGES
         )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -17,10 +17,12 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DetectorModel,
     Verdict,
+    check_choice,
+    check_threshold,
+    enforce,
+    flagged_messages,
     input_ids,
-    message_text,
     replace_messages,
-    report,
     response_ids,
     restrict_enum,
     to_check,
@@ -120,10 +122,8 @@ class ModerationProcessor(Processor):
         json_prompt_injection: bool = False,
     ) -> None:
         super().__init__()
-        if strategy not in ("block", "warn", "filter"):
-            raise ValueError(f"strategy must be 'block', 'warn' or 'filter', got {strategy!r}")
-        if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+        check_choice("strategy", strategy, get_args(ModerationStrategy))
+        check_threshold(threshold)
         if chunk_window < 0:
             raise ValueError(f"chunk_window must be 0 or more, got {chunk_window!r}")
         self.categories: tuple[str, ...] = tuple(categories) if categories else DEFAULT_CATEGORIES
@@ -205,15 +205,10 @@ class ModerationProcessor(Processor):
         self, messages: list[Message], checked: list[Message], abort: Any
     ) -> list[Message] | None:
         dropped: set[str] = set()
-        for message in checked:
-            text = message_text(message)
-            if not text:
-                continue
-            verdict = await self.moderate(text)
-            if verdict is not None and self.is_flagged(verdict):
-                self._handle(verdict, abort)
-                if self.strategy == "filter":
-                    dropped.add(message.id)
+        async for message, _, verdict in flagged_messages(checked, self.moderate, self.is_flagged):
+            self._handle(verdict, abort)
+            if self.strategy == "filter":
+                dropped.add(message.id)
         return replace_messages(messages, dict.fromkeys(dropped))
 
     def _handle(self, verdict: ModerationVerdict, abort: Any) -> None:
@@ -226,10 +221,4 @@ class ModerationProcessor(Processor):
         if self.include_scores:
             message += ". Scores: " + ", ".join(f"{s.category}: {s.score}" for s in scores)
             detail["scores"] = {s.category: s.score for s in scores}
-        if self.strategy == "block":
-            abort(message, metadata=detail)
-        elif self.strategy == "warn":
-            log.warning("[ModerationProcessor] %s", message)
-            report(self, message, detail)
-        else:
-            log.info("[ModerationProcessor] Filtered: %s", message)
+        enforce(self, self.strategy, message, detail, abort, label="ModerationProcessor", log=log)

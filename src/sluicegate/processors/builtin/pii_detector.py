@@ -8,7 +8,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -19,11 +19,14 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DetectorModel,
     Verdict,
+    check_choice,
+    check_threshold,
+    enforce,
+    flagged_delta,
+    flagged_messages,
     input_ids,
     locate,
-    message_text,
     replace_messages,
-    report,
     response_ids,
     restrict_enum,
     substitute,
@@ -168,15 +171,9 @@ class PIIDetector(Processor):
         json_prompt_injection: bool = False,
     ) -> None:
         super().__init__()
-        if strategy not in ("block", "warn", "filter", "redact"):
-            raise ValueError(f"strategy must be 'block', 'warn', 'filter' or 'redact', got {strategy!r}")
-        if redaction_method not in ("mask", "hash", "remove", "placeholder"):
-            raise ValueError(
-                "redaction_method must be 'mask', 'hash', 'remove' or 'placeholder', "
-                f"got {redaction_method!r}"
-            )
-        if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+        check_choice("strategy", strategy, get_args(PIIStrategy))
+        check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
+        check_threshold(threshold)
         self.detection_types: tuple[str, ...] = (
             tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
         )
@@ -213,14 +210,10 @@ class PIIDetector(Processor):
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
         part = args.part
-        if part.type != "text-delta":
+        found = await flagged_delta(part, self.detect, self.is_flagged)
+        if found is None:
             return part
-        text = part.payload.text
-        if not text or not text.strip():
-            return part
-        verdict = await self.detect(text)
-        if verdict is None or not self.is_flagged(verdict):
-            return part
+        text, verdict = found
         self._handle(verdict, args.abort)
         if self.strategy == "warn":
             return part
@@ -265,13 +258,7 @@ class PIIDetector(Processor):
         self, messages: list[Message], checked: list[Message], abort: Any
     ) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
-        for message in checked:
-            text = message_text(message)
-            if not text:
-                continue
-            verdict = await self.detect(text)
-            if verdict is None or not self.is_flagged(verdict):
-                continue
+        async for message, text, verdict in flagged_messages(checked, self.detect, self.is_flagged):
             self._handle(verdict, abort)
             if self.strategy == "filter":
                 replaced[message.id] = None
@@ -295,10 +282,4 @@ class PIIDetector(Processor):
                 {"type": d.type, "confidence": d.confidence, "start": d.start, "end": d.end}
                 for d in verdict.detections
             ]
-        if self.strategy == "block":
-            abort(message, metadata=detail)
-        elif self.strategy == "warn":
-            log.warning("[PIIDetector] %s", message)
-            report(self, message, detail)
-        else:
-            log.info("[PIIDetector] %s (%s)", message, self.strategy)
+        enforce(self, self.strategy, message, detail, abort, label="PIIDetector", log=log)

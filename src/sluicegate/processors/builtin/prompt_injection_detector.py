@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -18,10 +18,12 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DetectorModel,
     Verdict,
+    check_choice,
+    check_threshold,
+    enforce,
+    flagged_messages,
     input_ids,
-    message_text,
     replace_messages,
-    report,
     restrict_enum,
     to_check,
     with_text,
@@ -112,10 +114,8 @@ class PromptInjectionDetector(Processor):
         json_prompt_injection: bool = False,
     ) -> None:
         super().__init__()
-        if strategy not in ("block", "warn", "filter", "rewrite"):
-            raise ValueError(f"strategy must be 'block', 'warn', 'filter' or 'rewrite', got {strategy!r}")
-        if not 0 <= threshold <= 1:
-            raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
+        check_choice("strategy", strategy, get_args(InjectionStrategy))
+        check_threshold(threshold)
         self.detection_types: tuple[str, ...] = (
             tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
         )
@@ -138,13 +138,8 @@ class PromptInjectionDetector(Processor):
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
-        for message in to_check(args.messages, input_ids(args)):
-            text = message_text(message)
-            if not text:
-                continue
-            verdict = await self.detect(text)
-            if verdict is None or not self.is_flagged(verdict):
-                continue
+        checked = to_check(args.messages, input_ids(args))
+        async for message, _, verdict in flagged_messages(checked, self.detect, self.is_flagged):
             self._handle(verdict, args.abort)
             if self.strategy == "filter":
                 replaced[message.id] = None
@@ -186,10 +181,4 @@ class PromptInjectionDetector(Processor):
             score_map = {c.type: c.score for c in scores}
             message += f". Scores: {json.dumps(score_map)}"
             detail["scores"] = score_map
-        if self.strategy == "block":
-            abort(message, metadata=detail)
-        elif self.strategy == "warn":
-            log.warning("[PromptInjectionDetector] %s", message)
-            report(self, message, detail)
-        else:
-            log.info("[PromptInjectionDetector] %s (%s)", message, self.strategy)
+        enforce(self, self.strategy, message, detail, abort, label="PromptInjectionDetector", log=log)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -17,10 +17,12 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DetectorModel,
     Verdict,
+    check_choice,
+    enforce,
+    flagged_delta,
+    flagged_messages,
     locate,
-    message_text,
     replace_messages,
-    report,
     response_ids,
     substitute,
     to_check,
@@ -108,12 +110,8 @@ class SystemPromptScrubber(Processor):
         json_prompt_injection: bool = False,
     ) -> None:
         super().__init__()
-        if strategy not in ("block", "warn", "filter", "redact"):
-            raise ValueError(f"strategy must be 'block', 'warn', 'filter' or 'redact', got {strategy!r}")
-        if redaction_method not in ("mask", "placeholder", "remove"):
-            raise ValueError(
-                f"redaction_method must be 'mask', 'placeholder' or 'remove', got {redaction_method!r}"
-            )
+        check_choice("strategy", strategy, get_args(ScrubberStrategy))
+        check_choice("redaction_method", redaction_method, get_args(ScrubberRedaction))
         self.strategy: ScrubberStrategy = strategy
         self.custom_patterns: tuple[str, ...] = tuple(custom_patterns or ())
         self.include_detections = include_detections
@@ -135,14 +133,10 @@ class SystemPromptScrubber(Processor):
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
         part = args.part
-        if part.type != "text-delta":
+        found = await flagged_delta(part, self.detect, self.is_flagged)
+        if found is None:
             return part
-        text = part.payload.text
-        if not text or not text.strip():
-            return part
-        verdict = await self.detect(text)
-        if verdict is None or not verdict.detections:
-            return part
+        text, verdict = found
         self._handle(verdict, args.abort)
         if self.strategy == "filter":
             return None
@@ -152,13 +146,8 @@ class SystemPromptScrubber(Processor):
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
-        for message in to_check(args.messages, response_ids(args), roles=("assistant",)):
-            text = message_text(message)
-            if not text:
-                continue
-            verdict = await self.detect(text)
-            if verdict is None or not verdict.detections:
-                continue
+        checked = to_check(args.messages, response_ids(args), roles=("assistant",))
+        async for message, text, verdict in flagged_messages(checked, self.detect, self.is_flagged):
             self._handle(verdict, args.abort)
             if self.strategy == "filter":
                 replaced[message.id] = None
@@ -171,6 +160,9 @@ class SystemPromptScrubber(Processor):
         return await self.detector.ask(
             f'Analyze the following AI assistant output for system prompt content:\n\nContent: "{content}"'
         )
+
+    def is_flagged(self, verdict: SystemPromptVerdict) -> bool:
+        return bool(verdict.detections)
 
     def redact(self, text: str, verdict: SystemPromptVerdict) -> str:
         """`text` with each finding replaced by `redaction_method`; the detector's own
@@ -198,10 +190,4 @@ class SystemPromptScrubber(Processor):
                 {"type": d.type, "confidence": d.confidence, "start": d.start, "end": d.end}
                 for d in detections
             ]
-        if self.strategy == "block":
-            abort(message, metadata=detail)
-        elif self.strategy == "warn":
-            log.warning("[SystemPromptScrubber] %s", message)
-            report(self, message, detail)
-        else:
-            log.info("[SystemPromptScrubber] %s (%s)", message, self.strategy)
+        enforce(self, self.strategy, message, detail, abort, label="SystemPromptScrubber", log=log)

@@ -1,0 +1,147 @@
+"""What every SDK-backed provider adapter shares.
+
+The OpenAI Chat, OpenAI Responses and Anthropic Messages adapters differ only in how they map a
+V2 call to a request body and a response (or a stream of events) back to V2 parts. The rest is
+the same and lives here: the constructor options, the SDK client built on first use (so the key
+is read then, and a missing one names its environment variable), the raw `POST` through the SDK
+with its exceptions turned into `APICallError`, and the `do_generate` / `do_stream` skeleton.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+from sluicegate.errors import MissingAPIKeyError
+from sluicegate.models._http_errors import to_api_call_error
+from sluicegate.models._prompt_parts import timestamp
+from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult
+
+
+def response_metadata(response: dict[str, Any], created: Any) -> dict[str, Any]:
+    """The V2 response-metadata fields (`id`, `modelId`, `timestamp`) of a provider response."""
+    return {"id": response.get("id"), "modelId": response.get("model"), "timestamp": timestamp(created)}
+
+
+class SDKModel(ABC):
+    """A `LanguageModel` that talks to its provider through an official SDK client.
+
+    Subclasses set `path` (the endpoint, relative to the client's base URL), `default_provider`
+    and `default_api_key_env`, and implement
+    `_sdk_classes`, `build_body`, `_generate_result` and `_parts`.
+    """
+
+    specification_version = "v2"
+    path: ClassVar[str]
+    default_provider: ClassVar[str]
+    default_api_key_env: ClassVar[str | None]
+    """The environment variable the key is read from when `api_key` is not given."""
+    missing_key_message: ClassVar[str] = (
+        "{provider} needs an API key: set the {env} environment variable or pass api_key="
+    )
+    """Formatted with `provider`, `model_id` and `env` when the key variable is unset."""
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: Any = None,
+        headers: dict[str, str] | None = None,
+        max_retries: int = 0,
+        timeout: float | None = None,
+    ) -> None:
+        self._model_id = model_id
+        self._provider = self.default_provider
+        self._api_key_env = self.default_api_key_env
+        self._api_key = api_key
+        self._base_url = base_url
+        self._client = client
+        self._headers = headers
+        self._max_retries = max_retries
+        self._timeout = timeout
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model_id!r})"
+
+    # ------------------------------------------------------------------ client
+
+    @abstractmethod
+    def _sdk_classes(self) -> tuple[Any, Any]:
+        """The SDK's async client class and its `AsyncStream` class (imported on first use)."""
+
+    def client(self) -> Any:
+        """The SDK client, created on first use (the API key is read then)."""
+        if self._client is None:
+            client_cls, _ = self._sdk_classes()
+            api_key = self._api_key
+            if not api_key and self._api_key_env:
+                api_key = os.environ.get(self._api_key_env)
+                if not api_key:
+                    raise MissingAPIKeyError(
+                        self.missing_key_message.format(
+                            provider=self._provider, model_id=self._model_id, env=self._api_key_env
+                        )
+                    )
+            kwargs: dict[str, Any] = {
+                "api_key": api_key or "not-needed",
+                "max_retries": self._max_retries,
+                "default_headers": self._headers,
+            }
+            if self._base_url:
+                kwargs["base_url"] = self._base_url
+            if self._timeout is not None:
+                kwargs["timeout"] = self._timeout
+            self._client = client_cls(**kwargs)
+        return self._client
+
+    def _url(self) -> str:
+        return str(self.client().base_url).rstrip("/") + self.path
+
+    async def _post(self, body: dict[str, Any], *, stream: bool) -> Any:
+        """POST `body` to `path`, returning the decoded JSON (or the SDK's event stream)."""
+        client = self.client()
+        try:
+            if stream:
+                _, stream_cls = self._sdk_classes()
+                return await client.post(
+                    self.path, body=body, cast_to=object, stream=True, stream_cls=stream_cls[object]
+                )
+            return await client.post(self.path, body=body, cast_to=object)
+        except Exception as exc:
+            raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
+
+    # ------------------------------------------------------------------ calls
+
+    @abstractmethod
+    def build_body(self, options: CallOptions, *, stream: bool) -> dict[str, Any]:
+        """The provider request body for `options`."""
+
+    @abstractmethod
+    def _generate_result(self, body: dict[str, Any], data: Any) -> GenerateResult:
+        """A non-streaming response `data` (sent for `body`) as a `GenerateResult`."""
+
+    @abstractmethod
+    def _parts(self, stream: Any, body: dict[str, Any]) -> AsyncIterator[StreamPart]:
+        """The SDK's event `stream` (opened for `body`) as V2 stream parts."""
+
+    async def do_generate(self, options: CallOptions) -> GenerateResult:
+        body = self.build_body(options, stream=False)
+        data = await self._post(body, stream=False)
+        return self._generate_result(body, data)
+
+    async def do_stream(self, options: CallOptions) -> StreamResult:
+        body = self.build_body(options, stream=True)
+        stream = await self._post(body, stream=True)
+        return StreamResult(stream=self._parts(stream, body), request={"body": body})
