@@ -389,6 +389,9 @@ class AgentRun:
                 # ---- the hot path: one model part -> one chunk -> processors -> client
                 if part.__class__ is dict and part["type"] == "text-delta":
                     chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
+                elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
+                    part.run_id = run_id
+                    chunk = part
                 else:
                     if part is _DEADLINE:
                         for flushed in await runner.run_stream_deadlines():
