@@ -35,7 +35,9 @@ class Chunk:
         else:
             payload = copy.deepcopy(payload)
         data = self.data
-        return Chunk(self.type, self.run_id, payload, None if data is None else copy.deepcopy(data), self.from_)
+        return Chunk(
+            self.type, self.run_id, payload, None if data is None else copy.deepcopy(data), self.from_
+        )
 
     @property
     def is_data(self) -> bool:

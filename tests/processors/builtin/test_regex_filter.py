@@ -20,8 +20,11 @@ from sluicegate.processors.builtin.regex_filter import (
     SECRET_RULES,
     URL_RULES,
     RegexRule,
+    _TailedRule,
+    lead_initials,
     lead_screen,
     luhn_valid,
+    required_char,
 )
 from sluicegate.request_context import RequestContext
 from sluicegate.stream import Chunk
@@ -289,3 +292,83 @@ def test_stream_state_is_one_object_and_a_new_text_id_flushes() -> None:
         ("t1", "TICK"),
         ("t2", "other"),
     ]
+
+
+TAILED_RULES = [rule for rule in (*PII_RULES, *SECRET_RULES, *URL_RULES) if rule.tail is not None]
+TAIL_TEXT = st.lists(
+    st.sampled_from(
+        [*"aZq09._%+-@ ,!#\n", "@@", "..", "ab.cd", "x@y", "q@w.er", "john@ex.com", "a@b.co.", VISA]
+    ),
+    max_size=20,
+).map("".join)
+
+
+def test_the_email_preset_has_a_tail_and_it_compiles_for_stdlib() -> None:
+    assert [rule.name for rule in TAILED_RULES] == ["email"]
+    assert all(_TailedRule.of(rule) is not None for rule in TAILED_RULES)
+
+
+@settings(max_examples=500, deadline=None)
+@given(TAIL_TEXT)
+def test_tails_match_exactly_where_text_could_still_grow_into_a_match(text: str) -> None:
+    """Each tail is the prefix closure of its rule: it matches from a position exactly when the
+    `regex` module finds a (partial or complete) match spanning the rest of the text."""
+    for rule in TAILED_RULES:
+        tail = re.compile(rule.tail or "")
+        for position in range(len(text)):
+            expected = rule.compiled.fullmatch(text, position, partial=True) is not None
+            assert (tail.match(text, position) is not None) is expected, (rule.name, text, position)
+
+
+@settings(max_examples=500, deadline=None)
+@given(TAIL_TEXT, st.data())
+def test_tailed_hold_agrees_with_the_regex_partial_search(text: str, data: st.DataObject) -> None:
+    """The stdlib path tells the stream what the `regex` partial search would: where a match
+    may still be forming, or that a complete match that more text cannot change lies ahead."""
+    pos = data.draw(st.integers(0, len(text)))
+    size = len(text)
+    for rule in TAILED_RULES:
+        tailed = _TailedRule.of(rule)
+        assert tailed is not None
+        first = rule.compiled.search(text, pos, partial=True)
+        if first is None:
+            expected = size
+        elif not first.partial and first.end() < size:
+            expected = -1
+        else:
+            expected = first.start()
+        assert tailed.hold_from(text, pos, size) == expected, (rule.name, text, pos)
+
+
+def test_a_rule_tail_is_used_when_given_and_custom_rules_stay_generic() -> None:
+    # A tail that never matches claims nothing can be forming: the honoured option shows as the
+    # start of a match going out at once (which is why a tail must be exact).
+    never = RegexFilter(rules=[{"name": "t", "pattern": r"[a-z]+@x", "tail": r"(?!)"}], strategy="redact")
+    assert drive(never, ["ab", "c@x!"]) == ["ab", "[REDACTED]!"]
+    exact = RegexFilter(rules=[RegexRule("t", r"[a-z]+@x", tail=r"[a-z]++@?\Z")], strategy="redact")
+    assert drive(exact, ["ab", "c@x!"]) == ["[REDACTED]!"]
+    generic = RegexFilter(rules=[{"name": "t", "pattern": r"[a-z]+@x"}], strategy="redact")
+    assert drive(generic, ["ab", "c@x!"]) == ["[REDACTED]!"]
+    # A pattern only `regex` reads keeps the generic path even with a tail.
+    regex_only = RegexFilter(rules=[RegexRule("t", r"\p{L}+@x", tail=r"(?!)")], strategy="redact")
+    assert drive(regex_only, ["ab", "c@x!"]) == ["[REDACTED]!"]
+
+
+def test_required_char_and_lead_initials() -> None:
+    import regex
+
+    assert required_char(regex.compile(r"[a-z]+@[a-z]+")) == "@"
+    assert required_char(regex.compile(r"(?:a|b)+")) is None
+    assert required_char(regex.compile(r"[0-9]+k", regex.IGNORECASE)) is None  # k or K
+    assert lead_initials(regex.compile(r"\bsk-[a-z]{4}")) == "(?:s)"
+    assert lead_initials(regex.compile(r"[a-z]+@x")) is None
+
+
+@pytest.mark.parametrize("tail", ["-AKIAABCDEFGHIJKLMNOP end", "AKIAABCDEFGHIJKLMNOP end"])
+def test_a_complete_match_does_not_hide_an_earlier_one_still_forming(tail: str) -> None:
+    # `regex`'s partial search of several rules reports the complete SSN, not the API key still
+    # forming before it: the key's start must be held all the same.
+    head = "say api_key=123-45-6789" + ("" if tail.startswith("-") else "-")
+    f = RegexFilter(presets=["pii", "secrets"], strategy="redact")
+    assert f.redact(head + tail) == "say [API_KEY] end"
+    assert "".join(drive(f, [head, tail])) == "say [API_KEY] end"

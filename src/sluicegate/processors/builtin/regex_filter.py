@@ -79,13 +79,20 @@ def _compile(pattern: str | re.Pattern[str] | regex.Pattern[str], flags: int = 0
 class RegexRule:
     """One pattern: `name` for reports, `pattern` (a string or compiled pattern), the
     `replacement` used by the redact strategy, and an optional `validate(match_text)` that must
-    accept a match for it to count (the credit-card preset checks Luhn)."""
+    accept a match for it to count (the credit-card preset checks Luhn).
+
+    `tail` (optional, for patterns the stdlib `re` can also compile) speeds up streaming: a
+    stdlib pattern, compiled with the rule's flags, that matches at a position exactly when the
+    text from there to the end could still grow into a match, or already is one (the prefix
+    closure of the rule's language, ending in `\\Z`). It must be exact: a tail that misses an
+    in-progress match lets it leak in pieces; one that matches too much holds text back."""
 
     name: str
     pattern: str | re.Pattern[str] | regex.Pattern[str]
     replacement: str = DEFAULT_REPLACEMENT
     validate: Callable[[str], bool] | None = None
     flags: int = 0
+    tail: str | None = None
     compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -103,11 +110,20 @@ class RegexRule:
             replacement=value.get("replacement") or DEFAULT_REPLACEMENT,
             validate=value.get("validate"),
             flags=value.get("flags", 0),
+            tail=value.get("tail"),
         )
 
 
 PII_RULES: tuple[RegexRule, ...] = (
-    RegexRule("email", r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}", "[EMAIL]"),
+    RegexRule(
+        "email",
+        r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}",
+        "[EMAIL]",
+        # Every prefix of an address is a local part, or a local part, "@" and domain
+        # characters ("." and letters are domain characters, so any domain prefix can still
+        # end in ".xx"). Possessive, as neither class holds "@" and `\Z` allows nothing after.
+        tail=r"[a-zA-Z0-9._%+-]++(?:@[a-zA-Z0-9.-]*+)?\Z",
+    ),
     RegexRule(
         "credit-card",
         r"\b(?:\d{4}[- ]?){3}\d{1,7}\b|\b\d{4}[- ]?\d{6}[- ]?\d{5}\b",
@@ -297,12 +313,7 @@ def _nested_literal(text: str) -> str:
     return fragment
 
 
-def lead_screen(pattern: regex.Pattern[str]) -> str | None:
-    """A stdlib `re` source matching wherever `pattern` could start a match (complete, or
-    partial up to the end of the text), or None when no selective screen can be derived: the
-    pattern may start at letters, uses syntax or flags of `regex` only, or can match empty."""
-    if pattern.flags & ~_ANALYSABLE_FLAGS:
-        return None
+def _stdlib_flags(pattern: regex.Pattern[str]) -> int:
     flags = 0
     for regex_flag, re_flag in (
         (regex.IGNORECASE, re.IGNORECASE),
@@ -313,21 +324,132 @@ def lead_screen(pattern: regex.Pattern[str]) -> str | None:
     ):
         if pattern.flags & regex_flag:
             flags |= re_flag
+    return flags
+
+
+def _parse(pattern: regex.Pattern[str]) -> tuple[Any, int] | None:
+    """The stdlib parse tree of `pattern` and its stdlib flags, or None when stdlib cannot read it."""
+    if pattern.flags & ~_ANALYSABLE_FLAGS:
+        return None
+    flags = _stdlib_flags(pattern)
     try:
         parsed = _sre.parse(pattern.pattern, flags)
     except (re.error, TypeError, ValueError, OverflowError, RecursionError):
         return None
-    flags |= parsed.state.flags & (re.IGNORECASE | re.ASCII)
-    leads = _leads(list(parsed))
+    return parsed, flags | (parsed.state.flags & (re.IGNORECASE | re.ASCII))
+
+
+def _scope(body: str, flags: int) -> str:
+    scope = ("i" if flags & re.IGNORECASE else "") + ("a" if flags & re.ASCII else "")
+    return f"(?{scope}:{body})" if scope else f"(?:{body})"
+
+
+def _selective_leads(pattern: regex.Pattern[str]) -> tuple[list[_Lead], int] | None:
+    parsed = _parse(pattern)
+    if parsed is None:
+        return None
+    tree, flags = parsed
+    leads = _leads(list(tree))
     if not leads:
         return None
-    scope = ("i" if flags & re.IGNORECASE else "") + ("a" if flags & re.ASCII else "")
-    rendered: list[str] = []
-    for prefix, text, literal in dict.fromkeys(leads):
+    for _, text, literal in leads:
         if not literal and re.compile(text, flags).search(string.ascii_letters):
             return None  # could start at any letter: prose would hit it everywhere
-        rendered.append(prefix + (_nested_literal(text) if literal else text))
-    return f"(?{scope}:{'|'.join(rendered)})" if scope else f"(?:{'|'.join(rendered)})"
+    return list(dict.fromkeys(leads)), flags
+
+
+def lead_screen(pattern: regex.Pattern[str]) -> str | None:
+    """A stdlib `re` source matching wherever `pattern` could start a match (complete, or
+    partial up to the end of the text), or None when no selective screen can be derived: the
+    pattern may start at letters, uses syntax or flags of `regex` only, or can match empty.
+    It is a bare alternation, so screens of several rules join into one flat alternation."""
+    selective = _selective_leads(pattern)
+    if selective is None:
+        return None
+    leads, flags = selective
+    rendered: list[str] = []
+    for prefix, text, literal in leads:
+        # Character first, its assertions as a lookbehind over it: every alternative then
+        # begins with a plain character test, which stdlib checks before entering it, instead
+        # of running each lead's assertions at every position.
+        first = _char(ord(text[0])) if literal else text
+        guard = f"(?<={prefix}{first})" if prefix else ""
+        rest = f"(?:{_nested_literal(text[1:])}|\\Z)" if literal and len(text) > 1 else ""
+        rendered.append(first + guard + rest)
+    if flags & (re.IGNORECASE | re.ASCII):
+        # A case-blind first character gets no such check anyway; one scope keeps the
+        # alternatives together, where stdlib factors out their common beginnings.
+        return _scope("|".join(rendered), flags)
+    return "|".join(rendered)
+
+
+def lead_initials(pattern: regex.Pattern[str]) -> str | None:
+    """The first characters of `lead_screen(pattern)`'s matches, as a stdlib `re` source: a
+    lead starts with one of them (its assertions take no width), and stdlib scans for a set of
+    characters far faster than it tries each lead's assertions at every position."""
+    selective = _selective_leads(pattern)
+    if selective is None:
+        return None
+    leads, flags = selective
+    initials = dict.fromkeys(_char(ord(text[0])) if literal else text for _, text, literal in leads)
+    return _scope("|".join(initials), flags)
+
+
+def required_char(pattern: regex.Pattern[str]) -> str | None:
+    """A character every match of `pattern` contains (a literal outside any group, repeat or
+    case folding), or None: text without it holds no complete match."""
+    parsed = _parse(pattern)
+    if parsed is None:
+        return None
+    tree, flags = parsed
+    for op, av in tree:
+        if op == _sc.LITERAL:
+            char = chr(av)
+            if not flags & re.IGNORECASE or char.lower() == char.upper():
+                return char
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _TailedRule:
+    """A rule with a `tail`, compiled for stdlib: where a match may still be forming is found
+    without the `regex` module's (costlier) partial search."""
+
+    rule: RegexRule
+    whole: re.Pattern[str]
+    """The rule itself, for complete matches."""
+    tail: re.Pattern[str]
+    required: str | None
+    """A character every complete match holds: without it, `whole` need not be searched."""
+
+    @classmethod
+    def of(cls, rule: RegexRule) -> _TailedRule | None:
+        """None when stdlib cannot compile the rule as `regex` does (it stays on the generic path)."""
+        if rule.tail is None or _parse(rule.compiled) is None:
+            return None
+        flags = _stdlib_flags(rule.compiled)
+        try:
+            return cls(
+                rule,
+                re.compile(rule.compiled.pattern, flags),
+                re.compile(rule.tail, flags),
+                required_char(rule.compiled),
+            )
+        except re.error:
+            return None
+
+    def hold_from(self, buffer: str, pos: int, size: int) -> int:
+        """What `rule.compiled.search(buffer, pos, partial=True)` tells the stream: where a
+        match may still be forming (`size`: nowhere), or -1 for a complete match ending before
+        `size`. The leftmost place is where the tail first matches, unless a complete match
+        starts before it, or at it (`regex` then reports the complete one)."""
+        tail = self.tail.search(buffer, pos)
+        start = size if tail is None else tail.start()
+        if self.required is None or buffer.find(self.required, pos) >= 0:
+            whole = self.whole.search(buffer, pos)
+            if whole is not None and whole.start() <= start:
+                return -1 if whole.end() < size else whole.start()
+        return start
 
 
 class _StreamState:
@@ -435,16 +557,29 @@ class RegexFilterProcessor(Processor):
         # One alternation of every rule (each keeping its own flags): its leftmost, possibly
         # partial, match tells in one call where the first possible match of any rule starts.
         self._any = regex.compile("|".join(_scoped(rule.compiled) for rule in self.rules))
-        # The stream's fast path splits the rules: "screened" ones have a lead (see
-        # `lead_screen`) and are all ruled out by one stdlib search; the others (emails, which
-        # may start at any letter; patterns the screen cannot read) each get a partial search.
-        leads = {rule: lead_screen(rule.compiled) for rule in self.rules}
-        screened = [rule for rule in self.rules if leads[rule] is not None]
+        # The stream's fast path splits the rules: "tailed" ones (a `tail`, like emails, which
+        # may start at any letter) are answered by stdlib searches alone; "screened" ones have
+        # a lead (see `lead_screen`) and are all ruled out by one stdlib search, itself skipped
+        # when no lead's first character appears; the rest each get a partial search.
+        self._tailed = tuple(
+            tailed for tailed in (_TailedRule.of(rule) for rule in self.rules if rule.tail) if tailed
+        )
+        tailed = {tailed.rule for tailed in self._tailed}
+        leads = {rule: lead_screen(rule.compiled) for rule in self.rules if rule not in tailed}
+        screened = [rule for rule, lead in leads.items() if lead is not None]
+        initials = (
+            re.compile("|".join(str(lead_initials(rule.compiled)) for rule in screened)) if screened else None
+        )
+        # Scanning for the leads' first characters first pays only where they are rare: not
+        # when a lead may begin with a letter (`sk-`, `https`), as prose is full of those.
+        self._screen_initials = (
+            None if initials is None or initials.search(string.ascii_letters) else initials
+        )
         self._screen = re.compile("|".join(str(leads[rule]) for rule in screened)) if screened else None
         self._screened_any = (
             regex.compile("|".join(_scoped(rule.compiled) for rule in screened)) if screened else None
         )
-        self._unscreened = tuple(rule.compiled for rule in self.rules if leads[rule] is None)
+        self._unscreened = tuple(rule.compiled for rule, lead in leads.items() if lead is None)
 
     # ------------------------------------------------------------------ matching
 
@@ -637,19 +772,37 @@ class RegexFilterProcessor(Processor):
         """Where text that may still become part of a match begins (`size`: nowhere), or -1
         when `buffer[pos:]` holds a complete match that more text cannot change.
 
-        The same answer as the leftmost partial search of every rule at once, found cheaply:
-        the screened rules cost one stdlib search unless their lead appears, the others one
-        partial search each."""
+        The leftmost partial search of every rule at once tells the same, except that what
+        starts after an earlier hold is left to the next chunk; found cheaply: rules with a tail
+        cost stdlib searches only, the screened rules one stdlib search unless their lead
+        appears, the others one partial search each."""
         cut = size
+        for tailed in self._tailed:
+            start = tailed.hold_from(buffer, pos, size)
+            if start < cut:
+                if start < 0:
+                    return -1
+                cut = start
+        # Text from `cut` on waits anyway (and is searched again with what follows), so only
+        # screened matches starting before it matter.
         screen = self._screen
         if screen is not None:
-            lead = screen.search(buffer, pos)
+            initials = self._screen_initials
+            if initials is not None:
+                initial = initials.search(buffer, pos, cut)
+                lead = None if initial is None else screen.search(buffer, initial.start(), cut)
+            else:
+                lead = screen.search(buffer, pos, cut)
             if lead is not None:
                 first = self._screened_any.search(buffer, lead.start(), partial=True)  # type: ignore[union-attr]
                 if first is not None:
-                    if not first.partial and first.end() < size:
+                    # `regex` prefers a complete match anywhere to an earlier partial one: in
+                    # "api_key=123-45-6789" it reports the SSN, not the key still forming
+                    # before it. Only a partial answer is the leftmost; else settle rule by rule.
+                    if not first.partial:
                         return -1
-                    cut = first.start()
+                    if first.start() < cut:
+                        cut = first.start()
         for pattern in self._unscreened:
             first = pattern.search(buffer, pos, partial=True)
             if first is not None:
