@@ -8,7 +8,7 @@
 
 Each command installs what it needs first: `uv` (from PyPI, into .tools/ when it is not on
 PATH) and the locked environment in .venv/ (`uv sync --frozen --all-extras`). The first sync
-compiles llama-cpp-python for the embedded model, which takes about 6 minutes on 2 cores; uv
+compiles llama-cpp-python for the embedded model, which takes 6–10 minutes on 2 cores; uv
 caches the build, so later runs start in seconds.
 """
 
