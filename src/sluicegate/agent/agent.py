@@ -175,8 +175,6 @@ class Agent:
             model_settings=options.get("model_settings"),
             provider_options=options.get("provider_options"),
             structured_output=options.get("structured_output"),
-            thread_id=thread_id,
-            resource_id=resource_id,
         )
         return AgentRun(
             agent_id=self.id,

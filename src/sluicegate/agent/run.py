@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pydantic
@@ -85,9 +85,6 @@ class RunOptions:
     model_settings: dict[str, Any] | None = None
     provider_options: dict[str, Any] | None = None
     structured_output: Any = None
-    thread_id: str | None = None
-    resource_id: str | None = None
-    extra_tools: dict[str, Tool] = field(default_factory=dict)
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:

@@ -34,7 +34,6 @@ class StepRecorder:
         "_reasoning_pieces",
         "_text_pieces",
         "finish_reason",
-        "message",
         "model_chunks",
         "open_text",
         "parts",
@@ -60,7 +59,6 @@ class StepRecorder:
         self._text_pieces: dict[int, list[str]] = {}
         self._open_reasoning: list[str] | None = None
         self._reasoning_pieces: dict[int, list[str]] = {}
-        self.message: Message | None = None
 
     # ---- text, on the hot path: one list append per delta
 
@@ -175,7 +173,4 @@ class StepRecorder:
         content = MessageContent(parts=list(self.parts), content=text or None)
         if self.provider_metadata:
             content.extra["providerMetadata"] = self.provider_metadata
-        self.message = Message(
-            role="assistant", content=content, thread_id=thread_id, resource_id=resource_id
-        )
-        return self.message
+        return Message(role="assistant", content=content, thread_id=thread_id, resource_id=resource_id)

@@ -184,6 +184,17 @@ class ProcessorViolation:
     detail: Any = None
 
 
+STEP_FIELDS = (
+    "model",
+    "tool_choice",
+    "active_tools",
+    "tools",
+    "provider_options",
+    "model_settings",
+    "structured_output",
+)
+"""The step settings a `process_input_step` result may change (besides messages)."""
+
 _STEP_RESULT_CAMEL = {
     "toolChoice": "tool_choice",
     "activeTools": "active_tools",

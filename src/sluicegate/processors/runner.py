@@ -22,6 +22,7 @@ from sluicegate.messages import Message, MessageList
 from sluicegate.messages.message import MessageContent
 from sluicegate.messages.part import Part
 from sluicegate.processors.args import (
+    STEP_FIELDS,
     OutputResult,
     ProcessAPIErrorArgs,
     ProcessAPIErrorResult,
@@ -42,15 +43,6 @@ from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger("sluicegate.processors")
 
-STEP_FIELDS = (
-    "model",
-    "tool_choice",
-    "active_tools",
-    "tools",
-    "provider_options",
-    "model_settings",
-    "structured_output",
-)
 
 StreamResultType = Chunk | list[Chunk] | None
 StreamPipeline = Callable[[Chunk], Awaitable[StreamResultType]]
@@ -409,10 +401,6 @@ class ProcessorRunner:
     @property
     def handles_llm_response(self) -> bool:
         return bool(self._llm_response)
-
-    @property
-    def handles_api_errors(self) -> bool:
-        return bool(self._api_error)
 
     async def run_api_error(
         self,

@@ -39,10 +39,6 @@ class Chunk:
             self.type, self.run_id, payload, None if data is None else copy.deepcopy(data), self.from_
         )
 
-    @property
-    def is_data(self) -> bool:
-        return self.type.startswith("data-")
-
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "runId": self.run_id, "from": self.from_}
         if self.type.startswith("data-"):

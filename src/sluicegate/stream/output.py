@@ -58,24 +58,21 @@ class ModelOutput:
             pass
         return read(self._run)
 
-    def _result(self, read: Callable[[AgentRun], T]) -> Awaitable[T]:
-        return self._finish(read)
-
     @property
     def text(self) -> Awaitable[str]:
-        return self._result(lambda run: run.stream_text())
+        return self._finish(lambda run: run.stream_text())
 
     @property
     def reasoning_text(self) -> Awaitable[str]:
-        return self._result(lambda run: run.reasoning_text())
+        return self._finish(lambda run: run.reasoning_text())
 
     @property
     def finish_reason(self) -> Awaitable[str | None]:
-        return self._result(lambda run: run.finish_reason)
+        return self._finish(lambda run: run.finish_reason)
 
     @property
     def usage(self) -> Awaitable[Usage]:
-        return self._result(lambda run: run.usage)
+        return self._finish(lambda run: run.usage)
 
     @property
     def total_usage(self) -> Awaitable[Usage]:
@@ -83,31 +80,31 @@ class ModelOutput:
 
     @property
     def steps(self) -> Awaitable[list[StepResult]]:
-        return self._result(lambda run: list(run.steps))
+        return self._finish(lambda run: list(run.steps))
 
     @property
     def tool_calls(self) -> Awaitable[list[Chunk]]:
-        return self._result(lambda run: run.all_tool_calls())
+        return self._finish(lambda run: run.all_tool_calls())
 
     @property
     def tool_results(self) -> Awaitable[list[Chunk]]:
-        return self._result(lambda run: run.all_tool_results())
+        return self._finish(lambda run: run.all_tool_results())
 
     @property
     def tripwire(self) -> Awaitable[Tripwire | None]:
-        return self._result(lambda run: run.tripwire)
+        return self._finish(lambda run: run.tripwire)
 
     @property
     def error(self) -> Awaitable[BaseException | None]:
-        return self._result(lambda run: run.error)
+        return self._finish(lambda run: run.error)
 
     @property
     def response(self) -> Awaitable[Response]:
-        return self._result(lambda run: run.response())
+        return self._finish(lambda run: run.response())
 
     @property
     def object(self) -> Awaitable[Any]:
-        return self._result(lambda run: run.object)
+        return self._finish(lambda run: run.object)
 
     async def consume(self) -> None:
         """Drive the run to its end without reading the chunks."""

@@ -29,7 +29,12 @@ from typing import Any
 
 from sluicegate.errors import ConfigurationError, TripWire
 from sluicegate.messages import MessageList
-from sluicegate.processors.args import ProcessInputStepResult, ProcessorViolation, step_result_fields
+from sluicegate.processors.args import (
+    STEP_FIELDS,
+    ProcessInputStepResult,
+    ProcessorViolation,
+    step_result_fields,
+)
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
 
 WORKFLOW_HOOKS = (
@@ -38,15 +43,6 @@ WORKFLOW_HOOKS = (
     "process_output_stream",
     "process_output_step",
     "process_output_result",
-)
-STEP_FIELDS = (
-    "model",
-    "tool_choice",
-    "active_tools",
-    "tools",
-    "provider_options",
-    "model_settings",
-    "structured_output",
 )
 _SNAKE_KEYS = {
     "systemMessages": "system_messages",
