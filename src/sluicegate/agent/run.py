@@ -31,7 +31,9 @@ from sluicegate.messages.convert import to_ui_messages
 from sluicegate.messages.part import to_snake
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import resolve_model
+from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
 from sluicegate.processors.args import OutputResult
+from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.runner import ProcessorRunner, StepConfig, Writer
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk, TextPayload
@@ -85,6 +87,8 @@ class RunOptions:
     model_settings: dict[str, Any] | None = None
     provider_options: dict[str, Any] | None = None
     structured_output: Any = None
+    processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -153,6 +157,7 @@ class AgentRun:
             run_id=self.run_id,
             emit=self._pending.append,
             prepare_step=prepare_step,
+            processor_timeout=options.processor_timeout,
         )
         self.steps: list[StepResult] = []
         self.usage = Usage()
@@ -380,7 +385,7 @@ class AgentRun:
             if replay is not None:
                 source: AsyncIterator[Any] = _iterate(replay)
             else:
-                stream = (await model.do_stream(call_options)).stream
+                stream = (await open_stream(model, call_options, self.options.max_retries)).stream
                 source = self._with_deadlines(stream) if runner.uses_stream_deadlines else stream
             async for part in source:
                 # ---- the hot path: one model part -> one chunk -> processors -> client

@@ -38,6 +38,13 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
+from sluicegate.processors.hook_timeout import (
+    DEFAULT_PROCESSOR_TIMEOUT,
+    await_bounded,
+    finish_suspended,
+    processor_timeout,
+)
+from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 
@@ -89,9 +96,11 @@ class StepConfig:
 class _Entry:
     """One processor's hook, resolved once per request."""
 
-    __slots__ = ("abort", "fn", "hook", "is_async", "pid", "processor", "state")
+    __slots__ = ("abort", "fn", "hook", "is_async", "pid", "processor", "state", "timeout")
 
-    def __init__(self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any) -> None:
+    def __init__(
+        self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any, timeout: float | None
+    ) -> None:
         self.processor = processor
         self.hook = hook
         self.pid = pid
@@ -99,6 +108,7 @@ class _Entry:
         self.is_async = inspect.iscoroutinefunction(self.fn)
         self.state = state
         self.abort = abort
+        self.timeout = timeout
 
 
 class _StreamEntry:
@@ -159,8 +169,10 @@ class ProcessorRunner:
         emit: Callable[[Chunk], Any],
         prepare_step: Callable[[ProcessInputStepArgs], Any] | None = None,
         tracing_context: Any = None,
+        processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT,
     ) -> None:
         self.request_context = request_context
+        self.processor_timeout = processor_timeout
         self.run_id = run_id
         self.retry_count = 0
         self.tracing_context = tracing_context
@@ -205,7 +217,8 @@ class ProcessorRunner:
                 abort = self._aborts.get(pid)
                 if abort is None:
                     abort = self._aborts[pid] = make_abort(pid)
-                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort))
+                timeout = processor_timeout(processor, self.processor_timeout)
+                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort, timeout))
         return entries
 
     def violation(self, processor: Any, message: str, detail: Any) -> None:
@@ -214,9 +227,12 @@ class ProcessorRunner:
 
     async def _call(self, entry: _Entry, args: Any) -> Any:
         try:
-            result = entry.fn(args)
-            if entry.is_async or inspect.isawaitable(result):
-                result = await result
+            if entry.is_async:
+                result = entry.fn(args)
+            else:
+                result = await offload_sync_hook(entry.fn, args)
+            if inspect.isawaitable(result):
+                result = await await_bounded(result, entry.timeout, entry.pid, entry.hook)
             return result
         except TripWire as tripwire:
             self._tripped(entry, tripwire)
@@ -466,9 +482,20 @@ class ProcessorRunner:
                 try:
                     result = entry.fn(args)
                     if entry.is_async:
-                        result = await result
+                        timeout = entry.timeout
+                        if timeout is None:
+                            result = await result
+                        else:  # bounded only if it suspends: see hook_timeout
+                            try:
+                                first = result.send(None)
+                            except StopIteration as stop:
+                                result = stop.value
+                            else:
+                                result = await finish_suspended(result, first, timeout, entry.pid, entry.hook)
                 except TripWire as tripwire:
                     tripped(entry, tripwire)
+                    raise
+                except ProcessorError:
                     raise
                 except Exception as exc:
                     raise ProcessorError(
