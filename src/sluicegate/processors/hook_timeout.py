@@ -4,17 +4,15 @@ A hook that awaits something that never completes (a dead moderation endpoint, a
 never released) would hang the run forever. Only awaited work can be bounded: a synchronous hook
 holds the event loop until it returns, so no timer could fire anyway.
 
-The per-chunk path must stay cheap, so it does not wrap every call in `asyncio.timeout` (a timer
-per chunk per processor). Instead `run_bounded` steps the hook's coroutine once by hand: most
-stream hooks finish without ever suspending, and then nothing else happens. Only a hook that
-actually suspends is resumed under a timer (`_Resume` forwards what the coroutine yields to the
-running task exactly as `await` would, and throws cancellation back into it).
+Hooks called once per step are awaited under `asyncio.timeout`. The per-chunk path must stay
+cheap, so it does not wrap every call in a timer of its own (a timer per chunk per processor):
+each stream processor gets one `StreamWatchdog` whose single periodic timer notices a call that
+has been running too long.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Generator
 from typing import Any
 
 from sluicegate.errors import ConfigurationError, ProcessorTimeoutError
@@ -67,42 +65,89 @@ async def await_bounded(awaitable: Any, limit: float | None, pid: str, hook: str
         raise
 
 
-class _Resume:
-    """Awaitable that continues a coroutine already stepped once (`first` = what it yielded)."""
+class StreamWatchdog:
+    """Bounds one processor's awaited `process_output_stream` calls with one periodic timer.
 
-    __slots__ = ("_coro", "_first")
+    The per-chunk cost is a few attribute operations: each call bumps `calls` and sets `running`
+    around its await, after checking `attention` (set when the timer must be armed or has fired).
+    The task to interrupt is the one that armed the timer (the task reading the stream; a stream
+    is read by one task at a time). The timer checks `limit / CHECKS` apart; when the same call is
+    still running after `CHECKS` checks (between `limit` and 1.25 x `limit` after it started) it
+    cancels the task, and the pipeline turns that cancellation into a `ProcessorTimeoutError`
+    (`take_timeout`). Once the stream goes quiet the timer stops re-arming, and the next call
+    arms it again.
+    """
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
-        self._coro = coro
-        self._first = first
+    CHECKS = 4
+    __slots__ = (
+        "_handle",
+        "_idle",
+        "_seen",
+        "_strikes",
+        "attention",
+        "calls",
+        "fired",
+        "limit",
+        "running",
+        "task",
+    )
 
-    def __await__(self) -> Generator[Any, None, Any]:
-        coro = self._coro
-        pending = self._first
-        while True:
-            try:
-                yield pending
-            except BaseException as exc:  # cancellation (the timer) or anything thrown in
-                try:
-                    pending = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    pending = coro.send(None)
-                except StopIteration as stop:
-                    return stop.value
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.calls = 0
+        self.running = False
+        self.task: asyncio.Task[Any] | None = None
+        self.fired = False
+        self._idle = True
+        self.attention = True
+        self._seen = -1
+        self._strikes = 0
+        self._handle: asyncio.TimerHandle | None = None
 
+    def attend(self, pid: str, hook: str) -> None:
+        """Before a call, when `attention` is set: arm an idle timer; fail for a timeout whose
+        cancellation the previous call swallowed."""
+        if self.fired:
+            self.take_timeout()
+            raise timeout_error(pid, hook, self.limit)
+        if self._idle:
+            self.task = asyncio.current_task()
+            self._idle = False
+            self._seen = -1
+            self._strikes = 0
+            self._handle = asyncio.get_running_loop().call_later(self.limit / self.CHECKS, self._check)
+        self.attention = False
 
-async def finish_suspended(
-    coro: Coroutine[Any, Any, Any], first: Any, limit: float, pid: str, hook: str
-) -> Any:
-    """Finish a hook's coroutine that suspended on its first step (yielding `first`), failing
-    with `ProcessorTimeoutError` after `limit` seconds.
+    def _check(self) -> None:
+        if self.calls != self._seen:
+            self._seen = self.calls
+            self._strikes = 0
+        elif not self.running:
+            self._idle = self.attention = True  # a whole quiet interval: stop until the next call
+            self._handle = None
+            return
+        else:
+            self._strikes += 1
+            if self._strikes >= self.CHECKS and self.task is not None and not self.task.done():
+                self.fired = self.attention = True
+                self.task.cancel()
+                self._strikes = 0
+        self._handle = asyncio.get_running_loop().call_later(self.limit / self.CHECKS, self._check)
 
-    The caller steps the coroutine once itself (`coro.send(None)`); a hook that completes on that
-    step costs no timer at all."""
-    try:
-        return await await_bounded(_Resume(coro, first), limit, pid, hook)
-    finally:
-        coro.close()
+    def take_timeout(self) -> bool:
+        """After a `CancelledError` inside a watched call: whether it was this watchdog's doing
+        (the cancellation is then withdrawn from the task)."""
+        if not self.fired:
+            return False
+        self.fired = False
+        self.attention = self._idle
+        self.running = False
+        if self.task is not None:
+            self.task.uncancel()
+        return True
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._idle = self.attention = True

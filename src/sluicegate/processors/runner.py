@@ -9,6 +9,7 @@ reuses one args object per processor and does no work for processors that are no
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -40,9 +41,10 @@ from sluicegate.processors.args import (
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
 from sluicegate.processors.hook_timeout import (
     DEFAULT_PROCESSOR_TIMEOUT,
+    StreamWatchdog,
     await_bounded,
-    finish_suspended,
     processor_timeout,
+    timeout_error,
 )
 from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.request_context import RequestContext
@@ -112,13 +114,16 @@ class _Entry:
 
 
 class _StreamEntry:
-    __slots__ = ("args", "data_parts", "entry", "parts_append")
+    __slots__ = ("args", "data_parts", "entry", "parts_append", "watchdog")
 
     def __init__(self, entry: _Entry, args: ProcessOutputStreamArgs) -> None:
         self.entry = entry
         self.args = args
         self.data_parts = bool(getattr(entry.processor, "process_data_parts", False))
         self.parts_append = args.stream_parts.append
+        self.watchdog = (
+            StreamWatchdog(entry.timeout) if entry.is_async and entry.timeout is not None else None
+        )
 
 
 def _unique(*arrays: Sequence[Any]) -> list[Any]:
@@ -479,19 +484,25 @@ class ProcessorRunner:
                 args = stream_entry.args
                 args.part = chunk
                 stream_entry.parts_append(chunk)
+                watchdog = stream_entry.watchdog
                 try:
-                    result = entry.fn(args)
-                    if entry.is_async:
-                        timeout = entry.timeout
-                        if timeout is None:
+                    if watchdog is None:
+                        result = entry.fn(args)
+                        if entry.is_async:
                             result = await result
-                        else:  # bounded only if it suspends: see hook_timeout
-                            try:
-                                first = result.send(None)
-                            except StopIteration as stop:
-                                result = stop.value
-                            else:
-                                result = await finish_suspended(result, first, timeout, entry.pid, entry.hook)
+                    else:  # an async hook under processor_timeout: see StreamWatchdog
+                        if watchdog.attention:
+                            watchdog.attend(entry.pid, entry.hook)
+                        watchdog.calls += 1
+                        watchdog.running = True
+                        try:
+                            result = await entry.fn(args)
+                        finally:
+                            watchdog.running = False
+                except asyncio.CancelledError:
+                    if watchdog is not None and watchdog.take_timeout():
+                        raise timeout_error(entry.pid, entry.hook, entry.timeout or 0.0) from None
+                    raise
                 except TripWire as tripwire:
                     tripped(entry, tripwire)
                     raise
