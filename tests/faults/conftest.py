@@ -18,25 +18,33 @@ TICK = 0.010
 
 
 class StallMonitor:
-    """Ticks every 10 ms on the running loop; `max_stall` is the worst lateness seen (seconds)."""
+    """Ticks every 10 ms on the running loop; `max_stall` is the worst lateness seen (seconds),
+    the tick still in flight included."""
 
     def __init__(self) -> None:
-        self.max_stall = 0.0
+        self._max = 0.0
         self._task: asyncio.Task[None] | None = None
+        self._last = time.perf_counter()
+
+    def _record(self) -> None:
+        self._max = self.max_stall
+
+    @property
+    def max_stall(self) -> float:
+        return max(self._max, time.perf_counter() - self._last - TICK)
 
     async def _tick(self) -> None:
         while True:
-            before = time.perf_counter()
+            self._last = time.perf_counter()
             await asyncio.sleep(TICK)
-            late = time.perf_counter() - before - TICK
-            if late > self.max_stall:
-                self.max_stall = late
+            self._record()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._tick())
 
     async def stop(self) -> None:
         assert self._task is not None
+        self._record()  # the tick still in flight
         self._task.cancel()
         try:
             await self._task
