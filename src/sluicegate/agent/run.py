@@ -359,6 +359,11 @@ class AgentRun:
         message_list = self.message_list
         model = resolve_model(config.model)
         call_options = self._call_options(config, message_list.to_prompt())
+        cap = runner.output_token_cap()
+        if cap is not None and (
+            call_options.max_output_tokens is None or cap < call_options.max_output_tokens
+        ):
+            call_options.max_output_tokens = cap
         prompt, replay = await runner.run_llm_request(
             call_options.prompt,
             model=model,

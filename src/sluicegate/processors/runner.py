@@ -419,6 +419,17 @@ class ProcessorRunner:
             )
             await self._call(entry, args)
 
+    def output_token_cap(self) -> int | None:
+        """The smallest `max_output_tokens` an output processor asks the next model call for
+        (see `TokenLimiter`), so the model stops generating what would be discarded."""
+        cap: int | None = None
+        for entry in self._output_stream:
+            ask = getattr(entry.processor, "max_output_tokens_for", None)
+            wanted = ask(entry.state) if ask is not None else None
+            if isinstance(wanted, int) and wanted > 0 and (cap is None or wanted < cap):
+                cap = wanted
+        return cap
+
     @property
     def handles_llm_response(self) -> bool:
         return bool(self._llm_response)
