@@ -255,8 +255,8 @@ class TokenLimiterProcessor(Processor):
     cut anyway. Providers count reasoning and tool-call tokens in that limit too: for reasoning
     models, or answers that call tools after long text, pass `cap_model_output=False`.
 
-    `encoding` is a tiktoken encoding name (`"o200k_base"`, `"cl100k_base"`) or a
-    `tiktoken.Encoding`; by default it follows the step's model (o200k_base for current OpenAI
+    `encoding` is a tiktoken encoding name (the bundled `"o200k_base"` and `"cl100k_base"`, or any
+    name in tiktoken's registry, plugins included) or a `tiktoken.Encoding`; by default it follows the step's model (o200k_base for current OpenAI
     models, cl100k_base for GPT-4/3.5).
 
     Example::
@@ -291,6 +291,10 @@ class TokenLimiterProcessor(Processor):
         self.strategy: Strategy = strategy
         self.count_mode: CountMode = count_mode
         self.encoding = encoding
+        if isinstance(encoding, str):
+            resolve_encoding(encoding)  # an unknown name fails here; the rank file loads now, not mid-request
+        elif encoding is not None and not isinstance(encoding, tiktoken.Encoding):
+            raise ValueError(f"encoding must be an encoding name or a tiktoken.Encoding, got {encoding!r}")
         if not isinstance(cap_model_output, bool):
             raise ValueError(f"cap_model_output must be a bool, got {cap_model_output!r}")
         if (
