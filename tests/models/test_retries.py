@@ -50,10 +50,10 @@ async def test_max_retries_option_and_non_retryable_errors(fast_backoff: None) -
 
 
 async def test_retry_after_is_honoured_and_capped() -> None:
-    model = MockModel(
-        [APICallError("slow", status_code=429, is_retryable=True, response_headers={"retry-after-ms": "200"})]
-        + [text_step("ok")]
+    busy = APICallError(
+        "slow", status_code=429, is_retryable=True, response_headers={"retry-after-ms": "200"}
     )
+    model = MockModel([busy, text_step("ok")])
     start = time.perf_counter()
     assert (await Agent("a", model=model).generate("hi")).text == "ok"
     assert 0.2 <= time.perf_counter() - start < 1.5  # not the 2 s backoff

@@ -256,8 +256,8 @@ class TokenLimiterProcessor(Processor):
     models, or answers that call tools after long text, pass `cap_model_output=False`.
 
     `encoding` is a tiktoken encoding name (the bundled `"o200k_base"` and `"cl100k_base"`, or any
-    name in tiktoken's registry, plugins included) or a `tiktoken.Encoding`; by default it follows the step's model (o200k_base for current OpenAI
-    models, cl100k_base for GPT-4/3.5).
+    name in tiktoken's registry, plugins included) or a `tiktoken.Encoding`; by default it follows
+    the step's model (o200k_base for current OpenAI models, cl100k_base for GPT-4/3.5).
 
     Example::
 
