@@ -490,7 +490,7 @@ class AgentRun:
         for chunk in self._drain_pending():
             yield chunk
 
-        tool_results: list[Chunk] = []
+        tool_results: list[Chunk] = list(step.replayed_results.values())
         if step.tool_calls:
             async for chunk in self._run_tools(step, config):
                 if chunk.type == "tool-result":
@@ -652,7 +652,21 @@ class AgentRun:
             step.response.update(vars(chunk.payload))
             return None
         chunk.run_id = self.run_id
+        if chunk.type == "tool-result" and not chunk.payload.get("provider_executed"):
+            self._replayed_tool_result(chunk, step)
         return chunk
+
+    @staticmethod
+    def _replayed_tool_result(chunk: Chunk, step: StepRecorder) -> None:
+        """A cached response's result of one of its own tool calls: recorded as if the tool had
+        just returned it, and the tool is not run again (its side effects must not repeat)."""
+        call_id = chunk.payload.get("tool_call_id")
+        invocation = step.invocation(call_id) if isinstance(call_id, str) else None
+        if invocation is None:
+            return
+        step.replayed_results[call_id] = chunk
+        invocation["state"] = "result"
+        invocation["result"] = chunk.payload.get("result")
 
     async def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
@@ -686,7 +700,12 @@ class AgentRun:
     async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncIterator[Chunk]:
         """Run the step's tool calls concurrently, streaming their data chunks as they come,
         then their results in call order."""
-        calls = [c for c in step.tool_calls if not c.payload.get("provider_executed")]
+        replayed = step.replayed_results
+        calls = [
+            c
+            for c in step.tool_calls
+            if not c.payload.get("provider_executed") and c.payload.tool_call_id not in replayed
+        ]
         if not calls:
             return
         queue: asyncio.Queue[Chunk] = asyncio.Queue()
