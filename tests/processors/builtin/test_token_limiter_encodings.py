@@ -11,7 +11,7 @@ import pytest
 from tiktoken import registry
 
 from sluicegate.processors import TokenLimiter
-from sluicegate.tokens import count_tokens, get_encoding
+from sluicegate.tokens import clear_encoding_cache, count_tokens
 
 PLUGIN = textwrap.dedent(
     """
@@ -37,9 +37,9 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(tiktoken_ext, "__path__", [*tiktoken_ext.__path__, str(package)], raising=False)
     registry.list_encoding_names()  # the registry as it was, scanned once
     registry.ENCODING_CONSTRUCTORS = None  # rescan: the plugin is found now
-    get_encoding.cache_clear()
+    clear_encoding_cache()
     yield
-    get_encoding.cache_clear()
+    clear_encoding_cache()
     sys.modules.pop("tiktoken_ext.sluicegate_test_plugin", None)
     registry.ENCODINGS.pop("tiny_test_base", None)
     if registry.ENCODING_CONSTRUCTORS is not None:  # keep the scan, minus the test plugin

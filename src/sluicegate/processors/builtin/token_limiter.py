@@ -17,7 +17,13 @@ from sluicegate.messages import Message
 from sluicegate.processors.args import ProcessInputStepArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
 from sluicegate.processors.base import Processor
 from sluicegate.stream.chunk import Chunk, text_delta
-from sluicegate.tokens import encoding_name_for_model, model_id_of, resolve_encoding
+from sluicegate.tokens import (
+    DEFAULT_ENCODING,
+    encoding_name_for_model,
+    model_id_of,
+    prefetch_encoding,
+    resolve_encoding,
+)
 
 Strategy = Literal["truncate", "abort"]
 CountMode = Literal["cumulative", "part"]
@@ -293,7 +299,9 @@ class TokenLimiterProcessor(Processor):
         self.encoding = encoding
         if isinstance(encoding, str):
             resolve_encoding(encoding)  # an unknown name fails here; the rank file loads now, not mid-request
-        elif encoding is not None and not isinstance(encoding, tiktoken.Encoding):
+        elif encoding is None:
+            prefetch_encoding(DEFAULT_ENCODING)  # off the event loop, before the first request
+        elif not isinstance(encoding, tiktoken.Encoding):
             raise ValueError(f"encoding must be an encoding name or a tiktoken.Encoding, got {encoding!r}")
         if not isinstance(cap_model_output, bool):
             raise ValueError(f"cap_model_output must be a bool, got {cap_model_output!r}")
