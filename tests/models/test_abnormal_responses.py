@@ -114,3 +114,16 @@ def test_a_connection_error_does_not_import_another_sdk(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["retryable", "False"]
+
+
+async def test_non_streamed_answers_are_checked_too(fake_provider: FakeProvider) -> None:
+    fake_provider.reply("/v1/chat/completions", raw=b"<html>maintenance</html>")
+    with pytest.raises(APICallError) as caught:
+        await compatible(fake_provider).do_generate(CallOptions(prompt=USER))
+    assert caught.value.is_retryable
+    fake_provider.reply(
+        "/v1/chat/completions", json={"error": {"type": "server_error", "message": "try later"}}
+    )
+    with pytest.raises(APICallError) as caught:
+        await compatible(fake_provider).do_generate(CallOptions(prompt=USER))
+    assert str(caught.value) == "try later" and caught.value.is_retryable

@@ -63,6 +63,31 @@ def truncated_stream_error(url: str | None, request_body: Any, what: str) -> API
     )
 
 
+def check_json_answer(data: Any, *, url: str | None, request_body: Any) -> None:
+    """Raise `APICallError` unless a non-streamed answer is a JSON object without an error."""
+    if not isinstance(data, dict):
+        text = data if isinstance(data, str) else repr(data)
+        raise APICallError(
+            "the provider's answer is not a JSON object",
+            url=url,
+            status_code=200,
+            response_body=text[:_BODY_PREVIEW_BYTES],
+            is_retryable=True,
+            request_body_values=request_body,
+        )
+    error = data.get("error")
+    if isinstance(error, dict) and error.get("message"):
+        raise APICallError(
+            str(error["message"]),
+            url=url,
+            status_code=200,
+            response_body=json.dumps(data)[:_BODY_PREVIEW_BYTES],
+            is_retryable=body_is_transient(data),
+            request_body_values=request_body,
+            data=data,
+        )
+
+
 async def _preview(response: Any) -> str:
     chunks: list[bytes] = []
     size = 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -23,6 +24,7 @@ from sluicegate.models._response_checks import (
     DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_STREAM_IDLE_TIMEOUT,
     check_event_stream,
+    check_json_answer,
     check_timeouts,
     no_response_error,
     sdk_timeout,
@@ -75,6 +77,7 @@ class SDKModel(ABC):
         self._headers = headers
         self._max_retries = max_retries
         self._timeout = timeout
+        self._client_lock = threading.Lock()
         self.request_timeout, self.stream_idle_timeout = check_timeouts(request_timeout, stream_idle_timeout)
         """Seconds to connect and receive the response headers; None waits forever."""
 
@@ -131,7 +134,8 @@ class SDKModel(ABC):
         return self.client()
 
     def _build_client(self) -> None:
-        self.client()
+        with self._client_lock:  # two first requests at once build one client, not two
+            self.client()
         # The SDKs' HTTP stack loads its asyncio backend on the first request: load it here too.
         try:
             importlib.import_module("anyio._backends._asyncio")
@@ -167,7 +171,9 @@ class SDKModel(ABC):
                     raise no_response_error(self._url(), self.request_timeout, body) from exc
                 await check_event_stream(events, url=self._url(), request_body=body)
                 return events
-            return await client.post(self.path, body=body, cast_to=object, options=options)
+            data = await client.post(self.path, body=body, cast_to=object, options=options)
+            check_json_answer(data, url=self._url(), request_body=body)
+            return data
         except Exception as exc:
             raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
 
