@@ -119,7 +119,7 @@ class ToolSearchProcessor(Processor):
 
     Example::
 
-        search = ToolSearchProcessor(tools=big_library, top_k=3, always_loaded=["get_time"])
+        search = ToolSearchProcessor(tools=big_library, search={"top_k": 3}, always_loaded=["get_time"])
         agent = Agent(name="a", model=model, input_processors=[search])
     """
 
