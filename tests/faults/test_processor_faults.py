@@ -114,3 +114,31 @@ async def test_a_large_input_through_regex_filter_does_not_freeze_the_loop(stall
     assert stalls.max_stall < 0.1  # on the loop this scan takes ~0.4 s; in a worker thread it ticks on
     sent = str(model.calls[0].prompt)
     assert "ada@example.com" not in sent and "lorem ipsum" in sent
+
+
+async def test_a_slow_reader_is_not_mistaken_for_a_hung_hook() -> None:
+    # The client pauses longer than the timeout between chunks: no hook is running meanwhile.
+    agent = Agent(
+        "a", model=MockModel([text_step("one two three four")]), output_processors=[SlowButFinite()]
+    )
+    output = await agent.stream("hi", processor_timeout=0.2)
+    seen = []
+    async for chunk in output.full_stream:
+        seen.append(chunk.type)
+        if chunk.type == "text-delta":
+            await asyncio.sleep(0.3)
+    assert "error" not in seen and seen[-1] == "finish"
+
+
+async def test_a_processor_timeout_of_none_disables_the_bound_for_that_processor() -> None:
+    class Patient(Processor):
+        id = "patient"
+        timeout = None
+
+        async def process_input(self, args: Any) -> Any:
+            await asyncio.sleep(0.3)
+
+    agent = Agent(
+        "a", model=MockModel([text_step("ok")]), input_processors=[Patient()], processor_timeout=0.1
+    )
+    assert (await agent.generate("hi")).text == "ok"
