@@ -44,6 +44,14 @@ class ProcessorError(SluicegateError):
         self.hook = hook
 
 
+class ProcessorTimeoutError(ProcessorError):
+    """A processor hook did not finish within its `processor_timeout` (see `Agent`)."""
+
+    def __init__(self, message: str, *, processor_id: str, hook: str, timeout: float) -> None:
+        super().__init__(message, processor_id=processor_id, hook=hook)
+        self.timeout = timeout
+
+
 class ToolError(SluicegateError):
     """A tool could not be built or called."""
 

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import importlib.util
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -124,17 +125,61 @@ def _read_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
     return ranks
 
 
-@functools.cache
+_LOAD_LOCK = threading.Lock()
+
+
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """A `tiktoken.Encoding` built from the bundled rank file; never touches the network."""
-    try:
-        filename, sha256, pattern, special = _ENCODINGS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown encoding {name!r}; bundled encodings: {', '.join(ENCODING_NAMES)}"
-        ) from None
+    """A `tiktoken.Encoding` by name (built once; a caller arriving while another thread builds
+    it waits for that build instead of repeating it).
+
+    The bundled encodings (`cl100k_base`, `o200k_base`) are built from their rank files here and
+    never touch the network. Any other name is looked up in tiktoken's registry, which includes
+    encodings that installed `tiktoken_ext` plugins register; tiktoken may download and cache the
+    rank file of such an encoding on first use (see its `TIKTOKEN_CACHE_DIR`)."""
+    with _LOAD_LOCK:
+        return _build_encoding(name)
+
+
+def prefetch_encoding(name: str) -> None:
+    """Build `name` in a background thread, so that the first request needing it does not spend
+    a second of CPU on the event loop reading and checking rank files."""
+
+    def build() -> None:
+        try:
+            get_encoding(name)
+        except Exception:  # reported when the encoding is actually needed
+            pass
+
+    threading.Thread(target=build, name=f"sluicegate-encoding-{name}", daemon=True).start()
+
+
+def clear_encoding_cache() -> None:
+    with _LOAD_LOCK:
+        _build_encoding.cache_clear()
+
+
+@functools.cache
+def _build_encoding(name: str) -> tiktoken.Encoding:
+    bundled = _ENCODINGS.get(name)
+    if bundled is None:
+        return _registry_encoding(name)
+    filename, sha256, pattern, special = bundled
     ranks = _read_ranks(_data_dir() / filename, sha256)
     return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+
+def _registry_encoding(name: str) -> tiktoken.Encoding:
+    from tiktoken import registry
+
+    known = registry.list_encoding_names()
+    if name not in known:
+        raise ValueError(
+            f"unknown encoding {name!r}; known encodings: {', '.join(sorted({*ENCODING_NAMES, *known}))}"
+        )
+    try:
+        return registry.get_encoding(name)
+    except Exception as exc:  # a plugin that fails, a rank file that cannot be fetched
+        raise ValueError(f"encoding {name!r} could not be loaded: {exc}") from exc
 
 
 def resolve_encoding(

@@ -14,7 +14,7 @@ from sluicegate.errors import APICallError
 from sluicegate.memory import Memory
 from sluicegate.processors import Processor, ResponseCache, build_response_cache_key
 from sluicegate.processors.args import ProcessLLMRequestResult
-from sluicegate.processors.builtin.response_cache import ModelIdentity, ResponseCacheKeyInputs
+from sluicegate.processors.builtin.response_cache import ENTRY_VERSION, ModelIdentity, ResponseCacheKeyInputs
 from sluicegate.request_context import RESOURCE_ID_KEY
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
@@ -190,7 +190,7 @@ async def test_generate_and_stream_share_entries(recording: RecordingCache) -> N
     assert len(model.calls) == 1
 
 
-async def test_a_tool_loop_caches_each_step_and_the_tool_runs_again_on_replay(
+async def test_a_tool_loop_caches_each_step_and_replays_tool_results_without_running_the_tool(
     recording: RecordingCache,
 ) -> None:
     weather, runs = counting_weather()
@@ -209,7 +209,7 @@ async def test_a_tool_loop_caches_each_step_and_the_tool_runs_again_on_replay(
     assert [r.payload.result for r in second.tool_results] == [{"city": "Oslo", "forecast": "sunny"}]
     assert [s.finish_reason for s in second.steps] == ["tool-calls", "stop"]
     assert [s.from_cache for s in second.steps] == [True, True]
-    assert runs == ["Oslo", "Oslo"]  # the replayed tool call is executed again
+    assert runs == ["Oslo"]  # replayed with its cached result: the tool's side effects do not repeat
     assert spy.seen == [(0, False), (1, False), (0, True), (1, True)]
     assert (second.usage.total_tokens, first.usage.total_tokens) == (30, 30)
 
@@ -455,7 +455,7 @@ async def test_a_string_key_still_caches_each_tool_step_separately(recording: Re
     assert recording.writes == ["lima", "lima:step:1"]
     assert second.text == first.text == "Sunny in Lima."
     assert len(model.calls) == 2
-    assert runs == ["Lima", "Lima"]
+    assert runs == ["Lima"]
 
 
 async def test_a_sync_key_function_receives_the_key_inputs(recording: RecordingCache) -> None:
@@ -675,7 +675,7 @@ async def test_an_unreadable_entry_is_a_miss_and_is_replaced(
     model = MockModel([text_step("first"), text_step("second")])
     agent = agent_with(recording, model)
     await agent.generate("q")
-    await recording.inner.set(recording.writes[0], {"version": 1, "chunks": [{"no": "type"}]})
+    await recording.inner.set(recording.writes[0], {"version": ENTRY_VERSION, "chunks": [{"no": "type"}]})
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert (await agent.generate("q")).text == "second"
     assert any("unreadable" in r.getMessage() for r in caplog.records)

@@ -2,13 +2,17 @@
 
 Tests queue replies per path (`server.reply("/v1/chat/completions", sse=[...])`); each request
 takes the next one and is recorded (`server.requests`). Replies are JSON bodies, SSE streams
-(chunked, so `cut_after=n` can drop the connection mid-stream like a reset), or errors.
+(chunked, so `cut_after=n` can drop the connection mid-stream like a reset), or errors. For fault
+injection a reply can also be a raw body of any content type (`raw=`, e.g. an HTML page with status
+200), wait before answering (`delay=`), stall after some events (`stall_after=`), or reset the
+connection without answering (`reset=True`). Waits end early when the server closes.
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
@@ -29,6 +33,16 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     """Drop the connection (no chunked terminator) after this many SSE events."""
+    raw: bytes | None = None
+    """A raw body sent with `content_type` instead of JSON or SSE."""
+    content_type: str = "text/html; charset=utf-8"
+    delay: float = 0.0
+    """Seconds to wait before sending anything (a hung provider)."""
+    stall_after: int | None = None
+    """Stop sending (connection left open) after this many SSE events, for `stall` seconds."""
+    stall: float = 0.0
+    reset: bool = False
+    """Close the connection with a TCP reset instead of answering."""
 
 
 @dataclass
@@ -43,6 +57,7 @@ class FakeProvider:
     def __init__(self) -> None:
         self.replies: dict[str, deque[Reply]] = defaultdict(deque)
         self.requests: list[Recorded] = []
+        self.closing = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -64,6 +79,7 @@ class FakeProvider:
         return [r.body for r in self.requests if path is None or r.path == path]
 
     def close(self) -> None:
+        self.closing.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -92,10 +108,32 @@ class FakeProvider:
                     self._send_json(404, {"error": {"message": f"no scripted reply for {path}"}})
                     return
                 reply = queue.popleft()
-                if reply.sse is None:
+                if reply.delay and provider.closing.wait(reply.delay):
+                    return
+                if reply.reset:
+                    # SO_LINGER 0: close() sends RST, like a proxy dropping the connection.
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if reply.raw is not None:
+                    self._send_raw(reply)
+                elif reply.sse is None:
                     self._send_json(reply.status, reply.json, reply.headers)
                 else:
                     self._send_sse(reply)
+
+            def _send_raw(self, reply: Reply) -> None:
+                data = reply.raw or b""
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Connection", "close")
+                for key, value in reply.headers.items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+                self.close_connection = True
 
             def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
@@ -118,6 +156,9 @@ class FakeProvider:
                     self.send_header(key, value)
                 self.end_headers()
                 for index, (event, data) in enumerate(reply.sse or []):
+                    stalls_here = reply.stall_after is not None and index == reply.stall_after
+                    if stalls_here and provider.closing.wait(reply.stall):
+                        return
                     if reply.cut_after is not None and index >= reply.cut_after:
                         self.wfile.flush()
                         self.connection.shutdown(socket.SHUT_RDWR)

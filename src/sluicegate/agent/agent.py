@@ -21,7 +21,9 @@ from sluicegate.errors import ConfigurationError, SluicegateError
 from sluicegate.messages import Message, MessageList
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
+from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.processors.base import processor_id
+from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.stream.output import ModelOutput
 from sluicegate.tools import Tool, normalize_tools
@@ -50,6 +52,8 @@ class Agent:
         memory: AgentMemory | None = None,
         description: str | None = None,
         default_max_steps: int = DEFAULT_MAX_STEPS,
+        processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -66,6 +70,8 @@ class Agent:
         self.max_processor_retries = max_processor_retries
         self.memory = memory
         self.default_max_steps = default_max_steps
+        self.processor_timeout = check_timeout("processor_timeout", processor_timeout)
+        self.max_retries = check_max_retries(max_retries)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -126,6 +132,8 @@ class Agent:
             "instructions",
             "tools",
             "model",
+            "processor_timeout",
+            "max_retries",
         }
         unknown = set(options) - known
         if unknown:
@@ -175,6 +183,10 @@ class Agent:
             model_settings=options.get("model_settings"),
             provider_options=options.get("provider_options"),
             structured_output=options.get("structured_output"),
+            processor_timeout=check_timeout(
+                "processor_timeout", options.get("processor_timeout", self.processor_timeout)
+            ),
+            max_retries=check_max_retries(options.get("max_retries", self.max_retries)),
         )
         return AgentRun(
             agent_id=self.id,

@@ -31,7 +31,9 @@ from sluicegate.messages.convert import to_ui_messages
 from sluicegate.messages.part import to_snake
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import resolve_model
+from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
 from sluicegate.processors.args import OutputResult
+from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.runner import ProcessorRunner, StepConfig, Writer
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk, TextPayload
@@ -85,6 +87,8 @@ class RunOptions:
     model_settings: dict[str, Any] | None = None
     provider_options: dict[str, Any] | None = None
     structured_output: Any = None
+    processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -153,6 +157,7 @@ class AgentRun:
             run_id=self.run_id,
             emit=self._pending.append,
             prepare_step=prepare_step,
+            processor_timeout=options.processor_timeout,
         )
         self.steps: list[StepResult] = []
         self.usage = Usage()
@@ -354,6 +359,11 @@ class AgentRun:
         message_list = self.message_list
         model = resolve_model(config.model)
         call_options = self._call_options(config, message_list.to_prompt())
+        cap = runner.output_token_cap()
+        if cap is not None and (
+            call_options.max_output_tokens is None or cap < call_options.max_output_tokens
+        ):
+            call_options.max_output_tokens = cap
         prompt, replay = await runner.run_llm_request(
             call_options.prompt,
             model=model,
@@ -380,7 +390,7 @@ class AgentRun:
             if replay is not None:
                 source: AsyncIterator[Any] = _iterate(replay)
             else:
-                stream = (await model.do_stream(call_options)).stream
+                stream = (await open_stream(model, call_options, self.options.max_retries)).stream
                 source = self._with_deadlines(stream) if runner.uses_stream_deadlines else stream
             async for part in source:
                 # ---- the hot path: one model part -> one chunk -> processors -> client
@@ -480,7 +490,7 @@ class AgentRun:
         for chunk in self._drain_pending():
             yield chunk
 
-        tool_results: list[Chunk] = []
+        tool_results: list[Chunk] = list(step.replayed_results.values())
         if step.tool_calls:
             async for chunk in self._run_tools(step, config):
                 if chunk.type == "tool-result":
@@ -642,7 +652,21 @@ class AgentRun:
             step.response.update(vars(chunk.payload))
             return None
         chunk.run_id = self.run_id
+        if chunk.type == "tool-result" and not chunk.payload.get("provider_executed"):
+            self._replayed_tool_result(chunk, step)
         return chunk
+
+    @staticmethod
+    def _replayed_tool_result(chunk: Chunk, step: StepRecorder) -> None:
+        """A cached response's result of one of its own tool calls: recorded as if the tool had
+        just returned it, and the tool is not run again (its side effects must not repeat)."""
+        call_id = chunk.payload.get("tool_call_id")
+        invocation = step.invocation(call_id) if isinstance(call_id, str) else None
+        if invocation is None:
+            return
+        step.replayed_results[call_id] = chunk
+        invocation["state"] = "result"
+        invocation["result"] = chunk.payload.get("result")
 
     async def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
@@ -676,7 +700,12 @@ class AgentRun:
     async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncIterator[Chunk]:
         """Run the step's tool calls concurrently, streaming their data chunks as they come,
         then their results in call order."""
-        calls = [c for c in step.tool_calls if not c.payload.get("provider_executed")]
+        replayed = step.replayed_results
+        calls = [
+            c
+            for c in step.tool_calls
+            if not c.payload.get("provider_executed") and c.payload.tool_call_id not in replayed
+        ]
         if not calls:
             return
         queue: asyncio.Queue[Chunk] = asyncio.Queue()

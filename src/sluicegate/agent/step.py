@@ -38,6 +38,7 @@ class StepRecorder:
         "open_text",
         "parts",
         "provider_metadata",
+        "replayed_results",
         "response",
         "step_number",
         "tool_calls",
@@ -49,6 +50,8 @@ class StepRecorder:
         self.step_number = step_number
         self.parts: list[Part] = [Part(type="step-start")]
         self.tool_calls: list[Chunk] = []
+        self.replayed_results: dict[str, Chunk] = {}
+        """Tool results a cached response replayed with its calls (those tools do not run again)."""
         self.model_chunks: list[Chunk] = []
         self.finish_reason: str | None = None
         self.usage = Usage()

@@ -10,6 +10,7 @@ through `to_api_call_error`; errors inside an already-started stream become an `
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from sluicegate.errors import APICallError, retryable_status
@@ -30,13 +31,22 @@ _TRANSIENT_ERROR_CODES = (
 )
 
 
-def _is_connection_error(exc: BaseException) -> bool:
-    import anthropic
-    import openai
+def _sdk_connection_errors() -> tuple[type[BaseException], ...]:
+    """The SDKs' connection-error classes, from SDKs already loaded only.
 
-    if isinstance(
-        exc, (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError, TimeoutError)
-    ):
+    Never imports: an exception of an SDK that was never imported cannot exist, and importing
+    one here (on the error path, on the event loop) stalled every request for seconds."""
+    found: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    for name in ("openai", "anthropic"):
+        module = sys.modules.get(name)
+        cls = getattr(module, "APIConnectionError", None) if module is not None else None
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    if isinstance(exc, _sdk_connection_errors()):
         return True
     # httpx / httpx2 transport errors (ReadError, RemoteProtocolError, ...) surface unwrapped when
     # a connection drops while a stream is being read.

@@ -9,7 +9,10 @@ with its exceptions turned into `APICallError`, and the `do_generate` / `do_stre
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -17,6 +20,15 @@ from typing import Any, ClassVar
 from sluicegate.errors import MissingAPIKeyError
 from sluicegate.models._http_errors import to_api_call_error
 from sluicegate.models._prompt_parts import timestamp
+from sluicegate.models._response_checks import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STREAM_IDLE_TIMEOUT,
+    check_event_stream,
+    check_json_answer,
+    check_timeouts,
+    no_response_error,
+    sdk_timeout,
+)
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult
 
 
@@ -53,6 +65,8 @@ class SDKModel(ABC):
         headers: dict[str, str] | None = None,
         max_retries: int = 0,
         timeout: float | None = None,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
     ) -> None:
         self._model_id = model_id
         self._provider = self.default_provider
@@ -63,6 +77,9 @@ class SDKModel(ABC):
         self._headers = headers
         self._max_retries = max_retries
         self._timeout = timeout
+        self._client_lock = threading.Lock()
+        self.request_timeout, self.stream_idle_timeout = check_timeouts(request_timeout, stream_idle_timeout)
+        """Seconds to connect and receive the response headers; None waits forever."""
 
     @property
     def provider(self) -> str:
@@ -109,16 +126,54 @@ class SDKModel(ABC):
     def _url(self) -> str:
         return str(self.client().base_url).rstrip("/") + self.path
 
+    async def _ensure_client(self) -> Any:
+        """The client; built in a worker thread the first time (importing an SDK takes a
+        second or more, which must not freeze the event loop)."""
+        if self._client is None:
+            await asyncio.to_thread(self._build_client)
+        return self.client()
+
+    def _build_client(self) -> None:
+        with self._client_lock:  # two first requests at once build one client, not two
+            self.client()
+        # The SDKs' HTTP stack loads its asyncio backend on the first request: load it here too.
+        try:
+            importlib.import_module("anyio._backends._asyncio")
+        except ImportError:
+            pass
+
+    def _request_options(self, client: Any) -> dict[str, Any]:
+        if self._timeout is not None:  # the caller's own single timeout, as the SDK reads it
+            return {}
+        return {"timeout": sdk_timeout(client, self.request_timeout, self.stream_idle_timeout)}
+
     async def _post(self, body: dict[str, Any], *, stream: bool) -> Any:
-        """POST `body` to `path`, returning the decoded JSON (or the SDK's event stream)."""
-        client = self.client()
+        """POST `body` to `path`, returning the decoded JSON (or the SDK's event stream).
+
+        A stream must start (response headers) within `request_timeout`, and must be an event
+        stream: anything else (an HTML page, a JSON error with status 200) is an `APICallError`."""
+        client = await self._ensure_client()
+        options = self._request_options(client)
         try:
             if stream:
                 _, stream_cls = self._sdk_classes()
-                return await client.post(
-                    self.path, body=body, cast_to=object, stream=True, stream_cls=stream_cls[object]
-                )
-            return await client.post(self.path, body=body, cast_to=object)
+                try:
+                    async with asyncio.timeout(self.request_timeout):
+                        events = await client.post(
+                            self.path,
+                            body=body,
+                            cast_to=object,
+                            stream=True,
+                            stream_cls=stream_cls[object],
+                            options=options,
+                        )
+                except TimeoutError as exc:
+                    raise no_response_error(self._url(), self.request_timeout, body) from exc
+                await check_event_stream(events, url=self._url(), request_body=body)
+                return events
+            data = await client.post(self.path, body=body, cast_to=object, options=options)
+            check_json_answer(data, url=self._url(), request_body=body)
+            return data
         except Exception as exc:
             raise to_api_call_error(exc, url=self._url(), request_body=body) from exc
 

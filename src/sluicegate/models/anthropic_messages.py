@@ -32,6 +32,7 @@ from sluicegate.models._prompt_parts import (
     tool_output_text,
     v2_usage,
 )
+from sluicegate.models._response_checks import truncated_stream_error
 from sluicegate.models._sdk_model import SDKModel, response_metadata
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart
 
@@ -179,6 +180,7 @@ class AnthropicMessagesModel(SDKModel):
         blocks: dict[int, dict[str, Any]] = {}
         usage: dict[str, Any] = {}
         reason = "unknown"
+        stopped = False
         try:
             async for event in stream:
                 kind = event.get("type")
@@ -259,11 +261,16 @@ class AnthropicMessagesModel(SDKModel):
                     if delta.get("stop_reason"):
                         reason = anthropic_finish_reason(delta["stop_reason"])
                     usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+                elif kind == "message_stop":
+                    stopped = True
         except Exception as exc:
             yield error_part(exc, url=self._url(), request_body=body)
             return
         finally:
             await close_quietly(stream)
+        if not stopped:
+            yield {"type": "error", "error": truncated_stream_error(self._url(), body, "message_stop")}
+            return
         yield {
             "type": "finish",
             "finishReason": reason,

@@ -21,6 +21,11 @@ from sluicegate.models._prompt_parts import (
     tool_output_text,
     v2_usage,
 )
+from sluicegate.models._response_checks import (
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STREAM_IDLE_TIMEOUT,
+    truncated_stream_error,
+)
 from sluicegate.models._sdk_model import SDKModel, response_metadata
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart
 
@@ -98,6 +103,8 @@ class OpenAIChatModel(SDKModel):
         headers: dict[str, str] | None = None,
         max_retries: int = 0,
         timeout: float | None = None,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
     ) -> None:
         super().__init__(
             model_id,
@@ -107,6 +114,8 @@ class OpenAIChatModel(SDKModel):
             headers=headers,
             max_retries=max_retries,
             timeout=timeout,
+            request_timeout=request_timeout,
+            stream_idle_timeout=stream_idle_timeout,
         )
         self._provider = provider
         self._api_key_env = api_key_env
@@ -322,6 +331,7 @@ class OpenAIChatModel(SDKModel):
         reason = "unknown"
         usage: dict[str, Any] = dict(EMPTY_USAGE)
         first = True
+        finished = False
         try:
             async for chunk in stream:
                 if first:
@@ -350,12 +360,17 @@ class OpenAIChatModel(SDKModel):
                         for part in _tool_call_delta(calls, call_delta):
                             yield part
                     if choice.get("finish_reason") is not None:
+                        finished = True
                         reason = finish_reason(choice["finish_reason"])
         except Exception as exc:
             yield error_part(exc, url=self._url(), request_body=body)
             return
         finally:
             await close_quietly(stream)
+        if not finished:
+            error = truncated_stream_error(self._url(), body, "a finish_reason")
+            yield {"type": "error", "error": error}
+            return
         if reasoning_open:
             yield {"type": "reasoning-end", "id": "reasoning-0"}
         if text_open:

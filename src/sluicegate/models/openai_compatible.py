@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluicegate.errors import MissingAPIKeyError
+from sluicegate.models._response_checks import DEFAULT_REQUEST_TIMEOUT, DEFAULT_STREAM_IDLE_TIMEOUT
 from sluicegate.models.openai_chat import OpenAIChatModel
 
 
@@ -77,6 +78,8 @@ class OpenAICompatible(OpenAIChatModel):
         client: Any = None,
         max_retries: int = 0,
         timeout: float | None = None,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        stream_idle_timeout: float | None = DEFAULT_STREAM_IDLE_TIMEOUT,
     ) -> None:
         super().__init__(
             model_id,
@@ -90,6 +93,8 @@ class OpenAICompatible(OpenAIChatModel):
             headers=headers,
             max_retries=max_retries,
             timeout=timeout,
+            request_timeout=request_timeout,
+            stream_idle_timeout=stream_idle_timeout,
         )
         self.name = name
 

@@ -25,6 +25,7 @@ from sluicegate.models._prompt_parts import (
     tool_output_text,
     v2_usage,
 )
+from sluicegate.models._response_checks import truncated_stream_error
 from sluicegate.models._sdk_model import SDKModel, response_metadata
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart
 
@@ -206,6 +207,7 @@ class OpenAIResponsesModel(SDKModel):
         calls: dict[int, dict[str, Any]] = {}  # output_index -> {"id", "name"}
         has_calls = False
         final: dict[str, Any] = {}
+        completed = False
         url = self._url()
         try:
             async for event in stream:
@@ -287,6 +289,7 @@ class OpenAIResponsesModel(SDKModel):
                     metadata = response_metadata(response, response.get("created_at"))
                     yield {"type": "response-metadata", **metadata}
                 elif kind in ("response.completed", "response.incomplete"):
+                    completed = True
                     final = event.get("response") or {}
                 elif kind == "response.failed":
                     response = event.get("response") or {}
@@ -316,6 +319,9 @@ class OpenAIResponsesModel(SDKModel):
             return
         finally:
             await close_quietly(stream)
+        if not completed:
+            yield {"type": "error", "error": truncated_stream_error(url, body, "response.completed")}
+            return
         yield {
             "type": "finish",
             "finishReason": responses_finish_reason(final, has_calls) if final else "unknown",

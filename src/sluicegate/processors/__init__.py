@@ -45,6 +45,8 @@ _BUILTINS: dict[str, str] = {
     "PrefillErrorHandler": "prefill_error_handler",
     "StreamErrorRetryProcessor": "stream_error_retry",
     "is_retryable_openai_responses_stream_error": "stream_error_retry",
+    "is_bad_request_error": "stream_error_retry",
+    "RetryMatcher": "stream_error_retry",
     "MessageHistory": "message_history",
     "SemanticRecall": "semantic_recall",
     "WorkingMemory": "working_memory",

@@ -9,6 +9,7 @@ reuses one args object per processor and does no work for processors that are no
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -38,6 +39,14 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
+from sluicegate.processors.hook_timeout import (
+    DEFAULT_PROCESSOR_TIMEOUT,
+    StreamWatchdog,
+    await_bounded,
+    processor_timeout,
+    timeout_error,
+)
+from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 
@@ -89,9 +98,11 @@ class StepConfig:
 class _Entry:
     """One processor's hook, resolved once per request."""
 
-    __slots__ = ("abort", "fn", "hook", "is_async", "pid", "processor", "state")
+    __slots__ = ("abort", "fn", "hook", "is_async", "pid", "processor", "state", "timeout")
 
-    def __init__(self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any) -> None:
+    def __init__(
+        self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any, timeout: float | None
+    ) -> None:
         self.processor = processor
         self.hook = hook
         self.pid = pid
@@ -99,16 +110,20 @@ class _Entry:
         self.is_async = inspect.iscoroutinefunction(self.fn)
         self.state = state
         self.abort = abort
+        self.timeout = timeout
 
 
 class _StreamEntry:
-    __slots__ = ("args", "data_parts", "entry", "parts_append")
+    __slots__ = ("args", "data_parts", "entry", "parts_append", "watchdog")
 
     def __init__(self, entry: _Entry, args: ProcessOutputStreamArgs) -> None:
         self.entry = entry
         self.args = args
         self.data_parts = bool(getattr(entry.processor, "process_data_parts", False))
         self.parts_append = args.stream_parts.append
+        self.watchdog = (
+            StreamWatchdog(entry.timeout) if entry.is_async and entry.timeout is not None else None
+        )
 
 
 def _unique(*arrays: Sequence[Any]) -> list[Any]:
@@ -159,8 +174,10 @@ class ProcessorRunner:
         emit: Callable[[Chunk], Any],
         prepare_step: Callable[[ProcessInputStepArgs], Any] | None = None,
         tracing_context: Any = None,
+        processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT,
     ) -> None:
         self.request_context = request_context
+        self.processor_timeout = processor_timeout
         self.run_id = run_id
         self.retry_count = 0
         self.tracing_context = tracing_context
@@ -205,7 +222,8 @@ class ProcessorRunner:
                 abort = self._aborts.get(pid)
                 if abort is None:
                     abort = self._aborts[pid] = make_abort(pid)
-                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort))
+                timeout = processor_timeout(processor, self.processor_timeout)
+                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort, timeout))
         return entries
 
     def violation(self, processor: Any, message: str, detail: Any) -> None:
@@ -214,9 +232,12 @@ class ProcessorRunner:
 
     async def _call(self, entry: _Entry, args: Any) -> Any:
         try:
-            result = entry.fn(args)
-            if entry.is_async or inspect.isawaitable(result):
-                result = await result
+            if entry.is_async:
+                result = entry.fn(args)
+            else:
+                result = await offload_sync_hook(entry.fn, args)
+            if inspect.isawaitable(result):
+                result = await await_bounded(result, entry.timeout, entry.pid, entry.hook)
             return result
         except TripWire as tripwire:
             self._tripped(entry, tripwire)
@@ -398,6 +419,17 @@ class ProcessorRunner:
             )
             await self._call(entry, args)
 
+    def output_token_cap(self) -> int | None:
+        """The smallest `max_output_tokens` an output processor asks the next model call for
+        (see `TokenLimiter`), so the model stops generating what would be discarded."""
+        cap: int | None = None
+        for entry in self._output_stream:
+            ask = getattr(entry.processor, "max_output_tokens_for", None)
+            wanted = ask(entry.state) if ask is not None else None
+            if isinstance(wanted, int) and wanted > 0 and (cap is None or wanted < cap):
+                cap = wanted
+        return cap
+
     @property
     def handles_llm_response(self) -> bool:
         return bool(self._llm_response)
@@ -463,12 +495,29 @@ class ProcessorRunner:
                 args = stream_entry.args
                 args.part = chunk
                 stream_entry.parts_append(chunk)
+                watchdog = stream_entry.watchdog
                 try:
-                    result = entry.fn(args)
-                    if entry.is_async:
-                        result = await result
+                    if watchdog is None:
+                        result = entry.fn(args)
+                        if entry.is_async:
+                            result = await result
+                    else:  # an async hook under processor_timeout: see StreamWatchdog
+                        if watchdog.attention:
+                            watchdog.attend(entry.pid, entry.hook)
+                        watchdog.calls += 1
+                        watchdog.running = True
+                        try:
+                            result = await entry.fn(args)
+                        finally:
+                            watchdog.running = False
+                except asyncio.CancelledError:
+                    if watchdog is not None and watchdog.take_timeout():
+                        raise timeout_error(entry.pid, entry.hook, entry.timeout or 0.0) from None
+                    raise
                 except TripWire as tripwire:
                     tripped(entry, tripwire)
+                    raise
+                except ProcessorError:
                     raise
                 except Exception as exc:
                     raise ProcessorError(

@@ -83,6 +83,7 @@ async def test_max_retries_bounds_the_attempts(max_retries: int) -> None:
         instructions="x",
         model=model,
         error_processors=[StreamErrorRetryProcessor(max_retries=max_retries)],
+        max_retries=0,  # the agent's own pre-stream retries would hide the processor's bound
     )
     with pytest.raises(APICallError):
         await agent.generate("hi")
@@ -113,7 +114,11 @@ async def test_custom_matchers_and_the_cause_chain() -> None:
 async def test_fixed_delay_waits_before_the_retry() -> None:
     model = MockModel([transient(), text_step("ok")])
     agent = Agent(
-        name="a", instructions="x", model=model, error_processors=[StreamErrorRetryProcessor(delay_ms=150)]
+        name="a",
+        instructions="x",
+        model=model,
+        error_processors=[StreamErrorRetryProcessor(delay_ms=150)],
+        max_retries=0,
     )
     started = time.monotonic()
     await agent.generate("hi")
@@ -133,6 +138,7 @@ async def test_delay_callable_gets_the_error_args() -> None:
         instructions="x",
         model=model,
         error_processors=[StreamErrorRetryProcessor(max_retries=2, delay_ms=backoff)],
+        max_retries=0,
     )
     assert (await agent.generate("hi")).text == "ok"
     assert seen == [(0, "first"), (1, "second")]
@@ -141,7 +147,7 @@ async def test_delay_callable_gets_the_error_args() -> None:
 async def test_negative_delay_counts_as_zero() -> None:
     processor = StreamErrorRetryProcessor(delay_ms=-50)
     model = MockModel([transient(), text_step("ok")])
-    agent = Agent(name="a", instructions="x", model=model, error_processors=[processor])
+    agent = Agent(name="a", instructions="x", model=model, error_processors=[processor], max_retries=0)
     started = time.monotonic()
     assert (await agent.generate("hi")).text == "ok"
     assert time.monotonic() - started < 1

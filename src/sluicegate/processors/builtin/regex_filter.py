@@ -732,6 +732,11 @@ class RegexFilterProcessor(Processor):
                 return [*flushed, emitted] if emitted is not None else flushed
             return self._feed(args, stream, part)
         if stream.carry:
+            if part.type == "step-finish" and _abandoned(part):
+                # The attempt was cut off: what is held may be half a secret (a card number
+                # the failed attempt never finished). It is never settled as final; drop it.
+                stream.carry = stream.context = ""
+                return part
             return [*self._flush(args, stream), part]
         return part
 
@@ -870,6 +875,13 @@ class RegexFilterProcessor(Processor):
         placeholder = text_delta(stream.carry_run_id, stream.carry_id, "")
         emitted = self._emit(args, placeholder, buffer, regions, pos, len(buffer))
         return [emitted] if emitted is not None else []
+
+
+def _abandoned(step_finish: Chunk) -> bool:
+    """Whether a `step-finish` closes a step that failed (retried or errored) mid-answer."""
+    step_result = step_finish.payload.get("step_result")
+    reason = step_result.get("reason") if step_result is not None else None
+    return reason in ("retry", "error")
 
 
 RegexFilter = RegexFilterProcessor

@@ -39,12 +39,14 @@ DEFAULT_TTL_SECONDS: Final = 300.0
 """Five minutes, as in Mastra (and OpenRouter's reference implementation)."""
 DEFAULT_AGENT_ID: Final = "sluicegate-response-cache"
 KEY_PREFIX: Final = "sluicegate:agent-response:"
-ENTRY_VERSION: Final = 1
+ENTRY_VERSION: Final = 2
+"""2: a tool-call step is stored with its tools' results (version 1 entries replayed calls only)."""
 
 _CACHEABLE_FINISH_REASONS = frozenset(("stop", "length", "tool-calls"))
 _FAILURE_CHUNK_TYPES = frozenset(("error", "tripwire", "abort"))
 _DELTA_TYPES = frozenset(("text-delta", "reasoning-delta"))
 _STATE_KEY = "__response_cache_pending__"
+_AWAITING_RESULTS_KEY = "__response_cache_awaiting_results__"
 
 
 class _Unset(enum.Enum):
@@ -271,7 +273,9 @@ class ResponseCache(Processor):
     under one custom key still caches each step separately. `bust=True` skips the read but
     still writes. Backend errors are logged as warnings and the step runs uncached.
 
-    A replayed tool-call step replays the *call*; the loop then runs the tool again.
+    A tool-call step is stored once its tools have returned (when the next step starts), with
+    their results; a hit replays the calls *and* their results, and the tools are not run again
+    (their side effects do not repeat). A step whose tools failed is not stored.
 
     Example::
 
@@ -353,6 +357,9 @@ class ResponseCache(Processor):
     ) -> ProcessLLMRequestResult | None:
         state = args.state
         state.pop(_STATE_KEY, None)
+        awaiting = state.pop(_AWAITING_RESULTS_KEY, None)
+        if awaiting is not None:
+            await self._write_with_results(awaiting, args.message_list)
         overrides = args.request_context.get(RESPONSE_CACHE_CONTEXT_KEY)
         if not isinstance(overrides, ResponseCacheOverrides):
             overrides = ResponseCacheOverrides()
@@ -385,8 +392,15 @@ class ResponseCache(Processor):
         key = args.state.pop(_STATE_KEY, None)
         if args.from_cache or not args.accepted or key is None or not is_cacheable(args.chunks):
             return
+        calls = [c for c in args.chunks if c.type == "tool-call" and not c.payload.get("provider_executed")]
+        if calls:  # stored when the results are known: see process_llm_request
+            args.state[_AWAITING_RESULTS_KEY] = (key, list(args.chunks), calls)
+            return
+        await self._write(key, args.chunks)
+
+    async def _write(self, key: str, chunks: list[Chunk]) -> None:
         try:
-            entry = {"version": ENTRY_VERSION, "chunks": encode_chunks(args.chunks)}
+            entry = {"version": ENTRY_VERSION, "chunks": encode_chunks(chunks)}
             await self.cache.set(key, entry, self.ttl)
         except Exception as error:
             logger.warning(
@@ -394,6 +408,33 @@ class ResponseCache(Processor):
                 type(error).__name__,
                 error,
             )
+
+    async def _write_with_results(self, awaiting: Any, message_list: Any) -> None:
+        """Store a tool-call step with the results its tools returned (now in the history), the
+        result chunks right after the step's chunks. Nothing is stored if a tool failed."""
+        key, chunks, calls = awaiting
+        invocations: dict[str, dict[str, Any]] = {}
+        if message_list is not None:
+            for message in message_list.get.all.db():
+                for part in message.content.parts:
+                    invocation = part.get("toolInvocation") if part.get("type") == "tool-invocation" else None
+                    if isinstance(invocation, dict) and invocation.get("state") == "result":
+                        invocations[str(invocation.get("toolCallId"))] = invocation
+        results: list[Chunk] = []
+        for call in calls:
+            invocation = invocations.get(call.payload.tool_call_id)
+            if invocation is None or invocation.get("isError"):
+                return
+            payload = Payload(
+                tool_call_id=call.payload.tool_call_id,
+                tool_name=call.payload.tool_name,
+                args=call.payload.args,
+                result=invocation.get("result"),
+                is_error=False,
+            )
+            results.append(Chunk("tool-result", call.run_id, payload))
+        finish_at = next((i for i, c in enumerate(chunks) if c.type == "finish"), len(chunks))
+        await self._write(key, [*chunks[:finish_at], *results, *chunks[finish_at:]])
 
     # ------------------------------------------------------------------ helpers
 

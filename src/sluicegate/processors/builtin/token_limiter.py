@@ -17,7 +17,13 @@ from sluicegate.messages import Message
 from sluicegate.processors.args import ProcessInputStepArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
 from sluicegate.processors.base import Processor
 from sluicegate.stream.chunk import Chunk, text_delta
-from sluicegate.tokens import encoding_name_for_model, model_id_of, resolve_encoding
+from sluicegate.tokens import (
+    DEFAULT_ENCODING,
+    encoding_name_for_model,
+    model_id_of,
+    prefetch_encoding,
+    resolve_encoding,
+)
 
 Strategy = Literal["truncate", "abort"]
 CountMode = Literal["cumulative", "part"]
@@ -250,9 +256,14 @@ class TokenLimiterProcessor(Processor):
     text at the limit (telling the client once with a `data-token-limit-reached` chunk) and
     `"abort"` stops the run. Non-streamed results are truncated the same way.
 
-    `encoding` is a tiktoken encoding name (`"o200k_base"`, `"cl100k_base"`) or a
-    `tiktoken.Encoding`; by default it follows the step's model (o200k_base for current OpenAI
-    models, cl100k_base for GPT-4/3.5).
+    In cumulative mode the output limiter also caps the model call's `max_output_tokens` at the
+    budget left (plus `output_token_margin`), so the model stops generating text that would be
+    cut anyway. Providers count reasoning and tool-call tokens in that limit too: for reasoning
+    models, or answers that call tools after long text, pass `cap_model_output=False`.
+
+    `encoding` is a tiktoken encoding name (the bundled `"o200k_base"` and `"cl100k_base"`, or any
+    name in tiktoken's registry, plugins included) or a `tiktoken.Encoding`; by default it follows
+    the step's model (o200k_base for current OpenAI models, cl100k_base for GPT-4/3.5).
 
     Example::
 
@@ -272,6 +283,8 @@ class TokenLimiterProcessor(Processor):
         strategy: Strategy = "truncate",
         count_mode: CountMode = "cumulative",
         encoding: str | tiktoken.Encoding | None = None,
+        cap_model_output: bool = True,
+        output_token_margin: int = 16,
     ) -> None:
         super().__init__()
         if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
@@ -284,6 +297,24 @@ class TokenLimiterProcessor(Processor):
         self.strategy: Strategy = strategy
         self.count_mode: CountMode = count_mode
         self.encoding = encoding
+        if isinstance(encoding, str):
+            resolve_encoding(encoding)  # an unknown name fails here; the rank file loads now, not mid-request
+        elif encoding is None:
+            prefetch_encoding(DEFAULT_ENCODING)  # off the event loop, before the first request
+        elif not isinstance(encoding, tiktoken.Encoding):
+            raise ValueError(f"encoding must be an encoding name or a tiktoken.Encoding, got {encoding!r}")
+        if not isinstance(cap_model_output, bool):
+            raise ValueError(f"cap_model_output must be a bool, got {cap_model_output!r}")
+        if (
+            not isinstance(output_token_margin, int)
+            or isinstance(output_token_margin, bool)
+            or output_token_margin < 0
+        ):
+            raise ValueError(
+                f"output_token_margin must be a non-negative integer, got {output_token_margin!r}"
+            )
+        self.cap_model_output = cap_model_output
+        self.output_token_margin = output_token_margin
         self._counters: dict[str, PartTokenCounter] = {}
 
     def counter(self, model_id: str | None = None) -> PartTokenCounter:
@@ -363,6 +394,14 @@ class TokenLimiterProcessor(Processor):
         return message_list
 
     # ------------------------------------------------------------------ output
+
+    def max_output_tokens_for(self, state: dict[str, Any]) -> int | None:
+        """The `max_output_tokens` worth asking the model for: the cumulative budget left (the
+        margin covers tokenizer differences between our count and the provider's)."""
+        if not self.cap_model_output or self.count_mode != "cumulative":
+            return None
+        left = self.limit - int(state.get("current_tokens", 0))
+        return max(1, left) + self.output_token_margin
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
         part = args.part

@@ -7,7 +7,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sluicegate.errors import ConfigurationError
@@ -70,6 +70,37 @@ class _Index:
         return scored
 
 
+_SEARCH_KEYS = {"top_k": "top_k", "topK": "top_k", "min_score": "min_score", "minScore": "min_score"}
+
+
+def _search_options(
+    search: Mapping[str, Any] | None, top_k: int | None, min_score: float | None
+) -> tuple[int, float]:
+    """Mastra's `search: {topK, minScore}` (snake_case too) or the flat keywords, validated."""
+    if search is not None:
+        if not isinstance(search, Mapping):
+            raise ConfigurationError(
+                f"ToolSearchProcessor: search must be a dict, got {type(search).__name__}"
+            )
+        unknown = sorted(str(k) for k in search if k not in _SEARCH_KEYS)
+        if unknown:
+            raise ConfigurationError(
+                f"ToolSearchProcessor: unknown search option(s) {unknown}; known: top_k, min_score"
+            )
+        fields = {_SEARCH_KEYS[k]: v for k, v in search.items()}
+        if ("top_k" in fields and top_k is not None) or ("min_score" in fields and min_score is not None):
+            raise ConfigurationError("ToolSearchProcessor: give top_k / min_score either in search= or flat")
+        top_k = fields.get("top_k", top_k)
+        min_score = fields.get("min_score", min_score)
+    top_k = 5 if top_k is None else top_k
+    min_score = 0.0 if min_score is None else min_score
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ConfigurationError(f"ToolSearchProcessor: top_k must be an integer >= 1, got {top_k!r}")
+    if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or min_score != min_score:
+        raise ConfigurationError(f"ToolSearchProcessor: min_score must be a number, got {min_score!r}")
+    return top_k, float(min_score)
+
+
 class ToolSearchProcessor(Processor):
     """Gives the model `search_tools` (ranked keyword search over tool names, descriptions and
     parameter names) and `load_tool` instead of the whole tool library.
@@ -79,7 +110,8 @@ class ToolSearchProcessor(Processor):
     this processor, for `ttl` milliseconds after the thread's last use).
 
     - `tools`: the searchable library (a list or a name -> tool dict).
-    - `top_k` (5): how many results a search returns; `min_score` (0): the lowest score shown.
+    - `search={"top_k": 5, "min_score": 0}` (Mastra's `topK` / `minScore` spellings too, or the
+      same flat keywords): how many results a search returns, and the lowest score shown.
     - `always_loaded`: library tools offered from the first step, without a search.
     - `ttl` (one hour, in milliseconds; 0 keeps threads forever).
 
@@ -87,7 +119,7 @@ class ToolSearchProcessor(Processor):
 
     Example::
 
-        search = ToolSearchProcessor(tools=big_library, top_k=3, always_loaded=["get_time"])
+        search = ToolSearchProcessor(tools=big_library, search={"top_k": 3}, always_loaded=["get_time"])
         agent = Agent(name="a", model=model, input_processors=[search])
     """
 
@@ -99,8 +131,9 @@ class ToolSearchProcessor(Processor):
         self,
         *,
         tools: Iterable[Tool] | dict[str, Tool],
-        top_k: int = 5,
-        min_score: float = 0.0,
+        search: Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
         always_loaded: Iterable[str] = (),
         ttl: float = 3_600_000,
     ) -> None:
@@ -109,8 +142,9 @@ class ToolSearchProcessor(Processor):
         clash = META_TOOLS & set(self.tools)
         if clash:
             raise ConfigurationError(f"ToolSearchProcessor: tool names {sorted(clash)} are reserved")
-        if top_k < 1:
-            raise ValueError("top_k must be at least 1")
+        top_k, min_score = _search_options(search, top_k, min_score)
+        if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl < 0:
+            raise ConfigurationError(f"ToolSearchProcessor: ttl must be milliseconds (>= 0), got {ttl!r}")
         self.top_k = top_k
         self.min_score = min_score
         self.always_loaded = tuple(always_loaded)

@@ -80,6 +80,9 @@ def _empty_from_schema(schema: Any) -> Any:
             empty[key] = _empty_from_schema(spec.get("properties", {})) or {}
         elif kind == "array":
             empty[key] = []
+        elif kind is None and isinstance(spec, dict) and spec:
+            # A nested group without a "type" (the documents' `{"user": {"name": {...}, ...}}`).
+            empty[key] = _empty_from_schema(spec) or {}
         else:
             empty[key] = ""
     return empty
