@@ -91,6 +91,7 @@ class Agent:
             object=run.object,
             run_id=run.run_id,
             reasoning_text=run.reasoning_text(),
+            trace_id=run.trace_id,
         )
 
     async def stream(self, messages: Any, **options: Any) -> ModelOutput:

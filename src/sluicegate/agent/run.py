@@ -17,7 +17,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
 from sluicegate.tools import Tool, ToolContext, normalize_tools
 from sluicegate.tools.tool import ToolInputError
+from sluicegate.tracing.spans import begin_run
 
 log = logging.getLogger("sluicegate.agent")
 
@@ -138,7 +139,7 @@ class AgentRun:
         prepare_step: Any = None,
     ) -> None:
         self.agent_id = agent_id
-        self.run_id = str(uuid.uuid4())
+        self.run_id, self.trace_id, self.trace = begin_run(agent_id, str(uuid.uuid4()), model)
         self.model = model
         self.message_list = message_list
         self.tools = tools
@@ -154,6 +155,8 @@ class AgentRun:
             emit=self._pending.append,
             prepare_step=prepare_step,
         )
+        if self.trace is not None:
+            self.trace.attach(self.runner)
         self.steps: list[StepResult] = []
         self.usage = Usage()
         self.finish_reason: str | None = None
@@ -268,6 +271,9 @@ class AgentRun:
             self.error = exc
             self.finish_reason = "error"
             yield self._chunk("error", error=exc)
+        finally:
+            if self.trace is not None:
+                self.trace.end_run(self)
 
     def _drain_pending(self) -> list[Chunk]:
         if not self._pending:
@@ -364,6 +370,8 @@ class AgentRun:
             message_list=message_list,
         )
         call_options.prompt = prompt
+        if self.trace is not None:
+            self.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
         step = StepRecorder(step_number)
         self._current = step
         for chunk in await self._emit_processed(self._chunk("step-start", message_id=str(uuid.uuid4()))):
@@ -429,9 +437,13 @@ class AgentRun:
             raise
         except Exception as exc:
             error = exc.error if isinstance(exc, _ModelStreamError) else exc
+            if self.trace is not None:
+                self.trace.end_chat(step, error)
             async for chunk in self._recover(error, step):
                 yield chunk
             return
+        if self.trace is not None:
+            self.trace.end_chat(step)
 
         self.usage = self.usage + step.usage
         step.model_chunks.append(
@@ -682,7 +694,7 @@ class AgentRun:
         queue: asyncio.Queue[Chunk] = asyncio.Queue()
         writer = Writer(self.run_id, queue.put_nowait)
         tools = self._active_tools(config)
-        tasks = [asyncio.ensure_future(self._call_tool(call, tools, writer, step)) for call in calls]
+        tasks = [asyncio.ensure_future(self._traced_tool(call, tools, writer, step)) for call in calls]
         gathered: asyncio.Future[list[Chunk]] = asyncio.gather(*tasks)
         try:
             while not gathered.done():
@@ -699,6 +711,12 @@ class AgentRun:
         finally:
             for task in tasks:
                 task.cancel()
+
+    def _traced_tool(
+        self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+    ) -> Awaitable[Chunk]:
+        work = self._call_tool(call, tools, writer, step)
+        return work if self.trace is None else self.trace.tool_call(call, step.step_number, work)
 
     async def _call_tool(
         self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder

@@ -39,6 +39,7 @@ from sluicegate.processors.args import (
     ProcessOutputStreamArgs,
 )
 from sluicegate.stream.chunk import Chunk
+from sluicegate.tracing.metrics import record_violation
 
 LLMRequestReturn = ProcessLLMRequestResult | dict[str, Any] | None
 """What `process_llm_request` returns (or resolves to)."""
@@ -155,6 +156,10 @@ def make_abort(pid: str) -> Callable[..., NoReturn]:
 
 def notify_violation(processor: Any, message: str, detail: Any) -> None:
     """Call `processor.on_violation` (if set) with a `ProcessorViolation`; never raises."""
+    try:
+        record_violation(processor_id(processor))
+    except Exception:
+        _log.debug("could not count a violation of %r", processor, exc_info=True)
     callback = getattr(processor, "on_violation", None)
     if callback is None:
         return

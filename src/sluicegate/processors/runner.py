@@ -164,6 +164,7 @@ class ProcessorRunner:
         self.run_id = run_id
         self.retry_count = 0
         self.tracing_context = tracing_context
+        self.trace: Any = None  # a sluicegate.tracing RunTrace when the run is traced
         self.writer = Writer(run_id, emit)
         self._states: dict[str, dict[str, Any]] = {}
         self._aborts: dict[str, Callable[..., NoReturn]] = {}
@@ -451,6 +452,8 @@ class ProcessorRunner:
         return self._make_pipeline(entries)
 
     def _make_pipeline(self, entries: list[_StreamEntry]) -> StreamPipeline:
+        if self.trace is not None:
+            return self.trace.stream.pipeline(self, entries)  # type: ignore[no-any-return]
         tripped = self._tripped
         fan_out = self._fan_out
 

@@ -3,6 +3,10 @@
 Chunks are built on the per-token hot path, so the class is slotted and the common payloads
 are constructed without keyword dictionaries. `to_dict()` writes Mastra's JSON; `from_dict()`
 reads it back.
+
+`chunk.metadata` (Mastra's optional chunk `metadata`, here `{"traceId": ...}` when the run is
+traced) rides on the run id: a traced run's id is a `TaggedRunId`, one shared object per run, so
+no chunk pays for it when it is built.
 """
 
 from __future__ import annotations
@@ -11,6 +15,24 @@ import copy
 from typing import Any
 
 from sluicegate.stream.payload import Payload, to_json
+
+
+class TaggedRunId(str):
+    """A run id that carries the run's chunk metadata (one object shared by all its chunks)."""
+
+    metadata: dict[str, Any]
+
+    def __new__(cls, run_id: str, metadata: dict[str, Any]) -> TaggedRunId:
+        tagged = super().__new__(cls, run_id)
+        tagged.metadata = metadata
+        return tagged
+
+
+def tag_run_id(run_id: str, metadata: dict[str, Any] | None) -> str:
+    """`run_id` carrying `metadata` (or the plain id when there is none)."""
+    if not metadata:
+        return str(run_id)
+    return TaggedRunId(run_id, metadata)
 
 
 class Chunk:
@@ -26,6 +48,15 @@ class Chunk:
         self.from_ = from_
         self.payload = payload
         self.data = data
+
+    @property
+    def metadata(self) -> dict[str, Any] | None:
+        """The run's chunk metadata (`{"traceId": ...}` when traced), or None."""
+        return getattr(self.run_id, "metadata", None)
+
+    @metadata.setter
+    def metadata(self, value: dict[str, Any] | None) -> None:
+        self.run_id = tag_run_id(self.run_id, value)
 
     def copy(self) -> Chunk:
         """An independent copy: what a processor changes in one is not seen in the other."""
@@ -47,11 +78,16 @@ class Chunk:
                 out["payload"] = to_json(self.payload)
         else:
             out["payload"] = to_json(self.payload) if self.payload is not None else {}
+        metadata = getattr(self.run_id, "metadata", None)
+        if metadata:
+            out["metadata"] = metadata
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Chunk:
         kind = data["type"]
+        if data.get("metadata"):
+            data = {**data, "runId": tag_run_id(data.get("runId", ""), data["metadata"])}
         raw = data.get("payload")
         payload = Payload.from_json(raw) if isinstance(raw, dict) else raw
         if kind.startswith("data-"):

@@ -34,6 +34,11 @@ class ModelOutput:
         return self._run.run_id
 
     @property
+    def trace_id(self) -> str:
+        """The run's OpenTelemetry trace id (32 hex chars), or "" when the run is not traced."""
+        return self._run.trace_id
+
+    @property
     def full_stream(self) -> AsyncIterator[Chunk]:
         """Every chunk of the run, in order. May be iterated once."""
         if self._handed_out:
