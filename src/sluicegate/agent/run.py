@@ -26,7 +26,7 @@ import pydantic
 
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.results import Response, StepResult, Tripwire
-from sluicegate.agent.step import StepRecorder, parse_args
+from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
 from sluicegate.errors import APICallError, ProcessorError, SluicegateError, ToolError, TripWire
 from sluicegate.messages import MessageList
 from sluicegate.messages.convert import to_ui_messages
@@ -816,8 +816,12 @@ class AgentRun:
         tool = tools.get(name)
         error: BaseException | None = None
         result: Any = None
-        if tool is None:
+        if not name:
+            error = ToolError(f"the tool call names no tool; available tools: {sorted(tools) or 'none'}")
+        elif tool is None:
             error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
+        elif isinstance(payload.args, UnparsedArgs):
+            error = ToolInputError(f"invalid input for tool {name!r}: the arguments {payload.args.reason}")
         else:
             try:
                 validated = tool.validate(payload.args)

@@ -46,6 +46,7 @@ from sluicegate.processors.base import (
     processor_id,
     report_violation,
 )
+from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 
@@ -346,6 +347,8 @@ class ProcessorRunner:
                 structured_output=config.structured_output,
             )
             result = await self._call(entry, args)
+            if isinstance(result, dict):
+                check_step_result_keys(result, entry.pid, entry.hook)
             if isinstance(result, (ProcessInputStepResult, dict)):
                 fields = step_result_fields(result)
                 self._apply_messages(entry, fields.get("message_list"), message_list)
