@@ -235,7 +235,6 @@ class AgentRun:
         """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
         self.aborted = True
         self.finish_reason = "abort"
-        self._current = None
         return self._chunk("abort")
 
     async def _events(self) -> AsyncGenerator[Chunk, None]:
