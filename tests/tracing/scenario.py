@@ -43,6 +43,15 @@ class NoDrafts(Processor):
         return None
 
 
+class StampToolResult(Processor):
+    """Tool-result processor: marks every tool result as checked."""
+
+    id = "stamp-tool-result"
+
+    def process_tool_result(self, args: Any) -> Any:
+        return {"result": {**args.result, "checked": True}}
+
+
 def build_agent() -> tuple[Agent, MockModel]:
     model = MockModel(
         [
@@ -73,7 +82,7 @@ def build_agent() -> tuple[Agent, MockModel]:
         model=model,
         tools=[tool],
         input_processors=[pii_in],
-        output_processors=[NoDrafts(), pii_out],
+        output_processors=[NoDrafts(), pii_out, StampToolResult()],
         error_processors=[RetryOnRateLimit()],
     )
     return agent, model

@@ -24,8 +24,11 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, implements
+from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor, ProcessorStepSchema
 
 _BUILTINS: dict[str, str] = {
     "UnicodeNormalizer": "unicode_normalizer",
@@ -66,6 +69,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ErrorProcessor",
+    "InputProcessor",
+    "OutputProcessor",
     "OutputResult",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
@@ -78,7 +84,10 @@ __all__ = [
     "ProcessOutputResultArgs",
     "ProcessOutputStepArgs",
     "ProcessOutputStreamArgs",
+    "ProcessToolResultArgs",
+    "ProcessToolResultResult",
     "Processor",
+    "ProcessorStepSchema",
     "ProcessorViolation",
     "TripWire",
     "implements",

@@ -77,15 +77,23 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
             run_trace.step_number = step_number
         elif not isinstance(step_number, int):
             step_number = run_trace.step_number
-        span = run_trace.start_span(
-            name, {attr.PROCESSOR_ID: pid, attr.PROCESSOR_PHASE: phase, attr.STEP_NUMBER: step_number}
-        )
+        attributes: dict[str, Any] = {
+            attr.PROCESSOR_ID: pid,
+            attr.PROCESSOR_PHASE: phase,
+            attr.STEP_NUMBER: step_number,
+        }
+        parent = run_trace.context
+        if phase == "tool_result":
+            attributes[attr.GEN_AI_TOOL_NAME] = str(getattr(args, "tool_name", ""))
+            attributes[attr.GEN_AI_TOOL_CALL_ID] = str(getattr(args, "tool_call_id", ""))
+            parent = run_trace.tool_context()
+        span = run_trace.start_span(name, attributes, parent=parent)
         try:
             args.tracing_context = TracingContext(span, run_trace.trace_id)
         except AttributeError:
             pass
         before = _snapshot(phase, args)
-        token = otel_context.attach(trace.set_span_in_context(span, run_trace.context))
+        token = otel_context.attach(trace.set_span_in_context(span, parent))
         started = time.perf_counter_ns()
         outcome = attr.PASS
         try:

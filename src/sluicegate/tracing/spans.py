@@ -125,16 +125,34 @@ class RunTrace:
         self._chat_attributes: dict[str, Any] = {}
         self._chat_replayed = False
         self._ended = False
+        self._tool_spans: set[int] = set()
         from sluicegate.tracing.stream import StreamTracker
 
         self.stream: StreamTracker = StreamTracker(self)
 
     # ------------------------------------------------------------------ helpers
 
-    def start_span(self, name: str, attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL) -> Span:
+    def start_span(
+        self,
+        name: str,
+        attributes: dict[str, Any],
+        kind: SpanKind = SpanKind.INTERNAL,
+        parent: otel_context.Context | None = None,
+    ) -> Span:
         return self.tracer.start_span(
-            name, context=self.context, kind=kind, attributes={**self.base, **attributes}
+            name,
+            context=self.context if parent is None else parent,
+            kind=kind,
+            attributes={**self.base, **attributes},
         )
+
+    def tool_context(self) -> otel_context.Context:
+        """The current context when it is one of this run's `execute_tool` spans (a
+        `tool_result` hook runs inside the tool's task), else the run's."""
+        current = trace.get_current_span().get_span_context()
+        if current.span_id in self._tool_spans:
+            return otel_context.get_current()
+        return self.context
 
     def attach(self, runner: ProcessorRunner) -> None:
         """Instrument the run's processors (called once, right after the runner is built)."""
@@ -238,6 +256,8 @@ class RunTrace:
         if self.capture_content:
             attributes[attr.GEN_AI_TOOL_CALL_ARGUMENTS] = to_json(payload.args)
         span = self.start_span(f"{attr.EXECUTE_TOOL} {name}", attributes)
+        span_id = span.get_span_context().span_id
+        self._tool_spans.add(span_id)
         token = otel_context.attach(trace.set_span_in_context(span, self.context))
         try:
             result = await work
@@ -252,6 +272,7 @@ class RunTrace:
             return result
         finally:
             otel_context.detach(token)
+            self._tool_spans.discard(span_id)
             span.end()
 
     # ------------------------------------------------------------------ the end

@@ -240,7 +240,7 @@ def _make_pipeline(runner: ProcessorRunner, state: _Pipeline) -> StreamPipeline:
                     result = await result
             except TripWire as tripwire:
                 _failed(counts[index], is_data, attr.RETRY if tripwire.retry else attr.ABORT, tripwire)
-                tripped(entry, tripwire)
+                await tripped(entry, tripwire)
                 raise
             except Exception as exc:
                 _failed(counts[index], is_data, attr.ERROR, exc)
