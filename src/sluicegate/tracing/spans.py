@@ -221,7 +221,7 @@ class RunTrace:
                         [
                             {
                                 "role": "assistant",
-                                "parts": [{"type": "text", "content": step.text()}],
+                                "parts": [{"type": "text", "content": step.current_text()}],
                                 "finish_reason": step.finish_reason,
                             }
                         ]
