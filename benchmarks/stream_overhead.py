@@ -142,7 +142,7 @@ async def main(deltas: int, repeat: int) -> None:
     print("  CPU µs per delta (this process only)   untraced   traced   added")
     for processors, (cpu, cpu_traced) in traced_cpu.items():
         print(
-            f"    {processors} no-op processors                {cpu:7.2f}  {cpu_traced:7.2f}  {cpu_traced - cpu:+6.2f}"
+            f"    {processors} no-op processors{'':16}{cpu:7.2f}  {cpu_traced:7.2f}  {cpu_traced - cpu:+6.2f}"
         )
     print(
         "targets: <= 4 µs with none, <= 1.5 µs more per processor, first chunk <= 0.5 ms, no growth; "
