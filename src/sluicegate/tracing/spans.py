@@ -98,7 +98,7 @@ class RunTrace:
     """The spans and metrics of one run. Built only when a provider is configured."""
 
     def __init__(self, agent_id: str, run_id: str, model: Any) -> None:
-        self.tracer = state.tracer_provider().get_tracer(TRACER_SCOPE)
+        self.tracer: trace.Tracer = state.tracer_provider().get_tracer(TRACER_SCOPE)
         self.metrics: Instruments = instruments()
         self.capture_content = state.STATE.capture_content
         self.agent_id = agent_id
