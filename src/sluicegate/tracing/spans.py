@@ -290,8 +290,13 @@ class RunTrace:
         span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, int(usage.output_tokens or 0))
         span.set_attribute(attr.STEPS, len(run.steps))
         span.set_attribute(attr.RETRIES, int(run.runner.retry_count))
-        if run.finish_reason is not None:
-            span.set_attribute(attr.FINISH_REASON, str(run.finish_reason))
+        signal = getattr(run.options, "abort_signal", None)
+        aborted = bool(getattr(run, "aborted", False)) or (
+            run.finish_reason is None and signal is not None and signal.is_set()
+        )
+        finish_reason = "abort" if aborted else run.finish_reason
+        if finish_reason is not None:
+            span.set_attribute(attr.FINISH_REASON, str(finish_reason))
         tripwire = run.tripwire
         if tripwire is not None:
             span.set_attribute(attr.TRIPWIRE_REASON, str(tripwire.reason))
@@ -300,8 +305,8 @@ class RunTrace:
                 span.set_attribute(attr.TRIPWIRE_PROCESSOR_ID, str(tripwire.processor_id))
         elif run.error is not None:
             _set_error(span, run.error)
-        elif run.finish_reason is None:
-            span.set_status(Status(StatusCode.ERROR, "run did not finish"))
+        elif finish_reason is None:
+            span.set_status(Status(StatusCode.ERROR, "the run stopped before it finished"))
             span.set_attribute(attr.ERROR_TYPE, "cancelled")
         span.end()
 
