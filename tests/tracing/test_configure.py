@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 from tests.tracing.scenario import PROMPT, build_agent
 
@@ -79,3 +82,10 @@ def test_chunk_metadata_rides_on_the_run_id() -> None:
     plain.metadata = None
     assert type(plain.run_id) is str and "metadata" not in plain.to_dict()
     assert tag_run_id("x", {}) == "x" and type(tag_run_id("x", None)) is str
+
+
+def test_a_tagged_chunk_copies_and_pickles() -> None:
+    chunk = text_delta(tag_run_id("run-1", {"traceId": "ab" * 16}), "t", "hi")
+    for copied in (copy.deepcopy(chunk), copy.copy(chunk), pickle.loads(pickle.dumps(chunk.run_id))):
+        run_id = copied.run_id if isinstance(copied, Chunk) else copied
+        assert run_id == "run-1" and run_id.metadata == {"traceId": "ab" * 16}

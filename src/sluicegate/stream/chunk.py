@@ -27,6 +27,9 @@ class TaggedRunId(str):
         tagged.metadata = metadata
         return tagged
 
+    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any]]]:
+        return (TaggedRunId, (str(self), self.metadata))
+
 
 def tag_run_id(run_id: str, metadata: dict[str, Any] | None) -> str:
     """`run_id` carrying `metadata` (or the plain id when there is none)."""
