@@ -34,7 +34,7 @@ from sluicegate.processors.args import (
 )
 from sluicegate.processors.builtin._detector import DetectorModel
 from sluicegate.tracing import attributes as attr
-from sluicegate.tracing.spans import TracingContext, _set_error, to_json
+from sluicegate.tracing.spans import TracingContext, set_error, to_json
 
 if TYPE_CHECKING:
     from sluicegate.messages import MessageList
@@ -110,7 +110,7 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
             raise
         except BaseException as exc:
             outcome = attr.ERROR
-            _set_error(span, exc)
+            set_error(span, exc)
             raise
         else:
             outcome = _outcome(phase, args, result, before, span)

@@ -40,12 +40,12 @@ from sluicegate.stream.chunk import Chunk, tag_run_id
 from sluicegate.tracing import attributes as attr
 from sluicegate.tracing import state
 from sluicegate.tracing.metrics import Instruments, instruments
+from sluicegate.tracing.stream import StreamTracker
 
 if TYPE_CHECKING:
     from sluicegate.agent.step import StepRecorder
     from sluicegate.models.base import CallOptions
     from sluicegate.processors.runner import ProcessorRunner
-    from sluicegate.tracing.stream import StreamTracker
 
 TRACER_SCOPE = "sluicegate"
 
@@ -126,9 +126,7 @@ class RunTrace:
         self._chat_replayed = False
         self._ended = False
         self._tool_spans: set[int] = set()
-        from sluicegate.tracing.stream import StreamTracker
-
-        self.stream: StreamTracker = StreamTracker(self)
+        self.stream = StreamTracker(self)
 
     # ------------------------------------------------------------------ helpers
 
@@ -156,7 +154,7 @@ class RunTrace:
 
     def attach(self, runner: ProcessorRunner) -> None:
         """Instrument the run's processors (called once, right after the runner is built)."""
-        from sluicegate.tracing.processors import instrument
+        from sluicegate.tracing.processors import instrument  # it imports this module
 
         runner.tracing_context = self.tracing_context
         runner.trace = self
@@ -234,7 +232,7 @@ class RunTrace:
                             int(count), {**metric_attributes, attr.GEN_AI_TOKEN_TYPE: token_type}
                         )
         if error is not None:
-            _set_error(span, error)
+            set_error(span, error)
             metric_attributes = {**metric_attributes, attr.ERROR_TYPE: type(error).__name__}
         if not self._chat_replayed:
             self.metrics.operation_duration.record(elapsed, metric_attributes)
@@ -262,11 +260,11 @@ class RunTrace:
         try:
             result = await work
         except BaseException as exc:
-            _set_error(span, exc)
+            set_error(span, exc)
             raise
         else:
             if result.type == "tool-error":
-                _set_error(span, result.payload.error)
+                set_error(span, result.payload.error)
             elif self.capture_content:
                 span.set_attribute(attr.GEN_AI_TOOL_CALL_RESULT, to_json(result.payload.result))
             return result
@@ -304,7 +302,7 @@ class RunTrace:
             if tripwire.processor_id is not None:
                 span.set_attribute(attr.TRIPWIRE_PROCESSOR_ID, str(tripwire.processor_id))
         elif run.error is not None:
-            _set_error(span, run.error)
+            set_error(span, run.error)
         elif finish_reason is None:
             span.set_status(Status(StatusCode.ERROR, "the run stopped before it finished"))
             span.set_attribute(attr.ERROR_TYPE, "cancelled")
@@ -326,7 +324,7 @@ def _model_attributes(model: Any) -> dict[str, Any]:
     return out
 
 
-def _set_error(span: Span, error: Any) -> None:
+def set_error(span: Span, error: Any) -> None:
     """Mark a span failed with the error's type and message (errors are not content)."""
     name = type(error).__name__ if isinstance(error, BaseException) else "Error"
     span.set_status(Status(StatusCode.ERROR, f"{name}: {error}"))
