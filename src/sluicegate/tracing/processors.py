@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
 from sluicegate.errors import TripWire
+from sluicegate.messages import MessageList
 from sluicegate.processors.args import (
     ProcessAPIErrorResult,
     ProcessInputStepResult,
@@ -37,11 +39,10 @@ from sluicegate.tracing import attributes as attr
 from sluicegate.tracing.spans import TracingContext, set_error, to_json
 
 if TYPE_CHECKING:
-    from sluicegate.messages import MessageList
     from sluicegate.processors.runner import ProcessorRunner
     from sluicegate.tracing.spans import RunTrace
 
-_MESSAGE_PHASES = frozenset(("input", "input_step", "output_step", "output_result", "tool_result"))
+_MESSAGE_PHASES = frozenset(("input", "input_step", "output_step", "output_result"))
 _EMPTY_IS_UNCHANGED = frozenset(("output_step", "output_result"))
 
 
@@ -136,12 +137,12 @@ def _messages_state(message_list: MessageList | None) -> Any:
 
 
 def _snapshot(phase: str, args: Any) -> Any:
+    if phase == "tool_result":
+        return to_json(getattr(args, "result", None))
     if phase in _MESSAGE_PHASES:
         return _messages_state(getattr(args, "message_list", None))
     if phase == "llm_request":
         return to_json(args.prompt)
-    if phase == "tool_result":
-        return to_json(getattr(args, "result", None))
     return None
 
 
@@ -160,15 +161,29 @@ def _outcome(phase: str, args: Any, result: Any, before: Any, span: Any) -> str:
     if phase == "llm_response":
         return attr.PASS
     if phase == "tool_result":
-        if result is None:
-            return attr.MODIFIED if to_json(getattr(args, "result", None)) != before else attr.PASS
-        return attr.MODIFIED
+        new = getattr(args, "result", None)
+        if isinstance(result, dict) and set(result) <= {"result"}:
+            new = result.get("result", new)
+        elif result is not None and hasattr(result, "result") and not isinstance(result, dict):
+            new = result.result
+        elif result is not None:
+            return _rejected(span)
+        return attr.MODIFIED if to_json(new) != before else attr.PASS
     message_list = getattr(args, "message_list", None)
+    if result is not None and not isinstance(result, (list, dict, ProcessInputStepResult, MessageList)):
+        return _rejected(span)
     if message_list is None:
         return attr.PASS if result is None else attr.MODIFIED
     if _messages_state(message_list) != before:
         return attr.MODIFIED
     return attr.MODIFIED if _returns_change(phase, args, result, message_list) else attr.PASS
+
+
+def _rejected(span: Any) -> str:
+    """The hook returned something the runner refuses (it then fails the run)."""
+    span.set_attribute(attr.ERROR_TYPE, "ProcessorError")
+    span.set_status(Status(StatusCode.ERROR, "the hook returned a value the runner rejects"))
+    return attr.ERROR
 
 
 def _llm_request_outcome(args: Any, result: Any, before: Any, span: Any) -> str:
@@ -177,6 +192,8 @@ def _llm_request_outcome(args: Any, result: Any, before: Any, span: Any) -> str:
         prompt, response = result.prompt, result.response
     elif isinstance(result, dict):
         prompt, response = result.get("prompt"), result.get("response")
+    elif result is not None:
+        return _rejected(span)
     if response is not None:
         span.set_attribute(attr.LLM_REQUEST_RESPONSE, True)
         return attr.MODIFIED
