@@ -89,3 +89,16 @@ def test_a_tagged_chunk_copies_and_pickles() -> None:
     for copied in (copy.deepcopy(chunk), copy.copy(chunk), pickle.loads(pickle.dumps(chunk.run_id))):
         run_id = copied.run_id if isinstance(copied, Chunk) else copied
         assert run_id == "run-1" and run_id.metadata == {"traceId": "ab" * 16}
+
+
+async def test_console_prints_spans_and_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    telemetry = configure(console=True, set_global=False)
+    try:
+        agent, _ = build_agent()
+        await agent.generate(PROMPT)
+    finally:
+        telemetry.shutdown()
+    printed = capsys.readouterr().out
+    assert '"name": "invoke_agent support"' in printed
+    assert '"name": "processor no-drafts output_step"' in printed
+    assert "sluicegate.processor.tripwires" in printed

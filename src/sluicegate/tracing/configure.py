@@ -6,6 +6,7 @@ OpenTelemetry need not call it: runs report to the global providers.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse
@@ -148,8 +149,9 @@ def configure(
         memory_reader = InMemoryMetricReader()
         readers.append(memory_reader)
     if console:
-        tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
-        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+        # sys.stdout as it is now (the exporters' defaults are bound when the SDK is imported)
+        tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stdout)))
+        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=sys.stdout)))
     if otlp_endpoint is not None:
         try:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
