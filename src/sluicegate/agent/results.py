@@ -72,3 +72,5 @@ class FullOutput:
     error: BaseException | None = None
     run_id: str = ""
     reasoning_text: str = ""
+    trace_id: str = ""
+    """The run's OpenTelemetry trace id (32 hex chars), or "" when the run was not traced."""

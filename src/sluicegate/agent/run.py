@@ -17,14 +17,16 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 
+from sluicegate.agent.abort import abortable
 from sluicegate.agent.results import Response, StepResult, Tripwire
-from sluicegate.agent.step import StepRecorder, parse_args
+from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
 from sluicegate.errors import APICallError, ProcessorError, SluicegateError, ToolError, TripWire
 from sluicegate.messages import MessageList
 from sluicegate.messages.convert import to_ui_messages
@@ -41,6 +43,7 @@ from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
 from sluicegate.tools import Tool, ToolContext, normalize_tools
 from sluicegate.tools.tool import ToolInputError
+from sluicegate.tracing.spans import begin_run
 
 log = logging.getLogger("sluicegate.agent")
 
@@ -78,6 +81,15 @@ class _ModelStreamError(Exception):
         self.error = error
 
 
+class _UnrecoveredError(Exception):
+    """A failed model call that no error processor recovered: the step ends with reason `error`."""
+
+    def __init__(self, error: BaseException, step: StepRecorder) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.step = step
+
+
 @dataclass
 class RunOptions:
     max_steps: int = DEFAULT_MAX_STEPS
@@ -89,6 +101,7 @@ class RunOptions:
     structured_output: Any = None
     processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT
     max_retries: int = DEFAULT_MAX_RETRIES
+    abort_signal: Any = None
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -114,7 +127,9 @@ def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
 
 
 def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
-    schema = structured_output.get("schema") if isinstance(structured_output, dict) else structured_output
+    schema = structured_output
+    if isinstance(structured_output, dict) and "schema" in structured_output:
+        schema = structured_output["schema"]  # {"schema": ...}; otherwise the dict is the JSON schema
     if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         return schema.model_json_schema(), schema
     if isinstance(schema, dict):
@@ -142,7 +157,7 @@ class AgentRun:
         prepare_step: Any = None,
     ) -> None:
         self.agent_id = agent_id
-        self.run_id = str(uuid.uuid4())
+        self.run_id, self.trace_id, self.trace = begin_run(agent_id, str(uuid.uuid4()), model)
         self.model = model
         self.message_list = message_list
         self.tools = tools
@@ -159,6 +174,8 @@ class AgentRun:
             prepare_step=prepare_step,
             processor_timeout=options.processor_timeout,
         )
+        if self.trace is not None:
+            self.trace.attach(self.runner)
         self.steps: list[StepResult] = []
         self.usage = Usage()
         self.finish_reason: str | None = None
@@ -168,7 +185,10 @@ class AgentRun:
         self._accepted_text: list[str] = []
         self._current: StepRecorder | None = None
         self._system_base: list[tuple[dict[str, Any], str | None]] = []
+        self._feedback: list[tuple[dict[str, Any], str | None]] = []
         self._pipeline: Any = None
+        self.aborted = False
+        self.runner.abort_signal = options.abort_signal
 
     # ------------------------------------------------------------------ results
 
@@ -204,31 +224,46 @@ class AgentRun:
         return cap is not None and self.runner.retry_count < cap
 
     def _add_feedback(self, reason: str) -> None:
-        self._system_base.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
+        # Applied after the step's own system messages (see `_prepare_step`), as Mastra orders them.
+        self._feedback.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
 
     # ------------------------------------------------------------------ the loop
 
     def _chunk(self, kind: str, **payload: Any) -> Chunk:
         return Chunk(kind, self.run_id, Payload(**payload))
 
-    async def events(self) -> AsyncIterator[Chunk]:
+    def events(self) -> AsyncGenerator[Chunk, None]:
+        """The run's chunks; with an `abort_signal`, a run that setting it cancels."""
+        signal = self.options.abort_signal
+        if signal is None:
+            return self._events()
+        return abortable(self._events(), signal, self._on_abort)
+
+    def _on_abort(self) -> Chunk:
+        """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
+        self.aborted = True
+        self.finish_reason = "abort"
+        return self._chunk("abort")
+
+    async def _events(self) -> AsyncGenerator[Chunk, None]:
         runner = self.runner
         message_list = self.message_list
         yield self._chunk("start")
         try:
+            self._pipeline = runner.stream_pipeline(message_list)
             await runner.run_input(message_list)
-            for chunk in self._drain_pending():
+            for chunk in await self._drain_processed():
                 yield chunk
             self._system_base = message_list.system_snapshot()
-            self._pipeline = runner.stream_pipeline(message_list)
             step_number = 0
             completed = 0
             while True:
                 config = await self._prepare_step(step_number)
                 if config is None:  # an input-step retry: the attempt never reached the model
                     continue
-                async for chunk in self._model_step(step_number, config):
-                    yield chunk
+                async with aclosing(self._model_step(step_number, config)) as step_chunks:
+                    async for chunk in step_chunks:
+                        yield chunk
                 step = self._current
                 assert step is not None
                 if step.finish_reason == "retry":
@@ -242,14 +277,15 @@ class AgentRun:
                     break
                 step_number += 1
             self.finish_reason = self.steps[-1].finish_reason if self.steps else None
+            self._current = None  # its text is accepted: an abort from here on must not count it twice
             await self._run_output_result()
             for chunk in self._drain_pending():
                 yield chunk
-            self._current = None
             finish = self._chunk(
                 "finish",
                 step_result=Payload(reason=self.finish_reason, warnings=[]),
                 output=Payload(usage=self.usage),
+                response=Payload(ui_messages=self.response().ui_messages),
             )
             for chunk in await self._emit_processed(finish):
                 yield chunk
@@ -267,12 +303,31 @@ class AgentRun:
                 metadata=tripwire.metadata,
                 processor_id=tripwire.processor_id,
             )
+        except _UnrecoveredError as failed:
+            for chunk in self._drain_pending():
+                yield chunk
+            self.error = failed.error
+            self.finish_reason = "error"
+            yield self._chunk("error", error=failed.error)
+            yield self._chunk(
+                "step-finish",
+                step_result=Payload(reason="error", warnings=failed.step.warnings, is_continued=False),
+                output=Payload(usage=failed.step.usage),
+            )
+            yield self._chunk(
+                "finish",
+                step_result=Payload(reason="error", warnings=[]),
+                output=Payload(usage=self.usage),
+            )
         except Exception as exc:
             for chunk in self._drain_pending():
                 yield chunk
             self.error = exc
             self.finish_reason = "error"
             yield self._chunk("error", error=exc)
+        finally:
+            if self.trace is not None:
+                self.trace.end_run(self)
 
     def _drain_pending(self) -> list[Chunk]:
         if not self._pending:
@@ -281,13 +336,33 @@ class AgentRun:
         self._pending.clear()
         return chunks
 
+    async def _drain_processed(self) -> list[Chunk]:
+        """Chunks processors wrote, with each `data-*` one passed through the stream processors
+        that opted in (`process_data_parts`). What they write meanwhile goes out as it is, so
+        two processors cannot feed each other forever."""
+        chunks = self._drain_pending()
+        if not chunks or self._pipeline is None or not self.runner.has_data_part_processors:
+            return chunks
+        out: list[Chunk] = []
+        for chunk in chunks:
+            if not chunk.type.startswith("data-"):
+                out.append(chunk)
+                continue
+            result = await self._pipeline(chunk)
+            if isinstance(result, list):
+                out.extend(result)
+            elif result is not None:
+                out.append(result)
+            out.extend(self._drain_pending())
+        return out
+
     async def _emit_processed(self, chunk: Chunk) -> list[Chunk]:
         """A lifecycle chunk through the stream processors (off the hot path)."""
         if self._pipeline is None:
             return [chunk]
         result = await self._pipeline(chunk)
         out = [] if result is None else result if isinstance(result, list) else [result]
-        return [*out, *self._drain_pending()]
+        return [*out, *await self._drain_processed()]
 
     async def _prepare_step(self, step_number: int) -> StepConfig | None:
         """System reset and `process_input_step`; None when a processor asked to retry."""
@@ -302,13 +377,16 @@ class AgentRun:
             structured_output=self.options.structured_output,
         )
         try:
-            return await self.runner.run_input_step(
+            config = await self.runner.run_input_step(
                 self.message_list,
                 config,
                 step_number=step_number,
                 steps=self.steps,
                 resolve=self._resolve_step_value,
             )
+            if self._feedback:
+                self.message_list.restore_system([*self.message_list.system_snapshot(), *self._feedback])
+            return config
         except TripWire as tripwire:
             if tripwire.retry and self._can_retry(self._step_retry_cap()):
                 self.runner.retry_count += 1
@@ -353,7 +431,7 @@ class AgentRun:
         allowed = set(config.active_tools)
         return {name: tool for name, tool in config.tools.items() if name in allowed}
 
-    async def _model_step(self, step_number: int, config: StepConfig) -> AsyncIterator[Chunk]:
+    async def _model_step(self, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
         """One model call and its tools. Leaves the outcome in `self._current`."""
         runner = self.runner
         message_list = self.message_list
@@ -374,6 +452,8 @@ class AgentRun:
             message_list=message_list,
         )
         call_options.prompt = prompt
+        if self.trace is not None:
+            self.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
         step = StepRecorder(step_number)
         self._current = step
         for chunk in await self._emit_processed(self._chunk("step-start", message_id=str(uuid.uuid4()))):
@@ -386,12 +466,15 @@ class AgentRun:
         # `process_llm_response`, as copies when stream processors could change them in place.
         model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
         record = step.record
+        closables: list[Any] = []
         try:
             if replay is not None:
                 source: AsyncIterator[Any] = _iterate(replay)
             else:
                 stream = (await open_stream(model, call_options, self.options.max_retries)).stream
+                closables.append(stream)
                 source = self._with_deadlines(stream) if runner.uses_stream_deadlines else stream
+            closables.append(source)
             async for part in source:
                 # ---- the hot path: one model part -> one chunk -> processors -> client
                 if part.__class__ is dict and part["type"] == "text-delta":
@@ -408,6 +491,8 @@ class AgentRun:
                     converted = self._convert(part, step)
                     if converted is None:
                         continue
+                    if converted.type == "tool-result" and runner.handles_tool_result:
+                        await self._provider_tool_result(converted, step)
                     chunk = converted
                 if model_chunks_append is not None:
                     model_chunks_append(chunk if pipeline is None else chunk.copy())
@@ -415,7 +500,7 @@ class AgentRun:
                     result = await pipeline(chunk)
                     if result is None:
                         if pending:
-                            for extra in self._drain_pending():
+                            for extra in await self._drain_processed():
                                 yield extra
                         continue
                     if result.__class__ is not Chunk:
@@ -433,16 +518,27 @@ class AgentRun:
                     record(chunk)
                 yield chunk
                 if pending:
-                    for extra in self._drain_pending():
+                    for extra in await self._drain_processed():
                         yield extra
         except (TripWire, ProcessorError):
             raise
         except Exception as exc:
             error = exc.error if isinstance(exc, _ModelStreamError) else exc
+            if self.trace is not None:
+                self.trace.end_chat(step, error)
             async for chunk in self._recover(error, step):
                 yield chunk
             return
+        finally:
+            # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
+            for closable in reversed(closables):
+                aclose = getattr(closable, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        if self.trace is not None:
+            self.trace.end_chat(step)
 
+        usage_before = self.usage
         self.usage = self.usage + step.usage
         step.model_chunks.append(
             self._chunk(
@@ -487,16 +583,23 @@ class AgentRun:
                 yield chunk
             return
         await llm_response(accepted=True)
-        for chunk in self._drain_pending():
+        for chunk in await self._drain_processed():
             yield chunk
 
         tool_results: list[Chunk] = list(step.replayed_results.values())
         if step.tool_calls:
-            async for chunk in self._run_tools(step, config):
-                if chunk.type == "tool-result":
-                    tool_results.append(chunk)
-                for out in await self._emit_processed(chunk):
-                    yield out
+            try:
+                async with aclosing(self._run_tools(step, config)) as tool_chunks:
+                    async for chunk in tool_chunks:
+                        if chunk.type == "tool-result":
+                            tool_results.append(chunk)
+                        for out in await self._emit_processed(chunk):
+                            yield out
+            except TripWire:
+                # As Mastra records it: a step interrupted while its tools run has not
+                # finished, so its usage is not reported.
+                self.usage = usage_before
+                raise
 
         self.steps.append(
             StepResult(
@@ -542,12 +645,12 @@ class AgentRun:
         cap = self.options.max_processor_retries
         if retry and self.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
             self.runner.retry_count += 1
-            for chunk in self._drain_pending():
+            for chunk in await self._drain_processed():
                 yield chunk
             async for chunk in self._finish_retried(step):
                 yield chunk
             return
-        raise error
+        raise _UnrecoveredError(error, step)
 
     async def _finish_retried(self, step: StepRecorder) -> AsyncIterator[Chunk]:
         step.finish_reason = "retry"
@@ -579,8 +682,8 @@ class AgentRun:
                 kind,
                 run_id,
                 Payload(
-                    tool_call_id=part["toolCallId"],
-                    tool_name=part["toolName"],
+                    tool_call_id=part.get("toolCallId") or f"call_{uuid.uuid4().hex[:24]}",
+                    tool_name=part.get("toolName") if isinstance(part.get("toolName"), str) else "",
                     args=parse_args(part.get("input")),
                     provider_executed=part.get("providerExecuted"),
                     provider_metadata=part.get("providerMetadata"),
@@ -697,7 +800,7 @@ class AgentRun:
 
     # ------------------------------------------------------------------ tools
 
-    async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncIterator[Chunk]:
+    async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncGenerator[Chunk, None]:
         """Run the step's tool calls concurrently, streaming their data chunks as they come,
         then their results in call order."""
         replayed = step.replayed_results
@@ -711,7 +814,7 @@ class AgentRun:
         queue: asyncio.Queue[Chunk] = asyncio.Queue()
         writer = Writer(self.run_id, queue.put_nowait)
         tools = self._active_tools(config)
-        tasks = [asyncio.ensure_future(self._call_tool(call, tools, writer, step)) for call in calls]
+        tasks = [asyncio.ensure_future(self._traced_tool(call, tools, writer, step)) for call in calls]
         gathered: asyncio.Future[list[Chunk]] = asyncio.gather(*tasks)
         try:
             while not gathered.done():
@@ -729,6 +832,28 @@ class AgentRun:
             for task in tasks:
                 task.cancel()
 
+    def _traced_tool(
+        self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+    ) -> Awaitable[Chunk]:
+        work = self._call_tool(call, tools, writer, step)
+        return work if self.trace is None else self.trace.tool_call(call, step.step_number, work)
+
+    async def _provider_tool_result(self, chunk: Chunk, step: StepRecorder) -> None:
+        """A provider-executed tool's result through `process_tool_result`, in place."""
+        payload = chunk.payload
+        if payload.get("is_error"):
+            return
+        payload.result = await self.runner.run_tool_result(
+            payload.get("result"),
+            tool_name=payload.tool_name,
+            tool_call_id=payload.tool_call_id,
+            tool_args=payload.get("args"),
+            provider_executed=True,
+            step_number=step.step_number,
+            steps=self.steps,
+            message_list=self.message_list,
+        )
+
     async def _call_tool(
         self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
     ) -> Chunk:
@@ -737,8 +862,12 @@ class AgentRun:
         tool = tools.get(name)
         error: BaseException | None = None
         result: Any = None
-        if tool is None:
+        if not name:
+            error = ToolError(f"the tool call names no tool; available tools: {sorted(tools) or 'none'}")
+        elif tool is None:
             error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
+        elif isinstance(payload.args, UnparsedArgs):
+            error = ToolInputError(f"invalid input for tool {name!r}: the arguments {payload.args.reason}")
         else:
             try:
                 validated = tool.validate(payload.args)
@@ -755,6 +884,17 @@ class AgentRun:
             except Exception as exc:
                 log.info("tool %r failed: %s", name, exc)
                 error = exc
+        if error is None and self.runner.handles_tool_result:
+            result = await self.runner.run_tool_result(
+                result,
+                tool_name=name,
+                tool_call_id=payload.tool_call_id,
+                tool_args=payload.args,
+                provider_executed=False,
+                step_number=step.step_number,
+                steps=self.steps,
+                message_list=self.message_list,
+            )
         invocation = step.invocation(payload.tool_call_id)
         if invocation is not None:
             invocation["state"] = "result"

@@ -24,8 +24,11 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, implements
+from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor, ProcessorStepSchema
 
 _BUILTINS: dict[str, str] = {
     "UnicodeNormalizer": "unicode_normalizer",
@@ -68,6 +71,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ErrorProcessor",
+    "InputProcessor",
+    "OutputProcessor",
     "OutputResult",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
@@ -80,7 +86,10 @@ __all__ = [
     "ProcessOutputResultArgs",
     "ProcessOutputStepArgs",
     "ProcessOutputStreamArgs",
+    "ProcessToolResultArgs",
+    "ProcessToolResultResult",
     "Processor",
+    "ProcessorStepSchema",
     "ProcessorViolation",
     "TripWire",
     "implements",

@@ -10,6 +10,7 @@ overrides. Hooks may be `def` or `async def`. The hooks, in the order a run meet
 - `process_output_stream` — on every chunk
 - `process_output_step` — after each model response, before tools run
 - `process_llm_response` — then, with the step's chunks (`accepted` tells a rejected step apart)
+- `process_tool_result` — after each tool returns, before its result is used anywhere
 - `process_output_result` — once, at the end
 
 Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run; see
@@ -18,6 +19,7 @@ Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run;
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -37,13 +39,18 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
 )
 from sluicegate.stream.chunk import Chunk
+from sluicegate.tracing.metrics import record_violation
 
 LLMRequestReturn = ProcessLLMRequestResult | dict[str, Any] | None
 """What `process_llm_request` returns (or resolves to)."""
 APIErrorReturn = ProcessAPIErrorResult | dict[str, Any] | None
 """What `process_api_error` returns (or resolves to)."""
+ToolResultReturn = ProcessToolResultResult | dict[str, Any] | None
+"""What `process_tool_result` returns (or resolves to)."""
 
 HOOKS: tuple[str, ...] = (
     "process_input",
@@ -54,6 +61,7 @@ HOOKS: tuple[str, ...] = (
     "process_output_stream",
     "process_output_step",
     "process_output_result",
+    "process_tool_result",
 )
 
 
@@ -116,6 +124,12 @@ class Processor:
         """Post-process the final result once."""
         return None
 
+    def process_tool_result(
+        self, args: ProcessToolResultArgs
+    ) -> ToolResultReturn | Awaitable[ToolResultReturn]:
+        """Inspect or replace a tool's result (`{"result": new}`) before anything uses it."""
+        return None
+
 
 def implements(processor: Any, hook: str) -> bool:
     """Whether `processor` provides `hook` itself (not the no-op of `Processor`)."""
@@ -153,8 +167,28 @@ def make_abort(pid: str) -> Callable[..., NoReturn]:
     return abort
 
 
-def notify_violation(processor: Any, message: str, detail: Any) -> None:
-    """Call `processor.on_violation` (if set) with a `ProcessorViolation`; never raises."""
+_pending_reports: set[asyncio.Task[None]] = set()
+
+
+def _count_violation(processor: Any) -> None:
+    """The `sluicegate.processor.violations` metric (a no-op until a meter provider exists)."""
+    try:
+        record_violation(processor_id(processor))
+    except Exception:
+        _log.debug("could not count a violation of %r", processor, exc_info=True)
+
+
+async def _logged(processor: Any, pending: Awaitable[Any]) -> None:
+    try:
+        await pending
+    except Exception:
+        _log.warning("on_violation of %r raised", processor, exc_info=True)
+
+
+async def report_violation(processor: Any, message: str, detail: Any) -> None:
+    """Call `processor.on_violation` (if set) and await it when it is `async`. Never raises:
+    a failing callback is logged, the run goes on."""
+    _count_violation(processor)
     callback = getattr(processor, "on_violation", None)
     if callback is None:
         return
@@ -162,9 +196,37 @@ def notify_violation(processor: Any, message: str, detail: Any) -> None:
         result = callback(
             ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
         )
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
     except Exception:
-        _log.debug("on_violation of %r raised", processor, exc_info=True)
+        _log.warning("on_violation of %r raised", processor, exc_info=True)
+        return
+    if inspect.isawaitable(result):
+        await _logged(processor, result)
+
+
+def notify_violation(processor: Any, message: str, detail: Any) -> None:
+    """`report_violation` for synchronous callers: an `async` callback is scheduled on the
+    running loop (kept referenced until it finishes; its errors are logged)."""
+    _count_violation(processor)
+    callback = getattr(processor, "on_violation", None)
+    if callback is None:
+        return
+    try:
+        result = callback(
+            ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
+        )
+    except Exception:
+        _log.warning("on_violation of %r raised", processor, exc_info=True)
+        return
+    if not inspect.isawaitable(result):
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        _log.warning("on_violation of %r is async but no event loop is running; not called", processor)
+        return
+    task = loop.create_task(_logged(processor, result))
+    _pending_reports.add(task)
+    task.add_done_callback(_pending_reports.discard)

@@ -36,6 +36,8 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
@@ -43,10 +45,19 @@ from sluicegate.processors.hook_timeout import (
     DEFAULT_PROCESSOR_TIMEOUT,
     StreamWatchdog,
     await_bounded,
+    call_watched,
     processor_timeout,
     timeout_error,
 )
 from sluicegate.processors.offload import offload_sync_hook
+from sluicegate.processors.base import (
+    implements,
+    make_abort,
+    notify_violation,
+    processor_id,
+    report_violation,
+)
+from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 
@@ -70,14 +81,12 @@ class Writer:
         kind = chunk.get("type") if isinstance(chunk, dict) else None
         if not isinstance(kind, str) or not kind.startswith("data-"):
             raise ValueError(f"custom chunks must have a type starting with 'data-', got {kind!r}")
-        result = self._emit(
-            Chunk(
-                kind,
-                chunk.get("runId") or self._run_id,
-                data=chunk.get("data"),
-                from_=chunk.get("from", "AGENT"),
-            )
+        out = Chunk(
+            kind, chunk.get("runId") or self._run_id, data=chunk.get("data"), from_=chunk.get("from", "AGENT")
         )
+        if chunk.get("transient"):
+            out.transient = True  # shown live, never stored
+        result = self._emit(out)
         if inspect.isawaitable(result):
             await result
 
@@ -176,11 +185,14 @@ class ProcessorRunner:
         tracing_context: Any = None,
         processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT,
     ) -> None:
+        self._stream_entries: list[_StreamEntry] = []
         self.request_context = request_context
         self.processor_timeout = processor_timeout
         self.run_id = run_id
         self.retry_count = 0
+        self.abort_signal: Any = None
         self.tracing_context = tracing_context
+        self.trace: Any = None  # a sluicegate.tracing RunTrace when the run is traced
         self.writer = Writer(run_id, emit)
         self._states: dict[str, dict[str, Any]] = {}
         self._aborts: dict[str, Callable[..., NoReturn]] = {}
@@ -203,10 +215,27 @@ class ProcessorRunner:
         self._output_stream = self._entries(output_processors, "process_output_stream")
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
-        self.has_error_processors = bool(self._entries(error_processors, "process_api_error"))
-        self._stream_entries: list[_StreamEntry] = []
+        self._tool_result = self._entries(output_processors, "process_tool_result")
+        self.has_error_processors = any(
+            not getattr(e.processor, "auto_injected", False)
+            for e in self._entries(error_processors, "process_api_error")
+        )
+        self.has_data_part_processors = any(
+            getattr(e.processor, "process_data_parts", False) for e in self._output_stream
+        )
 
     # ------------------------------------------------------------------ plumbing
+
+    @property
+    def retry_count(self) -> int:
+        return self._retry_count
+
+    @retry_count.setter
+    def retry_count(self, value: int) -> None:
+        # The per-chunk args objects are built once; keep their retry_count current.
+        self._retry_count = value
+        for stream_entry in self._stream_entries:
+            stream_entry.args.retry_count = value
 
     def state_for(self, pid: str) -> dict[str, Any]:
         state = self._states.get(pid)
@@ -240,7 +269,7 @@ class ProcessorRunner:
                 result = await await_bounded(result, entry.timeout, entry.pid, entry.hook)
             return result
         except TripWire as tripwire:
-            self._tripped(entry, tripwire)
+            await self._tripped(entry, tripwire)
             raise
         except ProcessorError:
             raise
@@ -251,10 +280,10 @@ class ProcessorRunner:
                 hook=entry.hook,
             ) from exc
 
-    def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
+    async def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
         if tripwire.processor_id is None:
             tripwire.processor_id = entry.pid
-        self.violation(entry.processor, tripwire.reason, tripwire.metadata)
+        await report_violation(entry.processor, tripwire.reason, tripwire.metadata)
 
     def _common(self, entry: _Entry) -> dict[str, Any]:
         return {
@@ -342,6 +371,8 @@ class ProcessorRunner:
                 structured_output=config.structured_output,
             )
             result = await self._call(entry, args)
+            if isinstance(result, dict):
+                check_step_result_keys(result, entry.pid, entry.hook)
             if isinstance(result, (ProcessInputStepResult, dict)):
                 fields = step_result_fields(result)
                 self._apply_messages(entry, fields.get("message_list"), message_list)
@@ -453,6 +484,7 @@ class ProcessorRunner:
                 step_number=step_number,
                 steps=steps,
                 model=model,
+                abort_signal=self.abort_signal,
             )
             try:
                 result = await self._call(entry, args)
@@ -483,6 +515,8 @@ class ProcessorRunner:
         return self._make_pipeline(entries)
 
     def _make_pipeline(self, entries: list[_StreamEntry]) -> StreamPipeline:
+        if self.trace is not None:
+            return self.trace.stream.pipeline(self, entries)  # type: ignore[no-any-return]
         tripped = self._tripped
         fan_out = self._fan_out
 
@@ -502,20 +536,9 @@ class ProcessorRunner:
                         if entry.is_async:
                             result = await result
                     else:  # an async hook under processor_timeout: see StreamWatchdog
-                        if watchdog.attention:
-                            watchdog.attend(entry.pid, entry.hook)
-                        watchdog.calls += 1
-                        watchdog.running = True
-                        try:
-                            result = await entry.fn(args)
-                        finally:
-                            watchdog.running = False
-                except asyncio.CancelledError:
-                    if watchdog is not None and watchdog.take_timeout():
-                        raise timeout_error(entry.pid, entry.hook, entry.timeout or 0.0) from None
-                    raise
+                        result = await call_watched(watchdog, entry, args)
                 except TripWire as tripwire:
-                    tripped(entry, tripwire)
+                    await tripped(entry, tripwire)
                     raise
                 except ProcessorError:
                     raise
@@ -595,7 +618,7 @@ class ProcessorRunner:
             try:
                 flushed = await processor.on_stream_deadline(stream_entry.args)
             except TripWire as tripwire:
-                self._tripped(stream_entry.entry, tripwire)
+                await self._tripped(stream_entry.entry, tripwire)
                 raise
             if flushed:
                 out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
@@ -636,6 +659,48 @@ class ProcessorRunner:
                 result=result,
             )
             self._apply_messages(entry, await self._call(entry, args), message_list, empty_is_unchanged=True)
+
+    @property
+    def handles_tool_result(self) -> bool:
+        return bool(self._tool_result)
+
+    async def run_tool_result(
+        self,
+        result: Any,
+        *,
+        tool_name: str,
+        tool_call_id: str,
+        tool_args: Any,
+        provider_executed: bool,
+        step_number: int,
+        steps: list[Any],
+        message_list: MessageList,
+    ) -> Any:
+        """A successful tool result through the `process_tool_result` chain; the result to use."""
+        for entry in self._tool_result:
+            args = ProcessToolResultArgs(
+                **self._common(entry),
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                tool_args=tool_args,
+                result=result,
+                provider_executed=provider_executed,
+                step_number=step_number,
+                messages=message_list.get.all.db(),
+                message_list=message_list,
+                system_messages=message_list.get_system_messages(),
+                steps=steps,
+            )
+            returned = await self._call(entry, args)
+            if returned is None:
+                continue
+            if isinstance(returned, ProcessToolResultResult):
+                result = returned.result
+            elif isinstance(returned, dict) and set(returned) <= {"result"}:
+                result = returned.get("result", result)
+            else:
+                raise _wrong_return(entry, returned, "{'result': ...}, ProcessToolResultResult or None")
+        return result
 
 
 def signal_message(signal: dict[str, Any]) -> Message:

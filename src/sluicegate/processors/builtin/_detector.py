@@ -25,6 +25,7 @@ from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.processors.base import Processor, notify_violation
 from sluicegate.stream.chunk import Chunk
+from sluicegate.tracing.metrics import record_detector_call
 
 log = logging.getLogger("sluicegate.processors.guardrails")
 
@@ -75,6 +76,7 @@ class DetectorModel(Generic[VerdictT]):
         self.provider_options = provider_options
         self.json_prompt_injection = json_prompt_injection
         self.label = label
+        self.processor_id: str | None = None  # set by tracing: the guardrail this detector serves
 
     @property
     def model(self) -> LanguageModel:
@@ -101,6 +103,7 @@ class DetectorModel(Generic[VerdictT]):
 
     async def ask(self, prompt: str) -> VerdictT | None:
         """The model's verdict on `prompt`, or None (logged) when the call or its answer fails."""
+        record_detector_call(self.processor_id or self.label)
         try:
             result = await self.model.do_generate(self.call_options(prompt))
             text = "".join(part.get("text", "") for part in result.content if part.get("type") == "text")

@@ -1,0 +1,18 @@
+"""OpenTelemetry traces and metrics for agent runs.
+
+Every run is an `invoke_agent` span with `chat`, `execute_tool` and `processor <id> <phase>`
+children (see `sluicegate.tracing.spans`), and counters/histograms (see
+`sluicegate.tracing.metrics`). Nothing is recorded, and nothing is paid on the per-chunk path,
+until a tracer or meter provider exists: call `configure(...)` or install your own.
+
+    from sluicegate.tracing import configure
+    telemetry = configure(otlp_endpoint="http://127.0.0.1:4318")
+"""
+
+from __future__ import annotations
+
+from sluicegate.tracing.configure import Telemetry, configure
+from sluicegate.tracing.spans import TracingContext
+from sluicegate.tracing.tree import format_span_tree
+
+__all__ = ["Telemetry", "TracingContext", "configure", "format_span_tree"]

@@ -1,0 +1,234 @@
+"""Processor spans for the hooks called once per event (everything but `output_stream`).
+
+`instrument()` wraps each resolved hook of a run's `ProcessorRunner` once, so the runner keeps
+one code path. A wrapped hook runs inside `processor <id> <phase>` with that span attached as
+the current context and as `args.tracing_context`, and ends it with its outcome:
+
+- `abort`: it raised `TripWire` without `retry` (reason and retry flag recorded);
+- `retry`: it raised `TripWire(retry=True)`, or (`api_error`) asked for a retry;
+- `error`: it raised anything else;
+- `modified`: it changed what it was given — the message list (in place or through the value
+  it returned), the step's settings, the prompt, a replacement response or the tool result;
+- `pass`: otherwise.
+
+Deciding `modified` compares the message list (or prompt) before and after the hook, which
+costs one serialisation per hook call while tracing is on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from sluicegate.errors import TripWire
+from sluicegate.messages import MessageList
+from sluicegate.processors.args import (
+    ProcessAPIErrorResult,
+    ProcessInputStepResult,
+    ProcessLLMRequestResult,
+    step_result_fields,
+)
+from sluicegate.processors.builtin._detector import DetectorModel
+from sluicegate.tracing import attributes as attr
+from sluicegate.tracing.spans import TracingContext, set_error, to_json
+
+if TYPE_CHECKING:
+    from sluicegate.processors.runner import ProcessorRunner
+    from sluicegate.tracing.spans import RunTrace
+
+_MESSAGE_PHASES = frozenset(("input", "input_step", "output_step", "output_result"))
+_EMPTY_IS_UNCHANGED = frozenset(("output_step", "output_result"))
+
+
+def instrument(run_trace: RunTrace, runner: ProcessorRunner) -> None:
+    """Wrap every non-stream hook entry of `runner` (found by type, so new hooks are covered)."""
+    from sluicegate.processors.runner import _Entry
+
+    seen: set[int] = set()
+    for value in list(vars(runner).values()):
+        if not isinstance(value, list):
+            continue
+        for entry in value:
+            if not isinstance(entry, _Entry) or id(entry) in seen:
+                continue
+            seen.add(id(entry))
+            detector = getattr(entry.processor, "detector", None)
+            if isinstance(detector, DetectorModel):
+                detector.processor_id = entry.pid
+            if entry.hook == "process_output_stream":
+                continue  # aggregated per step by sluicegate.tracing.stream
+            entry.fn = _traced_hook(run_trace, entry.fn, entry.pid, attr.PHASES.get(entry.hook, entry.hook))
+            entry.is_async = True
+
+
+def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase: str) -> Callable[[Any], Any]:
+    name = f"{attr.PROCESSOR} {pid} {phase}"
+    metrics = run_trace.metrics
+    metric_attributes = {attr.PROCESSOR_ID: pid, attr.PROCESSOR_PHASE: phase}
+
+    async def traced(args: Any) -> Any:
+        step_number = getattr(args, "step_number", None)
+        if isinstance(step_number, int) and phase != "tool_result":
+            run_trace.step_number = step_number
+        elif not isinstance(step_number, int):
+            step_number = run_trace.step_number
+        attributes: dict[str, Any] = {
+            attr.PROCESSOR_ID: pid,
+            attr.PROCESSOR_PHASE: phase,
+            attr.STEP_NUMBER: step_number,
+        }
+        parent = run_trace.context
+        if phase == "tool_result":
+            attributes[attr.GEN_AI_TOOL_NAME] = str(getattr(args, "tool_name", ""))
+            attributes[attr.GEN_AI_TOOL_CALL_ID] = str(getattr(args, "tool_call_id", ""))
+            parent = run_trace.tool_context()
+        span = run_trace.start_span(name, attributes, parent=parent)
+        try:
+            args.tracing_context = TracingContext(span, run_trace.trace_id)
+        except AttributeError:
+            pass
+        before = _snapshot(phase, args)
+        token = otel_context.attach(trace.set_span_in_context(span, parent))
+        started = time.perf_counter_ns()
+        outcome = attr.PASS
+        try:
+            result = fn(args)
+            if inspect.isawaitable(result):
+                result = await result
+        except TripWire as tripwire:
+            outcome = attr.RETRY if tripwire.retry else attr.ABORT
+            span.set_attribute(attr.TRIPWIRE_REASON, str(tripwire.reason))
+            span.set_attribute(attr.TRIPWIRE_RETRY, bool(tripwire.retry))
+            metrics.tripwires.add(1, {**metric_attributes, attr.TRIPWIRE_RETRY: bool(tripwire.retry)})
+            if tripwire.retry:
+                metrics.retries.add(1, metric_attributes)
+            raise
+        except BaseException as exc:
+            outcome = attr.ERROR
+            set_error(span, exc)
+            raise
+        else:
+            outcome = _outcome(phase, args, result, before, span)
+            if outcome == attr.RETRY:
+                metrics.retries.add(1, metric_attributes)
+            return result
+        finally:
+            duration_ms = (time.perf_counter_ns() - started) / 1e6
+            otel_context.detach(token)
+            span.set_attribute(attr.PROCESSOR_OUTCOME, outcome)
+            span.set_attribute(attr.HOOK_DURATION_MS, duration_ms)
+            metrics.hook_duration.record(duration_ms, metric_attributes)
+            span.end()
+
+    return traced
+
+
+# ---------------------------------------------------------------------- outcomes
+
+
+def _messages_state(message_list: MessageList | None) -> Any:
+    return None if message_list is None else to_json(message_list.to_dict())
+
+
+def _snapshot(phase: str, args: Any) -> Any:
+    if phase == "tool_result":
+        return to_json(getattr(args, "result", None))
+    if phase in _MESSAGE_PHASES:
+        return _messages_state(getattr(args, "message_list", None))
+    if phase == "llm_request":
+        return to_json(args.prompt)
+    return None
+
+
+def _outcome(phase: str, args: Any, result: Any, before: Any, span: Any) -> str:
+    if phase == "api_error":
+        if isinstance(result, ProcessAPIErrorResult):
+            retry = bool(result.retry)
+        else:
+            retry = bool(result.get("retry")) if isinstance(result, dict) else False
+        error = getattr(args, "error", None)
+        if error is not None:
+            span.set_attribute(attr.API_ERROR_TYPE, type(error).__name__)
+        return attr.RETRY if retry else attr.PASS
+    if phase == "llm_request":
+        return _llm_request_outcome(args, result, before, span)
+    if phase == "llm_response":
+        return attr.PASS
+    if phase == "tool_result":
+        new = getattr(args, "result", None)
+        if isinstance(result, dict) and set(result) <= {"result"}:
+            new = result.get("result", new)
+        elif result is not None and hasattr(result, "result") and not isinstance(result, dict):
+            new = result.result
+        elif result is not None:
+            return _rejected(span)
+        return attr.MODIFIED if to_json(new) != before else attr.PASS
+    message_list = getattr(args, "message_list", None)
+    if result is not None and not isinstance(result, (list, dict, ProcessInputStepResult, MessageList)):
+        return _rejected(span)
+    if message_list is None:
+        return attr.PASS if result is None else attr.MODIFIED
+    if _messages_state(message_list) != before:
+        return attr.MODIFIED
+    return attr.MODIFIED if _returns_change(phase, args, result, message_list) else attr.PASS
+
+
+def _rejected(span: Any) -> str:
+    """The hook returned something the runner refuses (it then fails the run)."""
+    span.set_attribute(attr.ERROR_TYPE, "ProcessorError")
+    span.set_status(Status(StatusCode.ERROR, "the hook returned a value the runner rejects"))
+    return attr.ERROR
+
+
+def _llm_request_outcome(args: Any, result: Any, before: Any, span: Any) -> str:
+    prompt = response = None
+    if isinstance(result, ProcessLLMRequestResult):
+        prompt, response = result.prompt, result.response
+    elif isinstance(result, dict):
+        prompt, response = result.get("prompt"), result.get("response")
+    elif result is not None:
+        return _rejected(span)
+    if response is not None:
+        span.set_attribute(attr.LLM_REQUEST_RESPONSE, True)
+        return attr.MODIFIED
+    current = prompt if prompt is not None else args.prompt
+    return attr.MODIFIED if to_json(current) != before else attr.PASS
+
+
+def _returns_change(phase: str, args: Any, result: Any, message_list: MessageList) -> bool:
+    """Whether a hook's return value will change the run when the runner applies it."""
+    if result is None or result is message_list:
+        return False
+    if isinstance(result, list):
+        if not result and phase in _EMPTY_IS_UNCHANGED:
+            return False
+        current = [m.to_dict() for m in message_list.get.all.db()]
+        return to_json([_as_dict(m) for m in result]) != to_json(current)
+    if isinstance(result, (ProcessInputStepResult, dict)):
+        result = step_result_fields(result)
+    if isinstance(result, dict):
+        for key, value in result.items():
+            if value is None or value is message_list:
+                continue
+            if key == "messages":
+                current = [m.to_dict() for m in message_list.get.all.db()]
+                if to_json([_as_dict(m) for m in value]) != to_json(current):
+                    return True
+            elif key == "system_messages":
+                if to_json(value) != to_json(message_list.get_system_messages()):
+                    return True
+            elif value != getattr(args, key, None):
+                return True
+        return False
+    return True
+
+
+def _as_dict(message: Any) -> Any:
+    to_dict = getattr(message, "to_dict", None)
+    return to_dict() if callable(to_dict) else message
