@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, NoReturn
 
-from sluicegate.errors import ProcessorError, TripWire
+from sluicegate.errors import AccessDeniedError, ProcessorError, TripWire
 from sluicegate.messages import Message, MessageList
 from sluicegate.messages.message import MessageContent
 from sluicegate.messages.part import Part
@@ -89,10 +89,13 @@ class StepConfig:
 class _Entry:
     """One processor's hook, resolved once per request."""
 
-    __slots__ = ("abort", "fn", "hook", "is_async", "pid", "processor", "state")
+    __slots__ = ("abort", "fn", "hook", "index", "is_async", "pid", "processor", "state")
 
-    def __init__(self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any) -> None:
+    def __init__(
+        self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any, index: int | None = None
+    ) -> None:
         self.processor = processor
+        self.index = index
         self.hook = hook
         self.pid = pid
         self.fn = getattr(processor, hook)
@@ -167,12 +170,11 @@ class ProcessorRunner:
         self.writer = Writer(run_id, emit)
         self._states: dict[str, dict[str, Any]] = {}
         self._aborts: dict[str, Callable[..., NoReturn]] = {}
-        for array in (input_processors, output_processors, error_processors):
-            for index, processor in enumerate(array):
-                try:
-                    processor.processor_index = index
-                except AttributeError:
-                    pass
+        # Positions are per request (`args.processor_index`): a processor object is shared by
+        # concurrent requests, so nothing request-specific is written onto it.
+        self._indexes: dict[int, int] = {}
+        for array in (error_processors, output_processors, input_processors):
+            self._indexes.update((id(processor), index) for index, processor in enumerate(array))
         step_processors = list(input_processors)
         if prepare_step is not None:
             step_processors.append(PrepareStep(prepare_step))
@@ -205,7 +207,9 @@ class ProcessorRunner:
                 abort = self._aborts.get(pid)
                 if abort is None:
                     abort = self._aborts[pid] = make_abort(pid)
-                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort))
+                entries.append(
+                    _Entry(processor, hook, pid, self.state_for(pid), abort, self._indexes.get(id(processor)))
+                )
         return entries
 
     def violation(self, processor: Any, message: str, detail: Any) -> None:
@@ -221,7 +225,7 @@ class ProcessorRunner:
         except TripWire as tripwire:
             self._tripped(entry, tripwire)
             raise
-        except ProcessorError:
+        except (ProcessorError, AccessDeniedError):
             raise
         except Exception as exc:
             raise ProcessorError(
@@ -238,6 +242,7 @@ class ProcessorRunner:
     def _common(self, entry: _Entry) -> dict[str, Any]:
         return {
             "abort": entry.abort,
+            "processor_index": entry.index,
             "request_context": self.request_context,
             "retry_count": self.retry_count,
             "state": entry.state,
