@@ -4,7 +4,9 @@ on the in-memory store, SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from sluicegate import Agent, RequestContext
 from sluicegate.errors import APICallError
 from sluicegate.processors import CostGuardProcessor, InMemoryUsageStore
 from sluicegate.request_context import RESOURCE_ID_KEY
+from sluicegate.storage import PostgresStore, SQLiteStore
 
 # $1 per million output tokens: 400,000 tokens = $0.40 per call, estimated and real alike.
 PRICING = {"echo-model": {"input": 0.0, "output": 1.0}}
@@ -21,11 +24,33 @@ PER_CALL = 0.4
 OUT = 400_000
 
 
-@pytest.fixture(params=["memory", "store"])
-async def usage_store(request: pytest.FixtureRequest) -> Any:
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def usage_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     if request.param == "memory":
-        return InMemoryUsageStore()
-    return await request.getfixturevalue("store_factory")()
+        yield InMemoryUsageStore()
+        return
+    store: Any = (
+        SQLiteStore(tmp_path / "usage.db")
+        if request.param == "sqlite"
+        else PostgresStore(await fresh_database(request.getfixturevalue("postgres_dsn")))
+    )
+    yield store
+    await store.close()
+
+
+async def fresh_database(dsn: str) -> str:
+    """An empty database on the session's PostgreSQL server."""
+    import uuid
+
+    import asyncpg
+
+    name = "u_" + uuid.uuid4().hex[:16]
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f"CREATE DATABASE {name}")
+    finally:
+        await conn.close()
+    return dsn.rsplit("/", 1)[0] + f"/{name}"
 
 
 def user(resource: str = "u1") -> RequestContext:

@@ -10,7 +10,7 @@ import pytest
 from tenancy_kit import EchoModel
 
 from sluicegate import Agent, RequestContext
-from sluicegate.errors import AccessDeniedError, MessageOwnershipError
+from sluicegate.errors import AccessDeniedError, MessageOwnershipError, ProcessorError
 from sluicegate.memory import Memory, MemoryConfigurationError, ThreadAccessError
 from sluicegate.messages.message import Message
 from sluicegate.processors import CostGuardProcessor, MessageHistory, SemanticRecall, WorkingMemory
@@ -162,7 +162,7 @@ async def test_concurrent_runs_sharing_one_context_keep_their_threads(store: Any
 async def test_cost_guard_charges_each_runs_own_resource_with_a_shared_context(store: Any) -> None:
     shared = RequestContext()
     guard = CostGuardProcessor(
-        max_cost=100.0, scope="resource", store=store, pricing={"echo-model": {"input": 0, "output": 1e6}}
+        max_cost=10_000.0, scope="resource", store=store, pricing={"echo-model": {"input": 0, "output": 1e6}}
     )
     agent = Agent(name="a", model=EchoModel(output_tokens=1), memory=Memory(storage=store),
                   input_processors=[guard])
@@ -200,8 +200,9 @@ async def test_hand_placed_processor_refuses_another_resources_thread(
     with pytest.raises(ThreadAccessError):
         await agent.generate("my secret?", request_context=context)
     assert model.calls == []
-    with pytest.raises(MemoryConfigurationError):
+    with pytest.raises(ProcessorError) as caught:  # a configuration error, reported by the processor
         await agent.generate("no resource", request_context=RequestContext({THREAD_ID_KEY: "t-victim"}))
+    assert isinstance(caught.value.__cause__, MemoryConfigurationError)
     assert model.calls == []
     assert [m.text for m in await store.list_messages("t-victim")] == ["my secret"]
 
