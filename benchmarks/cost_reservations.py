@@ -39,7 +39,9 @@ async def bench(name: str, store: Any, target: float | None) -> None:
     async def worker() -> None:
         nonlocal refused
         for i in counter:
-            held = await store.reserve(f"resource:u{i % KEYS}", 0.001, limit=1e9, since=None, usage=usage, at=now)
+            held = await store.reserve(
+                f"resource:u{i % KEYS}", 0.001, limit=1e9, since=None, usage=usage, at=now
+            )
             if held.id is None:
                 refused += 1
 
@@ -47,7 +49,11 @@ async def bench(name: str, store: Any, target: float | None) -> None:
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     elapsed = time.perf_counter() - start
     rate = RESERVATIONS / elapsed
-    verdict = "" if target is None else ("  (target >= {:,.0f}/s: {})".format(target, "met" if rate >= target else "MISSED"))
+    verdict = (
+        ""
+        if target is None
+        else ("  (target >= {:,.0f}/s: {})".format(target, "met" if rate >= target else "MISSED"))
+    )
     print(f"{name:<12} {rate:>9,.0f} reservations/s  ({RESERVATIONS:,} in {elapsed:.2f} s){verdict}")
     assert refused == 0
 

@@ -66,7 +66,11 @@ class EchoModel:
             yield {
                 "type": "finish",
                 "finishReason": "stop",
-                "usage": {"inputTokens": 10, "outputTokens": output_tokens, "totalTokens": 10 + output_tokens},
+                "usage": {
+                    "inputTokens": 10,
+                    "outputTokens": output_tokens,
+                    "totalTokens": 10 + output_tokens,
+                },
             }
 
         return StreamResult(stream=parts())

@@ -114,7 +114,9 @@ async def test_reserve_is_atomic_under_many_concurrent_reservations(usage_store:
 
 def test_the_estimate_is_never_zero() -> None:
     guard = CostGuardProcessor(max_cost=1.0)
-    estimate = guard.estimate("openai/gpt-4o", [{"role": "user", "content": [{"type": "text", "text": ""}]}], [], None)
+    estimate = guard.estimate(
+        "openai/gpt-4o", [{"role": "user", "content": [{"type": "text", "text": ""}]}], [], None
+    )
     assert estimate.input_tokens > 0 and estimate.output_tokens == 256
     long = guard.estimate(
         "openai/gpt-4o", [{"role": "user", "content": [{"type": "text", "text": "word " * 1000}]}], [], 50

@@ -43,7 +43,12 @@ async def test_store_refuses_to_move_a_message_into_another_thread(store: Any) -
         await store.save_messages([fresh, forged])
     assert caught.value.message_id == "m-1"
     [kept] = await store.list_messages("t-victim")
-    assert (kept.id, kept.text, kept.thread_id, kept.resource_id) == ("m-1", "my secret", "t-victim", "victim")
+    assert (kept.id, kept.text, kept.thread_id, kept.resource_id) == (
+        "m-1",
+        "my secret",
+        "t-victim",
+        "victim",
+    )
     assert await store.list_messages("t-attacker") == []  # the whole batch was refused
 
 
@@ -74,7 +79,7 @@ async def test_agent_refuses_a_foreign_message_id_before_calling_the_model(store
         await agent.generate([{"id": "browser-id-1", "role": "user", "content": "pwned"}], memory=ATTACKER)
     assert attacker_model.calls == []
     stored = await store.list_messages("t-victim")
-    assert [(m.id, m.text) for m in stored][0] == ("browser-id-1", "my secret")
+    assert (stored[0].id, stored[0].text) == ("browser-id-1", "my secret")
     assert await store.list_messages("t-attacker") == []
 
 
@@ -142,8 +147,9 @@ async def test_concurrent_runs_sharing_one_context_keep_their_threads(store: Any
 
     async def run(i: int) -> None:
         user = f"u{i % 20}"
-        await agent.generate(f"{user} says {i}", memory={"thread": f"t-{user}", "resource": user},
-                             request_context=shared)
+        await agent.generate(
+            f"{user} says {i}", memory={"thread": f"t-{user}", "resource": user}, request_context=shared
+        )
 
     await asyncio.gather(*(run(i) for i in range(200)))
     assert shared.to_dict() == {"tenant": "acme"}
@@ -164,8 +170,9 @@ async def test_cost_guard_charges_each_runs_own_resource_with_a_shared_context(s
     guard = CostGuardProcessor(
         max_cost=10_000.0, scope="resource", store=store, pricing={"echo-model": {"input": 0, "output": 1e6}}
     )
-    agent = Agent(name="a", model=EchoModel(output_tokens=1), memory=Memory(storage=store),
-                  input_processors=[guard])
+    agent = Agent(
+        name="a", model=EchoModel(output_tokens=1), memory=Memory(storage=store), input_processors=[guard]
+    )
     await asyncio.gather(
         *(
             agent.generate("hi", memory={"thread": f"t-{u}", "resource": u}, request_context=shared)
@@ -210,8 +217,12 @@ async def test_hand_placed_processor_refuses_another_resources_thread(
 async def test_hand_placed_history_creates_the_thread_for_its_resource(store: Any) -> None:
     history = MessageHistory(storage=store)
     agent = Agent(name="a", model=EchoModel(), input_processors=[history], output_processors=[history])
-    await agent.generate("hi", request_context=RequestContext({THREAD_ID_KEY: "t-new", RESOURCE_ID_KEY: "u1"}))
+    await agent.generate(
+        "hi", request_context=RequestContext({THREAD_ID_KEY: "t-new", RESOURCE_ID_KEY: "u1"})
+    )
     thread = await store.get_thread("t-new")
     assert thread is not None and thread.resource_id == "u1"
     with pytest.raises(ThreadAccessError):
-        await agent.generate("hi", request_context=RequestContext({THREAD_ID_KEY: "t-new", RESOURCE_ID_KEY: "u2"}))
+        await agent.generate(
+            "hi", request_context=RequestContext({THREAD_ID_KEY: "t-new", RESOURCE_ID_KEY: "u2"})
+        )

@@ -31,8 +31,11 @@ BAD_INPUTS: list[tuple[str, Any, str]] = [
     ("unknown part type", {"role": "user", "content": [{"type": "hologram", "text": "x"}]}, "hologram"),
     ("unknown role", {"role": "robot", "content": "x"}, "role"),
     ("not a message", 42, "int"),
-    ("tool call without name", {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c"}]},
-     "toolName"),
+    (
+        "tool call without name",
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c"}]},
+        "toolName",
+    ),
     ("id not a string", {"id": 7, "role": "user", "content": "x"}, r"\.id must be a string"),
     ("id with a NUL", {"id": "a\x00", "role": "user", "content": "x"}, r"\.id"),
     ("parts not a list", {"role": "user", "content": {"parts": "x"}}, "parts must be a list"),
@@ -97,8 +100,14 @@ def test_good_input_shapes_still_pass() -> None:
             "plain",
             {"role": "user", "content": "chat", "createdAt": "2025-01-01T00:00:00Z", "id": "browser-1"},
             {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image", "image": "x"}]},
-            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {}}]},
-            {"role": "user", "parts": [{"type": "data-note", "data": {"a": 1}}, {"type": "text", "text": "ok"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {}}],
+            },
+            {
+                "role": "user",
+                "parts": [{"type": "data-note", "data": {"a": 1}}, {"type": "text", "text": "ok"}],
+            },
             Message.text_message("user", "object"),
         ]
     )

@@ -3,7 +3,6 @@ deleted or replaced while a store is open is detected instead of silently losing
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,7 @@ async def test_a_corrupt_file_is_a_storage_error(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     path.write_bytes(b"this is not a database, just some bytes" * 200)
     store = SQLiteStore(path)
-    with pytest.raises(StorageError, match="not a SQLite database|corrupt"):
+    with pytest.raises(StorageError, match=r"not a SQLite database|corrupt"):
         await store.create_thread(Thread(id="t1", resource_id="u1"))
     await store.close()
 
@@ -48,14 +47,17 @@ async def test_a_read_only_database_is_a_storage_error(tmp_path: Path) -> None:
     await store.close()
 
 
+def remove_database_files(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
 async def test_a_database_file_changed_under_an_open_store_is_detected(tmp_path: Path, how: str) -> None:
     path = tmp_path / "m.db"
     store = SQLiteStore(path)
     await store.create_thread(Thread(id="t1", resource_id="u1"))
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(f"{path}{suffix}"):
-            os.remove(f"{path}{suffix}")
+    remove_database_files(path)
     if how == "replaced":
         other = SQLiteStore(path)
         await other.create_thread(Thread(id="other", resource_id="u2"))

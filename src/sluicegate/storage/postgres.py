@@ -14,9 +14,9 @@ from typing import Any
 
 import asyncpg
 
+from sluicegate.errors import MessageOwnershipError
 from sluicegate.messages.message import Message
 from sluicegate.storage.base import MemoryStore, Reservation
-from sluicegate.errors import MessageOwnershipError
 from sluicegate.storage.codec import (
     check_ownership,
     content_json,
@@ -221,7 +221,8 @@ class PostgresStore(MemoryStore):
         pool = await self.pool()
         async with pool.acquire() as conn, conn.transaction():
             existing = await conn.fetch(
-                "SELECT id, thread_id, resource_id FROM sluicegate_messages WHERE id = ANY($1::text[]) FOR UPDATE",
+                "SELECT id, thread_id, resource_id FROM sluicegate_messages "
+                "WHERE id = ANY($1::text[]) FOR UPDATE",
                 ids,
             )
             owners = await conn.fetch(
@@ -370,14 +371,23 @@ class PostgresStore(MemoryStore):
         )
 
     async def reserve(
-        self, key: str, amount: float, *, limit: float, since: datetime | None, usage: dict[str, int], at: datetime
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
     ) -> Reservation:
         """Record `amount` under `key` unless the spend since `since` already reached `limit`.
         A transaction-scoped advisory lock per key serialises concurrent reservations of one key
         (other keys do not wait)."""
         pool = await self.pool()
         async with pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, $2))", key, _USAGE_LOCK_SEED)
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1, $2))", key, _USAGE_LOCK_SEED
+            )
             spent = float(
                 await conn.fetchval(
                     "SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage "

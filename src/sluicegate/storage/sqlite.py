@@ -368,7 +368,9 @@ class SQLiteStore(MemoryStore):
 
         def save(c: apsw.Connection) -> None:
             # The write lock is held from BEGIN IMMEDIATE, so nothing changes between check and write.
-            check_ownership(messages, _select_in(c, _OWNER_SQL, ids), _select_in(c, _THREAD_OWNER_SQL, thread_ids))
+            check_ownership(
+                messages, _select_in(c, _OWNER_SQL, ids), _select_in(c, _THREAD_OWNER_SQL, thread_ids)
+            )
             c.executemany(
                 f"INSERT INTO sluicegate_messages ({_MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET "
@@ -504,7 +506,14 @@ class SQLiteStore(MemoryStore):
         )
 
     async def reserve(
-        self, key: str, amount: float, *, limit: float, since: datetime | None, usage: dict[str, int], at: datetime
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
     ) -> Reservation:
         """Record `amount` under `key` unless the spend since `since` already reached `limit`;
         check and insert share one write transaction, so concurrent reservations serialise."""

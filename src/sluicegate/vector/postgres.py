@@ -16,7 +16,6 @@ from typing import Any
 import asyncpg
 
 from sluicegate.vector.base import (
-    vector_owner_error,
     QueryResult,
     VectorStore,
     VectorStoreError,
@@ -24,6 +23,7 @@ from sluicegate.vector.base import (
     check_index_name,
     check_query_vector,
     check_upsert,
+    vector_owner_error,
 )
 from sluicegate.vector.filter import Filter, to_postgres
 

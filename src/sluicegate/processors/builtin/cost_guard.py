@@ -55,7 +55,14 @@ class ReservingUsageStore(UsageStore, Protocol):
     the estimate in one step, so concurrent requests cannot all pass the same check."""
 
     async def reserve(
-        self, key: str, amount: float, *, limit: float, since: datetime | None, usage: dict[str, int], at: datetime
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
     ) -> Reservation: ...
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None: ...
@@ -89,7 +96,14 @@ class InMemoryUsageStore:
             return self._total(key, since)
 
     async def reserve(
-        self, key: str, amount: float, *, limit: float, since: datetime | None, usage: dict[str, int], at: datetime
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
     ) -> Reservation:
         async with self._lock:
             spent = self._total(key, since)
@@ -282,7 +296,9 @@ class CostGuardProcessor(Processor):
     def _since(self) -> datetime | None:
         return datetime.now(UTC) - self.window if self.window is not None else None
 
-    def estimate(self, model: Any, prompt: list[dict[str, Any]], tools: list[dict[str, Any]], max_output: int | None) -> Usage:
+    def estimate(
+        self, model: Any, prompt: list[dict[str, Any]], tools: list[dict[str, Any]], max_output: int | None
+    ) -> Usage:
         """The expected usage of one call: the prompt's tokens counted with the model's
         tokenizer, plus `max_output` (or `default_output_tokens`). Never zero."""
         output = max_output if max_output is not None and max_output > 0 else self.default_output_tokens
@@ -291,7 +307,9 @@ class CostGuardProcessor(Processor):
     async def process_input_step(self, args: ProcessInputStepArgs) -> None:
         settings = args.model_settings or {}
         value = next((settings[k] for k in _MAX_OUTPUT_KEYS if settings.get(k) is not None), None)
-        args.state["max_output_tokens"] = value if isinstance(value, int) and not isinstance(value, bool) else None
+        args.state["max_output_tokens"] = (
+            value if isinstance(value, int) and not isinstance(value, bool) else None
+        )
 
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         state = args.state
@@ -360,12 +378,15 @@ class CostGuardProcessor(Processor):
         state = args.state
         held = state.pop("reservation", None)
         if args.from_cache:
-            usage: Usage | None = Usage()  # a replayed response cost nothing
+            usage = Usage()  # a replayed response cost nothing
             cost = 0.0
         else:
-            usage = next((_usage_of(chunk) for chunk in reversed(args.chunks) if chunk.type == "finish"), None)
-            if usage is None:
+            reported = next(
+                (_usage_of(chunk) for chunk in reversed(args.chunks) if chunk.type == "finish"), None
+            )
+            if reported is None:
                 return  # no usage reported: the reservation stands as the charge
+            usage = reported
             cost = self.cost_of(model_id_of(args.model), usage)
             state["input_tokens"] = state.get("input_tokens", 0) + usage.input_tokens
             state["output_tokens"] = state.get("output_tokens", 0) + usage.output_tokens
@@ -385,7 +406,9 @@ class CostGuardProcessor(Processor):
             await self.store.record(key, cost - reserved, record, datetime.now(UTC))
 
 
-def estimate_input_tokens(model_id: str | None, prompt: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+def estimate_input_tokens(
+    model_id: str | None, prompt: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> int:
     """Tokens of a V2 prompt and its tool definitions, counted with the model's tokenizer
     (4 tokens of framing per message, as chat formats add)."""
     pieces: list[str] = []

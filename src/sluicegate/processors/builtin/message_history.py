@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from sluicegate.memory.context import memory_context
-from sluicegate.memory.ownership import check_message_ids, readable_context, writable_context
 from sluicegate.memory.history import add_remembered, without_incomplete_tool_calls
+from sluicegate.memory.ownership import check_message_ids, readable_context, writable_context
 from sluicegate.messages.message import Message
 from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
@@ -69,16 +69,19 @@ class MessageHistory(Processor):
         if not context.thread_id or self.read_only or context.read_only:
             return args.message_list
         context = await writable_context(self.storage, args.request_context, args.state)
+        thread_id = context.thread_id
+        if not thread_id:
+            return args.message_list
         fresh = [*args.message_list.get.input.db(), *args.message_list.get.response.db()]
         to_save = [
-            _stamped(m, context.thread_id, context.resource_id)
+            _stamped(m, thread_id, context.resource_id)
             for m in without_incomplete_tool_calls(fresh)
             if m.role != "system"
         ]
         if not to_save:
             return args.message_list
         await self.storage.save_messages(to_save)
-        await self.storage.update_thread(context.thread_id)
+        await self.storage.update_thread(thread_id)
         return args.message_list
 
 
