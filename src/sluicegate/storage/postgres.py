@@ -380,32 +380,24 @@ class PostgresStore(MemoryStore):
         usage: dict[str, int],
         at: datetime,
     ) -> Reservation:
-        """Record `amount` under `key` unless the spend since `since` already reached `limit`.
-        A transaction-scoped advisory lock per key serialises concurrent reservations of one key
-        (other keys do not wait)."""
+        """Record `amount` under `key` unless the spend since `since` already reached `limit`, in
+        one round trip (`sluicegate_reserve`): a transaction-scoped advisory lock per key
+        serialises concurrent reservations of one key (other keys do not wait)."""
         pool = await self.pool()
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended($1, $2))", key, _USAGE_LOCK_SEED
-            )
-            spent = float(
-                await conn.fetchval(
-                    "SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage "
-                    "WHERE key = $1 AND ($2::timestamptz IS NULL OR at >= $2)",
-                    key,
-                    since,
-                )
-            )
-            if spent >= limit:
-                return Reservation(None, spent)
-            seq = await conn.fetchval(
-                "INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES ($1, $2, $3, $4) RETURNING seq",
+        row = _required(
+            await pool.fetchrow(
+                "SELECT reserved_seq, spent FROM sluicegate_reserve($1, $2, $3, $4, $5, $6, $7)",
                 key,
                 float(amount),
+                float(limit),
+                since,
                 usage,
                 at,
+                _USAGE_LOCK_SEED,
             )
-        return Reservation(str(seq), spent)
+        )
+        seq = row["reserved_seq"]
+        return Reservation(str(seq) if seq is not None else None, float(row["spent"]))
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
         """Replace a reservation's estimate with the real cost and usage."""
