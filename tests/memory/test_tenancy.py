@@ -226,3 +226,18 @@ async def test_hand_placed_history_creates_the_thread_for_its_resource(store: An
         await agent.generate(
             "hi", request_context=RequestContext({THREAD_ID_KEY: "t-new", RESOURCE_ID_KEY: "u2"})
         )
+
+
+async def test_a_thread_budget_is_not_spent_by_another_resource(store: Any) -> None:
+    await victim_message(store)
+    guard = CostGuardProcessor(max_cost=5.0, scope="thread", store=store)
+    model = EchoModel()
+    agent = Agent(name="a", model=model, input_processors=[guard])
+    context = RequestContext({THREAD_ID_KEY: "t-victim", RESOURCE_ID_KEY: "attacker"})
+    with pytest.raises(ThreadAccessError):
+        await agent.generate("spend it", request_context=context)
+    assert model.calls == [] and await store.total("thread:t-victim", None) == 0.0
+    await agent.generate(
+        "mine", request_context=RequestContext({THREAD_ID_KEY: "t-victim", RESOURCE_ID_KEY: "victim"})
+    )
+    assert len(model.calls) == 1

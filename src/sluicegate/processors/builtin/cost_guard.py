@@ -322,6 +322,8 @@ class CostGuardProcessor(Processor):
             "reserved": 1,
         }
         key = self._scope_key(args.request_context)
+        if self.scope == "thread" and key is not None:
+            await self._check_thread_owner(args)
         limit = self.max_cost if self.strategy == "block" else math.inf
         if key is None:
             spent = state.get("run_cost", 0.0)
@@ -342,6 +344,16 @@ class CostGuardProcessor(Processor):
         state["run_cost"] = state.get("run_cost", 0.0) + amount
         if self.strategy == "warn" and reservation.spent >= self.max_cost:
             await self._violation(args, reservation.spent, key)
+
+    async def _check_thread_owner(self, args: ProcessLLMRequestArgs) -> None:
+        """With a memory store as the usage store, a thread budget is only spent by the thread's
+        own resource (`ThreadAccessError` otherwise), as the memory processors check."""
+        from sluicegate.storage.base import MemoryStore
+
+        if isinstance(self.store, MemoryStore):
+            from sluicegate.memory.ownership import readable_context
+
+            await readable_context(self.store, args.request_context, args.state)
 
     async def _violation(self, args: Any, spent: float, key: str | None) -> None:
         state = args.state
