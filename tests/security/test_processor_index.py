@@ -50,3 +50,26 @@ async def test_processor_index_is_per_request_and_never_stored_on_the_processor(
     }
     assert probe.processor_index is None
     assert "processor_index" not in vars(probe)
+
+
+async def test_output_hooks_get_their_position_in_the_output_array() -> None:
+    seen: dict[str, int | None] = {}
+
+    class Both(Processor):
+        id = "both"
+
+        def process_input(self, args: Any) -> None:
+            seen["input"] = args.processor_index
+
+        def process_output_result(self, args: Any) -> None:
+            seen["output"] = args.processor_index
+
+    both = Both()
+    agent = Agent(
+        name="a",
+        model=MockModel([text_step("ok")]),
+        input_processors=[both],
+        output_processors=[Other(), Other(), both],
+    )
+    await agent.generate("hi")
+    assert seen == {"input": 0, "output": 2}

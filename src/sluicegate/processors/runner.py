@@ -171,7 +171,9 @@ class ProcessorRunner:
         self._states: dict[str, dict[str, Any]] = {}
         self._aborts: dict[str, Callable[..., NoReturn]] = {}
         # Positions are per request (`args.processor_index`): a processor object is shared by
-        # concurrent requests, so nothing request-specific is written onto it.
+        # concurrent requests, so nothing request-specific is written onto it. A hook of one
+        # array gets the position in that array; hooks run over several arrays (LLM request and
+        # response, API errors) get the first array's position (input, then output, then error).
         self._indexes: dict[int, int] = {}
         for array in (error_processors, output_processors, input_processors):
             self._indexes.update((id(processor), index) for index, processor in enumerate(array))
@@ -181,10 +183,10 @@ class ProcessorRunner:
         self._input = self._entries(input_processors, "process_input")
         self._input_step = self._entries(step_processors, "process_input_step")
         both = _unique(input_processors, output_processors)
-        self._llm_request = self._entries(both, "process_llm_request")
-        self._llm_response = self._entries(both, "process_llm_response")
+        self._llm_request = self._entries(both, "process_llm_request", union=True)
+        self._llm_response = self._entries(both, "process_llm_response", union=True)
         api_error = _unique(input_processors, output_processors, error_processors)
-        self._api_error = self._entries(api_error, "process_api_error")
+        self._api_error = self._entries(api_error, "process_api_error", union=True)
         self._output_stream = self._entries(output_processors, "process_output_stream")
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
@@ -199,17 +201,16 @@ class ProcessorRunner:
             state = self._states[pid] = {}
         return state
 
-    def _entries(self, processors: Sequence[Any], hook: str) -> list[_Entry]:
+    def _entries(self, processors: Sequence[Any], hook: str, *, union: bool = False) -> list[_Entry]:
         entries = []
-        for processor in processors:
+        for position, processor in enumerate(processors):
             if implements(processor, hook):
                 pid = processor_id(processor)
                 abort = self._aborts.get(pid)
                 if abort is None:
                     abort = self._aborts[pid] = make_abort(pid)
-                entries.append(
-                    _Entry(processor, hook, pid, self.state_for(pid), abort, self._indexes.get(id(processor)))
-                )
+                index = self._indexes.get(id(processor)) if union else position
+                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort, index))
         return entries
 
     def violation(self, processor: Any, message: str, detail: Any) -> None:
