@@ -24,6 +24,7 @@ from sluicegate.storage import PostgresStore, SQLiteStore
 RESERVATIONS = 10_000
 CONCURRENCY = 50
 KEYS = 100
+POOL = 25
 TESTKIT = str(Path(__file__).resolve().parent.parent / "tests" / "memory")
 """Where `memory_pg_server` (the throwaway PostgreSQL starter the tests use) lives."""
 
@@ -58,6 +59,24 @@ async def bench(name: str, store: Any, target: float | None) -> None:
     assert refused == 0
 
 
+async def round_trip_ceiling(dsn: str) -> None:
+    """`SELECT 1` at the same concurrency: the most any one-round-trip reservation can reach here."""
+    import asyncpg
+
+    pool = await asyncpg.create_pool(dsn, min_size=POOL, max_size=POOL)
+    counter = iter(range(RESERVATIONS))
+
+    async def worker() -> None:
+        for _ in counter:
+            await pool.fetchval("SELECT 1")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    rate = RESERVATIONS / (time.perf_counter() - start)
+    await pool.close()
+    print(f"{'(SELECT 1)':<12} {rate:>9,.0f} round trips/s  (the ceiling on this machine right now)")
+
+
 async def main() -> None:
     await bench("in-memory", InMemoryUsageStore(), None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +96,8 @@ async def main() -> None:
             print(f"PostgreSQL skipped: {error}")
             return
     try:
-        pg_store = PostgresStore(dsn, max_size=CONCURRENCY // 2)
+        await round_trip_ceiling(dsn)
+        pg_store = PostgresStore(dsn, max_size=POOL)
         await bench("PostgreSQL", pg_store, 5_000)
         await pg_store.close()
     finally:
