@@ -35,6 +35,43 @@ class InvalidMessageError(SluicegateError, ValueError):
     """A message could not be read in any of the accepted shapes."""
 
 
+class InvalidInputError(SluicegateError, ValueError):
+    """The input of a call (messages, thread or resource ids) was refused before anything ran:
+    no model was called and nothing was stored. The message says what is wrong and where."""
+
+
+class AccessDeniedError(SluicegateError, PermissionError):
+    """A request reached for data that belongs to another thread or resource.
+
+    Processors' hooks let it through unwrapped (it is not a processor failure), so callers can
+    catch the exact subclass."""
+
+
+class MessageOwnershipError(AccessDeniedError):
+    """A message id that already belongs to another thread (or resource) was sent or saved.
+
+    Message ids may come from the client, so a stored message is never moved or rewritten by a
+    write from another thread: the write is refused instead, before any model call."""
+
+    def __init__(self, message_id: str, thread_id: str | None, *, reason: str | None = None) -> None:
+        super().__init__(
+            reason
+            or (
+                f"message id {message_id!r} is already used by another conversation; "
+                f"it cannot be written into thread {thread_id!r} (send a new id or none)"
+            )
+        )
+        self.message_id = message_id
+        self.thread_id = thread_id
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class StorageError(SluicegateError):
+    """A storage backend could not do what was asked (the message names the store and the cause)."""
+
+
 class ProcessorError(SluicegateError):
     """A processor hook raised something other than `TripWire`, or returned a value it may not."""
 

@@ -658,10 +658,21 @@ async def test_send_signal_reaches_the_model_is_stored_and_hidden_from_ui():
     assert not any("system-reminder" in str(m) for m in message_list.get.all.ui())
 
 
-async def test_processor_index_is_set_at_run_time():
-    first, second = Recorder([], "one"), Recorder([], "two")
+async def test_processor_index_is_given_per_request_in_the_args():
+    seen: dict[str, int | None] = {}
+
+    class Indexed(Processor):
+        def __init__(self, id: str) -> None:
+            super().__init__()
+            self.id = id
+
+        def process_input(self, args):
+            seen[self.id] = args.processor_index
+
+    first, second = Indexed("one"), Indexed("two")
     await Agent("a", model=MockModel([text_step("ok")]), input_processors=[first, second]).generate("x")
-    assert (first.processor_index, second.processor_index) == (0, 1)
+    assert seen == {"one": 0, "two": 1}
+    assert (first.processor_index, second.processor_index) == (None, None)  # shared objects untouched
 
 
 async def test_non_tripwire_exceptions_name_the_processor():

@@ -17,6 +17,7 @@ from sluicegate.storage import (
     MemoryStore,
     MessageInclude,
     MessageWithoutThreadError,
+    PostgresStore,
     SQLiteStore,
     Thread,
     ThreadNotFoundError,
@@ -173,7 +174,10 @@ async def test_usage_totals_by_key_and_window(store: MemoryStore) -> None:
 async def test_schema_migrations_are_automatic_and_idempotent(store_factory: Any) -> None:
     stores = [await store_factory() for _ in range(3)]
     versions = await asyncio.gather(*(s.schema_versions() for s in stores))
-    assert versions == [[1], [1], [1]]
+    from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS
+
+    migrations = POSTGRES_MIGRATIONS if isinstance(stores[0], PostgresStore) else SQLITE_MIGRATIONS
+    assert versions == [[m.version for m in migrations]] * 3
     await stores[0].save_messages([msg("persisted")])
     assert [m.text for m in await stores[2].list_messages("t1")] == ["persisted"]
 

@@ -25,8 +25,14 @@ from sluicegate.agent.run import (
     normalize_tool_choice,
     structured_schema,
 )
-from sluicegate.errors import AbortError, ConfigurationError, SluicegateError
+from sluicegate.errors import AbortError, ConfigurationError, InvalidInputError, SluicegateError
 from sluicegate.messages import Message, MessageList
+from sluicegate.messages.validate import (
+    DEFAULT_MAX_INPUT_CHARS,
+    check_id,
+    check_max_input_chars,
+    validate_input,
+)
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
@@ -64,6 +70,7 @@ class Agent:
         processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         auto_error_processors: bool = True,
+        max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -84,6 +91,7 @@ class Agent:
         self.max_retries = check_max_retries(max_retries)
         self.auto_error_processors = auto_error_processors
         """Append `PrefillErrorHandler` as the last error processor (unless one is there)."""
+        self.max_input_chars = check_max_input_chars(max_input_chars)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -150,14 +158,23 @@ class Agent:
             "processor_timeout",
             "max_retries",
             "abort_signal",
+            "max_input_chars",
         }
         unknown = set(options) - known
         if unknown:
             raise TypeError(f"unknown option(s) for {self.name!r}: {sorted(unknown)}; known: {sorted(known)}")
-        request_context = options.get("request_context") or RequestContext()
-        if not isinstance(request_context, RequestContext):
+        caller_context = options.get("request_context")
+        if caller_context is not None and not isinstance(caller_context, RequestContext):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")
+        # The run's own copy: the caller's context may be shared by concurrent requests, so the
+        # run's thread/resource (and anything processors set) never go into it.
+        request_context = RequestContext(caller_context.to_dict() if caller_context is not None else None)
         request_context.set(AGENT_ID_KEY, self.id)
+        max_input_chars = check_max_input_chars(options.get("max_input_chars", self.max_input_chars))
+        input_messages = validate_input(messages, max_chars=max_input_chars)
+        for key in (THREAD_ID_KEY, RESOURCE_ID_KEY):
+            if request_context.get(key) is not None:
+                check_id(request_context.get(key), f"request_context[{key!r}]")
 
         max_steps = options.get("max_steps", self.default_max_steps)
         if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
@@ -197,7 +214,7 @@ class Agent:
             tools.update(normalize_tools(binding.tools))
             input_array = [*binding.input_processors, *input_array]
             output_array = [*output_array, *binding.output_processors]
-        message_list.add(Message.coerce_many(messages), "input")
+        message_list.add(input_messages, "input")
 
         model = (
             resolve_model(options["model"]) if options.get("model") is not None else resolve_model(self.model)
@@ -268,8 +285,11 @@ class Agent:
         thread = memory_option.get("thread")
         thread_id = thread.get("id") if isinstance(thread, dict) else thread
         if not isinstance(thread_id, str) or not thread_id:
-            raise SluicegateError("memory needs a 'thread' id (a string or {'id': ...})")
+            raise InvalidInputError("memory needs a 'thread' id (a string or {'id': ...})")
         resource_id = memory_option.get("resource")
+        check_id(thread_id, "memory thread id")
+        if resource_id is not None:
+            check_id(resource_id, "memory resource id")
         request_context.set(THREAD_ID_KEY, thread_id)
         if resource_id is not None:
             request_context.set(RESOURCE_ID_KEY, resource_id)

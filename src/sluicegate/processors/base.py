@@ -74,7 +74,8 @@ class Processor:
     process_data_parts: bool = False
     """When true, `process_output_stream` also receives `data-*` chunks."""
     processor_index: int | None = None
-    """Position in the pipeline, set by the runner for each request."""
+    """Not set by the runtime (a processor object is shared by concurrent requests): a hook
+    reads its position for the current request as `args.processor_index`."""
     on_violation: Callable[[ProcessorViolation], Any] | None = None
     """Called on every abort and every warn-strategy detection; its exceptions are swallowed."""
 

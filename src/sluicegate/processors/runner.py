@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, NoReturn
 
-from sluicegate.errors import ProcessorError, TripWire
+from sluicegate.errors import AccessDeniedError, ProcessorError, TripWire
 from sluicegate.messages import Message, MessageList
 from sluicegate.messages.message import MessageContent
 from sluicegate.messages.part import Part
@@ -107,12 +107,20 @@ class StepConfig:
 class _Entry:
     """One processor's hook, resolved once per request."""
 
-    __slots__ = ("abort", "fn", "hook", "is_async", "pid", "processor", "state", "timeout")
+    __slots__ = ("abort", "fn", "hook", "index", "is_async", "pid", "processor", "state", "timeout")
 
     def __init__(
-        self, processor: Any, hook: str, pid: str, state: dict[str, Any], abort: Any, timeout: float | None
+        self,
+        processor: Any,
+        hook: str,
+        pid: str,
+        state: dict[str, Any],
+        abort: Any,
+        timeout: float | None,
+        index: int | None = None,
     ) -> None:
         self.processor = processor
+        self.index = index
         self.hook = hook
         self.pid = pid
         self.fn = getattr(processor, hook)
@@ -196,22 +204,23 @@ class ProcessorRunner:
         self.writer = Writer(run_id, emit)
         self._states: dict[str, dict[str, Any]] = {}
         self._aborts: dict[str, Callable[..., NoReturn]] = {}
-        for array in (input_processors, output_processors, error_processors):
-            for index, processor in enumerate(array):
-                try:
-                    processor.processor_index = index
-                except AttributeError:
-                    pass
+        # Positions are per request (`args.processor_index`): a processor object is shared by
+        # concurrent requests, so nothing request-specific is written onto it. A hook of one
+        # array gets the position in that array; hooks run over several arrays (LLM request and
+        # response, API errors) get the first array's position (input, then output, then error).
+        self._indexes: dict[int, int] = {}
+        for array in (error_processors, output_processors, input_processors):
+            self._indexes.update((id(processor), index) for index, processor in enumerate(array))
         step_processors = list(input_processors)
         if prepare_step is not None:
             step_processors.append(PrepareStep(prepare_step))
         self._input = self._entries(input_processors, "process_input")
         self._input_step = self._entries(step_processors, "process_input_step")
         both = _unique(input_processors, output_processors)
-        self._llm_request = self._entries(both, "process_llm_request")
-        self._llm_response = self._entries(both, "process_llm_response")
+        self._llm_request = self._entries(both, "process_llm_request", union=True)
+        self._llm_response = self._entries(both, "process_llm_response", union=True)
         api_error = _unique(input_processors, output_processors, error_processors)
-        self._api_error = self._entries(api_error, "process_api_error")
+        self._api_error = self._entries(api_error, "process_api_error", union=True)
         self._output_stream = self._entries(output_processors, "process_output_stream")
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
@@ -243,16 +252,17 @@ class ProcessorRunner:
             state = self._states[pid] = {}
         return state
 
-    def _entries(self, processors: Sequence[Any], hook: str) -> list[_Entry]:
+    def _entries(self, processors: Sequence[Any], hook: str, *, union: bool = False) -> list[_Entry]:
         entries = []
-        for processor in processors:
+        for position, processor in enumerate(processors):
             if implements(processor, hook):
                 pid = processor_id(processor)
                 abort = self._aborts.get(pid)
                 if abort is None:
                     abort = self._aborts[pid] = make_abort(pid)
                 timeout = processor_timeout(processor, self.processor_timeout)
-                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort, timeout))
+                index = self._indexes.get(id(processor)) if union else position
+                entries.append(_Entry(processor, hook, pid, self.state_for(pid), abort, timeout, index))
         return entries
 
     def violation(self, processor: Any, message: str, detail: Any) -> None:
@@ -271,7 +281,7 @@ class ProcessorRunner:
         except TripWire as tripwire:
             await self._tripped(entry, tripwire)
             raise
-        except ProcessorError:
+        except (ProcessorError, AccessDeniedError):
             raise
         except Exception as exc:
             raise ProcessorError(
@@ -288,6 +298,7 @@ class ProcessorRunner:
     def _common(self, entry: _Entry) -> dict[str, Any]:
         return {
             "abort": entry.abort,
+            "processor_index": entry.index,
             "request_context": self.request_context,
             "retry_count": self.retry_count,
             "state": entry.state,

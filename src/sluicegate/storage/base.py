@@ -12,6 +12,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from sluicegate.budget import Reservation
 from sluicegate.messages.message import Message
 from sluicegate.storage.types import MessageInclude, Resource, Thread
 
@@ -22,6 +23,9 @@ class UsageStore(Protocol):
     async def record(self, key: str, cost: float, usage: dict[str, int], at: datetime) -> None: ...
 
     async def total(self, key: str, since: datetime | None) -> float: ...
+
+
+__all__ = ["MemoryStore", "Reservation", "UsageStore"]
 
 
 class MemoryStore(abc.ABC):
@@ -62,6 +66,13 @@ class MemoryStore(abc.ABC):
     @abc.abstractmethod
     async def save_messages(self, messages: Sequence[Message]) -> None:
         """Insert or update messages by id, atomically. Each must have a `thread_id`."""
+
+    async def message_owners(self, message_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """`{id: (thread_id, resource_id)}` of the stored messages among `message_ids` (the
+        ownership check before a run; backends answer it with one query)."""
+        found = await self.list_messages_around([MessageInclude(i) for i in dict.fromkeys(message_ids)])
+        wanted = set(message_ids)
+        return {m.id: (str(m.thread_id), m.resource_id) for m in found if m.id in wanted}
 
     @abc.abstractmethod
     async def list_messages(self, thread_id: str, *, last: int | None = None) -> list[Message]:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from sluicegate.errors import SluicegateError
+from sluicegate.errors import StorageError
 
-
-class StorageError(SluicegateError):
-    """A storage backend could not do what was asked."""
+__all__ = ["MessageWithoutThreadError", "StorageError", "ThreadNotFoundError"]
 
 
 class ThreadNotFoundError(StorageError, KeyError):

@@ -111,6 +111,29 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX sluicegate_usage_key_at ON sluicegate_usage (key, at)",
         ),
     ),
+    Migration(
+        2,
+        "atomic budget reservations in one round trip",
+        (
+            # Each statement of a VOLATILE function takes a fresh snapshot, so the sum after the
+            # per-key lock sees every reservation committed before the lock was granted.
+            """CREATE OR REPLACE FUNCTION sluicegate_reserve(
+                p_key TEXT, p_amount DOUBLE PRECISION, p_limit DOUBLE PRECISION,
+                p_since TIMESTAMPTZ, p_usage JSONB, p_at TIMESTAMPTZ, p_seed BIGINT,
+                OUT reserved_seq BIGINT, OUT spent DOUBLE PRECISION
+            ) LANGUAGE plpgsql VOLATILE AS $$
+            BEGIN
+                PERFORM pg_advisory_xact_lock(hashtextextended(p_key, p_seed));
+                SELECT COALESCE(SUM(cost), 0) INTO spent FROM sluicegate_usage
+                    WHERE key = p_key AND (p_since IS NULL OR at >= p_since);
+                IF spent < p_limit THEN
+                    INSERT INTO sluicegate_usage (key, cost, usage, at)
+                        VALUES (p_key, p_amount, p_usage, p_at) RETURNING seq INTO reserved_seq;
+                END IF;
+            END
+            $$""",
+        ),
+    ),
 )
 
 

@@ -14,9 +14,17 @@ from typing import Any
 
 import asyncpg
 
+from sluicegate.errors import MessageOwnershipError
 from sluicegate.messages.message import Message
-from sluicegate.storage.base import MemoryStore
-from sluicegate.storage.codec import content_json, dumps, message_from_row, require_threads
+from sluicegate.storage.base import MemoryStore, Reservation
+from sluicegate.storage.codec import (
+    check_ownership,
+    content_json,
+    dumps,
+    message_from_row,
+    require_threads,
+    unique_by_id,
+)
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, pending
 from sluicegate.storage.types import MessageInclude, Resource, Thread, utc_now
@@ -24,6 +32,7 @@ from sluicegate.storage.types import MessageInclude, Resource, Thread, utc_now
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
 _THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
 _MIGRATION_LOCK = 7_301_652_001  # one advisory-lock key shared by every sluicegate process
+_USAGE_LOCK_SEED = 7_301_652_002  # seeds the per-key advisory locks of budget reservations
 
 
 async def init_json_codecs(conn: asyncpg.Connection) -> None:
@@ -207,21 +216,53 @@ class PostgresStore(MemoryStore):
         if not messages:
             return
         require_threads(messages)
-        rows = [
-            (m.id, m.thread_id, m.resource_id, m.role, m.type, content_json(m), m.created_at)
-            for m in messages
-        ]
+        messages = unique_by_id(messages)
+        ids = [m.id for m in messages]
         pool = await self.pool()
         async with pool.acquire() as conn, conn.transaction():
-            await conn.executemany(
-                f"INSERT INTO sluicegate_messages ({_MESSAGE_COLUMNS}) "
-                "VALUES ($1, $2, $3, $4, $5, $6::text::jsonb, $7) "
-                "ON CONFLICT (id) DO UPDATE SET thread_id = EXCLUDED.thread_id, "
-                "resource_id = EXCLUDED.resource_id, "
-                "role = EXCLUDED.role, type = EXCLUDED.type, content = EXCLUDED.content, "
-                "created_at = EXCLUDED.created_at",
-                rows,
+            existing = await conn.fetch(
+                "SELECT id, thread_id, resource_id FROM sluicegate_messages "
+                "WHERE id = ANY($1::text[]) FOR UPDATE",
+                ids,
             )
+            owners = await conn.fetch(
+                "SELECT id, resource_id FROM sluicegate_threads WHERE id = ANY($1::text[]) FOR SHARE",
+                sorted({str(m.thread_id) for m in messages}),
+            )
+            check_ownership(messages, [tuple(r) for r in existing], [tuple(r) for r in owners])
+            # One statement: an id inserted meanwhile by another thread's writer is not updated
+            # (the WHERE guard) and so missing from RETURNING, which refuses the whole batch.
+            written = await conn.fetch(
+                f"INSERT INTO sluicegate_messages AS m ({_MESSAGE_COLUMNS}) "
+                "SELECT i, t, r, ro, ty, c::jsonb, at FROM unnest("
+                "$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[]"
+                ") AS x(i, t, r, ro, ty, c, at) "
+                "ON CONFLICT (id) DO UPDATE SET "
+                "role = EXCLUDED.role, type = EXCLUDED.type, content = EXCLUDED.content, "
+                "created_at = EXCLUDED.created_at "
+                "WHERE m.thread_id = EXCLUDED.thread_id RETURNING m.id",
+                ids,
+                [m.thread_id for m in messages],
+                [m.resource_id for m in messages],
+                [m.role for m in messages],
+                [m.type for m in messages],
+                [content_json(m) for m in messages],
+                [m.created_at for m in messages],
+            )
+            missing = set(ids) - {row["id"] for row in written}
+            if missing:
+                first = next(m for m in messages if m.id in missing)
+                raise MessageOwnershipError(first.id, first.thread_id)
+
+    async def message_owners(self, message_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        ids = list(dict.fromkeys(message_ids))
+        if not ids:
+            return {}
+        pool = await self.pool()
+        rows = await pool.fetch(
+            "SELECT id, thread_id, resource_id FROM sluicegate_messages WHERE id = ANY($1::text[])", ids
+        )
+        return {row["id"]: (row["thread_id"], row["resource_id"]) for row in rows}
 
     async def list_messages(self, thread_id: str, *, last: int | None = None) -> list[Message]:
         pool = await self.pool()
@@ -327,6 +368,46 @@ class PostgresStore(MemoryStore):
             float(cost),
             usage,
             at,
+        )
+
+    async def reserve(
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
+    ) -> Reservation:
+        """Record `amount` under `key` unless the spend since `since` already reached `limit`, in
+        one round trip (`sluicegate_reserve`): a transaction-scoped advisory lock per key
+        serialises concurrent reservations of one key (other keys do not wait)."""
+        pool = await self.pool()
+        row = _required(
+            await pool.fetchrow(
+                "SELECT reserved_seq, spent FROM sluicegate_reserve($1, $2, $3, $4, $5, $6, $7)",
+                key,
+                float(amount),
+                float(limit),
+                since,
+                usage,
+                at,
+                _USAGE_LOCK_SEED,
+            )
+        )
+        seq = row["reserved_seq"]
+        return Reservation(str(seq) if seq is not None else None, float(row["spent"]))
+
+    async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
+        """Replace a reservation's estimate with the real cost and usage."""
+        pool = await self.pool()
+        await pool.execute(
+            "UPDATE sluicegate_usage SET cost = $1, usage = $2 WHERE seq = $3 AND key = $4",
+            float(cost),
+            usage,
+            int(reservation_id),
+            key,
         )
 
     async def total(self, key: str, since: datetime | None) -> float:

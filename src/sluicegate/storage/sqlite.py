@@ -24,8 +24,15 @@ from typing import Any, TypeVar
 import apsw
 
 from sluicegate.messages.message import Message
-from sluicegate.storage.base import MemoryStore
-from sluicegate.storage.codec import content_json, dumps, message_from_row, require_threads
+from sluicegate.storage.base import MemoryStore, Reservation
+from sluicegate.storage.codec import (
+    check_ownership,
+    content_json,
+    dumps,
+    message_from_row,
+    require_threads,
+    unique_by_id,
+)
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
 from sluicegate.storage.types import MessageInclude, Resource, Thread, from_micros, to_micros, utc_now
@@ -48,6 +55,29 @@ _AFTER_SQL = (
 )
 
 
+_OWNER_SQL = "SELECT id, thread_id, resource_id FROM sluicegate_messages WHERE id IN ({})"
+_THREAD_OWNER_SQL = "SELECT id, resource_id FROM sluicegate_threads WHERE id IN ({})"
+_IN_CHUNK = 500
+
+
+def _select_in(c: apsw.Connection, sql: str, values: Sequence[Any]) -> list[Any]:
+    """Rows of `sql` whose `IN ({})` list is `values`, queried in chunks SQLite accepts."""
+    rows: list[Any] = []
+    for start in range(0, len(values), _IN_CHUNK):
+        chunk = values[start : start + _IN_CHUNK]
+        rows.extend(c.execute(sql.format(", ".join("?" * len(chunk))), tuple(chunk)).fetchall())
+    return rows
+
+
+_HINTS = {
+    "CantOpenError": " (does the directory exist, and may this process create files in it?)",
+    "ReadOnlyError": " (the file or its directory is read-only for this process)",
+    "NotADBError": " (the file is not a SQLite database, or it is corrupt)",
+    "CorruptError": " (the database file is corrupt)",
+    "BusyError": " (another connection held the lock longer than the busy timeout)",
+}
+
+
 class SQLiteConnection:
     """One apsw connection owned by one worker thread; `run` executes a function there."""
 
@@ -58,10 +88,33 @@ class SQLiteConnection:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sluicegate-sqlite")
         self._conn: apsw.Connection | None = None
         self._closed = False
+        self._on_disk = path != ":memory:" and not path.startswith("file:") and path != ""
+        self._identity: tuple[int, int] | None = None
+
+    def _check_file(self) -> None:
+        """Refuse to go on when the database file was deleted or replaced while open: SQLite
+        would keep writing into the unlinked inode and every write would be silently lost."""
+        if not self._on_disk or self._identity is None:
+            return
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise StorageError(
+                f"SQLite database {self.path!r} was deleted while the store was open; "
+                "nothing more is written (open a new store)"
+            ) from None
+        if (st.st_dev, st.st_ino) != self._identity:
+            raise StorageError(
+                f"SQLite database {self.path!r} was replaced by another file while the store was open; "
+                "nothing more is written (open a new store)"
+            )
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
             conn = apsw.Connection(self.path)
+            if self._on_disk:
+                st = os.stat(self.path)
+                self._identity = (st.st_dev, st.st_ino)
             conn.set_busy_timeout(self._busy_timeout_ms)
             if self.path != ":memory:" and not self.path.startswith("file::memory:"):
                 self._enable_wal(conn)
@@ -84,7 +137,15 @@ class SQLiteConnection:
                 time.sleep(0.01)
 
     def _call(self, fn: Callable[[apsw.Connection], T]) -> T:
-        return fn(self._connection())
+        try:
+            conn = self._connection()
+            self._check_file()
+            return fn(conn)
+        except apsw.Error as exc:
+            raise StorageError(
+                f"SQLite database {self.path!r}: {type(exc).__name__}: {exc}"
+                + _HINTS.get(type(exc).__name__, "")
+            ) from exc
 
     async def run(self, fn: Callable[[apsw.Connection], T]) -> T:
         if self._closed:
@@ -297,22 +358,36 @@ class SQLiteStore(MemoryStore):
         if not messages:
             return
         require_threads(messages)
+        messages = unique_by_id(messages)
         rows = [
             (m.id, m.thread_id, m.resource_id, m.role, m.type, content_json(m), to_micros(m.created_at))
             for m in messages
         ]
+        ids = [m.id for m in messages]
+        thread_ids = sorted({str(m.thread_id) for m in messages})
 
         def save(c: apsw.Connection) -> None:
+            # The write lock is held from BEGIN IMMEDIATE, so nothing changes between check and write.
+            check_ownership(
+                messages, _select_in(c, _OWNER_SQL, ids), _select_in(c, _THREAD_OWNER_SQL, thread_ids)
+            )
             c.executemany(
                 f"INSERT INTO sluicegate_messages ({_MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, "
-                "resource_id = excluded.resource_id, "
+                "ON CONFLICT (id) DO UPDATE SET "
                 "role = excluded.role, type = excluded.type, content = excluded.content, "
-                "created_at = excluded.created_at",
+                "created_at = excluded.created_at "
+                "WHERE sluicegate_messages.thread_id = excluded.thread_id",
                 rows,
             )
 
         await self._db.run(lambda c: write_transaction(c, save))
+
+    async def message_owners(self, message_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        ids = list(dict.fromkeys(message_ids))
+        if not ids:
+            return {}
+        rows = await self._db.run(lambda c: _select_in(c, _OWNER_SQL, ids))
+        return {row[0]: (row[1], row[2]) for row in rows}
 
     async def list_messages(self, thread_id: str, *, last: int | None = None) -> list[Message]:
         def select(c: apsw.Connection) -> list[Message]:
@@ -426,6 +501,49 @@ class SQLiteStore(MemoryStore):
                 c,
                 lambda w: w.execute(
                     "INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES (?, ?, ?, ?)", row
+                ),
+            )
+        )
+
+    async def reserve(
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
+    ) -> Reservation:
+        """Record `amount` under `key` unless the spend since `since` already reached `limit`;
+        check and insert share one write transaction, so concurrent reservations serialise."""
+        row = (key, float(amount), dumps(usage), to_micros(at))
+        since_micros = to_micros(since) if since is not None else None
+
+        def reserve(c: apsw.Connection) -> Reservation:
+            spent = float(
+                fetch_one(
+                    c.execute(
+                        "SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = ? AND at >= ?",
+                        (key, since_micros if since_micros is not None else -(2**62)),
+                    )
+                )[0]
+            )
+            if spent >= limit:
+                return Reservation(None, spent)
+            c.execute("INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES (?, ?, ?, ?)", row)
+            return Reservation(str(c.last_insert_rowid()), spent)
+
+        return await self._db.run(lambda c: write_transaction(c, reserve))
+
+    async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
+        """Replace a reservation's estimate with the real cost and usage."""
+        values = (float(cost), dumps(usage), int(reservation_id), key)
+        await self._db.run(
+            lambda c: write_transaction(
+                c,
+                lambda w: w.execute(
+                    "UPDATE sluicegate_usage SET cost = ?, usage = ? WHERE seq = ? AND key = ?", values
                 ),
             )
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
-from sluicegate.errors import SluicegateError
+from sluicegate.errors import AccessDeniedError, SluicegateError
 from sluicegate.vector.filter import Filter
 
 _INDEX_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -117,3 +117,12 @@ class VectorStore(abc.ABC):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def vector_owner_error(index_name: str, vector_id: str) -> AccessDeniedError:
+    """The error for an upsert that would overwrite a vector written for another resource
+    (`metadata["resource_id"]`): vectors, like messages, stay with their owner."""
+    return AccessDeniedError(
+        f"vector {vector_id!r} in index {index_name!r} belongs to another resource; "
+        "an upsert cannot overwrite it (nothing in this batch was written)"
+    )

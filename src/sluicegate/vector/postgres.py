@@ -23,6 +23,7 @@ from sluicegate.vector.base import (
     check_index_name,
     check_query_vector,
     check_upsert,
+    vector_owner_error,
 )
 from sluicegate.vector.filter import Filter, to_postgres
 
@@ -155,13 +156,24 @@ class PgVector(VectorStore):
         dimension = await self._dimension(name)
         check_upsert(vectors, ids, metadata, dimension)
         metas = [dict(m) for m in metadata] if metadata is not None else [{} for _ in ids]
+        latest = {i: (v, m) for i, v, m in zip(ids, vectors, metas, strict=True)}
         pool = await self.pool()
         async with pool.acquire() as conn, conn.transaction():
-            await conn.executemany(
-                f'INSERT INTO "{name}" (id, embedding, metadata) VALUES ($1, $2::text::vector, $3) '
-                "ON CONFLICT (id) DO UPDATE SET embedding = EXCLUDED.embedding, metadata = EXCLUDED.metadata",
-                [(i, _literal(v), m) for i, v, m in zip(ids, vectors, metas, strict=True)],
+            # A vector stays with the resource that wrote it: an upsert from another resource is
+            # not applied (the WHERE guard), misses RETURNING, and refuses the whole batch.
+            written = await conn.fetch(
+                f'INSERT INTO "{name}" AS v (id, embedding, metadata) '
+                "SELECT i, e::vector, m::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) AS x(i, e, m) "
+                "ON CONFLICT (id) DO UPDATE SET embedding = EXCLUDED.embedding, metadata = EXCLUDED.metadata "
+                "WHERE COALESCE(v.metadata->>'resource_id', '') IN "
+                "('', COALESCE(EXCLUDED.metadata->>'resource_id', '')) RETURNING v.id",
+                list(latest),
+                [_literal(v) for v, _ in latest.values()],
+                [json.dumps(m, ensure_ascii=False, default=str) for _, m in latest.values()],
             )
+            refused = set(latest) - {row["id"] for row in written}
+            if refused:
+                raise vector_owner_error(name, sorted(refused)[0])
         return list(ids)
 
     async def query(

@@ -29,6 +29,7 @@ from sluicegate.vector.base import (
     check_index_name,
     check_query_vector,
     check_upsert,
+    vector_owner_error,
 )
 from sluicegate.vector.filter import Filter, equality_terms, matches, validate
 
@@ -181,6 +182,11 @@ class SQLiteVector(VectorStore):
                     rowid = c.last_insert_rowid()
                 else:
                     rowid = existing[0]
+                    owner = c.execute(
+                        f'SELECT resource_id FROM "vec_{name}" WHERE rowid = ?', (rowid,)
+                    ).fetchone()
+                    if owner is not None and owner[0] and owner[0] != resource_id:
+                        raise vector_owner_error(name, item_id)
                     c.execute(f'DELETE FROM "vec_{name}" WHERE rowid = ?', (rowid,))
                 c.execute(
                     f'INSERT INTO "vec_{name}" (rowid, embedding, thread_id, resource_id, item_id, metadata) '

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sluicegate import Agent
 from sluicegate.errors import TripWire
 from sluicegate.messages import Message, MessageList
-from sluicegate.processors import ProcessInputStepArgs, TokenLimiter, TokenLimiterProcessor
+from sluicegate.processors import ProcessInputStepArgs, Processor, TokenLimiter, TokenLimiterProcessor
 from sluicegate.processors.builtin.token_limiter import (
     TOKENS_PER_CONVERSATION,
     TOKENS_PER_MESSAGE,
@@ -146,9 +146,15 @@ async def test_tripwire_when_system_messages_alone_exceed_limit() -> None:
 
 
 async def test_tripwire_when_no_messages() -> None:
+    class DropAll(Processor):
+        id = "drop-all"
+
+        def process_input(self, args: Any) -> Any:
+            return {"messages": []}
+
     model = MockModel([text_step("ok")])
-    agent = Agent(name="t", model=model, input_processors=[TokenLimiter(100)])
-    result = await agent.generate([])
+    agent = Agent(name="t", model=model, input_processors=[DropAll(), TokenLimiter(100)])
+    result = await agent.generate("hi")
     assert result.tripwire is not None and "No messages" in result.tripwire.reason
 
 

@@ -1,13 +1,16 @@
 """`CostGuardProcessor`: stop (or flag) an agent once its spend passes a budget.
 
-Spend is priced from each step's token usage and recorded in a `UsageStore`, so a budget can
-span one run, a thread or a resource (a user), over a rolling window.
+Each model call reserves its estimated cost in a `UsageStore` before it is made and is settled
+to the priced real usage afterwards, so a budget can span one run, a thread or a resource (a
+user), over a rolling window, and holds under concurrent requests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping
@@ -15,13 +18,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from sluicegate.processors.args import ProcessInputStepArgs, ProcessLLMResponseArgs, ProcessorViolation
+from sluicegate.budget import Reservation
+from sluicegate.processors.args import (
+    ProcessInputStepArgs,
+    ProcessLLMRequestArgs,
+    ProcessLLMResponseArgs,
+    ProcessorViolation,
+)
 from sluicegate.processors.base import Processor
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY
 from sluicegate.stream.usage import Usage
-from sluicegate.tokens import model_id_of
+from sluicegate.tokens import model_id_of, resolve_encoding
 
 log = logging.getLogger(__name__)
+
+DEFAULT_OUTPUT_TOKENS = 256
+"""Expected output tokens of a call whose request sets no `max_output_tokens`."""
+_MAX_OUTPUT_KEYS = ("max_output_tokens", "maxOutputTokens", "max_tokens")
 
 Scope = Literal["run", "thread", "resource"]
 Strategy = Literal["block", "warn"]
@@ -36,20 +49,74 @@ class UsageStore(Protocol):
     async def total(self, key: str, since: datetime | None) -> float: ...
 
 
+@runtime_checkable
+class ReservingUsageStore(UsageStore, Protocol):
+    """A `UsageStore` that can hold budget atomically: `reserve` checks the spend and records
+    the estimate in one step, so concurrent requests cannot all pass the same check."""
+
+    async def reserve(
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
+    ) -> Reservation: ...
+
+    async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None: ...
+
+
 class InMemoryUsageStore:
-    """A `UsageStore` in this process's memory (lost on restart)."""
+    """A `ReservingUsageStore` in this process's memory (lost on restart)."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, list[tuple[datetime, float, dict[str, int]]]] = defaultdict(list)
+        self._entries: dict[str, dict[int, tuple[datetime, float, dict[str, int]]]] = defaultdict(dict)
         self._lock = asyncio.Lock()
+        self._next_id = 0
+
+    def _add(self, key: str, cost: float, usage: dict[str, int], at: datetime) -> int:
+        self._next_id += 1
+        self._entries[key][self._next_id] = (at, cost, dict(usage))
+        return self._next_id
+
+    def _total(self, key: str, since: datetime | None) -> float:
+        entries = self._entries.get(key)
+        if not entries:
+            return 0.0
+        return sum(cost for at, cost, _ in entries.values() if since is None or at >= since)
 
     async def record(self, key: str, cost: float, usage: dict[str, int], at: datetime) -> None:
         async with self._lock:
-            self._entries[key].append((at, cost, dict(usage)))
+            self._add(key, cost, usage, at)
 
     async def total(self, key: str, since: datetime | None) -> float:
         async with self._lock:
-            return sum(cost for at, cost, _ in self._entries.get(key, ()) if since is None or at >= since)
+            return self._total(key, since)
+
+    async def reserve(
+        self,
+        key: str,
+        amount: float,
+        *,
+        limit: float,
+        since: datetime | None,
+        usage: dict[str, int],
+        at: datetime,
+    ) -> Reservation:
+        async with self._lock:
+            spent = self._total(key, since)
+            if spent >= limit:
+                return Reservation(None, spent)
+            return Reservation(str(self._add(key, amount, usage, at)), spent)
+
+    async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
+        async with self._lock:
+            entries = self._entries.get(key, {})
+            entry = entries.get(int(reservation_id))
+            if entry is not None:
+                entries[int(reservation_id)] = (entry[0], cost, dict(usage))
 
 
 @dataclass(frozen=True)
@@ -129,11 +196,11 @@ def _as_price(value: ModelPrice | Mapping[str, float]) -> ModelPrice:
 
 
 class CostGuardProcessor(Processor):
-    """Checks the spend before every model call and records it after every step.
+    """A spending budget: every model call reserves its estimated cost before it is made.
 
     - `max_cost`: the budget in US dollars.
     - `scope`: `"run"` (this request; default), `"thread"` or `"resource"` (across requests,
-      from the memory thread/resource of the request context; falls back to the run without one).
+      from the memory thread/resource of the request; falls back to the run without one).
     - `window`: only spend this recent counts (`"30d"`, `"24h"`, a `timedelta`; default all).
     - `pricing`: `{model_id: {"input": $/1M, "output": $/1M, "cached_input": ...}}` merged over
       `DEFAULT_PRICING`; the longest matching model-id prefix wins. Unpriced models cost 0 (with a
@@ -141,7 +208,20 @@ class CostGuardProcessor(Processor):
     - `strategy`: `"block"` aborts the run once the budget is reached; `"warn"` lets it go on and
       reports through `on_violation` (once per request).
     - `on_violation`: called with a `ProcessorViolation` whose `detail` holds the usage.
-    - `store`: a `UsageStore` (default `InMemoryUsageStore()`).
+    - `store`: a `UsageStore` (default `InMemoryUsageStore()`; `SQLiteStore` and `PostgresStore`
+      work too).
+    - `default_output_tokens`: the output a call is expected to produce when the request sets no
+      `max_output_tokens` (default 256).
+
+    Before each model call (`process_llm_request`) the guard counts the prompt's tokens with the
+    model's tokenizer, adds the expected output, and reserves that cost atomically in the store:
+    the reservation is refused once the spend (open reservations included) reached `max_cost`,
+    so N concurrent requests overshoot the budget by at most one in-flight estimate. The
+    reservation is written as a usage record, so a run that is cancelled, fails or loses its
+    client before the provider reports usage is charged the estimate; when the usage arrives
+    (`process_llm_response`) the record is settled to the real cost (to 0 for a cached replay).
+    A store without `reserve` (a custom `UsageStore`) falls back to check-then-record, which is
+    not atomic.
 
     Example::
 
@@ -163,6 +243,7 @@ class CostGuardProcessor(Processor):
         strategy: Strategy = "block",
         store: UsageStore | None = None,
         on_violation: Any = None,
+        default_output_tokens: int = DEFAULT_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         if max_cost is None or max_cost < 0:
@@ -171,6 +252,8 @@ class CostGuardProcessor(Processor):
             raise ValueError(f"scope must be 'run', 'thread' or 'resource', got {scope!r}")
         if strategy not in ("block", "warn"):
             raise ValueError(f"strategy must be 'block' or 'warn', got {strategy!r}")
+        if not isinstance(default_output_tokens, int) or default_output_tokens < 1:
+            raise ValueError("default_output_tokens must be a positive integer")
         self.max_cost = max_cost
         self.scope: Scope = scope
         self.window = parse_window(window)
@@ -180,6 +263,7 @@ class CostGuardProcessor(Processor):
         }
         self.strategy: Strategy = strategy
         self.store: UsageStore = store if store is not None else InMemoryUsageStore()
+        self.default_output_tokens = default_output_tokens
         if on_violation is not None:
             self.on_violation = on_violation
         self._unpriced_warned: set[str] = set()
@@ -209,16 +293,70 @@ class CostGuardProcessor(Processor):
         value = request_context.get(THREAD_ID_KEY if self.scope == "thread" else RESOURCE_ID_KEY)
         return f"{self.scope}:{value}" if value else None
 
+    def _since(self) -> datetime | None:
+        return datetime.now(UTC) - self.window if self.window is not None else None
+
+    def estimate(
+        self, model: Any, prompt: list[dict[str, Any]], tools: list[dict[str, Any]], max_output: int | None
+    ) -> Usage:
+        """The expected usage of one call: the prompt's tokens counted with the model's
+        tokenizer, plus `max_output` (or `default_output_tokens`). Never zero."""
+        output = max_output if max_output is not None and max_output > 0 else self.default_output_tokens
+        return Usage(estimate_input_tokens(model_id_of(model), prompt, tools), output)
+
     async def process_input_step(self, args: ProcessInputStepArgs) -> None:
+        settings = args.model_settings or {}
+        value = next((settings[k] for k in _MAX_OUTPUT_KEYS if settings.get(k) is not None), None)
+        args.state["max_output_tokens"] = (
+            value if isinstance(value, int) and not isinstance(value, bool) else None
+        )
+
+    async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         state = args.state
+        guess = self.estimate(args.model, args.prompt, args.tools, state.get("max_output_tokens"))
+        amount = self.cost_of(model_id_of(args.model), guess)
+        usage = {
+            "input_tokens": guess.input_tokens,
+            "output_tokens": guess.output_tokens,
+            "total_tokens": guess.total_tokens,
+            "reserved": 1,
+        }
         key = self._scope_key(args.request_context)
+        if self.scope == "thread" and key is not None:
+            await self._check_thread_owner(args)
+        limit = self.max_cost if self.strategy == "block" else math.inf
         if key is None:
             spent = state.get("run_cost", 0.0)
+            reservation = Reservation(None if spent >= limit else "run", spent)
+        elif isinstance(self.store, ReservingUsageStore):
+            reservation = await self.store.reserve(
+                key, amount, limit=limit, since=self._since(), usage=usage, at=datetime.now(UTC)
+            )
         else:
-            since = datetime.now(UTC) - self.window if self.window is not None else None
-            spent = await self.store.total(key, since)
-        if spent < self.max_cost:
+            spent = await self.store.total(key, self._since())
+            reservation = Reservation(None if spent >= limit else "unreserved", spent)
+            if reservation.id is not None:
+                await self.store.record(key, amount, usage, datetime.now(UTC))
+        if reservation.id is None:
+            await self._violation(args, reservation.spent, key)  # aborts (block strategy)
             return
+        state["reservation"] = (key, reservation.id, amount)
+        state["run_cost"] = state.get("run_cost", 0.0) + amount
+        if self.strategy == "warn" and reservation.spent >= self.max_cost:
+            await self._violation(args, reservation.spent, key)
+
+    async def _check_thread_owner(self, args: ProcessLLMRequestArgs) -> None:
+        """With a memory store as the usage store, a thread budget is only spent by the thread's
+        own resource (`ThreadAccessError` otherwise), as the memory processors check."""
+        from sluicegate.storage.base import MemoryStore
+
+        if isinstance(self.store, MemoryStore):
+            from sluicegate.memory.ownership import readable_context
+
+            await readable_context(self.store, args.request_context, args.state)
+
+    async def _violation(self, args: Any, spent: float, key: str | None) -> None:
+        state = args.state
         usage = {
             "cost": spent,
             "max_cost": self.max_cost,
@@ -249,28 +387,59 @@ class CostGuardProcessor(Processor):
                 log.debug("on_violation of %s raised", self.id, exc_info=True)
 
     async def process_llm_response(self, args: ProcessLLMResponseArgs) -> None:
-        if args.from_cache:
-            return  # a replayed response cost nothing
-        usage = next((_usage_of(chunk) for chunk in reversed(args.chunks) if chunk.type == "finish"), None)
-        if usage is None:
-            return
-        cost = self.cost_of(model_id_of(args.model), usage)
         state = args.state
-        state["run_cost"] = state.get("run_cost", 0.0) + cost
-        state["input_tokens"] = state.get("input_tokens", 0) + usage.input_tokens
-        state["output_tokens"] = state.get("output_tokens", 0) + usage.output_tokens
-        key = self._scope_key(args.request_context)
-        if key is not None:
-            await self.store.record(
-                key,
-                cost,
-                {
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "total_tokens": usage.total_tokens,
-                },
-                datetime.now(UTC),
+        held = state.pop("reservation", None)
+        if args.from_cache:
+            usage = Usage()  # a replayed response cost nothing
+            cost = 0.0
+        else:
+            reported = next(
+                (_usage_of(chunk) for chunk in reversed(args.chunks) if chunk.type == "finish"), None
             )
+            if reported is None:
+                return  # no usage reported: the reservation stands as the charge
+            usage = reported
+            cost = self.cost_of(model_id_of(args.model), usage)
+            state["input_tokens"] = state.get("input_tokens", 0) + usage.input_tokens
+            state["output_tokens"] = state.get("output_tokens", 0) + usage.output_tokens
+        reserved = held[2] if held is not None else 0.0
+        state["run_cost"] = state.get("run_cost", 0.0) - reserved + cost
+        if held is None or held[0] is None:
+            return
+        key, reservation_id, _ = held
+        record = {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "total_tokens": usage.total_tokens,
+        }
+        if isinstance(self.store, ReservingUsageStore):
+            await self.store.settle(key, reservation_id, cost, record)
+        elif cost != reserved:
+            await self.store.record(key, cost - reserved, record, datetime.now(UTC))
+
+
+def estimate_input_tokens(
+    model_id: str | None, prompt: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> int:
+    """Tokens of a V2 prompt and its tool definitions, counted with the model's tokenizer
+    (4 tokens of framing per message, as chat formats add)."""
+    pieces: list[str] = []
+    for message in prompt:
+        content = message.get("content")
+        if isinstance(content, str):
+            pieces.append(content)
+        elif isinstance(content, list):
+            for part in content:
+                text = part.get("text") if isinstance(part, dict) else None
+                pieces.append(text if isinstance(text, str) else json.dumps(part, default=str))
+    if tools:
+        pieces.append(json.dumps(tools, default=str))
+    text = "\n".join(pieces)
+    try:
+        counted = len(resolve_encoding(None, model_id).encode_ordinary(text))
+    except Exception:  # no tokenizer files: a conservative character estimate
+        counted = -(-len(text) // 3)
+    return counted + 4 * len(prompt) + 1
 
 
 def _usage_of(chunk: Any) -> Usage | None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from sluicegate.memory.context import memory_context
 from sluicegate.memory.history import add_remembered, without_incomplete_tool_calls
+from sluicegate.memory.ownership import check_message_ids, readable_context, writable_context
 from sluicegate.messages.message import Message
 from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
@@ -15,6 +16,10 @@ from sluicegate.storage.base import MemoryStore
 
 class MessageHistory(Processor):
     """Conversation history for the request's thread (`THREAD_ID_KEY` in the request context).
+
+    The thread must belong to the request's resource (`RESOURCE_ID_KEY`), as with `Memory`: a
+    thread of another resource raises `ThreadAccessError`, and an input message whose id is
+    stored in another thread raises `MessageOwnershipError`, both before the model is called.
 
     On input it adds the newest `last_messages` stored messages (all when None) with source
     `memory`, skipping ids already present and any system message. On output — in
@@ -45,8 +50,13 @@ class MessageHistory(Processor):
         self.read_only = read_only
 
     async def process_input(self, args: ProcessInputArgs) -> Any:
-        thread_id = memory_context(args.request_context).thread_id
-        if not thread_id or self.last_messages == 0:
+        where = await readable_context(self.storage, args.request_context, args.state)
+        thread_id = where.thread_id
+        if not thread_id:
+            return args.message_list
+        # Before any model call: an input id stored in another thread is refused, not moved.
+        await check_message_ids(self.storage, args.message_list.get.input.db(), where)
+        if self.last_messages == 0:
             return args.message_list
         stored = await self.storage.list_messages(thread_id, last=self.last_messages)
         add_remembered(
@@ -58,17 +68,20 @@ class MessageHistory(Processor):
         context = memory_context(args.request_context)
         if not context.thread_id or self.read_only or context.read_only:
             return args.message_list
+        context = await writable_context(self.storage, args.request_context, args.state)
+        thread_id = context.thread_id
+        if not thread_id:
+            return args.message_list
         fresh = [*args.message_list.get.input.db(), *args.message_list.get.response.db()]
         to_save = [
-            _stamped(m, context.thread_id, context.resource_id)
+            _stamped(m, thread_id, context.resource_id)
             for m in without_incomplete_tool_calls(fresh)
             if m.role != "system"
         ]
         if not to_save:
             return args.message_list
         await self.storage.save_messages(to_save)
-        if await self.storage.get_thread(context.thread_id) is not None:
-            await self.storage.update_thread(context.thread_id)
+        await self.storage.update_thread(thread_id)
         return args.message_list
 
 

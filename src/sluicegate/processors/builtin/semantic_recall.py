@@ -11,6 +11,7 @@ from typing import Any, Literal
 from sluicegate.embeddings.base import Embedder, EmbeddingCache
 from sluicegate.memory.context import memory_context
 from sluicegate.memory.history import add_remembered, message_text
+from sluicegate.memory.ownership import readable_context, writable_context
 from sluicegate.messages.message import Message, format_datetime
 from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
@@ -66,7 +67,8 @@ class SemanticRecall(Processor):
     threads' messages become one system message with their dates. On output (after a successful
     run, unless read-only) it embeds the run's new user and assistant messages and stores the
     vectors with `message_id`, `thread_id`, `resource_id`, `role`, `content` and `created_at`.
-    Embeddings go through an LRU cache. Search failures are logged and never fail the run.
+    Embeddings go through an LRU cache. Search failures are logged and never fail the run; a
+    thread of another resource (`ThreadAccessError`) does, before the model is called.
 
     ```python
     recall = SemanticRecall(storage=store, vector=SQLiteVector("memory.db"), embedder=LocalEmbedder(),
@@ -115,7 +117,7 @@ class SemanticRecall(Processor):
             self._index_ready = True
 
     async def process_input(self, args: ProcessInputArgs) -> Any:
-        where = memory_context(args.request_context)
+        where = await readable_context(self.storage, args.request_context, args.state)
         if not where.thread_id:
             return args.message_list
         query = next(
@@ -155,6 +157,7 @@ class SemanticRecall(Processor):
         where = memory_context(args.request_context)
         if not where.thread_id or self.read_only or where.read_only:
             return args.message_list
+        where = await writable_context(self.storage, args.request_context, args.state)
         fresh = [
             m
             for m in (*args.message_list.get.input.db(), *args.message_list.get.response.db())

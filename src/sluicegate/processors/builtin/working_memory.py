@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, TypedDict
 
-from sluicegate.memory.context import memory_context
-from sluicegate.memory.errors import MemoryConfigurationError
+from sluicegate.memory.errors import MemoryConfigurationError, ThreadAccessError
+from sluicegate.memory.ownership import readable_context
 from sluicegate.processors.args import ProcessInputArgs
 from sluicegate.processors.base import Processor
 from sluicegate.storage.base import MemoryStore
@@ -141,6 +141,8 @@ async def read_working_memory(
         if not thread_id:
             return None
         thread = await storage.get_thread(thread_id)
+        if thread is not None and resource_id is not None and thread.resource_id != resource_id:
+            raise ThreadAccessError(thread_id, resource_id)
         value = thread.metadata.get(WORKING_MEMORY_KEY) if thread else None
         return value if isinstance(value, str) else (json.dumps(value) if value is not None else None)
     if not resource_id:
@@ -159,6 +161,8 @@ async def write_working_memory(
         thread = await storage.get_thread(thread_id)
         if thread is None:
             raise ThreadNotFoundError(thread_id)
+        if resource_id is not None and thread.resource_id != resource_id:
+            raise ThreadAccessError(thread_id, resource_id)
         await storage.update_thread(thread_id, metadata={**thread.metadata, WORKING_MEMORY_KEY: value})
         return
     if not resource_id:
@@ -205,7 +209,7 @@ def create_update_working_memory_tool(
     }
 
     async def execute(input: dict[str, Any], context: ToolContext) -> dict[str, Any]:
-        where = memory_context(context.request_context)
+        where = await readable_context(storage, context.request_context)
         if where.read_only:
             return {"success": False, "reason": "working memory is read-only in this conversation"}
         value = input["memory"]
@@ -240,7 +244,8 @@ class WorkingMemory(Processor):
     template (`{"format": "markdown" | "json", "content": ...}`; a default markdown profile when
     None) and the current data. Updates happen through the `update_working_memory` tool that
     `Memory` exposes (`create_update_working_memory_tool`); with `read_only=True` the instruction
-    says the memory cannot be changed.
+    says the memory cannot be changed. A thread owned by another resource than the request's
+    raises `ThreadAccessError` (from this processor and from the tool).
 
     ```python
     wm = WorkingMemory(storage=store, scope="resource",
@@ -268,7 +273,7 @@ class WorkingMemory(Processor):
         self.read_only = read_only
 
     async def process_input(self, args: ProcessInputArgs) -> Any:
-        where = memory_context(args.request_context)
+        where = await readable_context(self.storage, args.request_context, args.state)
         if not where.thread_id and not where.resource_id:
             return args.message_list
         data = await read_working_memory(
