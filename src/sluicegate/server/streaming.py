@@ -1,0 +1,138 @@
+"""Streaming a run to the client in Mastra's framing, with cancellation.
+
+Each chunk goes out as one server-sent event, `data: <chunk JSON>\\n\\n` (the JSON is
+`Chunk.to_dict()`: `{"type", "runId", "from", "payload"}`), and the stream ends with
+`data: [DONE]\\n\\n`, which is what `@mastra/client-js`'s `processDataStream` reads.
+
+The run is driven by a task of its own while another task waits for the client to go away: a
+disconnect (or the per-request timeout) cancels the run, which closes the provider stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractContextManager
+from typing import Any, cast
+
+from starlette.responses import Response
+
+from sluicegate.server.auth import Receive, Scope, Send
+
+DONE = b"data: [DONE]\n\n"
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
+def sse(event: dict[str, Any]) -> bytes:
+    return b"data: " + _dumps(event).encode() + b"\n\n"
+
+
+def error_event(run_id: str, message: str, name: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "runId": run_id,
+        "from": "AGENT",
+        "payload": {"error": {"message": message, "name": name}},
+    }
+
+
+async def wait_for_disconnect(receive: Receive) -> None:
+    """Return when the client disconnects (the request body has been read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class ChunkStreamResponse(Response):
+    """An ASGI response that streams a run's chunks as SSE and cancels the run when the client
+    leaves or `timeout` seconds pass."""
+
+    def __init__(
+        self,
+        chunks: AsyncIterator[Any],
+        *,
+        run_id: str,
+        timeout: float | None,
+        headers: dict[str, str] | None = None,
+        span: Callable[[], AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        self.status_code = 200
+        self.background = None
+        self.media_type = "text/event-stream"
+        self._chunks = chunks
+        self._run_id = run_id
+        self._timeout = timeout
+        self._headers = headers or {}
+        self._span = span
+        self.cancelled_by: str | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
+        headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *[(k.lower().encode(), v.encode()) for k, v in self._headers.items()],
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        producer = asyncio.ensure_future(self._produce(send))
+        watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+        try:
+            done, _ = await asyncio.wait(
+                {producer, watcher}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if producer in done:
+                producer.result()
+                return
+            self.cancelled_by = "disconnect" if watcher in done else "timeout"
+            producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await producer
+            if self.cancelled_by == "timeout":
+                with contextlib.suppress(OSError):
+                    message = f"the run did not finish within {self._timeout:g} s and was cancelled"
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": sse(error_event(self._run_id, message, "TimeoutError")) + DONE,
+                            "more_body": False,
+                        }
+                    )
+        finally:
+            for task in (producer, watcher):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+
+    async def _produce(self, send: Send) -> None:
+        chunks = self._chunks
+        span = self._span() if self._span is not None else contextlib.nullcontext()
+        with span:
+            await self._send_all(chunks, send)
+
+    async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
+        try:
+            try:
+                async for chunk in chunks:
+                    await send(
+                        {"type": "http.response.body", "body": sse(chunk.to_dict()), "more_body": True}
+                    )
+            except (asyncio.CancelledError, OSError):
+                raise
+            except Exception as exc:  # the run failed outside its own error handling
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": sse(error_event(self._run_id, str(exc), type(exc).__name__)),
+                        "more_body": True,
+                    }
+                )
+            await send({"type": "http.response.body", "body": DONE, "more_body": False})
+        finally:
+            closer = getattr(chunks, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await cast(AsyncGenerator[Any, None], chunks).aclose()
