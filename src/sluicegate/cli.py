@@ -92,7 +92,10 @@ async def _run_once(target: str, prompt: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sluicegate", description="Serve and run sluicegate agents.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, helptext in (("serve", "serve the app's agents over HTTP"), ("dev", "serve with the studio, reloading on change")):
+    for name, helptext in (
+        ("serve", "serve the app's agents over HTTP"),
+        ("dev", "serve with the studio, reloading on change"),
+    ):
         cmd = sub.add_parser(name, help=helptext)
         cmd.add_argument("app", help="app.py or app.py:name")
         cmd.add_argument("--host", default="127.0.0.1")
@@ -114,7 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.workers < 1:
                 print("--workers must be at least 1", file=sys.stderr)
                 return 2
-            return _serve(args.app, host=args.host, port=args.port, workers=args.workers, studio=args.studio, reload=False)
+            return _serve(
+                args.app,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                studio=args.studio,
+                reload=False,
+            )
         if args.command == "dev":
             return _serve(args.app, host=args.host, port=args.port, workers=1, studio=True, reload=True)
         if args.command == "run":

@@ -41,8 +41,21 @@ def error_body(message: str, field: str | None = None) -> dict[str, Any]:
     return body
 
 
+_TYPE_TAGS = frozenset(("str", "int", "float", "bool", "list", "dict", "none", "any"))
+
+
+def _is_field(part: Any) -> bool:
+    """Whether a validation-location part names a field (not a union member's type tag)."""
+    if isinstance(part, int):
+        return True
+    text = str(part)
+    return not ("[" in text or "(" in text or text in _TYPE_TAGS or text[:1].isupper() or text == "body")
+
+
 def _location(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc if p not in ("body",)] or ["body"]
+    if len(loc) >= 2 and loc[0] in ("query", "path", "header"):
+        return str(loc[1])
+    parts = [str(p) for p in loc if _is_field(p)] or ["body"]
     return ".".join(parts)
 
 

@@ -56,7 +56,9 @@ def registry_from_module(module: ModuleType, name: str | None = None) -> Sluiceg
         raise ConfigurationError(f"{module.__file__}: {name!r} is not a Sluicegate registry or an Agent")
     registries = [v for v in vars(module).values() if isinstance(v, Sluicegate)]
     if len(registries) > 1:
-        raise ConfigurationError(f"{module.__file__} defines {len(registries)} Sluicegate objects; name one as app.py:name")
+        raise ConfigurationError(
+            f"{module.__file__} defines {len(registries)} Sluicegate objects; name one as app.py:name"
+        )
     if registries:
         return registries[0]
     agents = [v for k, v in vars(module).items() if isinstance(v, Agent) and not k.startswith("_")]
