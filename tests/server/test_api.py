@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.testclient import TestClient
+from tests.server.helpers import sse_events
 
 from sluicegate.server import ServerSettings
-from tests.server.helpers import sse_events
 
 
 def test_lists_agents_in_mastras_shape(client: TestClient) -> None:

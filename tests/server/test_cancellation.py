@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi.testclient import TestClient
+from tests.server.helpers import call_then_disconnect, sse_events
 
 from sluicegate import Agent, Sluicegate
 from sluicegate.models.base import CallOptions, StreamPart, StreamResult
 from sluicegate.server import ServerSettings, create_app
-from tests.server.helpers import call_then_disconnect, sse_events
 
 
 class SlowModel:
