@@ -30,8 +30,16 @@ TRIPWIRE_RETRY = "sluicegate.tripwire.retry"
 AGENT_ID = "sluicegate.agent.id"
 
 
+def is_run_span(name: str, attributes: Any) -> bool:
+    """Whether a span starts an agent run: the server's request span or `invoke_agent`."""
+    return name.startswith("invoke_agent") or bool(attributes and AGENT_ID in attributes)
+
+
 class RecentSpans(SpanProcessor):
-    """Keeps the finished spans of the last `capacity` traces, by 32-hex trace id."""
+    """Keeps the finished spans of the last `capacity` agent runs, by 32-hex trace id.
+
+    A trace is kept only once a run span (see `is_run_span`) starts in it, so the web
+    framework's own spans for other requests neither fill the buffer nor evict runs."""
 
     def __init__(self, capacity: int = 200, max_spans_per_trace: int = 2000) -> None:
         self.capacity = capacity
@@ -40,7 +48,15 @@ class RecentSpans(SpanProcessor):
         self._lock = threading.Lock()
 
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
-        return None
+        ctx = span.get_span_context()
+        if ctx is None or not is_run_span(span.name, span.attributes):
+            return
+        key = format(ctx.trace_id, "032x")
+        with self._lock:
+            if key not in self._traces:
+                self._traces[key] = []
+                while len(self._traces) > self.capacity:
+                    self._traces.popitem(last=False)
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.context
@@ -49,11 +65,7 @@ class RecentSpans(SpanProcessor):
         key = format(ctx.trace_id, "032x")
         with self._lock:
             spans = self._traces.get(key)
-            if spans is None:
-                spans = self._traces[key] = []
-                while len(self._traces) > self.capacity:
-                    self._traces.popitem(last=False)
-            if len(spans) < self.max_spans_per_trace:
+            if spans is not None and len(spans) < self.max_spans_per_trace:
                 spans.append(span)
 
     def shutdown(self) -> None:
@@ -122,9 +134,37 @@ def _kind(span: ReadableSpan) -> str:
     return "server" if name.startswith("POST ") else "other"
 
 
+def run_root(spans: list[ReadableSpan]) -> ReadableSpan | None:
+    """The outermost run span of a trace (the server's request span, else `invoke_agent`)."""
+    runs = [s for s in spans if is_run_span(s.name, s.attributes)]
+    return min(runs, key=lambda s: s.start_time or 0) if runs else None
+
+
+def run_subtree(spans: list[ReadableSpan]) -> list[ReadableSpan]:
+    """The run span and its descendants (the web framework's spans around it left out)."""
+    root = run_root(spans)
+    if root is None or root.context is None:
+        return spans
+    keep = {root.context.span_id}
+    changed = True
+    while changed:
+        changed = False
+        for span in spans:
+            if (
+                span.context
+                and span.parent
+                and span.parent.span_id in keep
+                and span.context.span_id not in keep
+            ):
+                keep.add(span.context.span_id)
+                changed = True
+    return [s for s in spans if s.context and s.context.span_id in keep]
+
+
 def timeline(spans: list[ReadableSpan]) -> dict[str, Any]:
-    """The spans of one trace as rows for the studio, in start order, with processor decisions
+    """The spans of one run as rows for the studio, in start order, with processor decisions
     (outcome, tripwire reason, retry) pulled out of the agreed attributes."""
+    spans = run_subtree(spans)
     if not spans:
         return {"spans": [], "processors": [], "durationMs": 0.0}
     ordered = sorted(spans, key=lambda s: (s.start_time or 0, s.end_time or 0))
