@@ -65,16 +65,16 @@ class ChunkStreamResponse(Response):
         self._chunks = chunks
         self._run_id = run_id
         self._timeout = timeout
-        self._headers = headers or {}
+        self._extra_headers = headers or {}
         self._span = span
         self.cancelled_by: str | None = None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),
-            *[(k.lower().encode(), v.encode()) for k, v in self._headers.items()],
+            *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],
         ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         producer = asyncio.ensure_future(self._produce(send))

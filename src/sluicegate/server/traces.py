@@ -123,6 +123,13 @@ def start_request_span(name: str, attributes: dict[str, Any]) -> Span:
     return trace.get_tracer("sluicegate.server").start_span(name, attributes=attributes)
 
 
+def _plain(value: Any) -> Any:
+    """An attribute value as JSON (OpenTelemetry stores sequences as tuples)."""
+    return (
+        value if isinstance(value, (str, int, float, bool)) or value is None else [_plain(v) for v in value]
+    )
+
+
 def _kind(span: ReadableSpan) -> str:
     attributes = span.attributes or {}
     if PROCESSOR_ID in attributes:
@@ -185,9 +192,7 @@ def timeline(spans: list[ReadableSpan]) -> dict[str, Any]:
             "startMs": round((start - origin) / 1e6, 3),
             "durationMs": round((finish - start) / 1e6, 3),
             "status": "error" if span.status.status_code == StatusCode.ERROR else "ok",
-            "attributes": {
-                k: v if isinstance(v, (str, int, float, bool)) else list(v) for k, v in attributes.items()
-            },  # type: ignore[arg-type]
+            "attributes": {k: _plain(v) for k, v in attributes.items()},
         }
         if row["kind"] == "processor":
             outcome = attributes.get(PROCESSOR_OUTCOME, "error" if row["status"] == "error" else "pass")
