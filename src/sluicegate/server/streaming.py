@@ -114,24 +114,45 @@ class ChunkStreamResponse(Response):
             await self._send_all(chunks, send)
 
     async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
+        """Encode chunks as they come; a writer task sends whatever has piled up since its last
+        write in one piece, so a fast run costs a few writes and a slow one streams each chunk
+        as soon as it exists."""
+        pending: list[bytes] = []
+        ready = asyncio.Event()
+        finished = False
+
+        async def writer() -> None:
+            while True:
+                await ready.wait()
+                ready.clear()
+                if pending:
+                    body = b"".join(pending)
+                    pending.clear()
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                if finished and not pending:
+                    return
+
+        writing = asyncio.ensure_future(writer())
         try:
             try:
                 async for chunk in chunks:
-                    await send(
-                        {"type": "http.response.body", "body": sse(chunk.to_dict()), "more_body": True}
-                    )
+                    pending.append(sse(chunk.to_dict()))
+                    ready.set()
+                    if writing.done():
+                        writing.result()  # the client is gone: stop the run
             except (asyncio.CancelledError, OSError):
                 raise
             except Exception as exc:  # the run failed outside its own error handling
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": sse(error_event(self._run_id, str(exc), type(exc).__name__)),
-                        "more_body": True,
-                    }
-                )
+                pending.append(sse(error_event(self._run_id, str(exc), type(exc).__name__)))
+            finished = True
+            ready.set()
+            await writing
             await send({"type": "http.response.body", "body": DONE, "more_body": False})
         finally:
+            if not writing.done():
+                writing.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await writing
             closer = getattr(chunks, "aclose", None)
             if closer is not None:
                 with contextlib.suppress(Exception):
