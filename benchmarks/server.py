@@ -135,15 +135,15 @@ async def main() -> None:
     try:
         url = f"http://127.0.0.1:{port}"
         await wait_ready(url)
-        name = f"sluicegate serve ({args.workers} worker{'s' if args.workers > 1 else ''}), concurrency {args.concurrency}"
+        plural = "s" if args.workers > 1 else ""
+        name = f"sluicegate serve ({args.workers} worker{plural}), concurrency {args.concurrency}"
         before = cpu_seconds(server.pid)
         elapsed, latencies, deltas = await load(url, args.agent, args.requests, args.concurrency)
         used = cpu_seconds(server.pid) - before
         report(name, elapsed, latencies, deltas)
         if args.workers == 1:
-            print(
-                f"  server CPU  {1000 * used / (len(latencies) + min(args.concurrency, 20)):.2f} ms per streamed request"
-            )
+            served = len(latencies) + min(args.concurrency, 20)
+            print(f"  server CPU  {1000 * used / served:.2f} ms per streamed request")
     finally:
         server.terminate()
         server.wait(10)

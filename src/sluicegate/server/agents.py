@@ -17,7 +17,7 @@ from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_o
 from sluicegate.server.errors import ApiError
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
-from sluicegate.server.traces import AGENT_ID, run_span, start_request_span, trace_id_of
+from sluicegate.server.traces import AGENT_ID, SERVER_APP, run_span, start_request_span, trace_id_of
 
 router = APIRouter(prefix="/api", tags=["agents"])
 
@@ -68,7 +68,9 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     key, agent = agent_or_404(request, agentId)
     settings = settings_of(request)
     messages, options = await _start(agent, body, request, stream=False)
-    span = start_request_span(f"POST generate {agent.name}", {AGENT_ID: key})
+    span = start_request_span(
+        f"POST generate {agent.name}", {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
+    )
 
     async def run() -> Any:
         with run_span(span):
@@ -113,7 +115,9 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     key, agent = agent_or_404(request, agentId)
     settings = settings_of(request)
     output, _ = await _start(agent, body, request, stream=True)
-    span = start_request_span(f"POST stream {agent.name}", {AGENT_ID: key})
+    span = start_request_span(
+        f"POST stream {agent.name}", {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
+    )
     return ChunkStreamResponse(
         output.full_stream,
         run_id=output.run_id,

@@ -11,6 +11,7 @@ The app holds the registry, settings and recent trace spans; conversations live 
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from fastapi import FastAPI
@@ -53,7 +54,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     )
     app.state.registry = registry
     app.state.settings = settings
-    app.state.spans = install_recent_spans(settings.trace_capacity)
+    app.state.app_key = uuid.uuid4().hex
+    app.state.spans = install_recent_spans(settings.trace_capacity, app_key=app.state.app_key)
     install_error_handlers(app)
     for module in (agents, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)

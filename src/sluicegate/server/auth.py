@@ -45,7 +45,8 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 class BearerAuth:
     """Requires `Authorization: Bearer <token>` on paths under `protected` (CORS preflights
-    pass through so browsers can learn they must send the header)."""
+    pass through so browsers can learn they must send the header; `/api` itself answers
+    without, as a liveness probe that reveals nothing)."""
 
     def __init__(self, app: ASGIApp, *, token: str, protected: tuple[str, ...] = ("/api",)) -> None:
         self.app = app
@@ -57,7 +58,7 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
-        if not any(path == p or path.startswith(p + "/") for p in self._protected):
+        if not any(path.startswith(p + "/") for p in self._protected):  # `/api` itself: liveness
             await self.app(scope, receive, send)
             return
         given = _header(scope, b"authorization") or b""

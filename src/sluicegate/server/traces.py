@@ -28,6 +28,8 @@ PROCESSOR_OUTCOME = "sluicegate.processor.outcome"
 TRIPWIRE_REASON = "sluicegate.tripwire.reason"
 TRIPWIRE_RETRY = "sluicegate.tripwire.retry"
 AGENT_ID = "sluicegate.agent.id"
+SERVER_APP = "sluicegate.server.app"
+"""Set on the server's run span: which app (of those in the process) served the run."""
 
 
 def is_run_span(name: str, attributes: Any) -> bool:
@@ -41,10 +43,14 @@ class RecentSpans(SpanProcessor):
     A trace is kept only once a run span (see `is_run_span`) starts in it, so the web
     framework's own spans for other requests neither fill the buffer nor evict runs."""
 
-    def __init__(self, capacity: int = 200, max_spans_per_trace: int = 2000) -> None:
+    def __init__(
+        self, capacity: int = 200, max_spans_per_trace: int = 2000, *, app_key: str | None = None
+    ) -> None:
         self.capacity = capacity
+        self.app_key = app_key
         self.max_spans_per_trace = max_spans_per_trace
         self._traces: OrderedDict[str, list[ReadableSpan]] = OrderedDict()
+        self._foreign: OrderedDict[str, None] = OrderedDict()  # runs another app served
         self._lock = threading.Lock()
 
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
@@ -52,8 +58,14 @@ class RecentSpans(SpanProcessor):
         if ctx is None or not is_run_span(span.name, span.attributes):
             return
         key = format(ctx.trace_id, "032x")
+        owner = (span.attributes or {}).get(SERVER_APP)
         with self._lock:
-            if key not in self._traces:
+            if owner is not None and owner != self.app_key:
+                self._foreign[key] = None  # another app in this process serves this run
+                while len(self._foreign) > self.capacity:
+                    self._foreign.popitem(last=False)
+                return
+            if key not in self._traces and key not in self._foreign:
                 self._traces[key] = []
                 while len(self._traces) > self.capacity:
                     self._traces.popitem(last=False)
@@ -85,25 +97,20 @@ class RecentSpans(SpanProcessor):
             return list(reversed(self._traces))
 
 
-_installed: RecentSpans | None = None
 _install_lock = threading.Lock()
 
 
-def install_recent_spans(capacity: int = 200) -> RecentSpans:
-    """The process's `RecentSpans`, added to the global SDK tracer provider on first call."""
-    global _installed
+def install_recent_spans(capacity: int = 200, *, app_key: str | None = None) -> RecentSpans:
+    """A new `RecentSpans` for one app, added to the global SDK tracer provider (one is
+    created and set when the process has none)."""
     with _install_lock:
-        if _installed is not None:
-            return _installed
         provider = trace.get_tracer_provider()
         if not isinstance(provider, TracerProvider):
-            provider = TracerProvider()
-            trace.set_tracer_provider(provider)
+            trace.set_tracer_provider(TracerProvider())
             provider = trace.get_tracer_provider()
-        recent = RecentSpans(capacity)
+        recent = RecentSpans(capacity, app_key=app_key)
         if isinstance(provider, TracerProvider):
             provider.add_span_processor(recent)
-        _installed = recent
         return recent
 
 
