@@ -26,20 +26,22 @@ def _provider(recent: RecentSpans) -> trace.Tracer:
 
 def _run(tracer: trace.Tracer, name: str = "POST stream support", **extra: object) -> str:
     with tracer.start_as_current_span("POST /api/agents/{agentId}/stream"):  # the framework's span
-        with tracer.start_as_current_span(name, attributes={AGENT_ID: "support", **extra}) as run:
-            with tracer.start_as_current_span("invoke_agent support"):
-                for pid, outcome in (("pii", "modified"), ("judge", "retry"), ("judge", "abort")):
-                    attributes = {
-                        PROCESSOR_ID: pid,
-                        PROCESSOR_PHASE: "output_step",
-                        PROCESSOR_OUTCOME: outcome,
-                    }
-                    if outcome in ("retry", "abort"):
-                        attributes |= {TRIPWIRE_REASON: "too rude", TRIPWIRE_RETRY: outcome == "retry"}
-                    with tracer.start_as_current_span(f"processor {pid} output_step", attributes=attributes):
-                        pass
-                with tracer.start_as_current_span("chat echo-1"):
+        with (
+            tracer.start_as_current_span(name, attributes={AGENT_ID: "support", **extra}) as run,
+            tracer.start_as_current_span("invoke_agent support"),
+        ):
+            for pid, outcome in (("pii", "modified"), ("judge", "retry"), ("judge", "abort")):
+                attributes = {
+                    PROCESSOR_ID: pid,
+                    PROCESSOR_PHASE: "output_step",
+                    PROCESSOR_OUTCOME: outcome,
+                }
+                if outcome in ("retry", "abort"):
+                    attributes |= {TRIPWIRE_REASON: "too rude", TRIPWIRE_RETRY: outcome == "retry"}
+                with tracer.start_as_current_span(f"processor {pid} output_step", attributes=attributes):
                     pass
+            with tracer.start_as_current_span("chat echo-1"):
+                pass
         return format(run.get_span_context().trace_id, "032x")
 
 
