@@ -7,6 +7,7 @@ import contextlib
 from typing import Any
 
 from fastapi import APIRouter, Request
+from opentelemetry import trace
 from fastapi.responses import JSONResponse
 
 from sluicegate.agent import Agent
@@ -114,10 +115,15 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     """Stream the run's chunks in Mastra's SSE framing; a disconnect cancels the run."""
     key, agent = agent_or_404(request, agentId)
     settings = settings_of(request)
-    output, _ = await _start(agent, body, request, stream=True)
     span = start_request_span(
         f"POST stream {agent.name}", {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
     )
+    try:
+        with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
+            output, _ = await _start(agent, body, request, stream=True)
+    except BaseException:
+        span.end()
+        raise
     return ChunkStreamResponse(
         output.full_stream,
         run_id=output.run_id,

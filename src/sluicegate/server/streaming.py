@@ -112,6 +112,8 @@ class ChunkStreamResponse(Response):
         span = self._span() if self._span is not None else contextlib.nullcontext()
         with span:
             await self._send_all(chunks, send)
+        # The run's span has ended (and reached the trace buffer) before the client sees the end.
+        await send({"type": "http.response.body", "body": DONE, "more_body": False})
 
     async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
         """Encode chunks as they come; a writer task sends whatever has piled up since its last
@@ -147,7 +149,6 @@ class ChunkStreamResponse(Response):
             finished = True
             ready.set()
             await writing
-            await send({"type": "http.response.body", "body": DONE, "more_body": False})
         finally:
             if not writing.done():
                 writing.cancel()

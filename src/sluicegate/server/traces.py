@@ -150,7 +150,8 @@ def _kind(span: ReadableSpan) -> str:
 
 def run_root(spans: list[ReadableSpan]) -> ReadableSpan | None:
     """The outermost run span of a trace (the server's request span, else `invoke_agent`)."""
-    runs = [s for s in spans if is_run_span(s.name, s.attributes)]
+    served = [s for s in spans if AGENT_ID in (s.attributes or {})]
+    runs = served or [s for s in spans if is_run_span(s.name, s.attributes)]
     return min(runs, key=lambda s: s.start_time or 0) if runs else None
 
 
