@@ -7,8 +7,8 @@ import contextlib
 from typing import Any
 
 from fastapi import APIRouter, Request
-from opentelemetry import trace
 from fastapi.responses import JSONResponse
+from opentelemetry import trace
 
 from sluicegate.agent import Agent
 from sluicegate.errors import APICallError, ConfigurationError, SluicegateError
