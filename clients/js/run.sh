@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Start a sluicegate server on the example app, then drive it with the unmodified
 # @mastra/client-js (pinned in package-lock.json). Used by .ci/run; needs node and npm.
+# With SLUICEGATE_API_TOKEN set, the server requires it and the client sends it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root/clients/js"
 npm ci --no-audit --no-fund --loglevel=error
-port="${SLUICEGATE_TEST_PORT:-4111}"
+port="${SLUICEGATE_TEST_PORT:-$("$root/.venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 db="$(mktemp -d)/client-js.db"
 SLUICEGATE_TEST_DB="$db" "$root/.venv/bin/python" -m sluicegate serve "$root/tests/server/example_app.py" \
   --host 127.0.0.1 --port "$port" >"$(dirname "$db")/server.log" 2>&1 &
