@@ -246,3 +246,23 @@ def test_openapi_and_swagger(client: TestClient) -> None:
     assert "/api/agents/{agentId}/stream" in schema["paths"]
     assert "/api/processors/{processorId}/execute" in schema["paths"]
     assert client.get("/docs").status_code == 200
+
+
+def test_a_failing_processor_is_a_server_error(make_client: Any) -> None:
+    from sluicegate import Agent, Sluicegate
+    from sluicegate.processors import Processor
+    from sluicegate.testing.echo_model import EchoModel
+
+    class Broken(Processor):
+        id = "broken"
+
+        def process_input(self, args: Any) -> None:
+            raise RuntimeError("bug")
+
+    registry = Sluicegate(agents=[Agent(name="b", model=EchoModel(), input_processors=[Broken()])])
+    client = make_client(registry=registry)
+    response = client.post("/api/agents/b/generate", json={"messages": "x"})
+    assert response.status_code == 500
+    assert "broken" in response.json()["error"]
+    events, done = sse_events(client.post("/api/agents/b/stream", json={"messages": "x"}).text)
+    assert done and events[-1]["type"] == "error"

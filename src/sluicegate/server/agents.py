@@ -11,11 +11,11 @@ from fastapi.responses import JSONResponse
 from opentelemetry import trace
 
 from sluicegate.agent import Agent
-from sluicegate.errors import APICallError, ConfigurationError, SluicegateError
+from sluicegate.errors import APICallError, ConfigurationError, ProcessorError, SluicegateError
 from sluicegate.memory.errors import ThreadAccessError
 from sluicegate.server.bodies import AgentCallBody, call_options
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
-from sluicegate.server.errors import ApiError
+from sluicegate.server.errors import ApiError, log
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
 from sluicegate.server.traces import AGENT_ID, SERVER_APP, run_span, start_request_span, trace_id_of
@@ -43,6 +43,9 @@ def run_error(exc: BaseException) -> ApiError:
         return ApiError(403, str(exc), field="memory")
     if isinstance(exc, APICallError):
         return ApiError(502, f"model provider error: {exc}")
+    if isinstance(exc, ProcessorError):  # a processor failed: the server's fault, not the request's
+        log.error("processor failure: %s", exc, exc_info=exc)
+        return ApiError(500, str(exc))
     if isinstance(exc, (ConfigurationError, SluicegateError, TypeError, ValueError)):
         return ApiError(400, str(exc))
     raise exc
