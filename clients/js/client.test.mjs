@@ -84,6 +84,23 @@ test('memory threads', async () => {
   await assert.rejects(thread.get(), (error) => error.status === 404);
 });
 
+test('tools: list and execute', async () => {
+  assert.deepEqual(await client.getAgent('echo').executeTool('add', { data: { a: 2, b: 3 } }), { sum: 5 });
+  assert.deepEqual(await client.getTool('add').execute({ data: { a: 4, b: 5 } }), { sum: 9 });
+  await assert.rejects(client.getTool('add').execute({ data: { a: 'two' } }), (error) => error.status === 400);
+});
+
+test('processors: catalogue and execute', async () => {
+  const processors = await client.listProcessors();
+  assert.deepEqual(processors['block-word'].phases, ['input']);
+  const result = await client.getProcessor('block-word').execute({
+    phase: 'input',
+    messages: [{ id: 'm1', role: 'user', content: { format: 2, parts: [{ type: 'text', text: 'forbidden' }] } }],
+  });
+  assert.equal(result.success, false);
+  assert.equal(result.tripwire.reason, "The word 'forbidden' is not allowed");
+});
+
 test('unknown agent is a 404', async () => {
   await assert.rejects(client.getAgent('nobody').details(), (error) => error.status === 404);
 });

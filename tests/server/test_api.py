@@ -266,3 +266,11 @@ def test_a_failing_processor_is_a_server_error(make_client: Any) -> None:
     assert "broken" in response.json()["error"]
     events, done = sse_events(client.post("/api/agents/b/stream", json={"messages": "x"}).text)
     assert done and events[-1]["type"] == "error"
+
+
+def test_agent_scoped_tools(client: TestClient) -> None:
+    assert client.get("/api/agents/echo/tools/add").json()["id"] == "add"
+    done = client.post("/api/agents/echo/tools/add/execute", json={"data": {"a": 1, "b": 1}})
+    assert done.json() == {"sum": 2}
+    assert client.post("/api/agents/plain/tools/add/execute", json={"data": {}}).status_code == 404
+    assert client.get("/api/agents/nobody/tools/add").status_code == 404

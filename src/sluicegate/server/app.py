@@ -59,6 +59,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     install_error_handlers(app)
     for module in (agents, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
+    app.include_router(tool_routes.agent_router)
 
     @app.get("/", include_in_schema=False)
     async def root() -> Any:

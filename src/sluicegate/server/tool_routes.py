@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from sluicegate.server.bodies import ToolExecuteBody, request_context_from
-from sluicegate.server.deps import ERRORS, registry_of
+from sluicegate.server.deps import ERRORS, agent_or_404, registry_of
 from sluicegate.server.errors import ApiError, bad_request, not_found
 from sluicegate.server.serialize import tool_json
 from sluicegate.stream.payload import to_json
@@ -16,6 +16,7 @@ from sluicegate.tools import Tool, ToolContext
 from sluicegate.tools.tool import ToolInputError
 
 router = APIRouter(prefix="/api/tools", tags=["tools"])
+agent_router = APIRouter(prefix="/api/agents", tags=["tools"])
 
 
 def _tool(request: Request, tool_id: str) -> Tool:
@@ -35,10 +36,7 @@ async def get_tool(toolId: str, request: Request) -> dict[str, Any]:
     return tool_json(_tool(request, toolId))
 
 
-@router.post("/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})
-async def execute_tool(toolId: str, body: ToolExecuteBody, request: Request) -> Any:
-    """Validate `data` against the tool's input schema and run it; returns its result."""
-    tool = _tool(request, toolId)
+async def _execute(tool: Tool, body: ToolExecuteBody) -> Any:
     try:
         validated = tool.validate(body.data)
     except ToolInputError as exc:
@@ -52,3 +50,28 @@ async def execute_tool(toolId: str, body: ToolExecuteBody, request: Request) -> 
         return to_json(await tool.execute(validated, context))
     except Exception as exc:
         raise ApiError(502, f"tool {tool.id!r} failed: {exc}") from None
+
+
+@router.post("/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})
+async def execute_tool(toolId: str, body: ToolExecuteBody, request: Request) -> Any:
+    """Validate `data` against the tool's input schema and run it; returns its result."""
+    return await _execute(_tool(request, toolId), body)
+
+
+def _agent_tool(request: Request, agent_id: str, tool_id: str) -> Tool:
+    _, agent = agent_or_404(request, agent_id)
+    tool = agent.tools.get(tool_id) or next((t for t in agent.tools.values() if t.id == tool_id), None)
+    if tool is None:
+        raise not_found("tool", tool_id)
+    return tool
+
+
+@agent_router.get("/{agentId}/tools/{toolId}", responses=ERRORS)
+async def get_agent_tool(agentId: str, toolId: str, request: Request) -> dict[str, Any]:
+    return tool_json(_agent_tool(request, agentId, toolId))
+
+
+@agent_router.post("/{agentId}/tools/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})
+async def execute_agent_tool(agentId: str, toolId: str, body: ToolExecuteBody, request: Request) -> Any:
+    """Run one of the agent's tools directly (Mastra's `agent.executeTool`)."""
+    return await _execute(_agent_tool(request, agentId, toolId), body)
