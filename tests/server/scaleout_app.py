@@ -10,7 +10,7 @@ from sluicegate import Agent, Sluicegate
 from sluicegate.cache import RedisCache
 from sluicegate.memory import Memory
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult, generate_from_stream
-from sluicegate.processors import ResponseCache
+from sluicegate.processors import CostGuardProcessor, ResponseCache
 from sluicegate.storage import PostgresStore
 
 
@@ -45,4 +45,18 @@ assistant = Agent(
     input_processors=[ResponseCache(cache=cache)],
     memory=Memory(storage=storage),
 )
-app = Sluicegate(agents=[assistant], storage=storage)
+# Each call costs $2 (1 input + 1 output token at $1 per token); a resource may spend $3.
+metered = Agent(
+    name="metered",
+    model=CountingModel(),
+    input_processors=[
+        CostGuardProcessor(
+            max_cost=3.0,
+            scope="resource",
+            pricing={"counting-1": {"input": 1_000_000, "output": 1_000_000}},
+            store=storage,
+        )
+    ],
+    memory=Memory(storage=storage),
+)
+app = Sluicegate(agents=[assistant, metered], storage=storage)

@@ -105,6 +105,18 @@ def test_two_processes_continue_one_conversation(services: tuple[str, str], tmp_
         cached_a = ask(urls[0], "no memory here")
         cached_b = ask(urls[1], "no memory here")
         assert cached_a == cached_b == f"pid {pids[0]} saw 1 user messages"
+
+        # The cost guard's spend is in PostgreSQL: B counts what A spent for the same resource.
+        def metered(url: str, thread: str) -> dict[str, object]:
+            body = {"messages": "spend", "memory": {"thread": thread, "resource": "payer"}}
+            response = httpx.post(url + "/api/agents/metered/generate", json=body, timeout=30)
+            assert response.status_code == 200, response.text
+            return dict(response.json())
+
+        assert "tripwire" not in metered(urls[0], "m1")  # $2 spent, on A
+        assert "tripwire" not in metered(urls[1], "m2")  # $4 spent: B saw $2 < $3
+        blocked = metered(urls[1], "m3")  # B sees $4 ≥ $3 only because A's spend is shared
+        assert blocked["tripwire"]["processorId"] == "cost-guard"
     finally:
         for process in processes:
             process.terminate()
