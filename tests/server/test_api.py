@@ -35,7 +35,6 @@ def test_generate_returns_full_output(client: TestClient) -> None:
     assert body["usage"]["totalTokens"] == body["usage"]["inputTokens"] + body["usage"]["outputTokens"]
     assert body["steps"][0]["text"] == body["text"]
     assert "tripwire" not in body
-    assert len(response.headers["x-sluicegate-trace-id"]) == 32
 
 
 def test_generate_tripwire(client: TestClient) -> None:
@@ -274,3 +273,18 @@ def test_agent_scoped_tools(client: TestClient) -> None:
     assert done.json() == {"sum": 2}
     assert client.post("/api/agents/plain/tools/add/execute", json={"data": {}}).status_code == 404
     assert client.get("/api/agents/nobody/tools/add").status_code == 404
+
+
+def test_runs_are_traced_for_the_studio(make_client: Any) -> None:
+    client = make_client(ServerSettings(studio=True))
+    response = client.post("/api/agents/echo/generate", json={"messages": "hi"})
+    trace_id = response.headers["x-sluicegate-trace-id"]
+    assert len(trace_id) == 32
+    view = client.get(f"/api/studio/traces/{trace_id}").json()
+    assert view["spans"][0]["name"] == "POST generate echo"
+    assert client.get("/api/studio/traces/" + "0" * 32).status_code == 404
+
+
+def test_no_studio_routes_without_the_studio(client: TestClient) -> None:
+    assert client.get("/api/studio/traces").status_code == 404
+    assert client.get("/studio").status_code == 404

@@ -18,7 +18,7 @@ from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_o
 from sluicegate.server.errors import ApiError, log
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
-from sluicegate.server.traces import AGENT_ID, SERVER_APP, run_span, start_request_span, trace_id_of
+from sluicegate.server.traces import AGENT_ID, SERVER_APP, run_span, start_request_span, trace_headers
 
 router = APIRouter(prefix="/api", tags=["agents"])
 
@@ -100,7 +100,7 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
         result = task.result()
     except Exception as exc:
         raise run_error(exc) from exc
-    return JSONResponse(output_json(result), headers={TRACE_HEADER: trace_id_of(span)})
+    return JSONResponse(output_json(result), headers=trace_headers(span))
 
 
 @router.post(
@@ -131,6 +131,6 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         output.full_stream,
         run_id=output.run_id,
         timeout=settings.request_timeout,
-        headers={TRACE_HEADER: trace_id_of(span)},
+        headers=trace_headers(span),
         span=lambda: run_span(span),
     )

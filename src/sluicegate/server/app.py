@@ -6,7 +6,8 @@ app = create_app(registry, ServerSettings(api_token="secret", cors_origins=("htt
 ```
 
 Middleware, outermost first: CORS, bearer auth (when a token is set), the body-size limit.
-The app holds the registry, settings and recent trace spans; conversations live in storage.
+The app holds the registry, settings and (with the studio) recent trace spans; conversations
+live in storage.
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     app.state.registry = registry
     app.state.settings = settings
     app.state.app_key = uuid.uuid4().hex
-    app.state.spans = install_recent_spans(settings.trace_capacity, app_key=app.state.app_key)
+    # Only the studio reads spans: without it the server turns no tracing on by itself (an
+    # OpenTelemetry provider the application configured still gets the run spans).
+    app.state.spans = (
+        install_recent_spans(settings.trace_capacity, app_key=app.state.app_key) if settings.studio else None
+    )
     install_error_handlers(app)
     for module in (agents, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)

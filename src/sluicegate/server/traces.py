@@ -114,8 +114,10 @@ def install_recent_spans(capacity: int = 200, *, app_key: str | None = None) -> 
         return recent
 
 
-def trace_id_of(span: Span) -> str:
-    return format(span.get_span_context().trace_id, "032x")
+def trace_headers(span: Span) -> dict[str, str]:
+    """`x-sluicegate-trace-id` for a recorded span; nothing when tracing is off."""
+    ctx = span.get_span_context()
+    return {"x-sluicegate-trace-id": format(ctx.trace_id, "032x")} if ctx.is_valid else {}
 
 
 @contextmanager
