@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from sluicegate.agent import Agent
+from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
 from sluicegate.tools import Tool, ToolContext, create_tool, tool
 
-__all__ = ["Agent", "RequestContext", "Tool", "ToolContext", "create_tool", "tool"]
+__all__ = ["Agent", "RequestContext", "Sluicegate", "Tool", "ToolContext", "create_tool", "tool"]
 __version__ = "0.1.0"

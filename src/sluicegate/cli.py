@@ -1,0 +1,144 @@
+"""The `sluicegate` command: serve an application, develop with the studio, run one prompt.
+
+    sluicegate serve app.py [--host 127.0.0.1] [--port 4111] [--workers N] [--studio]
+    sluicegate dev app.py        # the studio at /studio, reloads when files change
+    sluicegate run app.py:agent "prompt"
+    sluicegate demo
+
+Server settings come from the environment (`SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS`,
+`SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`); see docs/server.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from sluicegate.errors import SluicegateError
+
+
+def _color(text: str, code: str) -> str:
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        return f"\033[{code}m{text}\033[0m"
+    return text
+
+
+def _serve(target: str, *, host: str, port: int, workers: int, studio: bool, reload: bool) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        print("sluicegate serve needs the server extra: pip install 'sluicegate[server]'", file=sys.stderr)
+        return 2
+    from sluicegate.server.loader import APP_ENV, load_registry, split_target
+
+    load_registry(target)  # fail here, with a readable message, before workers start
+    os.environ[APP_ENV] = target
+    if studio:
+        os.environ["SLUICEGATE_STUDIO"] = "1"
+    path, _ = split_target(target)
+    options: dict[str, Any] = {"host": host, "port": port, "factory": True, "log_level": "info"}
+    if reload:
+        options["reload"] = True
+        options["reload_dirs"] = [str(path.resolve().parent)]
+    elif workers > 1:
+        options["workers"] = workers
+    uvicorn.run("sluicegate.server.loader:app_from_env", **options)
+    return 0
+
+
+async def _run_once(target: str, prompt: str) -> int:
+    from sluicegate.server.loader import load_registry
+
+    file, _, agent_id = target.rpartition(":")
+    if not file or not agent_id:
+        print("run needs app.py:agent (the agent's registry key, id or name)", file=sys.stderr)
+        return 2
+    registry = load_registry(file)
+    agent = registry.get_agent(agent_id)
+    if agent is None:
+        print(f"no agent {agent_id!r} in {file}; agents: {', '.join(registry.agents)}", file=sys.stderr)
+        return 2
+    output = await agent.stream(prompt)
+    status = 0
+    async for chunk in output.full_stream:
+        kind = chunk.type
+        if kind == "text-delta":
+            sys.stdout.write(chunk.payload.text)
+            sys.stdout.flush()
+        elif kind == "tool-call":
+            print(_color(f"\n[tool {chunk.payload.tool_name}({chunk.payload.args})]", "2"))
+        elif kind == "tool-result":
+            print(_color(f"[result {chunk.payload.result}]", "2"))
+        elif kind == "tripwire":
+            payload = chunk.payload
+            who = getattr(payload, "processor_id", None) or "a processor"
+            retry = " (retry requested)" if getattr(payload, "retry", False) else ""
+            print(_color(f"\n[tripwire] {who}: {payload.reason}{retry}", "1;31"))
+            status = 3
+        elif kind == "error":
+            error = getattr(chunk.payload, "error", None)
+            print(_color(f"\n[error] {getattr(error, 'message', error)}", "1;31"), file=sys.stderr)
+            status = 1
+        elif kind.startswith("data-"):
+            print(_color(f"\n[{kind}] {chunk.data}", "2"))
+    print()
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sluicegate", description="Serve and run sluicegate agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, helptext in (
+        ("serve", "serve the app's agents over HTTP"),
+        ("dev", "serve with the studio, reloading on change"),
+    ):
+        cmd = sub.add_parser(name, help=helptext)
+        cmd.add_argument("app", help="app.py or app.py:name")
+        cmd.add_argument("--host", default="127.0.0.1")
+        cmd.add_argument("--port", type=int, default=4111)
+        if name == "serve":
+            cmd.add_argument("--workers", type=int, default=1)
+            cmd.add_argument("--studio", action="store_true", help="also serve the studio at /studio")
+    run = sub.add_parser("run", help="run one prompt, streamed to the terminal")
+    run.add_argument("target", help="app.py:agent")
+    run.add_argument("prompt")
+    sub.add_parser("demo", help="the processor demo (offline model when no API key is set)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            if args.workers < 1:
+                print("--workers must be at least 1", file=sys.stderr)
+                return 2
+            return _serve(
+                args.app,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                studio=args.studio,
+                reload=False,
+            )
+        if args.command == "dev":
+            return _serve(args.app, host=args.host, port=args.port, workers=1, studio=True, reload=True)
+        if args.command == "run":
+            return asyncio.run(_run_once(args.target, args.prompt))
+        from sluicegate.demo import run as demo
+
+        demo()
+        return 0
+    except SluicegateError as exc:
+        print(f"sluicegate: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

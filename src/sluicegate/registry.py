@@ -1,0 +1,171 @@
+"""`Sluicegate`: the registry an application hands to the server (Mastra's `Mastra` class).
+
+```python
+from sluicegate import Agent, Sluicegate
+from sluicegate.processors import UnicodeNormalizer
+from sluicegate.storage import SQLiteStore
+
+support = Agent(name="support", model="openai/gpt-5-mini", input_processors=[UnicodeNormalizer()])
+app = Sluicegate(agents={"support": support}, processors=[UnicodeNormalizer()],
+                 storage=SQLiteStore("memory.db"))
+```
+
+`sluicegate serve app.py` serves it. The registry holds only configuration: agents, processors
+and tools are looked up by id, and conversations live in `storage` (or each agent's memory), so
+any number of server processes can serve the same registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sluicegate.agent import Agent
+from sluicegate.errors import ConfigurationError
+from sluicegate.processors.base import processor_id
+from sluicegate.storage.base import MemoryStore
+from sluicegate.tools import Tool, normalize_tools
+
+
+@dataclass(frozen=True)
+class ProcessorUse:
+    """Where a processor is configured: on which agent, in which array."""
+
+    agent_id: str
+    agent_name: str
+    type: str  # "input" | "output" | "error"
+
+
+def _keyed_agents(agents: Mapping[str, Agent] | Iterable[Agent] | None) -> dict[str, Agent]:
+    if agents is None:
+        return {}
+    items = agents.items() if isinstance(agents, Mapping) else ((a.id, a) for a in agents)
+    keyed: dict[str, Agent] = {}
+    for key, agent in items:
+        if not isinstance(agent, Agent):
+            raise ConfigurationError(f"agents[{key!r}] is a {type(agent).__name__}, not a sluicegate.Agent")
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError(f"agent keys must be non-empty strings, got {key!r}")
+        if key in keyed:
+            raise ConfigurationError(f"two agents are registered as {key!r}")
+        keyed[key] = agent
+    return keyed
+
+
+def _keyed_processors(processors: Mapping[str, Any] | Iterable[Any] | None) -> dict[str, Any]:
+    if processors is None:
+        return {}
+    items = (
+        processors.items() if isinstance(processors, Mapping) else ((processor_id(p), p) for p in processors)
+    )
+    keyed: dict[str, Any] = {}
+    for key, processor in items:
+        processor_id(processor)
+        if key in keyed:
+            raise ConfigurationError(f"two processors are registered as {key!r}")
+        keyed[key] = processor
+    return keyed
+
+
+def _static_array(value: Any) -> list[Any]:
+    """The processors of an agent array, when it is a list (a callable array is per request)."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+class Sluicegate:
+    """Agents, processors, tools and storage, by id: what `sluicegate serve` exposes."""
+
+    def __init__(
+        self,
+        *,
+        agents: Mapping[str, Agent] | Iterable[Agent] | None = None,
+        processors: Mapping[str, Any] | Iterable[Any] | None = None,
+        tools: Mapping[str, Tool] | Iterable[Tool] | None = None,
+        storage: MemoryStore | None = None,
+    ) -> None:
+        self._agents = _keyed_agents(agents)
+        self._processors = _keyed_processors(processors)
+        self._tools = normalize_tools(tools)
+        if storage is not None and not isinstance(storage, MemoryStore):
+            raise ConfigurationError(
+                f"storage must be a sluicegate MemoryStore, got {type(storage).__name__}"
+            )
+        self.storage = storage
+
+    def __repr__(self) -> str:
+        return f"Sluicegate(agents={sorted(self._agents)})"
+
+    # ---------------------------------------------------------------- agents
+
+    @property
+    def agents(self) -> dict[str, Agent]:
+        """The agents by registry key (a copy)."""
+        return dict(self._agents)
+
+    def get_agent(self, agent_id: str) -> Agent | None:
+        """The agent registered under `agent_id`, else the one whose `id` or `name` it is."""
+        agent = self._agents.get(agent_id)
+        if agent is not None:
+            return agent
+        for candidate in self._agents.values():
+            if agent_id in (candidate.id, candidate.name):
+                return candidate
+        return None
+
+    # ---------------------------------------------------------------- processors
+
+    def processors(self) -> dict[str, Any]:
+        """Every processor by id: the registered ones, then those in the agents' static arrays."""
+        found = dict(self._processors)
+        for agent in self._agents.values():
+            for name in ("input_processors", "output_processors", "error_processors"):
+                for processor in _static_array(getattr(agent, name)):
+                    found.setdefault(processor_id(processor), processor)
+        return found
+
+    def get_processor(self, pid: str) -> Any | None:
+        return self.processors().get(pid)
+
+    def processor_uses(self, pid: str) -> list[ProcessorUse]:
+        """The agents (and arrays) that configure processor `pid`."""
+        uses = []
+        for key, agent in self._agents.items():
+            for kind in ("input", "output", "error"):
+                for processor in _static_array(getattr(agent, f"{kind}_processors")):
+                    if processor_id(processor) == pid:
+                        uses.append(ProcessorUse(agent_id=key, agent_name=agent.name, type=kind))
+        return uses
+
+    # ---------------------------------------------------------------- tools
+
+    def tools(self) -> dict[str, Tool]:
+        """Every tool by id: the registered ones, then the agents' tools."""
+        found = dict(self._tools)
+        for agent in self._agents.values():
+            for tool in agent.tools.values():
+                found.setdefault(tool.id, tool)
+        return found
+
+    def get_tool(self, tool_id: str) -> Tool | None:
+        return self.tools().get(tool_id)
+
+    # ---------------------------------------------------------------- storage
+
+    def storage_for(self, agent_id: str | None) -> MemoryStore | None:
+        """Where threads live: the agent's memory store when `agent_id` names one with
+        memory, else the registry's storage."""
+        if agent_id:
+            agent = self.get_agent(agent_id)
+            memory = getattr(agent, "memory", None) if agent is not None else None
+            store = getattr(memory, "storage", None)
+            if isinstance(store, MemoryStore):
+                return store
+        if self.storage is not None:
+            return self.storage
+        if not agent_id:
+            for agent in self._agents.values():
+                store = getattr(getattr(agent, "memory", None), "storage", None)
+                if isinstance(store, MemoryStore):
+                    return store
+        return None

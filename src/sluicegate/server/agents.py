@@ -1,0 +1,136 @@
+"""Agent routes: list, details, `generate` and `stream`, as `@mastra/client-js` calls them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from opentelemetry import trace
+
+from sluicegate.agent import Agent
+from sluicegate.errors import APICallError, ConfigurationError, ProcessorError, SluicegateError
+from sluicegate.memory.errors import ThreadAccessError
+from sluicegate.server.bodies import AgentCallBody, call_options
+from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
+from sluicegate.server.errors import ApiError, log
+from sluicegate.server.serialize import agent_json, output_json
+from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
+from sluicegate.server.traces import AGENT_ID, SERVER_APP, run_span, start_request_span, trace_headers
+
+router = APIRouter(prefix="/api", tags=["agents"])
+
+TRACE_HEADER = "x-sluicegate-trace-id"
+
+
+@router.get("/agents", responses=ERRORS)
+async def list_agents(request: Request) -> dict[str, Any]:
+    """Every agent, keyed by its registry id (Mastra's `GET /api/agents`)."""
+    return {key: await agent_json(key, agent) for key, agent in registry_of(request).agents.items()}
+
+
+@router.get("/agents/{agentId}", responses=ERRORS)
+async def get_agent(agentId: str, request: Request) -> dict[str, Any]:
+    key, agent = agent_or_404(request, agentId)
+    return await agent_json(key, agent)
+
+
+def run_error(exc: BaseException) -> ApiError:
+    """The HTTP answer for an error raised while starting or running an agent."""
+    if isinstance(exc, ThreadAccessError):
+        return ApiError(403, str(exc), field="memory")
+    if isinstance(exc, APICallError):
+        return ApiError(502, f"model provider error: {exc}")
+    if isinstance(exc, ProcessorError):  # a processor failed: the server's fault, not the request's
+        log.error("processor failure: %s", exc, exc_info=exc)
+        return ApiError(500, str(exc))
+    if isinstance(exc, (ConfigurationError, SluicegateError, TypeError, ValueError)):
+        return ApiError(400, str(exc))
+    raise exc
+
+
+async def _start(
+    agent: Agent, body: AgentCallBody, request: Request, *, stream: bool
+) -> tuple[Any, dict[str, Any]]:
+    messages, options = call_options(body, settings_of(request))
+    try:
+        if stream:
+            return await agent.stream(messages, **options), options
+        return messages, options
+    except Exception as exc:
+        raise run_error(exc) from exc
+
+
+@router.post(
+    "/agents/{agentId}/generate",
+    responses={**ERRORS, 502: ERRORS[400] | {"description": "The model provider failed."}, 504: ERRORS[400]},
+)
+async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONResponse:
+    """Run the agent to its end and return the full output (text, steps, usage, tripwire)."""
+    key, agent = agent_or_404(request, agentId)
+    settings = settings_of(request)
+    messages, options = await _start(agent, body, request, stream=False)
+    span = start_request_span(
+        f"POST generate {agent.name}", {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
+    )
+
+    async def run() -> Any:
+        with run_span(span):
+            return await agent.generate(messages, **options)
+
+    task = asyncio.ensure_future(run())
+    watcher = asyncio.ensure_future(wait_for_disconnect(request.receive))
+    try:
+        done, _ = await asyncio.wait(
+            {task, watcher}, timeout=settings.request_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        for pending in (task, watcher):
+            if not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pending
+    if task not in done:
+        if watcher in done:
+            raise ApiError(499, "client closed the request")
+        raise ApiError(504, f"the run did not finish within {settings.request_timeout:g} s and was cancelled")
+    try:
+        result = task.result()
+    except Exception as exc:
+        raise run_error(exc) from exc
+    return JSONResponse(output_json(result), headers=trace_headers(span))
+
+
+@router.post(
+    "/agents/{agentId}/stream",
+    responses={
+        **ERRORS,
+        200: {
+            "description": "Server-sent events: `data: <chunk JSON>` per chunk, then `data: [DONE]`.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+    },
+    response_class=JSONResponse,
+)
+async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
+    """Stream the run's chunks in Mastra's SSE framing; a disconnect cancels the run."""
+    key, agent = agent_or_404(request, agentId)
+    settings = settings_of(request)
+    span = start_request_span(
+        f"POST stream {agent.name}", {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
+    )
+    try:
+        with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
+            output, _ = await _start(agent, body, request, stream=True)
+    except BaseException:
+        span.end()
+        raise
+    return ChunkStreamResponse(
+        output.full_stream,
+        run_id=output.run_id,
+        timeout=settings.request_timeout,
+        headers=trace_headers(span),
+        span=lambda: run_span(span),
+    )

@@ -1,0 +1,96 @@
+"""Error responses in Mastra's shape (`{"error": message}`), and the handlers that make sure
+nothing a client sends turns into a 500."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from sluicegate.errors import SluicegateError
+
+log = logging.getLogger("sluicegate.server")
+
+
+class ApiError(Exception):
+    """An error answer: HTTP status, a message, and optionally the request field at fault."""
+
+    def __init__(self, status: int, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.field = field
+
+
+def bad_request(field: str, message: str) -> ApiError:
+    return ApiError(400, f"{field}: {message}", field=field)
+
+
+def not_found(kind: str, ident: str) -> ApiError:
+    return ApiError(404, f"{kind} {ident!r} not found")
+
+
+def error_body(message: str, field: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": message}
+    if field is not None:
+        body["field"] = field
+    return body
+
+
+_TYPE_TAGS = frozenset(("str", "int", "float", "bool", "list", "dict", "none", "any"))
+
+
+def _is_field(part: Any) -> bool:
+    """Whether a validation-location part names a field (not a union member's type tag)."""
+    if isinstance(part, int):
+        return True
+    text = str(part)
+    return not ("[" in text or "(" in text or text in _TYPE_TAGS or text[:1].isupper() or text == "body")
+
+
+def _location(loc: tuple[Any, ...] | list[Any]) -> str:
+    if len(loc) >= 2 and loc[0] in ("query", "path", "header"):
+        return str(loc[1])
+    parts = [str(p) for p in loc if _is_field(p)] or ["body"]
+    return ".".join(parts)
+
+
+def describe_validation(exc: RequestValidationError) -> tuple[str, str]:
+    """The field and a one-line message for the first validation problem."""
+    errors = exc.errors()
+    if not errors:
+        return "body", "invalid request"
+    first = errors[0]
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return "body", f"malformed JSON ({first.get('ctx', {}).get('error', 'parse error')})"
+    where = _location(first.get("loc", ()))
+    return where, str(first.get("msg", "invalid value"))
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(error_body(exc.message, exc.field), status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        where, message = describe_validation(exc)
+        return JSONResponse(error_body(f"{where}: {message}", where), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse(error_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(SluicegateError)
+    async def _sluicegate(_: Request, exc: SluicegateError) -> JSONResponse:
+        return JSONResponse(error_body(str(exc)), status_code=400)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body("internal error"), status_code=500)

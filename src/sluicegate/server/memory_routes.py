@@ -1,0 +1,148 @@
+"""Memory routes: threads by resource (and agent), and a thread's messages.
+
+Threads live in the agent's memory store (`?agentId=`) or the registry's `storage`; the server
+keeps none of them itself. A `resourceId` given on a thread route must own the thread, and a
+thread of another resource answers 404, as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query, Request
+
+from sluicegate.messages import MessageList
+from sluicegate.server.bodies import CreateThreadBody, UpdateThreadBody
+from sluicegate.server.deps import ERRORS, registry_of
+from sluicegate.server.errors import ApiError, bad_request, not_found
+from sluicegate.storage.base import MemoryStore
+from sluicegate.storage.types import Thread
+
+router = APIRouter(prefix="/api/memory", tags=["memory"])
+
+MAX_PAGE = 1000
+
+
+def _store(request: Request, agent_id: str | None) -> MemoryStore:
+    registry = registry_of(request)
+    if agent_id and registry.get_agent(agent_id) is None:
+        raise not_found("agent", agent_id)
+    store = registry.storage_for(agent_id)
+    if store is None:
+        raise bad_request("agentId", "no memory storage is configured for this agent or server")
+    return store
+
+
+async def _thread(store: MemoryStore, thread_id: str, resource_id: str | None) -> Thread:
+    thread = await store.get_thread(thread_id)
+    if thread is None or (resource_id is not None and thread.resource_id != resource_id):
+        raise not_found("thread", thread_id)
+    return thread
+
+
+def _page(items: list[Any], page: int, per_page: int) -> tuple[list[Any], bool]:
+    start = page * per_page
+    return items[start : start + per_page], start + per_page < len(items)
+
+
+@router.get("/threads", responses=ERRORS)
+async def list_threads(
+    request: Request,
+    resourceId: str = Query(min_length=1, max_length=256),
+    agentId: str | None = Query(default=None, max_length=256),
+    page: int = Query(default=0, ge=0, le=1_000_000),
+    perPage: int = Query(default=100, ge=1, le=MAX_PAGE),
+    order_field: Literal["createdAt", "updatedAt"] = Query(default="updatedAt", alias="orderBy[field]"),
+    order_direction: Literal["ASC", "DESC"] = Query(default="DESC", alias="orderBy[direction]"),
+) -> dict[str, Any]:
+    """A resource's threads, newest first by default, paginated like Mastra."""
+    store = _store(request, agentId)
+    threads = await store.list_threads(resourceId)
+    key = "created_at" if order_field == "createdAt" else "updated_at"
+    threads.sort(key=lambda t: getattr(t, key), reverse=order_direction == "DESC")
+    shown, more = _page(threads, page, perPage)
+    return {
+        "threads": [t.to_dict() for t in shown],
+        "total": len(threads),
+        "page": page,
+        "perPage": perPage,
+        "hasMore": more,
+    }
+
+
+@router.post("/threads", responses={**ERRORS, 409: ERRORS[400]})
+async def create_thread(
+    body: CreateThreadBody, request: Request, agentId: str | None = Query(default=None, max_length=256)
+) -> dict[str, Any]:
+    store = _store(request, agentId or body.agentId)
+    thread_id = body.threadId or str(uuid.uuid4())
+    wanted = Thread(
+        id=thread_id, resource_id=body.resourceId, title=body.title or "", metadata=dict(body.metadata or {})
+    )
+    stored = await store.create_thread(wanted)
+    if stored.resource_id != body.resourceId:
+        raise ApiError(409, f"thread {thread_id!r} already exists", field="threadId")
+    return stored.to_dict()
+
+
+@router.get("/threads/{threadId}", responses=ERRORS)
+async def get_thread(
+    threadId: str,
+    request: Request,
+    agentId: str | None = Query(default=None, max_length=256),
+    resourceId: str | None = Query(default=None, max_length=256),
+) -> dict[str, Any]:
+    return (await _thread(_store(request, agentId), threadId, resourceId)).to_dict()
+
+
+@router.patch("/threads/{threadId}", responses=ERRORS)
+async def update_thread(
+    threadId: str,
+    body: UpdateThreadBody,
+    request: Request,
+    agentId: str | None = Query(default=None, max_length=256),
+) -> dict[str, Any]:
+    store = _store(request, agentId)
+    await _thread(store, threadId, body.resourceId)
+    updated = await store.update_thread(threadId, title=body.title, metadata=body.metadata)
+    return updated.to_dict()
+
+
+@router.delete("/threads/{threadId}", responses=ERRORS)
+async def delete_thread(
+    threadId: str,
+    request: Request,
+    agentId: str | None = Query(default=None, max_length=256),
+    resourceId: str | None = Query(default=None, max_length=256),
+) -> dict[str, Any]:
+    store = _store(request, agentId)
+    await _thread(store, threadId, resourceId)
+    await store.delete_thread(threadId)
+    return {"result": "Thread deleted"}
+
+
+@router.get("/threads/{threadId}/messages", responses=ERRORS)
+async def list_messages(
+    threadId: str,
+    request: Request,
+    agentId: str | None = Query(default=None, max_length=256),
+    resourceId: str | None = Query(default=None, max_length=256),
+    page: int = Query(default=0, ge=0, le=1_000_000),
+    perPage: int = Query(default=100, ge=1, le=MAX_PAGE),
+) -> dict[str, Any]:
+    """A thread's messages in creation order (Mastra's stored shape, and as UI messages)."""
+    store = _store(request, agentId)
+    await _thread(store, threadId, resourceId)
+    messages = await store.list_messages(threadId)
+    shown, more = _page(messages, page, perPage)
+    ui = MessageList()
+    ui.add(shown, "memory")
+    return {
+        "messages": [m.to_dict() for m in shown],
+        "uiMessages": ui.get.all.ui(),
+        "total": len(messages),
+        "page": page,
+        "perPage": perPage,
+        "hasMore": more,
+    }

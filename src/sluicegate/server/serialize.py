@@ -1,0 +1,201 @@
+"""Agents, processors, tools and run results as the JSON Mastra's server returns."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+from sluicegate.agent import Agent
+from sluicegate.agent.results import FullOutput, StepResult
+from sluicegate.processors.base import implements, processor_id
+from sluicegate.registry import Sluicegate
+from sluicegate.request_context import RequestContext
+from sluicegate.stream.payload import to_json
+from sluicegate.tools import Tool
+
+# Mastra's processor phases (the ones its API lists) and the hooks that provide them.
+PHASE_HOOKS: dict[str, str] = {
+    "input": "process_input",
+    "inputStep": "process_input_step",
+    "outputStream": "process_output_stream",
+    "outputResult": "process_output_result",
+    "outputStep": "process_output_step",
+    "toolResult": "process_tool_result",
+}
+ALL_HOOKS = (
+    "process_input",
+    "process_input_step",
+    "process_llm_request",
+    "process_llm_response",
+    "process_api_error",
+    "process_output_stream",
+    "process_output_step",
+    "process_tool_result",
+    "process_output_result",
+)
+
+
+def superjson(value: Any) -> str:
+    """A JSON schema as Mastra ships it: superjson-encoded (`{"json": ...}`) in a string."""
+    return json.dumps({"json": value})
+
+
+def tool_json(tool: Tool) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": tool.id, "description": tool.description or ""}
+    out["inputSchema"] = superjson(tool.json_schema())
+    output_schema = getattr(tool, "output_schema", None)
+    if isinstance(output_schema, dict):
+        out["outputSchema"] = superjson(output_schema)
+    elif output_schema is not None and hasattr(output_schema, "model_json_schema"):
+        out["outputSchema"] = superjson(output_schema.model_json_schema())
+    return out
+
+
+def _model_parts(agent: Agent) -> tuple[str, str]:
+    model = agent.model
+    if isinstance(model, str):
+        provider, _, model_id = model.partition("/")
+        return provider, model_id or model
+    return str(getattr(model, "provider", "")), str(getattr(model, "model_id", ""))
+
+
+async def _instructions(agent: Agent) -> str | list[str]:
+    value: Any = agent.instructions
+    if callable(value):
+        try:
+            value = value(RequestContext())
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception:
+            return ""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else [str(v) for v in value]
+
+
+def _processor_refs(array: Any) -> list[dict[str, Any]]:
+    if not isinstance(array, (list, tuple)):
+        return []
+    return [{"id": processor_id(p), "name": getattr(p, "name", None) or processor_id(p)} for p in array]
+
+
+async def agent_json(key: str, agent: Agent) -> dict[str, Any]:
+    """One agent, in the shape of Mastra's `GET /api/agents/:agentId`."""
+    provider, model_id = _model_parts(agent)
+    return {
+        "id": key,
+        "name": agent.name,
+        "description": agent.description or "",
+        "instructions": await _instructions(agent),
+        "tools": {tid: tool_json(t) for tid, t in agent.tools.items()},
+        "agents": {},
+        "workflows": {},
+        "skills": [],
+        "workspaceTools": [],
+        "browserTools": [],
+        "hasBrowser": False,
+        "inputProcessors": _processor_refs(agent.input_processors),
+        "outputProcessors": _processor_refs(agent.output_processors),
+        "errorProcessors": _processor_refs(agent.error_processors),
+        "provider": provider,
+        "modelId": model_id,
+        "modelVersion": "v2",
+        "supportsMemory": agent.memory is not None,
+        "defaultOptions": {"maxSteps": agent.default_max_steps},
+        "source": "code",
+    }
+
+
+def processor_phases(processor: Any) -> list[str]:
+    return [phase for phase, hook in PHASE_HOOKS.items() if implements(processor, hook)]
+
+
+def processor_hooks(processor: Any) -> list[str]:
+    return [hook for hook in ALL_HOOKS if implements(processor, hook)]
+
+
+def _is_workflow(processor: Any) -> bool:
+    return type(processor).__module__.startswith("sluicegate.workflows")
+
+
+def _doc(processor: Any) -> str:
+    described = getattr(processor, "description", None)
+    if described:
+        return str(described)
+    doc = inspect.getdoc(type(processor)) or ""
+    return doc.split("\n\n", 1)[0].strip()
+
+
+def processor_summary(registry: Sluicegate, pid: str, processor: Any) -> dict[str, Any]:
+    uses = registry.processor_uses(pid)
+    return {
+        "id": pid,
+        "name": getattr(processor, "name", None) or pid,
+        "description": _doc(processor),
+        "phases": processor_phases(processor),
+        "hooks": processor_hooks(processor),
+        "agentIds": sorted({u.agent_id for u in uses}),
+        "configurations": [{"agentId": u.agent_id, "type": u.type} for u in uses if u.type != "error"],
+        "isWorkflow": _is_workflow(processor),
+    }
+
+
+def processor_detail(registry: Sluicegate, pid: str, processor: Any) -> dict[str, Any]:
+    uses = registry.processor_uses(pid)
+    return {
+        "id": pid,
+        "name": getattr(processor, "name", None) or pid,
+        "description": _doc(processor),
+        "phases": processor_phases(processor),
+        "hooks": processor_hooks(processor),
+        "configurations": [
+            {"agentId": u.agent_id, "agentName": u.agent_name, "type": u.type}
+            for u in uses
+            if u.type != "error"
+        ],
+        "isWorkflow": _is_workflow(processor),
+    }
+
+
+def _step_json(step: StepResult) -> dict[str, Any]:
+    return {
+        "stepNumber": step.step_number,
+        "text": step.text,
+        "reasoningText": step.reasoning_text,
+        "toolCalls": [c.to_dict() for c in step.tool_calls],
+        "toolResults": [c.to_dict() for c in step.tool_results],
+        "finishReason": step.finish_reason,
+        "usage": step.usage.to_dict(),
+        "warnings": to_json(step.warnings),
+        "response": to_json(step.response),
+    }
+
+
+def output_json(result: FullOutput) -> dict[str, Any]:
+    """A `generate` result as Mastra's server returns it (camelCase `FullOutput`)."""
+    usage = result.usage.to_dict()
+    out: dict[str, Any] = {
+        "text": result.text,
+        "finishReason": result.finish_reason,
+        "usage": usage,
+        "totalUsage": usage,
+        "steps": [_step_json(s) for s in result.steps],
+        "toolCalls": [c.to_dict() for c in result.tool_calls],
+        "toolResults": [c.to_dict() for c in result.tool_results],
+        "reasoningText": result.reasoning_text,
+        "response": {
+            "messages": [m.to_dict() for m in result.response.messages],
+            "uiMessages": to_json(result.response.ui_messages),
+        },
+        "runId": result.run_id,
+        "object": to_json(result.object),
+    }
+    if result.tripwire is not None:
+        out["tripwire"] = result.tripwire.to_dict()
+    if result.error is not None:
+        out["error"] = to_json(result.error)
+    trace_id = getattr(result, "trace_id", None)
+    if trace_id:
+        out["traceId"] = trace_id
+    return out

@@ -1,0 +1,78 @@
+"""`ServerSettings`: the limits and switches of one server, from arguments or the environment.
+
+Every value has a safe default; `from_env` reads the `SLUICEGATE_*` variables that
+`sluicegate serve` documents, so worker processes started by uvicorn or gunicorn agree.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from sluicegate.errors import ConfigurationError
+
+
+def _float(name: str, default: float | None) -> float | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number of seconds, got {raw!r}") from None
+    return value if value > 0 else None
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigurationError(f"{name} must be positive, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How the server guards itself and who may call it."""
+
+    api_token: str | None = None
+    """When set, every `/api` request needs `Authorization: Bearer <token>`."""
+    cors_origins: tuple[str, ...] = ()
+    """Origins allowed to call the API from a browser (`*` for any)."""
+    request_timeout: float | None = 300.0
+    """Seconds one agent run may take before it is cancelled (None: no limit)."""
+    max_body_bytes: int = 1_000_000
+    """Request bodies larger than this are refused with 413."""
+    max_steps_limit: int = 50
+    """The largest `maxSteps` a client may ask for."""
+    allow_client_overrides: bool = False
+    """Whether a request may replace the agent's model or instructions (Mastra's `model`,
+    `instructions`, `system` body fields)."""
+    studio: bool = False
+    """Serve the studio at `/studio`."""
+    trace_capacity: int = 200
+    """How many recent runs' spans the studio's timeline keeps in memory."""
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, *, studio: bool | None = None) -> ServerSettings:
+        """Settings from `SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS` (comma-separated),
+        `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`."""
+        origins = tuple(
+            o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
+        )
+        studio_env = os.environ.get("SLUICEGATE_STUDIO", "").lower() in {"1", "true", "yes"}
+        return cls(
+            api_token=os.environ.get("SLUICEGATE_API_TOKEN") or None,
+            cors_origins=origins,
+            request_timeout=_float("SLUICEGATE_REQUEST_TIMEOUT", 300.0),
+            max_body_bytes=_int("SLUICEGATE_MAX_BODY_BYTES", 1_000_000),
+            allow_client_overrides=os.environ.get("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "").lower()
+            in {"1", "true", "yes"},
+            studio=studio_env if studio is None else studio,
+        )

@@ -1,0 +1,160 @@
+"""Streaming a run to the client in Mastra's framing, with cancellation.
+
+Each chunk goes out as one server-sent event, `data: <chunk JSON>\\n\\n` (the JSON is
+`Chunk.to_dict()`: `{"type", "runId", "from", "payload"}`), and the stream ends with
+`data: [DONE]\\n\\n`, which is what `@mastra/client-js`'s `processDataStream` reads.
+
+The run is driven by a task of its own while another task waits for the client to go away: a
+disconnect (or the per-request timeout) cancels the run, which closes the provider stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import AbstractContextManager
+from typing import Any, cast
+
+from starlette.responses import Response
+
+from sluicegate.server.auth import Receive, Scope, Send
+
+DONE = b"data: [DONE]\n\n"
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
+def sse(event: dict[str, Any]) -> bytes:
+    return b"data: " + _dumps(event).encode() + b"\n\n"
+
+
+def error_event(run_id: str, message: str, name: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "runId": run_id,
+        "from": "AGENT",
+        "payload": {"error": {"message": message, "name": name}},
+    }
+
+
+async def wait_for_disconnect(receive: Receive) -> None:
+    """Return when the client disconnects (the request body has been read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class ChunkStreamResponse(Response):
+    """An ASGI response that streams a run's chunks as SSE and cancels the run when the client
+    leaves or `timeout` seconds pass."""
+
+    def __init__(
+        self,
+        chunks: AsyncIterator[Any],
+        *,
+        run_id: str,
+        timeout: float | None,
+        headers: dict[str, str] | None = None,
+        span: Callable[[], AbstractContextManager[Any]] | None = None,
+    ) -> None:
+        self.status_code = 200
+        self.background = None
+        self.media_type = "text/event-stream"
+        self._chunks = chunks
+        self._run_id = run_id
+        self._timeout = timeout
+        self._extra_headers = headers or {}
+        self._span = span
+        self.cancelled_by: str | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+            *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        producer = asyncio.ensure_future(self._produce(send))
+        watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+        try:
+            done, _ = await asyncio.wait(
+                {producer, watcher}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+            if producer in done:
+                producer.result()
+                return
+            self.cancelled_by = "disconnect" if watcher in done else "timeout"
+            producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await producer
+            if self.cancelled_by == "timeout":
+                with contextlib.suppress(OSError):
+                    message = f"the run did not finish within {self._timeout:g} s and was cancelled"
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": sse(error_event(self._run_id, message, "TimeoutError")) + DONE,
+                            "more_body": False,
+                        }
+                    )
+        finally:
+            for task in (producer, watcher):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+
+    async def _produce(self, send: Send) -> None:
+        chunks = self._chunks
+        span = self._span() if self._span is not None else contextlib.nullcontext()
+        with span:
+            await self._send_all(chunks, send)
+        # The run's span has ended (and reached the trace buffer) before the client sees the end.
+        await send({"type": "http.response.body", "body": DONE, "more_body": False})
+
+    async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
+        """Encode chunks as they come; a writer task sends whatever has piled up since its last
+        write in one piece, so a fast run costs a few writes and a slow one streams each chunk
+        as soon as it exists."""
+        pending: list[bytes] = []
+        ready = asyncio.Event()
+        finished = False
+
+        async def writer() -> None:
+            while True:
+                await ready.wait()
+                ready.clear()
+                if pending:
+                    body = b"".join(pending)
+                    pending.clear()
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                if finished and not pending:
+                    return
+
+        writing = asyncio.ensure_future(writer())
+        try:
+            try:
+                async for chunk in chunks:
+                    pending.append(sse(chunk.to_dict()))
+                    ready.set()
+                    if writing.done():
+                        writing.result()  # the client is gone: stop the run
+            except (asyncio.CancelledError, OSError):
+                raise
+            except Exception as exc:  # the run failed outside its own error handling
+                pending.append(sse(error_event(self._run_id, str(exc), type(exc).__name__)))
+            finished = True
+            ready.set()
+            await writing
+        finally:
+            if not writing.done():
+                writing.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await writing
+            closer = getattr(chunks, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await cast(AsyncGenerator[Any, None], chunks).aclose()

@@ -1,0 +1,70 @@
+"""The studio: a browser view of the agents, a streaming chat, each run's timeline of
+processor decisions, memory threads, and the processor catalogue with "try it".
+
+The pages are static HTML plus one small script that reads the same `/api` routes a Mastra
+client uses (sending the bearer token the user enters, when the server wants one); no build
+step. The only studio-specific routes are the two trace views under `/api/studio`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from sluicegate.server.deps import ERRORS, spans_of
+from sluicegate.server.errors import not_found
+from sluicegate.server.traces import AGENT_ID, run_root, timeline
+
+STATIC = Path(__file__).parent / "static"
+
+router = APIRouter(prefix="/api/studio", tags=["studio"])
+
+
+@router.get("/traces", responses=ERRORS)
+async def list_traces(request: Request) -> list[dict[str, Any]]:
+    """Recent runs, newest first: their root span, agent, duration and processor outcomes."""
+    recent = spans_of(request)
+    out = []
+    for trace_id in recent.trace_ids():
+        spans = recent.spans(trace_id)
+        view = timeline(spans)
+        root = run_root(spans)
+        if root is None:
+            continue
+        outcomes: dict[str, int] = {}
+        for decision in view["processors"]:
+            outcomes[str(decision["outcome"])] = outcomes.get(str(decision["outcome"]), 0) + 1
+        out.append(
+            {
+                "traceId": trace_id,
+                "name": root.name,
+                "agentId": (root.attributes or {}).get(AGENT_ID),
+                "startTime": (root.start_time or 0) / 1e9,
+                "durationMs": view["durationMs"],
+                "spanCount": len(view["spans"]),
+                "outcomes": outcomes,
+            }
+        )
+    return out
+
+
+@router.get("/traces/{traceId}", responses=ERRORS)
+async def get_trace(traceId: str, request: Request) -> dict[str, Any]:
+    """One run's spans as a timeline, with every processor decision."""
+    spans = spans_of(request).spans(traceId)
+    if not spans:
+        raise not_found("trace", traceId)
+    return {"traceId": traceId.lower(), **timeline(spans)}
+
+
+def mount_studio(app: FastAPI) -> None:
+    app.include_router(router)
+    app.mount("/studio/static", StaticFiles(directory=STATIC), name="studio-static")
+
+    @app.get("/studio", include_in_schema=False)
+    async def studio() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")

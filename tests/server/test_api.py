@@ -1,0 +1,290 @@
+"""The HTTP API in Mastra's wire format: routes, bodies, stream framing and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+from tests.server.helpers import sse_events
+
+from sluicegate.server import ServerSettings
+
+
+def test_lists_agents_in_mastras_shape(client: TestClient) -> None:
+    agents = client.get("/api/agents").json()
+    assert sorted(agents) == ["echo", "plain"]
+    echo = agents["echo"]
+    assert echo["inputProcessors"] == [
+        {"id": "unicode-normalizer", "name": "Unicode Normalizer"},
+        {"id": "block-word", "name": "Block word"},
+    ]
+    assert echo["provider"] == "echo" and echo["modelId"] == "echo-1"
+    assert echo["tools"]["add"]["id"] == "add"
+    assert '"json"' in echo["tools"]["add"]["inputSchema"]
+    assert echo["supportsMemory"] is True and agents["plain"]["supportsMemory"] is False
+
+
+def test_generate_returns_full_output(client: TestClient) -> None:
+    response = client.post(
+        "/api/agents/echo/generate", json={"messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["text"].startswith("Echo: hi")
+    assert body["finishReason"] == "stop"
+    assert body["usage"]["totalTokens"] == body["usage"]["inputTokens"] + body["usage"]["outputTokens"]
+    assert body["steps"][0]["text"] == body["text"]
+    assert "tripwire" not in body
+
+
+def test_generate_tripwire(client: TestClient) -> None:
+    body = client.post("/api/agents/echo/generate", json={"messages": "a forbidden word"}).json()
+    assert body["tripwire"] == {
+        "reason": "The word 'forbidden' is not allowed",
+        "retry": False,
+        "metadata": {"word": "forbidden"},
+        "processorId": "block-word",
+    }
+    assert body["finishReason"] == "other"
+    assert body["text"] == ""
+
+
+def test_stream_framing(client: TestClient) -> None:
+    response = client.post("/api/agents/echo/stream", json={"messages": "stream this"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events, done = sse_events(response.text)
+    assert done
+    types = [e["type"] for e in events]
+    assert types[0] == "start" and types[-1] == "finish"
+    assert types.count("text-delta") == 5
+    assert all(e["from"] == "AGENT" and e["runId"] == events[0]["runId"] for e in events)
+    text = "".join(e["payload"]["text"] for e in events if e["type"] == "text-delta")
+    assert text.startswith("Echo: stream this")
+    assert events[-1]["payload"]["stepResult"]["reason"] == "stop"
+
+
+def test_stream_tripwire_chunk(client: TestClient) -> None:
+    events, done = sse_events(client.post("/api/agents/echo/stream", json={"messages": "forbidden"}).text)
+    assert done
+    assert [e["type"] for e in events] == ["start", "tripwire"]
+    assert events[1]["payload"]["processorId"] == "block-word"
+
+
+def test_body_fields_map_to_call_options(client: TestClient, example: Any) -> None:
+    body = {
+        "messages": "hello",
+        "memory": {"thread": {"id": "t-map"}, "resource": "u-map"},
+        "maxSteps": 2,
+        "toolChoice": {"type": "tool", "toolName": "add"},
+        "activeTools": ["add"],
+        "requestContext": {"tenant": "acme"},
+    }
+    assert client.post("/api/agents/echo/generate", json=body).status_code == 200
+    threads = client.get("/api/memory/threads", params={"resourceId": "u-map", "agentId": "echo"}).json()
+    assert [t["id"] for t in threads["threads"]] == ["t-map"]
+
+
+def test_malformed_json_is_400(client: TestClient) -> None:
+    response = client.post(
+        "/api/agents/echo/generate", content=b'{"messages": ', headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.json()["field"] == "body"
+    assert "JSON" in response.json()["error"]
+
+
+def test_bad_fields_name_the_field(client: TestClient) -> None:
+    cases = [
+        ({"messages": "x", "maxSteps": "many"}, "maxSteps"),
+        ({"messages": "x", "maxSteps": 0}, "maxSteps"),
+        ({"messages": "x", "maxSteps": 10_000}, "maxSteps"),
+        ({"messages": "x", "unknownOption": 1}, "unknownOption"),
+        ({"maxSteps": 1}, "messages"),
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "wizard", "content": "x"}]}, "messages"),
+        ({"messages": "x", "memory": {"resource": "u"}}, "memory.thread"),
+        (
+            {"messages": "x", "requestContext": {"mastra__resourceId": "someone-else"}},
+            "requestContext.mastra__resourceId",
+        ),
+        ({"messages": "x", "model": "openai/gpt-5"}, "model"),
+        ({"messages": "x", "clientTools": {"t": {}}}, "clientTools"),
+        ({"messages": "x", "toolChoice": "sometimes"}, "toolChoice"),
+    ]
+    for body, field in cases:
+        response = client.post("/api/agents/echo/generate", json=body)
+        assert response.status_code == 400, (body, response.text)
+        assert response.json()["field"] == field, (body, response.json())
+
+
+def test_memory_on_agent_without_memory_is_400(client: TestClient) -> None:
+    response = client.post(
+        "/api/agents/plain/generate", json={"messages": "x", "memory": {"thread": "t", "resource": "u"}}
+    )
+    assert response.status_code == 400
+    assert "memory" in response.json()["error"]
+
+
+def test_thread_of_another_resource_is_403(client: TestClient) -> None:
+    client.post(
+        "/api/agents/echo/generate",
+        json={"messages": "x", "memory": {"thread": "owned", "resource": "alice"}},
+    )
+    response = client.post(
+        "/api/agents/echo/generate",
+        json={"messages": "x", "memory": {"thread": "owned", "resource": "mallory"}},
+    )
+    assert response.status_code == 403
+    hidden = client.get("/api/memory/threads/owned", params={"agentId": "echo", "resourceId": "mallory"})
+    assert hidden.status_code == 404
+
+
+def test_unknown_ids_are_404(client: TestClient) -> None:
+    assert client.get("/api/agents/nobody").status_code == 404
+    assert client.post("/api/agents/nobody/stream", json={"messages": "x"}).status_code == 404
+    assert client.get("/api/processors/nothing").status_code == 404
+    assert client.post("/api/tools/nothing/execute", json={"data": {}}).status_code == 404
+    assert client.get("/api/memory/threads/none", params={"agentId": "echo"}).status_code == 404
+    assert client.get("/api/nowhere").status_code == 404
+
+
+def test_oversized_body_is_413(make_client: Any) -> None:
+    client = make_client(ServerSettings(max_body_bytes=1000))
+    response = client.post("/api/agents/echo/generate", json={"messages": "x" * 2000})
+    assert response.status_code == 413
+    # Without a Content-Length the limit holds while reading.
+    chunks = (b"x" * 500 for _ in range(5))
+    response = client.post(
+        "/api/agents/echo/generate", content=chunks, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+
+
+def test_bearer_auth(make_client: Any) -> None:
+    client = make_client(ServerSettings(api_token="s3cret"))
+    assert client.get("/api/agents").status_code == 401
+    assert client.get("/api/agents", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/api/agents", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert client.get("/openapi.json").status_code == 200
+
+
+def test_cors(make_client: Any) -> None:
+    client = make_client(ServerSettings(cors_origins=("https://app.example",)))
+    preflight = client.options(
+        "/api/agents/echo/stream",
+        headers={
+            "Origin": "https://app.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type,authorization",
+        },
+    )
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "https://app.example"
+    other = client.get("/api/agents", headers={"Origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in other.headers
+
+
+def test_processors_catalogue_and_execute(client: TestClient) -> None:
+    catalogue = client.get("/api/processors").json()
+    assert catalogue["block-word"]["phases"] == ["input"]
+    assert catalogue["block-word"]["configurations"] == [{"agentId": "echo", "type": "input"}]
+    detail = client.get("/api/processors/unicode-normalizer").json()
+    assert detail["configurations"] == [{"agentId": "echo", "agentName": "echo", "type": "input"}]
+    ok = client.post(
+        "/api/processors/unicode-normalizer/execute",
+        json={
+            "phase": "input",
+            "messages": [{"id": "m1", "role": "user", "content": "ｆｕｌｌ　ｗｉｄｔｈ"}],
+        },
+    ).json()
+    assert ok["success"] is True
+    assert ok["messages"][0]["content"]["parts"][0]["text"] == "full width"
+    blocked = client.post(
+        "/api/processors/block-word/execute",
+        json={"phase": "input", "messages": [{"id": "m1", "role": "user", "content": "forbidden"}]},
+    ).json()
+    assert blocked["success"] is False
+    assert blocked["tripwire"]["triggered"] is True
+    wrong = client.post("/api/processors/block-word/execute", json={"phase": "outputResult", "messages": []})
+    assert wrong.status_code == 400 and wrong.json()["field"] == "phase"
+
+
+def test_tools_list_and_execute(client: TestClient) -> None:
+    assert "add" in client.get("/api/tools").json()
+    assert client.post("/api/tools/add/execute", json={"data": {"a": 2, "b": 3}}).json() == {"sum": 5}
+    bad = client.post("/api/tools/add/execute", json={"data": {"a": "two"}})
+    assert bad.status_code == 400 and bad.json()["field"] == "data"
+
+
+def test_memory_thread_crud(client: TestClient) -> None:
+    created = client.post(
+        "/api/memory/threads?agentId=echo", json={"resourceId": "r1", "threadId": "c1", "title": "First"}
+    ).json()
+    assert created["id"] == "c1" and created["resourceId"] == "r1"
+    taken = client.post("/api/memory/threads?agentId=echo", json={"resourceId": "r2", "threadId": "c1"})
+    assert taken.status_code == 409
+    patched = client.patch(
+        "/api/memory/threads/c1?agentId=echo", json={"title": "Second", "resourceId": "r1"}
+    )
+    assert patched.json()["title"] == "Second"
+    client.post(
+        "/api/agents/echo/generate", json={"messages": "hello", "memory": {"thread": "c1", "resource": "r1"}}
+    )
+    messages = client.get("/api/memory/threads/c1/messages", params={"agentId": "echo", "perPage": 1}).json()
+    assert messages["total"] == 2 and messages["hasMore"] is True
+    assert messages["messages"][0]["role"] == "user"
+    assert messages["uiMessages"][0]["role"] == "user"
+    assert client.get("/api/memory/threads", params={"agentId": "echo"}).status_code == 400
+    assert client.delete("/api/memory/threads/c1?agentId=echo").json() == {"result": "Thread deleted"}
+    assert client.get("/api/memory/threads/c1?agentId=echo").status_code == 404
+
+
+def test_openapi_and_swagger(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    assert "/api/agents/{agentId}/stream" in schema["paths"]
+    assert "/api/processors/{processorId}/execute" in schema["paths"]
+    assert client.get("/docs").status_code == 200
+
+
+def test_a_failing_processor_is_a_server_error(make_client: Any) -> None:
+    from sluicegate import Agent, Sluicegate
+    from sluicegate.processors import Processor
+    from sluicegate.testing.echo_model import EchoModel
+
+    class Broken(Processor):
+        id = "broken"
+
+        def process_input(self, args: Any) -> None:
+            raise RuntimeError("bug")
+
+    registry = Sluicegate(agents=[Agent(name="b", model=EchoModel(), input_processors=[Broken()])])
+    client = make_client(registry=registry)
+    response = client.post("/api/agents/b/generate", json={"messages": "x"})
+    assert response.status_code == 500
+    assert "broken" in response.json()["error"]
+    events, done = sse_events(client.post("/api/agents/b/stream", json={"messages": "x"}).text)
+    assert done and events[-1]["type"] == "error"
+
+
+def test_agent_scoped_tools(client: TestClient) -> None:
+    assert client.get("/api/agents/echo/tools/add").json()["id"] == "add"
+    done = client.post("/api/agents/echo/tools/add/execute", json={"data": {"a": 1, "b": 1}})
+    assert done.json() == {"sum": 2}
+    assert client.post("/api/agents/plain/tools/add/execute", json={"data": {}}).status_code == 404
+    assert client.get("/api/agents/nobody/tools/add").status_code == 404
+
+
+def test_runs_are_traced_for_the_studio(make_client: Any) -> None:
+    client = make_client(ServerSettings(studio=True))
+    response = client.post("/api/agents/echo/generate", json={"messages": "hi"})
+    trace_id = response.headers["x-sluicegate-trace-id"]
+    assert len(trace_id) == 32
+    view = client.get(f"/api/studio/traces/{trace_id}").json()
+    assert view["spans"][0]["name"] == "POST generate echo"
+    assert client.get("/api/studio/traces/" + "0" * 32).status_code == 404
+
+
+def test_no_studio_routes_without_the_studio(client: TestClient) -> None:
+    assert client.get("/api/studio/traces").status_code == 404
+    assert client.get("/studio").status_code == 404
