@@ -48,6 +48,19 @@ class ToolError(SluicegateError):
     """A tool could not be built or called."""
 
 
+class StructuredOutputError(SluicegateError):
+    """The model's answer did not match the `structured_output` schema, after every retry.
+
+    `text` is the model's last answer and `errors` what was wrong with it (one line each), so
+    the caller can log, repair or show it."""
+
+    def __init__(self, message: str, *, text: str, errors: list[str], attempts: int = 1) -> None:
+        super().__init__(message)
+        self.text = text
+        self.errors = errors
+        self.attempts = attempts
+
+
 class APICallError(SluicegateError):
     """A provider rejected a call, or the connection to it failed.
 

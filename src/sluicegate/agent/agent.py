@@ -8,15 +8,18 @@ option of the call.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Generic, overload
+
+from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
+from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
+from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
+from sluicegate.agent.sync_loop import run_sync
 from sluicegate.errors import ConfigurationError, SluicegateError
 from sluicegate.messages import Message, MessageList
 from sluicegate.models.base import LanguageModel
@@ -24,6 +27,7 @@ from sluicegate.models.registry import resolve_model
 from sluicegate.processors.base import processor_id
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.stream.output import ModelOutput
+from sluicegate.stream.sync_output import SyncModelOutput
 from sluicegate.tools import Tool, normalize_tools
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
@@ -31,9 +35,14 @@ AGENT_ID_KEY = "sluicegate__agentId"
 
 _UNSET: Any = object()
 
+M = TypeVar("M")
 
-class Agent:
-    """An LLM agent whose pipeline is driven by processors."""
+
+class Agent(Generic[Out]):
+    """An LLM agent whose pipeline is driven by processors.
+
+    With `structured_output=SomeModel` the agent is an `Agent[SomeModel]` and `result.object`
+    is a `SomeModel` for a type checker too."""
 
     def __init__(
         self,
@@ -50,6 +59,8 @@ class Agent:
         memory: AgentMemory | None = None,
         description: str | None = None,
         default_max_steps: int = DEFAULT_MAX_STEPS,
+        structured_output: type[Out] | JSONSchema | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -66,13 +77,27 @@ class Agent:
         self.max_processor_retries = max_processor_retries
         self.memory = memory
         self.default_max_steps = default_max_steps
+        if structured_output is not None:
+            output_schema(structured_output)  # fail at construction on a bad schema
+        self.structured_output = structured_output
+        self.output_retries = check_output_retries(output_retries)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
 
     # ------------------------------------------------------------------ public calls
 
-    async def generate(self, messages: Any, **options: Any) -> FullOutput:
+    @overload
+    async def generate(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[M]: ...
+    @overload
+    async def generate(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[Any]: ...
+    @overload
+    async def generate(self, messages: Any, **options: Unpack[AgentCallOptions]) -> FullOutput[Out]: ...
+    async def generate(self, messages: Any, **options: Any) -> FullOutput[Any]:
         """Run the agent to the end. Raises the error when a model call fails unrecovered."""
         run = await self._prepare(messages, options)
         async for _ in run.events():
@@ -91,25 +116,60 @@ class Agent:
             object=run.object,
             run_id=run.run_id,
             reasoning_text=run.reasoning_text(),
+            tool_errors=run.all_tool_errors(),
         )
 
-    async def stream(self, messages: Any, **options: Any) -> ModelOutput:
+    @overload
+    async def stream(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> ModelOutput[M]: ...
+    @overload
+    async def stream(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> ModelOutput[Any]: ...
+    @overload
+    async def stream(self, messages: Any, **options: Unpack[AgentCallOptions]) -> ModelOutput[Out]: ...
+    async def stream(self, messages: Any, **options: Any) -> ModelOutput[Any]:
         """Start the agent; iterate `full_stream` or await the result properties."""
         return ModelOutput(await self._prepare(messages, options))
 
-    def generate_sync(self, messages: Any, **options: Any) -> FullOutput:
-        """`generate` for code without an event loop (in a worker thread when one is running)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.generate(messages, **options))
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self.generate(messages, **options)).result()
+    @overload
+    def generate_sync(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[M]: ...
+    @overload
+    def generate_sync(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[Any]: ...
+    @overload
+    def generate_sync(self, messages: Any, **options: Unpack[AgentCallOptions]) -> FullOutput[Out]: ...
+    def generate_sync(self, messages: Any, **options: Any) -> FullOutput[Any]:
+        """`generate` for code that does not `await`: runs on sluicegate's one background event
+        loop, so it works in a row, after `asyncio.run`, and inside a running loop (a notebook)."""
+        result: FullOutput[Any] = run_sync(self.generate(messages, **options))
+        return result
+
+    @overload
+    def stream_sync(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> SyncModelOutput[M]: ...
+    @overload
+    def stream_sync(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> SyncModelOutput[Any]: ...
+    @overload
+    def stream_sync(self, messages: Any, **options: Unpack[AgentCallOptions]) -> SyncModelOutput[Out]: ...
+    def stream_sync(self, messages: Any, **options: Any) -> SyncModelOutput[Any]:
+        """`stream` for code that does not `await`: iterate `text_stream` / `full_stream` with a
+        plain `for`, read `text`, `object`, ... as plain attributes (they finish the run)."""
+        output: ModelOutput[Any] = run_sync(self.stream(messages, **options))
+        return SyncModelOutput(output)
 
     # ------------------------------------------------------------------ preparing a run
 
     async def _prepare(self, messages: Any, options: dict[str, Any]) -> AgentRun:
         known = {
+            "output_retries",
             "max_steps",
             "input_processors",
             "output_processors",
@@ -174,7 +234,8 @@ class Agent:
             active_tools=options.get("active_tools"),
             model_settings=options.get("model_settings"),
             provider_options=options.get("provider_options"),
-            structured_output=options.get("structured_output"),
+            structured_output=options.get("structured_output", self.structured_output),
+            output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
         )
         return AgentRun(
             agent_id=self.id,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
 
+from sluicegate.agent.options import Out
 from sluicegate.messages import Message
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.usage import Usage
@@ -24,6 +25,9 @@ class StepResult:
     warnings: list[Any] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
     from_cache: bool = False
+    tool_errors: list[Chunk] = field(default_factory=list)
+    """The step's failed tool calls (`tool-error` chunks: `error`, `tool_name`, `args`); as in
+    Mastra, `tool_results` holds only the calls that succeeded."""
 
     @property
     def toolCalls(self) -> list[Chunk]:
@@ -57,8 +61,9 @@ class Response:
 
 
 @dataclass
-class FullOutput:
-    """The result of `Agent.generate`."""
+class FullOutput(Generic[Out]):
+    """The result of `Agent.generate`; `object` is the structured output (a `structured_output`
+    pydantic model instance, a dict for a JSON-schema dict, None without a schema)."""
 
     text: str
     finish_reason: str | None
@@ -68,7 +73,9 @@ class FullOutput:
     tool_results: list[Chunk]
     tripwire: Tripwire | None = None
     response: Response = field(default_factory=Response)
-    object: Any = None
+    object: Out = None  # type: ignore[assignment]
     error: BaseException | None = None
     run_id: str = ""
     reasoning_text: str = ""
+    tool_errors: list[Chunk] = field(default_factory=list)
+    """Every failed tool call of the run (`tool-error` chunks), in order."""

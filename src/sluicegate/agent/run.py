@@ -13,7 +13,6 @@ layer, no per-chunk validation or copying.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -25,8 +24,17 @@ import pydantic
 
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.step import StepRecorder, parse_args
-from sluicegate.errors import APICallError, ProcessorError, SluicegateError, ToolError, TripWire
-from sluicegate.messages import MessageList
+from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
+from sluicegate.agent.tool_errors import error_text
+from sluicegate.errors import (
+    APICallError,
+    ProcessorError,
+    SluicegateError,
+    StructuredOutputError,
+    ToolError,
+    TripWire,
+)
+from sluicegate.messages import Message, MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.messages.part import to_snake
 from sluicegate.models.base import CallOptions, LanguageModel
@@ -85,6 +93,7 @@ class RunOptions:
     model_settings: dict[str, Any] | None = None
     provider_options: dict[str, Any] | None = None
     structured_output: Any = None
+    output_retries: int = DEFAULT_OUTPUT_RETRIES
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -164,6 +173,9 @@ class AgentRun:
         self._current: StepRecorder | None = None
         self._system_base: list[tuple[dict[str, Any], str | None]] = []
         self._pipeline: Any = None
+        self._output_schema: OutputSchema | None = None
+        self._output_attempts = 0
+        self._object_ready = False
 
     # ------------------------------------------------------------------ results
 
@@ -183,6 +195,9 @@ class AgentRun:
 
     def all_tool_results(self) -> list[Chunk]:
         return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_results]
+
+    def all_tool_errors(self) -> list[Chunk]:
+        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_errors]
 
     def response(self) -> Response:
         messages = self.message_list.get.response.db()
@@ -234,6 +249,9 @@ class AgentRun:
                     not (step.finish_reason == "tool-calls" and step.tool_calls)
                     or completed >= self.options.max_steps
                 ):
+                    if self._structured_output_retry(step):
+                        step_number += 1
+                        continue
                     break
                 step_number += 1
             self.finish_reason = self.steps[-1].finish_reason if self.steps else None
@@ -481,10 +499,13 @@ class AgentRun:
             yield chunk
 
         tool_results: list[Chunk] = []
+        tool_errors: list[Chunk] = []
         if step.tool_calls:
             async for chunk in self._run_tools(step, config):
                 if chunk.type == "tool-result":
                     tool_results.append(chunk)
+                elif chunk.type == "tool-error":
+                    tool_errors.append(chunk)
                 for out in await self._emit_processed(chunk):
                     yield out
 
@@ -495,6 +516,7 @@ class AgentRun:
                 reasoning_text=step.reasoning_text(),
                 tool_calls=list(step.tool_calls),
                 tool_results=tool_results,
+                tool_errors=tool_errors,
                 finish_reason=step.finish_reason,
                 usage=step.usage,
                 warnings=step.warnings,
@@ -730,7 +752,7 @@ class AgentRun:
         if invocation is not None:
             invocation["state"] = "result"
             if error is not None:
-                invocation["result"] = str(error)
+                invocation["result"] = error_text(error)
                 invocation["isError"] = True
             else:
                 invocation["result"] = result
@@ -756,8 +778,28 @@ class AgentRun:
 
     # ------------------------------------------------------------------ the end
 
+    def _structured_output_retry(self, step: StepRecorder) -> bool:
+        """Validate a final answer against `structured_output`; on a mismatch with retries left,
+        send the problems back to the model and drop the answer from the result text."""
+        if self.options.structured_output is None or step.finish_reason == "tool-calls":
+            return False
+        if self._output_schema is None:
+            self._output_schema = output_schema(self.options.structured_output)
+        try:
+            self.object = self._output_schema.parse(step.text())
+        except StructuredOutputError as exc:
+            self._output_attempts += 1
+            exc.attempts = self._output_attempts
+            if self._output_attempts > self.options.output_retries:
+                raise
+            self._accepted_text.pop()
+            self.message_list.add(Message.text_message("user", retry_feedback(exc)), "response")
+            return True
+        self._object_ready = True
+        return False
+
     async def _run_output_result(self) -> None:
-        if self.options.structured_output is not None:
+        if self.options.structured_output is not None and not self._object_ready:
             self.object = self._parse_object()
         result = OutputResult(
             text=self.final_text(),
@@ -770,20 +812,8 @@ class AgentRun:
         await self.runner.run_output_result(self.message_list, result)
 
     def _parse_object(self) -> Any:
-        _, model_class = structured_schema(self.options.structured_output)
-        text = self.final_text().strip()
-        if text.startswith("```"):
-            text = text.strip("`").removeprefix("json").strip()
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise SluicegateError(f"structured output: the model's answer is not JSON: {exc}") from exc
-        if model_class is not None:
-            try:
-                return model_class.model_validate(value)
-            except pydantic.ValidationError as exc:
-                raise SluicegateError(f"structured output does not match the schema: {exc}") from exc
-        return value
+        schema = self._output_schema or output_schema(self.options.structured_output)
+        return schema.parse(self._accepted_text[-1] if self._accepted_text else "")
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:
