@@ -29,6 +29,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None
     """Drop the connection (no chunked terminator) after this many SSE events."""
+    keep_alive: bool = False
+    """Keep the connection open after an SSE reply, so the client pools and reuses it."""
 
 
 @dataclass
@@ -113,7 +115,8 @@ class FakeProvider:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("Connection", "close")
+                if not reply.keep_alive:
+                    self.send_header("Connection", "close")
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
@@ -129,7 +132,7 @@ class FakeProvider:
                     self.wfile.write(f"{len(encoded):x}\r\n".encode() + encoded + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
-                self.close_connection = True
+                self.close_connection = not reply.keep_alive
 
         return Handler
 

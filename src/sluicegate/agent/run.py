@@ -119,14 +119,8 @@ def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
 
 
 def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
-    schema = structured_output.get("schema") if isinstance(structured_output, dict) else structured_output
-    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
-        return schema.model_json_schema(), schema
-    if isinstance(schema, dict):
-        return schema, None
-    raise SluicegateError(
-        "structured_output must be a pydantic model, a JSON-schema dict, or {'schema': ...}"
-    )
+    schema = output_schema(structured_output)
+    return schema.json_schema, schema.model
 
 
 class AgentRun:
