@@ -1,7 +1,9 @@
 """The output stream: chunks, their payloads, usage and the `ModelOutput` that delivers them."""
 
 from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.stream.output import ModelOutput
 from sluicegate.stream.payload import Payload
+from sluicegate.stream.sync_output import SyncModelOutput
 from sluicegate.stream.usage import Usage
 
-__all__ = ["Chunk", "Payload", "Usage", "text_delta"]
+__all__ = ["Chunk", "ModelOutput", "Payload", "SyncModelOutput", "Usage", "text_delta"]

@@ -118,7 +118,7 @@ class ModelOutput(Generic[Out]):
     @property
     def object_stream(self) -> AsyncIterator[Any]:
         """Partial structured output while the model writes it: each time the answer so far
-        parses to a new value (open strings and containers closed), that value, as plain JSON
+        parses to a new, non-empty value (open strings and containers closed), that value, as plain JSON
         (dicts and lists; the validated object is `await output.object`). Reads `full_stream`."""
         return self._partial_objects(self.full_stream)
 
@@ -133,7 +133,7 @@ class ModelOutput(Generic[Out]):
             if kind == "text-delta":
                 pieces.append(chunk.payload.text)
                 value = parse_partial_json("".join(pieces))
-                if value is not None and value != last:
+                if value and value != last:
                     last = value
                     yield value
             elif kind == "step-start":
