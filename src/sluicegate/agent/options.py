@@ -53,7 +53,8 @@ class AgentCallOptions(TypedDict, total=False):
     request_context: RequestContext | None
     tool_choice: ToolChoice | None
     active_tools: Sequence[str] | None
-    memory: MemoryOption | None
+    memory: MemoryOption | Mapping[str, Any] | None
+    """`{"thread": id, "resource": id}` (`MemoryOption`); a dict built earlier is accepted too."""
     model_settings: Mapping[str, Any] | None
     """`temperature`, `max_output_tokens`, `top_p`, `top_k`, `stop_sequences`, `seed`, ..."""
     provider_options: Mapping[str, Any] | None
