@@ -7,7 +7,7 @@ from typing import Any, Generic
 
 from sluicegate.agent.options import Out
 from sluicegate.messages import Message
-from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.kinds import ToolCallChunk, ToolErrorChunk, ToolResultChunk
 from sluicegate.stream.usage import Usage
 
 
@@ -18,19 +18,19 @@ class StepResult:
     step_number: int
     text: str = ""
     reasoning_text: str = ""
-    tool_calls: list[Chunk] = field(default_factory=list)
-    tool_results: list[Chunk] = field(default_factory=list)
+    tool_calls: list[ToolCallChunk] = field(default_factory=list)
+    tool_results: list[ToolResultChunk] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     warnings: list[Any] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
     from_cache: bool = False
-    tool_errors: list[Chunk] = field(default_factory=list)
+    tool_errors: list[ToolErrorChunk] = field(default_factory=list)
     """The step's failed tool calls (`tool-error` chunks: `error`, `tool_name`, `args`); as in
     Mastra, `tool_results` holds only the calls that succeeded."""
 
     @property
-    def toolCalls(self) -> list[Chunk]:
+    def toolCalls(self) -> list[ToolCallChunk]:
         return self.tool_calls
 
 
@@ -69,13 +69,13 @@ class FullOutput(Generic[Out]):
     finish_reason: str | None
     usage: Usage
     steps: list[StepResult]
-    tool_calls: list[Chunk]
-    tool_results: list[Chunk]
+    tool_calls: list[ToolCallChunk]
+    tool_results: list[ToolResultChunk]
     tripwire: Tripwire | None = None
     response: Response = field(default_factory=Response)
     object: Out = None  # type: ignore[assignment]
     error: BaseException | None = None
     run_id: str = ""
     reasoning_text: str = ""
-    tool_errors: list[Chunk] = field(default_factory=list)
+    tool_errors: list[ToolErrorChunk] = field(default_factory=list)
     """Every failed tool call of the run (`tool-error` chunks), in order."""

@@ -2,21 +2,31 @@
 
 Chunks are built on the per-token hot path, so the class is slotted and the common payloads
 are constructed without keyword dictionaries. `to_dict()` writes Mastra's JSON; `from_dict()`
-reads it back.
+reads it back. `Chunk` is generic in its payload type for type checkers only (`Chunk[Any]`
+unparametrized); `sluicegate.stream.kinds.is_chunk` narrows a chunk to its kind's payload.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from sluicegate.stream.payload import Payload, to_json
 
+P = TypeVar("P", default=Any)
 
-class Chunk:
+
+class Chunk(Generic[P]):
     """One stream event: `type`, `run_id`, `from_` and a `payload` (or `data` for `data-*`)."""
 
     __slots__ = ("data", "from_", "payload", "run_id", "type")
+    type: str
+    run_id: str
+    from_: str
+    payload: P
+    data: Any
 
     def __init__(
         self, type: str, run_id: str = "", payload: Any = None, data: Any = None, from_: str = "AGENT"
@@ -27,9 +37,9 @@ class Chunk:
         self.payload = payload
         self.data = data
 
-    def copy(self) -> Chunk:
+    def copy(self) -> Chunk[P]:
         """An independent copy: what a processor changes in one is not seen in the other."""
-        payload = self.payload
+        payload: Any = self.payload
         if payload.__class__ is TextPayload:
             payload = TextPayload(payload.id, payload.text)
         else:
@@ -50,7 +60,7 @@ class Chunk:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Chunk:
+    def from_dict(cls, data: dict[str, Any]) -> Chunk[Any]:
         kind = data["type"]
         raw = data.get("payload")
         payload = Payload.from_json(raw) if isinstance(raw, dict) else raw
@@ -82,10 +92,13 @@ class Chunk:
 class TextPayload(Payload):
     """Payload of `text-delta` / `reasoning-delta`: built once per token, so positional."""
 
+    id: str
+    text: str
+
     def __init__(self, id: str, text: str) -> None:
         self.id = id
         self.text = text
 
 
-def text_delta(run_id: str, id: str, text: str) -> Chunk:
+def text_delta(run_id: str, id: str, text: str) -> Chunk[TextPayload]:
     return Chunk("text-delta", run_id, TextPayload(id, text))

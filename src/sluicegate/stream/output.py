@@ -18,6 +18,7 @@ from sluicegate.stream.chunk import Chunk
 if TYPE_CHECKING:
     from sluicegate.agent.results import Response, StepResult, Tripwire
     from sluicegate.agent.run import AgentRun
+    from sluicegate.stream.kinds import ToolCallChunk, ToolErrorChunk, ToolResultChunk
     from sluicegate.stream.usage import Usage
 
 T = TypeVar("T")
@@ -86,15 +87,15 @@ class ModelOutput(Generic[Out]):
         return self._finish(lambda run: list(run.steps))
 
     @property
-    def tool_calls(self) -> Awaitable[list[Chunk]]:
+    def tool_calls(self) -> Awaitable[list[ToolCallChunk]]:
         return self._finish(lambda run: run.all_tool_calls())
 
     @property
-    def tool_results(self) -> Awaitable[list[Chunk]]:
+    def tool_results(self) -> Awaitable[list[ToolResultChunk]]:
         return self._finish(lambda run: run.all_tool_results())
 
     @property
-    def tool_errors(self) -> Awaitable[list[Chunk]]:
+    def tool_errors(self) -> Awaitable[list[ToolErrorChunk]]:
         """Every failed tool call of the run (`tool-error` chunks)."""
         return self._finish(lambda run: run.all_tool_errors())
 

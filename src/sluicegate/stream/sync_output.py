@@ -16,6 +16,7 @@ from sluicegate.stream.chunk import Chunk
 
 if TYPE_CHECKING:
     from sluicegate.agent.results import Response, StepResult, Tripwire
+    from sluicegate.stream.kinds import ToolCallChunk, ToolErrorChunk, ToolResultChunk
     from sluicegate.stream.output import ModelOutput
     from sluicegate.stream.usage import Usage
 
@@ -91,18 +92,18 @@ class SyncModelOutput(Generic[Out]):
         return value
 
     @property
-    def tool_calls(self) -> list[Chunk]:
-        value: list[Chunk] = self._await("tool_calls")
+    def tool_calls(self) -> list[ToolCallChunk]:
+        value: list[ToolCallChunk] = self._await("tool_calls")
         return value
 
     @property
-    def tool_results(self) -> list[Chunk]:
-        value: list[Chunk] = self._await("tool_results")
+    def tool_results(self) -> list[ToolResultChunk]:
+        value: list[ToolResultChunk] = self._await("tool_results")
         return value
 
     @property
-    def tool_errors(self) -> list[Chunk]:
-        value: list[Chunk] = self._await("tool_errors")
+    def tool_errors(self) -> list[ToolErrorChunk]:
+        value: list[ToolErrorChunk] = self._await("tool_errors")
         return value
 
     @property

@@ -13,7 +13,8 @@ from sluicegate.agent import FullOutput
 from sluicegate.errors import StructuredOutputError
 from sluicegate.processors import Processor, TripWire
 from sluicegate.processors.args import ProcessInputArgs
-from sluicegate.stream import Chunk, ModelOutput, SyncModelOutput
+from sluicegate.stream import Chunk, ModelOutput, SyncModelOutput, is_chunk
+from sluicegate.stream.usage import Usage
 from sluicegate.testing import MockModel
 
 
@@ -59,7 +60,17 @@ async def main() -> None:
     output = await typed.stream("x", abort_signal=asyncio.Event(), processor_timeout=2.0, max_retries=1)
     assert_type(output, ModelOutput[Ticket])
     async for chunk in output.full_stream:
-        assert_type(chunk, Chunk)
+        assert_type(chunk, Chunk[Any])
+        if is_chunk(chunk, "text-delta"):
+            assert_type(chunk.payload.text, str)
+        elif is_chunk(chunk, "tool-call"):
+            assert_type(chunk.payload.tool_name, str)
+        elif is_chunk(chunk, "tool-error"):
+            assert_type(chunk.payload.error, BaseException)
+        elif is_chunk(chunk, "finish"):
+            assert_type(chunk.payload.output.usage, Usage)
+        elif is_chunk(chunk, "tripwire"):
+            assert_type(chunk.payload.reason, str)
     assert_type(await output.object, Ticket)
 
     blocking = typed.generate_sync("x", memory={"thread": "t1", "resource": "u1"})
@@ -70,6 +81,13 @@ async def main() -> None:
         assert_type(text, str)
 
     assert_type(lookup_order("A-1"), dict[str, str])
+    for call in result.tool_calls:
+        assert_type(call.payload.tool_call_id, str)
+    for step in result.steps:
+        for done in step.tool_results:
+            assert_type(done.payload.is_error, bool)
+        for failed in step.tool_errors:
+            assert_type(failed.payload.error, BaseException)
     try:
         await typed.generate("x")
     except StructuredOutputError as error:
