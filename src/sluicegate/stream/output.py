@@ -119,8 +119,9 @@ class ModelOutput(Generic[Out]):
     @property
     def object_stream(self) -> AsyncIterator[Any]:
         """Partial structured output while the model writes it: each time the answer so far
-        parses to a new, non-empty value (open strings and containers closed), that value, as plain JSON
-        (dicts and lists; the validated object is `await output.object`). Reads `full_stream`."""
+        parses to a new, non-empty value (open strings and containers closed), that value as
+        plain JSON (dicts and lists; the validated object is `await output.object`). Reads
+        `full_stream`, so use one or the other."""
         return self._partial_objects(self.full_stream)
 
     @staticmethod
