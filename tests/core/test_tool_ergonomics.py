@@ -10,6 +10,8 @@ import threading
 from typing import Any
 
 import pydantic
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sluicegate import Agent, create_tool, tool
 from sluicegate.testing import MockModel
@@ -158,3 +160,21 @@ async def test_no_documentation_links_reach_the_model() -> None:
     seen = json.dumps(model.calls[1].prompt) + json.dumps(model.calls[0].tools)
     assert "http" not in seen
     assert "nights" in json.dumps(model.calls[1].prompt)  # the errors themselves are there
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters=":\r"), max_size=40),
+    st.dictionaries(
+        st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True),
+        st.from_regex(r"[A-Za-z][A-Za-z0-9 ,.]{0,30}", fullmatch=True),
+        max_size=4,
+    ),
+)
+def test_any_google_docstring_splits_into_summary_and_params(summary: str, params: dict[str, str]) -> None:
+    lines = [summary.strip() or "Summary.", "", "Args:"]
+    lines += [f"    {name}: {text}" for name, text in params.items()]
+    lines += ["", "Returns:", "    something"]
+    doc = parse_docstring("\n".join(lines))
+    assert "Args:" not in doc.description and "Returns:" not in doc.description
+    assert doc.params == {name: text.strip() for name, text in params.items() if text.strip()}
