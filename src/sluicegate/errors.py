@@ -95,6 +95,17 @@ class ToolError(SluicegateError):
 
 class AbortError(SluicegateError):
     """`generate` was cancelled by its `abort_signal` (a stream ends with an `abort` chunk)."""
+class StructuredOutputError(SluicegateError):
+    """The model's answer did not match the `structured_output` schema, after every retry.
+
+    `text` is the model's last answer and `errors` what was wrong with it (one line each), so
+    the caller can log, repair or show it."""
+
+    def __init__(self, message: str, *, text: str, errors: list[str], attempts: int = 1) -> None:
+        super().__init__(message)
+        self.text = text
+        self.errors = errors
+        self.attempts = attempts
 
 
 class APICallError(SluicegateError):

@@ -43,6 +43,8 @@ class Reply:
     stall: float = 0.0
     reset: bool = False
     """Close the connection with a TCP reset instead of answering."""
+    keep_alive: bool = False
+    """Keep the connection open after an SSE reply, so the client pools and reuses it."""
 
 
 @dataclass
@@ -151,7 +153,8 @@ class FakeProvider:
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("Connection", "close")
+                if not reply.keep_alive:
+                    self.send_header("Connection", "close")
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
@@ -170,7 +173,7 @@ class FakeProvider:
                     self.wfile.write(f"{len(encoded):x}\r\n".encode() + encoded + b"\r\n")
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
-                self.close_connection = True
+                self.close_connection = not reply.keep_alive
 
         return Handler
 

@@ -154,3 +154,14 @@ async def test_server_errors_become_api_call_errors(llama_server: str) -> None:
     with pytest.raises(APICallError) as caught:
         await model.do_stream(CallOptions(prompt=[{"role": "user", "content": "Hi"}]))
     assert caught.value.status_code == 404 and caught.value.is_retryable is False
+
+
+def test_sync_calls_in_a_row_after_asyncio_run_and_streaming(llama_server: str) -> None:
+    import asyncio
+
+    agent = _agent(llama_server)
+    first = agent.generate_sync("Name a fruit.", model_settings=GREEDY)
+    second = agent.generate_sync("Name a fruit.", model_settings=GREEDY)
+    awaited = asyncio.run(agent.generate("Name a fruit.", model_settings=GREEDY))
+    streamed = "".join(agent.stream_sync("Name a fruit.", model_settings=GREEDY).text_stream)
+    assert first.text and first.text == second.text == awaited.text == streamed

@@ -8,23 +8,20 @@ option of the call.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Generic, overload
+
+from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import with_auto_error_processors
 from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
+from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.results import FullOutput
-from sluicegate.agent.run import (
-    DEFAULT_MAX_STEPS,
-    AgentRun,
-    RunOptions,
-    normalize_tool_choice,
-    structured_schema,
-)
+from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
+from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
+from sluicegate.agent.sync_loop import run_sync
 from sluicegate.errors import AbortError, ConfigurationError, InvalidInputError, SluicegateError
 from sluicegate.messages import Message, MessageList
 from sluicegate.messages.validate import (
@@ -41,6 +38,7 @@ from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.stream.output import ModelOutput
+from sluicegate.stream.sync_output import SyncModelOutput
 from sluicegate.tools import Tool, normalize_tools
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
@@ -48,9 +46,14 @@ AGENT_ID_KEY = "sluicegate__agentId"
 
 _UNSET: Any = object()
 
+M = TypeVar("M")
 
-class Agent:
-    """An LLM agent whose pipeline is driven by processors."""
+
+class Agent(Generic[Out]):
+    """An LLM agent whose pipeline is driven by processors.
+
+    With `structured_output=SomeModel` the agent is an `Agent[SomeModel]` and `result.object`
+    is a `SomeModel` for a type checker too."""
 
     def __init__(
         self,
@@ -71,6 +74,8 @@ class Agent:
         max_retries: int = DEFAULT_MAX_RETRIES,
         auto_error_processors: bool = True,
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
+        structured_output: type[Out] | JSONSchema | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -92,13 +97,27 @@ class Agent:
         self.auto_error_processors = auto_error_processors
         """Append `PrefillErrorHandler` as the last error processor (unless one is there)."""
         self.max_input_chars = check_max_input_chars(max_input_chars)
+        if structured_output is not None:
+            output_schema(structured_output)  # fail at construction on a bad schema
+        self.structured_output = structured_output
+        self.output_retries = check_output_retries(output_retries)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
 
     # ------------------------------------------------------------------ public calls
 
-    async def generate(self, messages: Any, **options: Any) -> FullOutput:
+    @overload
+    async def generate(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[M]: ...
+    @overload
+    async def generate(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[Any]: ...
+    @overload
+    async def generate(self, messages: Any, **options: Unpack[AgentCallOptions]) -> FullOutput[Out]: ...
+    async def generate(self, messages: Any, **options: Any) -> FullOutput[Any]:
         """Run the agent to the end. Raises the error when a model call fails unrecovered."""
         run = await self._prepare(messages, options)
         async for _ in run.events():
@@ -120,25 +139,60 @@ class Agent:
             run_id=run.run_id,
             reasoning_text=run.reasoning_text(),
             trace_id=run.trace_id,
+            tool_errors=run.all_tool_errors(),
         )
 
-    async def stream(self, messages: Any, **options: Any) -> ModelOutput:
+    @overload
+    async def stream(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> ModelOutput[M]: ...
+    @overload
+    async def stream(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> ModelOutput[Any]: ...
+    @overload
+    async def stream(self, messages: Any, **options: Unpack[AgentCallOptions]) -> ModelOutput[Out]: ...
+    async def stream(self, messages: Any, **options: Any) -> ModelOutput[Any]:
         """Start the agent; iterate `full_stream` or await the result properties."""
         return ModelOutput(await self._prepare(messages, options))
 
-    def generate_sync(self, messages: Any, **options: Any) -> FullOutput:
-        """`generate` for code without an event loop (in a worker thread when one is running)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.generate(messages, **options))
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, self.generate(messages, **options)).result()
+    @overload
+    def generate_sync(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[M]: ...
+    @overload
+    def generate_sync(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> FullOutput[Any]: ...
+    @overload
+    def generate_sync(self, messages: Any, **options: Unpack[AgentCallOptions]) -> FullOutput[Out]: ...
+    def generate_sync(self, messages: Any, **options: Any) -> FullOutput[Any]:
+        """`generate` for code that does not `await`: runs on sluicegate's one background event
+        loop, so it works in a row, after `asyncio.run`, and inside a running loop (a notebook)."""
+        result: FullOutput[Any] = run_sync(self.generate(messages, **options))
+        return result
+
+    @overload
+    def stream_sync(
+        self, messages: Any, *, structured_output: type[M], **options: Unpack[AgentCallOptions]
+    ) -> SyncModelOutput[M]: ...
+    @overload
+    def stream_sync(
+        self, messages: Any, *, structured_output: JSONSchema, **options: Unpack[AgentCallOptions]
+    ) -> SyncModelOutput[Any]: ...
+    @overload
+    def stream_sync(self, messages: Any, **options: Unpack[AgentCallOptions]) -> SyncModelOutput[Out]: ...
+    def stream_sync(self, messages: Any, **options: Any) -> SyncModelOutput[Any]:
+        """`stream` for code that does not `await`: iterate `text_stream` / `full_stream` with a
+        plain `for`, read `text`, `object`, ... as plain attributes (they finish the run)."""
+        output: ModelOutput[Any] = run_sync(self.stream(messages, **options))
+        return SyncModelOutput(output)
 
     # ------------------------------------------------------------------ preparing a run
 
     async def _prepare(self, messages: Any, options: dict[str, Any]) -> AgentRun:
         known = {
+            "output_retries",
             "max_steps",
             "input_processors",
             "output_processors",
@@ -226,12 +280,13 @@ class Agent:
             active_tools=options.get("active_tools"),
             model_settings=options.get("model_settings"),
             provider_options=options.get("provider_options"),
-            structured_output=options.get("structured_output"),
             processor_timeout=check_timeout(
                 "processor_timeout", options.get("processor_timeout", self.processor_timeout)
             ),
             max_retries=check_max_retries(options.get("max_retries", self.max_retries)),
             abort_signal=abort_signal,
+            structured_output=options.get("structured_output", self.structured_output),
+            output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
         )
         return AgentRun(
             agent_id=self.id,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic
 
+from sluicegate.agent.options import Out
 from sluicegate.messages import Message
-from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.kinds import ToolCallChunk, ToolErrorChunk, ToolResultChunk
 from sluicegate.stream.usage import Usage
 
 
@@ -17,16 +18,19 @@ class StepResult:
     step_number: int
     text: str = ""
     reasoning_text: str = ""
-    tool_calls: list[Chunk] = field(default_factory=list)
-    tool_results: list[Chunk] = field(default_factory=list)
+    tool_calls: list[ToolCallChunk] = field(default_factory=list)
+    tool_results: list[ToolResultChunk] = field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     warnings: list[Any] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
     from_cache: bool = False
+    tool_errors: list[ToolErrorChunk] = field(default_factory=list)
+    """The step's failed tool calls (`tool-error` chunks: `error`, `tool_name`, `args`); as in
+    Mastra, `tool_results` holds only the calls that succeeded."""
 
     @property
-    def toolCalls(self) -> list[Chunk]:
+    def toolCalls(self) -> list[ToolCallChunk]:
         return self.tool_calls
 
 
@@ -57,20 +61,23 @@ class Response:
 
 
 @dataclass
-class FullOutput:
-    """The result of `Agent.generate`."""
+class FullOutput(Generic[Out]):
+    """The result of `Agent.generate`; `object` is the structured output (a `structured_output`
+    pydantic model instance, a dict for a JSON-schema dict, None without a schema)."""
 
     text: str
     finish_reason: str | None
     usage: Usage
     steps: list[StepResult]
-    tool_calls: list[Chunk]
-    tool_results: list[Chunk]
+    tool_calls: list[ToolCallChunk]
+    tool_results: list[ToolResultChunk]
     tripwire: Tripwire | None = None
     response: Response = field(default_factory=Response)
-    object: Any = None
+    object: Out = None  # type: ignore[assignment]
     error: BaseException | None = None
     run_id: str = ""
     reasoning_text: str = ""
     trace_id: str = ""
     """The run's OpenTelemetry trace id (32 hex chars), or "" when the run was not traced."""
+    tool_errors: list[ToolErrorChunk] = field(default_factory=list)
+    """Every failed tool call of the run (`tool-error` chunks), in order."""

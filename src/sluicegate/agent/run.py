@@ -13,7 +13,6 @@ layer, no per-chunk validation or copying.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -27,8 +26,17 @@ import pydantic
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
-from sluicegate.errors import APICallError, ProcessorError, SluicegateError, ToolError, TripWire
-from sluicegate.messages import MessageList
+from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
+from sluicegate.agent.tool_errors import error_text
+from sluicegate.errors import (
+    APICallError,
+    ProcessorError,
+    SluicegateError,
+    StructuredOutputError,
+    ToolError,
+    TripWire,
+)
+from sluicegate.messages import Message, MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.messages.part import to_snake
 from sluicegate.models.base import CallOptions, LanguageModel
@@ -102,6 +110,7 @@ class RunOptions:
     processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT
     max_retries: int = DEFAULT_MAX_RETRIES
     abort_signal: Any = None
+    output_retries: int = DEFAULT_OUTPUT_RETRIES
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -127,16 +136,8 @@ def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
 
 
 def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
-    schema = structured_output
-    if isinstance(structured_output, dict) and "schema" in structured_output:
-        schema = structured_output["schema"]  # {"schema": ...}; otherwise the dict is the JSON schema
-    if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
-        return schema.model_json_schema(), schema
-    if isinstance(schema, dict):
-        return schema, None
-    raise SluicegateError(
-        "structured_output must be a pydantic model, a JSON-schema dict, or {'schema': ...}"
-    )
+    schema = output_schema(structured_output)
+    return schema.json_schema, schema.model
 
 
 class AgentRun:
@@ -189,6 +190,9 @@ class AgentRun:
         self._pipeline: Any = None
         self.aborted = False
         self.runner.abort_signal = options.abort_signal
+        self._output_schema: OutputSchema | None = None
+        self._output_attempts = 0
+        self._object_ready = False
 
     # ------------------------------------------------------------------ results
 
@@ -208,6 +212,9 @@ class AgentRun:
 
     def all_tool_results(self) -> list[Chunk]:
         return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_results]
+
+    def all_tool_errors(self) -> list[Chunk]:
+        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_errors]
 
     def response(self) -> Response:
         messages = self.message_list.get.response.db()
@@ -274,6 +281,9 @@ class AgentRun:
                     not (step.finish_reason == "tool-calls" and step.tool_calls)
                     or completed >= self.options.max_steps
                 ):
+                    if self._structured_output_retry(step):
+                        step_number += 1
+                        continue
                     break
                 step_number += 1
             self.finish_reason = self.steps[-1].finish_reason if self.steps else None
@@ -587,12 +597,15 @@ class AgentRun:
             yield chunk
 
         tool_results: list[Chunk] = list(step.replayed_results.values())
+        tool_errors: list[Chunk] = []
         if step.tool_calls:
             try:
                 async with aclosing(self._run_tools(step, config)) as tool_chunks:
                     async for chunk in tool_chunks:
                         if chunk.type == "tool-result":
                             tool_results.append(chunk)
+                        elif chunk.type == "tool-error":
+                            tool_errors.append(chunk)
                         for out in await self._emit_processed(chunk):
                             yield out
             except TripWire:
@@ -608,6 +621,7 @@ class AgentRun:
                 reasoning_text=step.reasoning_text(),
                 tool_calls=list(step.tool_calls),
                 tool_results=tool_results,
+                tool_errors=tool_errors,
                 finish_reason=step.finish_reason,
                 usage=step.usage,
                 warnings=step.warnings,
@@ -899,7 +913,7 @@ class AgentRun:
         if invocation is not None:
             invocation["state"] = "result"
             if error is not None:
-                invocation["result"] = str(error)
+                invocation["result"] = error_text(error)
                 invocation["isError"] = True
             else:
                 invocation["result"] = result
@@ -925,8 +939,28 @@ class AgentRun:
 
     # ------------------------------------------------------------------ the end
 
+    def _structured_output_retry(self, step: StepRecorder) -> bool:
+        """Validate a final answer against `structured_output`; on a mismatch with retries left,
+        send the problems back to the model and drop the answer from the result text."""
+        if self.options.structured_output is None or step.finish_reason == "tool-calls":
+            return False
+        if self._output_schema is None:
+            self._output_schema = output_schema(self.options.structured_output)
+        try:
+            self.object = self._output_schema.parse(step.text())
+        except StructuredOutputError as exc:
+            self._output_attempts += 1
+            exc.attempts = self._output_attempts
+            if self._output_attempts > self.options.output_retries:
+                raise
+            self._accepted_text.pop()
+            self.message_list.add(Message.text_message("user", retry_feedback(exc)), "response")
+            return True
+        self._object_ready = True
+        return False
+
     async def _run_output_result(self) -> None:
-        if self.options.structured_output is not None:
+        if self.options.structured_output is not None and not self._object_ready:
             self.object = self._parse_object()
         result = OutputResult(
             text=self.final_text(),
@@ -939,20 +973,8 @@ class AgentRun:
         await self.runner.run_output_result(self.message_list, result)
 
     def _parse_object(self) -> Any:
-        _, model_class = structured_schema(self.options.structured_output)
-        text = self.final_text().strip()
-        if text.startswith("```"):
-            text = text.strip("`").removeprefix("json").strip()
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise SluicegateError(f"structured output: the model's answer is not JSON: {exc}") from exc
-        if model_class is not None:
-            try:
-                return model_class.model_validate(value)
-            except pydantic.ValidationError as exc:
-                raise SluicegateError(f"structured output does not match the schema: {exc}") from exc
-        return value
+        schema = self._output_schema or output_schema(self.options.structured_output)
+        return schema.parse(self._accepted_text[-1] if self._accepted_text else "")
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:

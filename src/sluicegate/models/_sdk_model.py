@@ -13,6 +13,8 @@ import asyncio
 import importlib
 import os
 import threading
+import os
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
@@ -74,6 +76,9 @@ class SDKModel(ABC):
         self._api_key = api_key
         self._base_url = base_url
         self._client = client
+        self._loop_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary()
+        )
         self._headers = headers
         self._max_retries = max_retries
         self._timeout = timeout
@@ -99,29 +104,47 @@ class SDKModel(ABC):
         """The SDK's async client class and its `AsyncStream` class (imported on first use)."""
 
     def client(self) -> Any:
-        """The SDK client, created on first use (the API key is read then)."""
-        if self._client is None:
-            client_cls, _ = self._sdk_classes()
-            api_key = self._api_key
-            if not api_key and self._api_key_env:
-                api_key = os.environ.get(self._api_key_env)
-                if not api_key:
-                    raise MissingAPIKeyError(
-                        self.missing_key_message.format(
-                            provider=self._provider, model_id=self._model_id, env=self._api_key_env
-                        )
+        """The SDK client, created on first use (the API key is read then). One per event loop:
+        an SDK client's connection pool belongs to the loop that opened it, so a client made
+        under one `asyncio.run` fails ("Event loop is closed") under the next."""
+        if self._client is not None:
+            return self._client
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        client = self._loop_clients.get(loop) if loop is not None else self._no_loop_client
+        if client is None:
+            client = self._new_client()
+            if loop is not None:
+                self._loop_clients[loop] = client
+            else:
+                self._no_loop_client = client
+        return client
+
+    _no_loop_client: Any = None
+
+    def _new_client(self) -> Any:
+        client_cls, _ = self._sdk_classes()
+        api_key = self._api_key
+        if not api_key and self._api_key_env:
+            api_key = os.environ.get(self._api_key_env)
+            if not api_key:
+                raise MissingAPIKeyError(
+                    self.missing_key_message.format(
+                        provider=self._provider, model_id=self._model_id, env=self._api_key_env
                     )
-            kwargs: dict[str, Any] = {
-                "api_key": api_key or "not-needed",
-                "max_retries": self._max_retries,
-                "default_headers": self._headers,
-            }
-            if self._base_url:
-                kwargs["base_url"] = self._base_url
-            if self._timeout is not None:
-                kwargs["timeout"] = self._timeout
-            self._client = client_cls(**kwargs)
-        return self._client
+                )
+        kwargs: dict[str, Any] = {
+            "api_key": api_key or "not-needed",
+            "max_retries": self._max_retries,
+            "default_headers": self._headers,
+        }
+        if self._base_url:
+            kwargs["base_url"] = self._base_url
+        if self._timeout is not None:
+            kwargs["timeout"] = self._timeout
+        return client_cls(**kwargs)
 
     def _url(self) -> str:
         return str(self.client().base_url).rstrip("/") + self.path

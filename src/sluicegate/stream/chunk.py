@@ -2,7 +2,8 @@
 
 Chunks are built on the per-token hot path, so the class is slotted and the common payloads
 are constructed without keyword dictionaries. `to_dict()` writes Mastra's JSON; `from_dict()`
-reads it back.
+reads it back. `Chunk` is generic in its payload type for type checkers only (`Chunk[Any]`
+unparametrized); `sluicegate.stream.kinds.is_chunk` narrows a chunk to its kind's payload.
 
 `chunk.metadata` (Mastra's optional chunk `metadata`, here `{"traceId": ...}` when the run is
 traced) rides on the run id: a traced run's id is a `TaggedRunId`, one shared object per run, so
@@ -12,10 +13,13 @@ no chunk pays for it when it is built.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 from sluicegate.stream.payload import Payload, to_json
 
+P = TypeVar("P", default=Any)
 
 class TaggedRunId(str):
     """A run id that carries the run's chunk metadata (one object shared by all its chunks)."""
@@ -38,7 +42,7 @@ def tag_run_id(run_id: str, metadata: dict[str, Any] | None) -> str:
     return TaggedRunId(run_id, metadata)
 
 
-class Chunk:
+class Chunk(Generic[P]):
     """One stream event: `type`, `run_id`, `from_` and a `payload` (or `data` for `data-*`).
 
     A `data-*` chunk may be marked `transient` (shown live, never stored): the slot is set only
@@ -46,6 +50,11 @@ class Chunk:
 
     __slots__ = ("data", "from_", "payload", "run_id", "transient", "type")
     transient: bool
+    type: str
+    run_id: str
+    from_: str
+    payload: P
+    data: Any
 
     def __init__(
         self, type: str, run_id: str = "", payload: Any = None, data: Any = None, from_: str = "AGENT"
@@ -69,9 +78,9 @@ class Chunk:
     def is_transient(self) -> bool:
         return bool(getattr(self, "transient", False))
 
-    def copy(self) -> Chunk:
+    def copy(self) -> Chunk[P]:
         """An independent copy: what a processor changes in one is not seen in the other."""
-        payload = self.payload
+        payload: Any = self.payload
         if payload.__class__ is TextPayload:
             payload = TextPayload(payload.id, payload.text)
         else:
@@ -100,7 +109,7 @@ class Chunk:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Chunk:
+    def from_dict(cls, data: dict[str, Any]) -> Chunk[Any]:
         kind = data["type"]
         if data.get("metadata"):
             data = {**data, "runId": tag_run_id(data.get("runId", ""), data["metadata"])}
@@ -137,10 +146,13 @@ class Chunk:
 class TextPayload(Payload):
     """Payload of `text-delta` / `reasoning-delta`: built once per token, so positional."""
 
+    id: str
+    text: str
+
     def __init__(self, id: str, text: str) -> None:
         self.id = id
         self.text = text
 
 
-def text_delta(run_id: str, id: str, text: str) -> Chunk:
+def text_delta(run_id: str, id: str, text: str) -> Chunk[TextPayload]:
     return Chunk("text-delta", run_id, TextPayload(id, text))

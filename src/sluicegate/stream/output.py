@@ -14,7 +14,9 @@ from __future__ import annotations
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from sluicegate.errors import SluicegateError
 from sluicegate.stream.chunk import Chunk
@@ -22,12 +24,14 @@ from sluicegate.stream.chunk import Chunk
 if TYPE_CHECKING:
     from sluicegate.agent.results import Response, StepResult, Tripwire
     from sluicegate.agent.run import AgentRun
+    from sluicegate.stream.kinds import ToolCallChunk, ToolErrorChunk, ToolResultChunk
     from sluicegate.stream.usage import Usage
 
 T = TypeVar("T")
+Out = TypeVar("Out", default=Any)
 
 
-class ModelOutput:
+class ModelOutput(Generic[Out]):
     """A streaming run: iterate `full_stream` (once), or await a result property."""
 
     def __init__(self, run: AgentRun) -> None:
@@ -131,12 +135,17 @@ class ModelOutput:
         return self._finish(lambda run: list(run.steps))
 
     @property
-    def tool_calls(self) -> Awaitable[list[Chunk]]:
+    def tool_calls(self) -> Awaitable[list[ToolCallChunk]]:
         return self._finish(lambda run: run.all_tool_calls())
 
     @property
-    def tool_results(self) -> Awaitable[list[Chunk]]:
+    def tool_results(self) -> Awaitable[list[ToolResultChunk]]:
         return self._finish(lambda run: run.all_tool_results())
+
+    @property
+    def tool_errors(self) -> Awaitable[list[ToolErrorChunk]]:
+        """Every failed tool call of the run (`tool-error` chunks)."""
+        return self._finish(lambda run: run.all_tool_errors())
 
     @property
     def tripwire(self) -> Awaitable[Tripwire | None]:
@@ -151,8 +160,35 @@ class ModelOutput:
         return self._finish(lambda run: run.response())
 
     @property
-    def object(self) -> Awaitable[Any]:
+    def object(self) -> Awaitable[Out]:
+        """The validated structured output (see `structured_output`)."""
         return self._finish(lambda run: run.object)
+
+    @property
+    def object_stream(self) -> AsyncIterator[Any]:
+        """Partial structured output while the model writes it: each time the answer so far
+        parses to a new, non-empty value (open strings and containers closed), that value as
+        plain JSON (dicts and lists; the validated object is `await output.object`). Reads
+        `full_stream`, so use one or the other."""
+        return self._partial_objects(self.full_stream)
+
+    @staticmethod
+    async def _partial_objects(chunks: AsyncIterator[Chunk]) -> AsyncIterator[Any]:
+        from sluicegate.agent.structured import parse_partial_json
+
+        pieces: list[str] = []
+        last: Any = None
+        async for chunk in chunks:
+            kind = chunk.type
+            if kind == "text-delta":
+                pieces.append(chunk.payload.text)
+                value = parse_partial_json("".join(pieces))
+                if value and value != last:
+                    last = value
+                    yield value
+            elif kind == "step-start":
+                pieces.clear()
+                last = None
 
     async def consume(self) -> None:
         """Drive the run to its end without reading the chunks."""

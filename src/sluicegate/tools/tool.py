@@ -2,24 +2,32 @@
 
 `create_tool` builds one from an id, a description, an input schema (a pydantic model or a
 JSON-schema dict) and `execute(input, context)`. The `@tool` decorator builds one from a
-function's signature and docstring. Input from the model is validated before `execute` runs;
-what fails validation goes back to the model as an error result, as does anything `execute`
-raises.
+function's signature and docstring (its `Args:` section describes the parameters) and stays
+callable as that function. Input from the model is validated before `execute` runs; what fails
+validation goes back to the model as an error result, as does anything `execute` raises. A
+synchronous `execute` (or decorated function) runs in a worker thread, so a blocking tool does
+not stall the event loop and the tool calls of one step run concurrently.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
 import jsonschema
 import pydantic
 
 from sluicegate.errors import ToolError
 from sluicegate.request_context import RequestContext
+from sluicegate.tools.docstring import parse_docstring
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass
@@ -115,12 +123,20 @@ class Tool:
         try:
             return self.input_schema.model_validate(args)
         except pydantic.ValidationError as exc:
-            raise ToolInputError(f"invalid input for tool {self.id!r}: {exc}") from exc
+            # Not `str(exc)`: it links to pydantic's documentation, and this text goes to the model.
+            problems = "; ".join(
+                f"{'/'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_context=False)
+            )
+            raise ToolInputError(f"invalid input for tool {self.id!r}: {problems}") from exc
 
     async def execute(self, input: Any, context: ToolContext) -> Any:
         if self._execute is None:
             raise ToolError(f"tool {self.id!r} has no execute function")
-        result = self._execute(input, context)
+        if _is_async(self._execute):
+            result = self._execute(input, context)
+        else:
+            result = await asyncio.to_thread(self._execute, input, context)
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, pydantic.BaseModel):
@@ -150,25 +166,44 @@ def create_tool(
     )
 
 
+class FunctionTool(Tool, Generic[P, R]):
+    """A tool made by `@tool`: still callable as the function it wraps (`get_weather("Paris")`),
+    with that function's signature for type checkers."""
+
+    def __init__(self, function: Callable[P, R], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.function = function
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(id={self.id!r})"
+
+
 @overload
-def tool(func: Callable[..., Any], /) -> Tool: ...
+def tool(func: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 
 @overload
 def tool(
     *, id: str | None = None, description: str | None = None
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
 def tool(
-    func: Callable[..., Any] | None = None, /, *, id: str | None = None, description: str | None = None
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    func: Callable[P, R] | None = None, /, *, id: str | None = None, description: str | None = None
+) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a tool from a function: name from the function, description from its docstring,
-    input schema from its parameters. A parameter annotated `ToolContext` receives the context."""
+    input schema from its parameters (described by the docstring's `Args:` section). A
+    parameter annotated `ToolContext` receives the context. A plain `def` runs in a worker
+    thread; an `async def` on the event loop."""
 
-    def build(fn: Callable[..., Any]) -> Tool:
+    def build(fn: Callable[P, R]) -> FunctionTool[P, R]:
         hints = get_type_hints(fn)
         signature = inspect.signature(fn)
+        doc = parse_docstring(inspect.cleandoc(fn.__doc__) if fn.__doc__ else "")  # own, not inherited
         fields: dict[str, Any] = {}
         context_param: str | None = None
         for name, param in signature.parameters.items():
@@ -177,25 +212,52 @@ def tool(
                 context_param = name
                 continue
             default = param.default if param.default is not inspect.Parameter.empty else ...
-            fields[name] = (annotation, default)
+            described = doc.params.get(name)
+            fields[name] = (
+                annotation,
+                pydantic.Field(default, description=described) if described else default,
+            )
         model = pydantic.create_model(f"{fn.__name__}_input", **fields)
+        model.__doc__ = None
 
-        async def execute(input: pydantic.BaseModel, context: ToolContext) -> Any:
+        def arguments(input: pydantic.BaseModel, context: ToolContext) -> dict[str, Any]:
             kwargs = {name: getattr(input, name) for name in fields}
             if context_param:
                 kwargs[context_param] = context
-            result = fn(**kwargs)
-            return await result if inspect.isawaitable(result) else result
+            return kwargs
 
-        doc = inspect.getdoc(fn) or ""
-        return Tool(
+        call: Callable[..., Any] = fn
+        execute: Execute
+        if _is_async(fn):
+
+            async def execute_async(input: pydantic.BaseModel, context: ToolContext) -> Any:
+                return await call(**arguments(input, context))
+
+            execute = execute_async
+        else:
+
+            def execute_sync(input: pydantic.BaseModel, context: ToolContext) -> Any:
+                return call(**arguments(input, context))
+
+            execute = execute_sync
+
+        return FunctionTool(
+            fn,
             id=id or fn.__name__,
-            description=description if description is not None else doc,
+            description=description if description is not None else doc.description,
             input_schema=model,
             execute=execute,
         )
 
     return build(func) if func is not None else build
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    """A coroutine function, or an object whose `__call__` is one."""
+    if inspect.iscoroutinefunction(function):
+        return True
+    call = getattr(function, "__call__", None)  # noqa: B004
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 def normalize_tools(tools: Any) -> dict[str, Tool]:
