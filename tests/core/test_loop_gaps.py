@@ -376,10 +376,11 @@ async def test_structured_output_accepts_a_schema_dict_a_model_or_a_schema_wrapp
     assert model.calls[0].response_format["schema"]["properties"]["name"]["type"] == "string"
 
 
-async def test_structured_output_rejects_what_is_not_a_schema_before_calling_the_model():
+@pytest.mark.parametrize("bad", ["City", {"schema": City, "strict": True}, {"schema": "City"}])
+async def test_structured_output_rejects_what_is_not_a_schema_before_calling_the_model(bad: Any):
     model = MockModel([text_step("{}")])
     with pytest.raises(SluicegateError, match="structured_output"):
-        await Agent("a", model=model).generate("x", structured_output="City")
+        await Agent("a", model=model).generate("x", structured_output=bad)
     assert model.calls == []
 
 
@@ -442,3 +443,19 @@ async def test_well_formed_tool_calls_still_run():
     result = await Agent("a", model=model, tools=[weather_tool()]).generate("hi")
     assert result.tool_results[0].payload.result == {"city": "Paris", "forecast": "sunny"}
     assert OBJECT["required"] == ["city"]
+
+
+async def test_an_async_on_violation_of_a_warning_guardrail_is_run():
+    from sluicegate.processors import RegexFilter
+
+    received: list[str] = []
+
+    async def alert(violation):
+        received.append(violation.processor_id)
+
+    guard = RegexFilter(presets=["pii"], strategy="warn")
+    guard.on_violation = alert
+    agent = Agent("a", model=MockModel([text_step("ok")]), input_processors=[guard])
+    result = await agent.generate("mail me at ada@example.com")
+    assert result.text == "ok"
+    assert received == [guard.id]

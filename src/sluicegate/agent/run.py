@@ -124,7 +124,13 @@ def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
 def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
     schema = structured_output
     if isinstance(structured_output, dict) and "schema" in structured_output:
-        schema = structured_output["schema"]  # {"schema": ...}; otherwise the dict is the JSON schema
+        # {"schema": ...}; a dict without the key is the JSON schema itself
+        unknown = set(structured_output) - {"schema"}
+        if unknown:
+            raise SluicegateError(
+                f"structured_output: unknown option(s) {sorted(unknown)}; known: ['schema']"
+            )
+        schema = structured_output["schema"]
     if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         return schema.model_json_schema(), schema
     if isinstance(schema, dict):

@@ -40,11 +40,13 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.processors.base import (
+    collecting_reports,
     implements,
     make_abort,
     notify_violation,
     processor_id,
     report_violation,
+    stop_collecting,
 )
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
@@ -239,6 +241,7 @@ class ProcessorRunner:
         notify_violation(processor, message, detail)
 
     async def _call(self, entry: _Entry, args: Any) -> Any:
+        reports, token = collecting_reports()
         try:
             result = entry.fn(args)
             if entry.is_async or inspect.isawaitable(result):
@@ -255,6 +258,11 @@ class ProcessorRunner:
                 processor_id=entry.pid,
                 hook=entry.hook,
             ) from exc
+        finally:
+            stop_collecting(token)
+            if reports.pending:
+                await reports.drain()
+            reports.open = False
 
     async def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
         if tripwire.processor_id is None:
