@@ -180,3 +180,24 @@ async def test_aclose_before_reading_never_calls_the_model():
     output = await Agent("a", model=model).stream("hi")
     await output.aclose()
     assert model.calls == []
+
+
+async def test_abort_with_a_deadline_processor_waiting_on_the_model():
+    from sluicegate.processors import BatchPartsProcessor
+
+    model = HangingModel()
+    signal = asyncio.Event()
+    agent = Agent("a", model=model, output_processors=[BatchPartsProcessor(batch_size=10, max_wait_time=20)])
+    output = await agent.stream("hi", abort_signal=signal)
+
+    async def abort_later() -> None:
+        await model.started.wait()
+        await asyncio.sleep(0.05)  # the batch flushed on its deadline; the model is still silent
+        signal.set()
+
+    setter = asyncio.create_task(abort_later())
+    chunks = [c async for c in output.full_stream]
+    await setter
+    assert types(chunks)[-1] == "abort"
+    assert await output.text == "Hel"
+    await _closed_soon(model)

@@ -520,7 +520,10 @@ class AgentRun:
             for closable in reversed(closables):
                 aclose = getattr(closable, "aclose", None)
                 if aclose is not None:
-                    await aclose()
+                    try:
+                        await aclose()
+                    except Exception:  # already closing (a cancelled read), or a provider's own failure
+                        log.debug("closing the model stream failed", exc_info=True)
 
         usage_before = self.usage
         self.usage = self.usage + step.usage

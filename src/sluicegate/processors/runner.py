@@ -73,7 +73,10 @@ class Writer:
         if not isinstance(kind, str) or not kind.startswith("data-"):
             raise ValueError(f"custom chunks must have a type starting with 'data-', got {kind!r}")
         out = Chunk(
-            kind, chunk.get("runId") or self._run_id, data=chunk.get("data"), from_=chunk.get("from", "AGENT")
+            kind,
+            chunk.get("runId") or self._run_id,
+            data=chunk.get("data"),
+            from_=chunk.get("from", "AGENT"),
         )
         if chunk.get("transient"):
             out.transient = True  # shown live, never stored
