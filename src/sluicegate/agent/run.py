@@ -186,6 +186,7 @@ class AgentRun:
         self._feedback: list[tuple[dict[str, Any], str | None]] = []
         self._pipeline: Any = None
         self.aborted = False
+        self._finishing = False  # in process_output_result (memory saves there): not cancelled midway
         self.runner.abort_signal = options.abort_signal
 
     # ------------------------------------------------------------------ results
@@ -235,7 +236,7 @@ class AgentRun:
         signal = self.options.abort_signal
         if signal is None:
             return self._events()
-        return abortable(self._events(), signal, self._on_abort)
+        return abortable(self._events(), signal, self._on_abort, lambda: not self._finishing)
 
     def _on_abort(self) -> Chunk:
         """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
@@ -276,7 +277,11 @@ class AgentRun:
                 step_number += 1
             self.finish_reason = self.steps[-1].finish_reason if self.steps else None
             self._current = None  # its text is accepted: an abort from here on must not count it twice
-            await self._run_output_result()
+            self._finishing = True
+            try:
+                await self._run_output_result()
+            finally:
+                self._finishing = False
             for chunk in self._drain_pending():
                 yield chunk
             finish = self._chunk(
