@@ -416,6 +416,15 @@ async def test_a_tool_call_without_a_tool_name_is_a_tool_error_the_model_sees():
     assert await output.text == "sorry"
     outputs = _tool_outputs(model)
     assert outputs[0]["type"] == "error-text" and "names no tool" in outputs[0]["value"]
+    call = next(c for c in chunks if c.type == "tool-call")
+    assert call.payload.tool_name == "unknown-tool"  # providers reject an empty name in the history
+
+
+async def test_a_tool_name_that_is_not_a_string_is_a_tool_error():
+    model = _weather_then_answer({"type": "tool-call", "toolCallId": "c1", "toolName": 7, "input": "{}"})
+    result = await Agent("a", model=model, tools=[weather_tool()]).generate("hi")
+    assert result.text == "sorry"
+    assert "names no tool" in _tool_outputs(model)[0]["value"]
 
 
 @pytest.mark.parametrize("depth", [200, 100_000])

@@ -51,6 +51,9 @@ FEEDBACK = (
     "Please try again with the feedback in mind."
 )
 _DEADLINE = {"type": "__deadline__"}
+MISSING_TOOL_NAME = "unknown-tool"
+"""The name a tool call without one is recorded under (providers reject an empty name in the
+history); the call itself becomes a `tool-error`."""
 _SETTINGS = {
     "temperature": "temperature",
     "max_output_tokens": "max_output_tokens",
@@ -675,7 +678,7 @@ class AgentRun:
                 run_id,
                 Payload(
                     tool_call_id=part.get("toolCallId") or f"call_{uuid.uuid4().hex[:24]}",
-                    tool_name=part.get("toolName") if isinstance(part.get("toolName"), str) else "",
+                    tool_name=_tool_name(part.get("toolName")),
                     args=parse_args(part.get("input")),
                     provider_executed=part.get("providerExecuted"),
                     provider_metadata=part.get("providerMetadata"),
@@ -829,7 +832,7 @@ class AgentRun:
         tool = tools.get(name)
         error: BaseException | None = None
         result: Any = None
-        if not name:
+        if name == MISSING_TOOL_NAME and tool is None:
             error = ToolError(f"the tool call names no tool; available tools: {sorted(tools) or 'none'}")
         elif tool is None:
             error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
@@ -920,6 +923,10 @@ class AgentRun:
             except pydantic.ValidationError as exc:
                 raise SluicegateError(f"structured output does not match the schema: {exc}") from exc
         return value
+
+
+def _tool_name(name: Any) -> str:
+    return name if isinstance(name, str) and name else MISSING_TOOL_NAME
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:
