@@ -8,8 +8,11 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sluicegate import Agent, create_tool
+from sluicegate.agent.step import MAX_ARGS_DEPTH, UnparsedArgs, parse_args
 from sluicegate.errors import APICallError, SluicegateError
 from sluicegate.memory import Memory
 from sluicegate.processors import (
@@ -468,3 +471,27 @@ async def test_an_async_on_violation_of_a_warning_guardrail_is_run():
     result = await agent.generate("mail me at ada@example.com")
     assert result.text == "ok"
     assert received == [guard.id]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_JSON, wrap=st.integers(min_value=0, max_value=3000))
+@settings(max_examples=60, deadline=None)
+def test_parse_args_never_raises_and_refuses_only_what_is_too_deep(value: Any, wrap: int):
+    raw = "[" * wrap + json.dumps(value) + "]" * wrap
+    parsed = parse_args(raw)
+    if isinstance(parsed, UnparsedArgs):
+        assert parsed == raw and "nested deeper" in parsed.reason
+    else:
+        expected = value
+        for _ in range(wrap):
+            expected = [expected]
+        assert parsed == expected
+        assert wrap < MAX_ARGS_DEPTH
