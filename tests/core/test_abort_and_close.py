@@ -180,3 +180,43 @@ async def test_aclose_before_reading_never_calls_the_model():
     output = await Agent("a", model=model).stream("hi")
     await output.aclose()
     assert model.calls == []
+
+
+async def test_abort_with_a_deadline_processor_waiting_on_the_model():
+    from sluicegate.processors import BatchPartsProcessor
+
+    model = HangingModel()
+    signal = asyncio.Event()
+    agent = Agent("a", model=model, output_processors=[BatchPartsProcessor(batch_size=10, max_wait_time=20)])
+    output = await agent.stream("hi", abort_signal=signal)
+
+    async def abort_later() -> None:
+        await model.started.wait()
+        await asyncio.sleep(0.05)  # the batch flushed on its deadline; the model is still silent
+        signal.set()
+
+    setter = asyncio.create_task(abort_later())
+    chunks = [c async for c in output.full_stream]
+    await setter
+    assert types(chunks)[-1] == "abort"
+    assert await output.text == "Hel"
+    await _closed_soon(model)
+
+
+async def test_an_abort_while_the_result_is_saved_does_not_cut_the_save_short():
+    saved: list[str] = []
+    signal = asyncio.Event()
+
+    class SlowSave(Processor):
+        id = "slow-save"
+
+        async def process_output_result(self, args):
+            signal.set()  # the client goes away while the turn is being written
+            await asyncio.sleep(0.01)
+            saved.append(args.result.text)
+
+    agent = Agent("a", model=MockModel([text_step("done")]), output_processors=[SlowSave()])
+    output = await agent.stream("hi", abort_signal=signal)
+    chunks = [c async for c in output.full_stream]
+    assert saved == ["done"]
+    assert types(chunks)[-1] == "abort"

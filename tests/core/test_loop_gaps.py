@@ -8,8 +8,11 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sluicegate import Agent, create_tool
+from sluicegate.agent.step import MAX_ARGS_DEPTH, UnparsedArgs, parse_args
 from sluicegate.errors import APICallError, SluicegateError
 from sluicegate.memory import Memory
 from sluicegate.processors import (
@@ -376,10 +379,11 @@ async def test_structured_output_accepts_a_schema_dict_a_model_or_a_schema_wrapp
     assert model.calls[0].response_format["schema"]["properties"]["name"]["type"] == "string"
 
 
-async def test_structured_output_rejects_what_is_not_a_schema_before_calling_the_model():
+@pytest.mark.parametrize("bad", ["City", {"schema": City, "strict": True}, {"schema": "City"}])
+async def test_structured_output_rejects_what_is_not_a_schema_before_calling_the_model(bad: Any):
     model = MockModel([text_step("{}")])
     with pytest.raises(SluicegateError, match="structured_output"):
-        await Agent("a", model=model).generate("x", structured_output="City")
+        await Agent("a", model=model).generate("x", structured_output=bad)
     assert model.calls == []
 
 
@@ -415,6 +419,15 @@ async def test_a_tool_call_without_a_tool_name_is_a_tool_error_the_model_sees():
     assert await output.text == "sorry"
     outputs = _tool_outputs(model)
     assert outputs[0]["type"] == "error-text" and "names no tool" in outputs[0]["value"]
+    call = next(c for c in chunks if c.type == "tool-call")
+    assert call.payload.tool_name == "unknown-tool"  # providers reject an empty name in the history
+
+
+async def test_a_tool_name_that_is_not_a_string_is_a_tool_error():
+    model = _weather_then_answer({"type": "tool-call", "toolCallId": "c1", "toolName": 7, "input": "{}"})
+    result = await Agent("a", model=model, tools=[weather_tool()]).generate("hi")
+    assert result.text == "sorry"
+    assert "names no tool" in _tool_outputs(model)[0]["value"]
 
 
 @pytest.mark.parametrize("depth", [200, 100_000])
@@ -442,3 +455,43 @@ async def test_well_formed_tool_calls_still_run():
     result = await Agent("a", model=model, tools=[weather_tool()]).generate("hi")
     assert result.tool_results[0].payload.result == {"city": "Paris", "forecast": "sunny"}
     assert OBJECT["required"] == ["city"]
+
+
+async def test_an_async_on_violation_of_a_warning_guardrail_is_run():
+    from sluicegate.processors import RegexFilter
+
+    received: list[str] = []
+
+    async def alert(violation):
+        received.append(violation.processor_id)
+
+    guard = RegexFilter(presets=["pii"], strategy="warn")
+    guard.on_violation = alert
+    agent = Agent("a", model=MockModel([text_step("ok")]), input_processors=[guard])
+    result = await agent.generate("mail me at ada@example.com")
+    assert result.text == "ok"
+    assert received == [guard.id]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(value=_JSON, wrap=st.integers(min_value=0, max_value=3000))
+@settings(max_examples=60, deadline=None)
+def test_parse_args_never_raises_and_refuses_only_what_is_too_deep(value: Any, wrap: int):
+    raw = "[" * wrap + json.dumps(value) + "]" * wrap
+    parsed = parse_args(raw)
+    if isinstance(parsed, UnparsedArgs):
+        assert parsed == raw and "nested deeper" in parsed.reason
+    else:
+        expected = value
+        for _ in range(wrap):
+            expected = [expected]
+        assert parsed == expected
+        assert wrap < MAX_ARGS_DEPTH

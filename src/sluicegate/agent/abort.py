@@ -42,26 +42,30 @@ class _Watch:
         self.cancelled = False
 
 
-async def _watch(signal: Any, state: _Watch) -> None:
+async def _watch(signal: Any, state: _Watch, can_cancel: Callable[[], bool]) -> None:
     await signal.wait()
     task = state.inside
-    if task is not None and not task.done():
+    if task is not None and not task.done() and can_cancel():
         state.cancelled = True
         task.cancel()
 
 
 async def abortable(
-    run: AsyncGenerator[Chunk, None], signal: Any, on_abort: Callable[[], Chunk]
+    run: AsyncGenerator[Chunk, None],
+    signal: Any,
+    on_abort: Callable[[], Chunk],
+    can_cancel: Callable[[], bool] = lambda: True,
 ) -> AsyncGenerator[Chunk, None]:
     """`run`'s chunks until `signal` is set; then `run` is cancelled and closed, and the
-    stream ends with `on_abort()`."""
+    stream ends with `on_abort()`. While `can_cancel()` is false (the run is saving its
+    result) a set signal waits for the next chunk boundary instead of cancelling mid-write."""
     state = _Watch()
     watcher: asyncio.Future[None] | None = None
     task: asyncio.Task[Any] | None = None
     try:
         while not signal.is_set():
             if watcher is None:
-                watcher = asyncio.ensure_future(_watch(signal, state))
+                watcher = asyncio.ensure_future(_watch(signal, state, can_cancel))
             task = asyncio.current_task()
             state.inside = task
             try:

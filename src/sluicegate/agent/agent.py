@@ -15,7 +15,7 @@ from typing import Any, Generic, overload
 from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
-from sluicegate.agent.auto_processors import with_auto_error_processors
+from sluicegate.agent.auto_processors import auto_error_processors
 from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.results import FullOutput
@@ -250,8 +250,6 @@ class Agent(Generic[Out]):
         input_array = await self._resolve_array("input_processors", options, request_context)
         output_array = await self._resolve_array("output_processors", options, request_context)
         error_array = await self._resolve_array("error_processors", options, request_context)
-        if self.auto_error_processors:
-            error_array = with_auto_error_processors(error_array, input_array, output_array)
 
         tools = dict(self.tools)
         if "tools" in options:
@@ -288,7 +286,7 @@ class Agent(Generic[Out]):
             structured_output=options.get("structured_output", self.structured_output),
             output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
         )
-        return AgentRun(
+        run = AgentRun(
             agent_id=self.id,
             model=model,
             message_list=message_list,
@@ -300,6 +298,9 @@ class Agent(Generic[Out]):
             options=run_options,
             prepare_step=prepare_step,
         )
+        if self.auto_error_processors:
+            run.runner.auto_error_processors = auto_error_processors(input_array, output_array, error_array)
+        return run
 
     async def _resolve_array(
         self, name: str, options: dict[str, Any], request_context: RequestContext

@@ -62,6 +62,9 @@ FEEDBACK = (
     "Please try again with the feedback in mind."
 )
 _DEADLINE = {"type": "__deadline__"}
+MISSING_TOOL_NAME = "unknown-tool"
+"""The name a tool call without one is recorded under (providers reject an empty name in the
+history); the call itself becomes a `tool-error`."""
 _SETTINGS = {
     "temperature": "temperature",
     "max_output_tokens": "max_output_tokens",
@@ -189,6 +192,7 @@ class AgentRun:
         self._feedback: list[tuple[dict[str, Any], str | None]] = []
         self._pipeline: Any = None
         self.aborted = False
+        self._finishing = False  # in process_output_result (memory saves there): not cancelled midway
         self.runner.abort_signal = options.abort_signal
         self._output_schema: OutputSchema | None = None
         self._output_attempts = 0
@@ -244,7 +248,7 @@ class AgentRun:
         signal = self.options.abort_signal
         if signal is None:
             return self._events()
-        return abortable(self._events(), signal, self._on_abort)
+        return abortable(self._events(), signal, self._on_abort, lambda: not self._finishing)
 
     def _on_abort(self) -> Chunk:
         """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
@@ -288,7 +292,11 @@ class AgentRun:
                 step_number += 1
             self.finish_reason = self.steps[-1].finish_reason if self.steps else None
             self._current = None  # its text is accepted: an abort from here on must not count it twice
-            await self._run_output_result()
+            self._finishing = True
+            try:
+                await self._run_output_result()
+            finally:
+                self._finishing = False
             for chunk in self._drain_pending():
                 yield chunk
             finish = self._chunk(
@@ -544,7 +552,10 @@ class AgentRun:
             for closable in reversed(closables):
                 aclose = getattr(closable, "aclose", None)
                 if aclose is not None:
-                    await aclose()
+                    try:
+                        await aclose()
+                    except Exception:  # already closing (a cancelled read), or a provider's own failure
+                        log.debug("closing the model stream failed", exc_info=True)
         if self.trace is not None:
             self.trace.end_chat(step)
 
@@ -697,7 +708,7 @@ class AgentRun:
                 run_id,
                 Payload(
                     tool_call_id=part.get("toolCallId") or f"call_{uuid.uuid4().hex[:24]}",
-                    tool_name=part.get("toolName") if isinstance(part.get("toolName"), str) else "",
+                    tool_name=_tool_name(part.get("toolName")),
                     args=parse_args(part.get("input")),
                     provider_executed=part.get("providerExecuted"),
                     provider_metadata=part.get("providerMetadata"),
@@ -876,7 +887,7 @@ class AgentRun:
         tool = tools.get(name)
         error: BaseException | None = None
         result: Any = None
-        if not name:
+        if name == MISSING_TOOL_NAME and tool is None:
             error = ToolError(f"the tool call names no tool; available tools: {sorted(tools) or 'none'}")
         elif tool is None:
             error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
@@ -975,6 +986,10 @@ class AgentRun:
     def _parse_object(self) -> Any:
         schema = self._output_schema or output_schema(self.options.structured_output)
         return schema.parse(self._accepted_text[-1] if self._accepted_text else "")
+
+
+def _tool_name(name: Any) -> str:
+    return name if isinstance(name, str) and name else MISSING_TOOL_NAME
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:

@@ -76,6 +76,9 @@ def output_schema(structured_output: Any) -> OutputSchema:
     """`structured_output` (a pydantic model, a JSON-schema dict or `{"schema": ...}`) read."""
     schema = structured_output
     if isinstance(schema, dict) and "schema" in schema and isinstance(schema["schema"], (dict, type)):
+        unknown = set(schema) - {"schema"}
+        if unknown:
+            raise SluicegateError(f"structured_output: unknown option(s) {sorted(unknown)}; known: ['schema']")
         schema = schema["schema"]
     if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         return OutputSchema(schema.model_json_schema(), schema, None)

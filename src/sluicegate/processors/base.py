@@ -23,6 +23,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar, Token
 from typing import Any, ClassVar, NoReturn
 
 from sluicegate.errors import TripWire
@@ -177,6 +178,34 @@ def _count_violation(processor: Any) -> None:
         record_violation(processor_id(processor))
     except Exception:
         _log.debug("could not count a violation of %r", processor, exc_info=True)
+class ReportCollector:
+    """Async `on_violation` calls made by synchronous code during one hook call; the runner
+    awaits them right after the hook returns (see `collecting_reports`)."""
+
+    __slots__ = ("open", "pending")
+
+    def __init__(self) -> None:
+        self.open = True
+        self.pending: list[tuple[Any, Awaitable[Any]]] = []
+
+    async def drain(self) -> None:
+        self.open = False
+        for processor, pending in self.pending:
+            await _logged(processor, pending)
+        self.pending.clear()
+
+
+_collector: ContextVar[ReportCollector | None] = ContextVar("sluicegate_violation_reports", default=None)
+
+
+def collecting_reports() -> tuple[ReportCollector, Token[ReportCollector | None]]:
+    """Start collecting async `on_violation` calls; `stop_collecting(token)` and `drain()` after."""
+    collector = ReportCollector()
+    return collector, _collector.set(collector)
+
+
+def stop_collecting(token: Token[ReportCollector | None]) -> None:
+    _collector.reset(token)
 
 
 async def _logged(processor: Any, pending: Awaitable[Any]) -> None:
@@ -205,8 +234,10 @@ async def report_violation(processor: Any, message: str, detail: Any) -> None:
 
 
 def notify_violation(processor: Any, message: str, detail: Any) -> None:
-    """`report_violation` for synchronous callers: an `async` callback is scheduled on the
-    running loop (kept referenced until it finishes; its errors are logged)."""
+    """`report_violation` for synchronous callers: an `async` callback is awaited by the runner
+    right after the hook that reported it returns, or, outside a hook call (per-chunk stream
+    hooks), scheduled on the running loop (kept referenced until it finishes). Its errors are
+    logged."""
     _count_violation(processor)
     callback = getattr(processor, "on_violation", None)
     if callback is None:
@@ -219,6 +250,10 @@ def notify_violation(processor: Any, message: str, detail: Any) -> None:
         _log.warning("on_violation of %r raised", processor, exc_info=True)
         return
     if not inspect.isawaitable(result):
+        return
+    collector = _collector.get()
+    if collector is not None and collector.open:
+        collector.pending.append((processor, result))
         return
     try:
         loop = asyncio.get_running_loop()

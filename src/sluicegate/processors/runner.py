@@ -51,11 +51,13 @@ from sluicegate.processors.hook_timeout import (
 )
 from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.processors.base import (
+    collecting_reports,
     implements,
     make_abort,
     notify_violation,
     processor_id,
     report_violation,
+    stop_collecting,
 )
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
@@ -82,7 +84,10 @@ class Writer:
         if not isinstance(kind, str) or not kind.startswith("data-"):
             raise ValueError(f"custom chunks must have a type starting with 'data-', got {kind!r}")
         out = Chunk(
-            kind, chunk.get("runId") or self._run_id, data=chunk.get("data"), from_=chunk.get("from", "AGENT")
+            kind,
+            chunk.get("runId") or self._run_id,
+            data=chunk.get("data"),
+            from_=chunk.get("from", "AGENT"),
         )
         if chunk.get("transient"):
             out.transient = True  # shown live, never stored
@@ -225,10 +230,10 @@ class ProcessorRunner:
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
         self._tool_result = self._entries(output_processors, "process_tool_result")
-        self.has_error_processors = any(
-            not getattr(e.processor, "auto_injected", False)
-            for e in self._entries(error_processors, "process_api_error")
-        )
+        self.has_error_processors = bool(self._entries(error_processors, "process_api_error"))
+        self.auto_error_processors: Sequence[Any] = ()
+        """Run after every other `process_api_error`, built only when a call fails (see
+        `sluicegate.agent.auto_processors`); they do not count for `has_error_processors`."""
         self.has_data_part_processors = any(
             getattr(e.processor, "process_data_parts", False) for e in self._output_stream
         )
@@ -270,6 +275,7 @@ class ProcessorRunner:
         notify_violation(processor, message, detail)
 
     async def _call(self, entry: _Entry, args: Any) -> Any:
+        reports, token = collecting_reports()
         try:
             if entry.is_async:
                 result = entry.fn(args)
@@ -289,6 +295,11 @@ class ProcessorRunner:
                 processor_id=entry.pid,
                 hook=entry.hook,
             ) from exc
+        finally:
+            stop_collecting(token)
+            if reports.pending:
+                await reports.drain()
+            reports.open = False
 
     async def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
         if tripwire.processor_id is None:
@@ -486,7 +497,7 @@ class ProcessorRunner:
         model: Any,
     ) -> bool:
         """Whether a processor asked to retry the failed call. The first one that asks wins."""
-        for entry in self._api_error:
+        for entry in (*self._api_error, *self._entries(self.auto_error_processors, "process_api_error")):
             args = ProcessAPIErrorArgs(
                 **self._common(entry),
                 error=error,
