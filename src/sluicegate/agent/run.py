@@ -425,6 +425,13 @@ class AgentRun:
                 if pending:
                     for extra in self._drain_pending():
                         yield extra
+            if pipeline is not None and runner.flushes_stream:
+                # The step's text is over: processors holding some back release it now.
+                for flushed in await runner.flush_stream():
+                    self._record(flushed, step)
+                    yield flushed
+                for extra in self._drain_pending():
+                    yield extra
         except (TripWire, ProcessorError):
             raise
         except Exception as exc:

@@ -552,6 +552,31 @@ class ProcessorRunner:
                 out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
         return out
 
+    @property
+    def flushes_stream(self) -> bool:
+        return any(hasattr(e.entry.processor, "flush_output_stream") for e in self._stream_entries)
+
+    async def flush_stream(self) -> list[Chunk]:
+        """At the end of a model step, processors that hold text back (see the hold-back
+        contract in docs/processors.md) release it; each one's output goes on downstream
+        before the next one flushes."""
+        out: list[Chunk] = []
+        for index, stream_entry in enumerate(self._stream_entries):
+            flush = getattr(stream_entry.entry.processor, "flush_output_stream", None)
+            if flush is None:
+                continue
+            stream_entry.args.part = None  # type: ignore[assignment]
+            try:
+                flushed = flush(stream_entry.args)
+                if inspect.isawaitable(flushed):
+                    flushed = await flushed
+            except TripWire as tripwire:
+                self._tripped(stream_entry.entry, tripwire)
+                raise
+            if flushed:
+                out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
+        return out
+
     async def run_output_step(
         self,
         message_list: MessageList,

@@ -15,6 +15,10 @@ from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    ErrorStrategy,
+    default_error_strategy,
+    judged,
     DetectorModel,
     Verdict,
     check_choice,
@@ -123,6 +127,8 @@ class LanguageDetector(Processor):
         instructions: str | None = None,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(LanguageStrategy))
@@ -149,7 +155,9 @@ class LanguageDetector(Processor):
             provider_options=provider_options,
             json_prompt_injection=json_prompt_injection,
             label="LanguageDetector",
+            max_output_tokens=max_output_tokens,
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
         replaced: dict[str, Message] = {}
@@ -183,7 +191,7 @@ class LanguageDetector(Processor):
         prompt = f'Detect language of: "{content}"\n\nTarget: {"/".join(self.target_languages)}'
         if self.strategy == "translate":
             prompt += f". If not in {first}, translate to {first}. {QUALITY_HINTS[self.translation_quality]}"
-        verdict = await self.detector.ask(prompt)
+        verdict = await judged(self, self.detector, prompt, error_strategy=self.error_strategy)
         if verdict is not None and verdict.translated_text and not verdict.confidence:
             verdict.confidence = ASSUMED_CONFIDENCE
         return verdict

@@ -14,15 +14,18 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    ErrorStrategy,
+    default_error_strategy,
+    judged,
     DetectorModel,
     Verdict,
     check_choice,
     check_threshold,
     enforce,
-    flagged_delta,
     flagged_messages,
     input_ids,
     locate,
@@ -33,11 +36,20 @@ from sluicegate.processors.builtin._detector import (
     to_check,
     with_text,
 )
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.processors.builtin._window import (
+    DEFAULT_MAX_HOLD_MS,
+    DEFAULT_OVERLAP_CHARS,
+    DEFAULT_WINDOW_CHARS,
+    Judgement,
+    Release,
+    WindowedGuard,
+)
+from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 
 log = logging.getLogger(__name__)
 
 PIIStrategy = Literal["block", "warn", "filter", "redact"]
+LLMMode = Literal["always", "when-unsure", "never"]
 RedactionMethod = Literal["mask", "hash", "remove", "placeholder"]
 
 DEFAULT_DETECTION_TYPES: tuple[str, ...] = (
@@ -130,7 +142,11 @@ def mask_value(value: str, pii_type: str, preserve_format: bool) -> str:
     return value[0] + "*" * (len(value) - 2) + value[-1]
 
 
-class PIIDetector(Processor):
+_PATTERN_TYPES = {"email": "email", "credit-card": "credit-card", "ssn": "ssn", "phone": "phone"}
+"""`RegexFilter` rule names as detection types; every secret rule counts as `api-key`."""
+
+
+class PIIDetector(WindowedGuard, Processor):
     """PII detection and redaction by an LLM, for input and output.
 
     `model` looks for `detection_types` (emails, phones, card numbers, SSNs, API keys, IPs,
@@ -143,7 +159,14 @@ class PIIDetector(Processor):
     SHA-256), `"remove"`, or `"placeholder"` (`placeholder_text`, else `[EMAIL]`, `[PHONE]`, ...).
     When a flagged text cannot be redacted it is dropped rather than passed on. Reports never
     carry the PII itself; `include_detections` adds each detection's type, confidence and span.
-    If the detector model fails, content is allowed (and a warning logged).
+    Every text first gets a deterministic pass (the `RegexFilter` PII and secret presets);
+    `llm` says when the model is asked too: `"always"` (default with a `model`), `"when-unsure"`
+    (only when the patterns found nothing) or `"never"` (default without a `model`: offline).
+    `error_strategy` says what a failed detector call means: `"block"` (default for block and
+    redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
+    stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
+    across chunks is judged whole, and with `release="vetted"` nothing reaches the client
+    before a verdict covered it.
 
     Example::
 
@@ -158,7 +181,8 @@ class PIIDetector(Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
         detection_types: Sequence[str] | None = None,
         threshold: float = 0.6,
         strategy: PIIStrategy = "redact",
@@ -169,11 +193,30 @@ class PIIDetector(Processor):
         instructions: str | None = None,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        window_chars: int = DEFAULT_WINDOW_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
+        release: Release | None = None,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(PIIStrategy))
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
+        if llm is None:
+            llm = "never" if model is None else "always"
+        check_choice("llm", llm, get_args(LLMMode))
+        if llm != "never" and model is None:
+            raise ValueError(f"PIIDetector with llm={llm!r} needs a `model`; use llm='never' for the pattern pass only")
+        self.llm: LLMMode = llm
+        self.init_windows(
+            strategy=strategy,
+            window_chars=window_chars,
+            overlap_chars=overlap_chars,
+            max_hold_ms=max_hold_ms,
+            release=release,
+        )
         self.detection_types: tuple[str, ...] = (
             tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
         )
@@ -187,7 +230,8 @@ class PIIDetector(Processor):
         if strategy != "redact":
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
-        self.detector = DetectorModel(
+        self.patterns = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
+        self.detector: DetectorModel[PIIVerdict] | None = None if llm == "never" else DetectorModel(
             model,
             instructions=instructions or default_instructions(self.detection_types),
             schema=PIIVerdict,
@@ -196,7 +240,9 @@ class PIIDetector(Processor):
             provider_options=provider_options,
             json_prompt_injection=json_prompt_injection,
             label="PIIDetector",
+            max_output_tokens=max_output_tokens,
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
     # ------------------------------------------------------------------ hooks
 
@@ -208,30 +254,57 @@ class PIIDetector(Processor):
             args.messages, to_check(args.messages, response_ids(args)), args.abort
         )
 
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
-        part = args.part
-        found = await flagged_delta(part, self.detect, self.is_flagged)
-        if found is None:
-            return part
-        text, verdict = found
-        self._handle(verdict, args.abort)
+    async def judge_window(self, text: str, abort: Any) -> Judgement:
+        """One streamed window's verdict (see `_window`): spans to redact, or the window
+        withheld (filter, or a redaction that cannot be located)."""
+        if not text.strip():
+            return Judgement()
+        verdict = await self.detect(text)
+        if verdict is None or not self.is_flagged(verdict):
+            return Judgement()
+        self._handle(verdict, abort)
         if self.strategy == "warn":
-            return part
-        if self.strategy == "redact":
-            redacted = self.redact(text, verdict)
-            if redacted is not None:
-                return text_delta(part.run_id, part.payload.id, redacted)
-            log.warning("[PIIDetector] no redaction available for a streamed chunk; dropping it")
-        return None
+            return Judgement(flagged=True, reason="PII detected")
+        spans = locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold])
+        if self.strategy == "filter" or not spans:
+            return Judgement(flagged=True, drop=True, reason="PII detected")
+        return Judgement(flagged=True, spans=spans, replace=self.redact_value, reason="PII detected")
 
     # ------------------------------------------------------------------ detection
 
     async def detect(self, content: str) -> PIIVerdict | None:
-        """The detector's verdict on `content` (None when the detector failed)."""
-        return await self.detector.ask(
+        """The verdict on `content`: the pattern pass, then (per `llm`) the detector's; None
+        when a failed detector was allowed through."""
+        found = self.pattern_verdict(content)
+        if self.detector is None or (self.llm == "when-unsure" and found.detections):
+            return found
+        verdict = await judged(
+            self,
+            self.detector,
             "Analyze the following content for PII (personally identifiable information):\n"
-            f'Content: "{content}"'
+            f'Content: "{content}"',
+            error_strategy=self.error_strategy,
+            fallback=lambda: found,
         )
+        if verdict is not None and found.detections:
+            verdict.detections = [*(verdict.detections or ()), *found.detections]
+        return verdict
+
+    def pattern_verdict(self, content: str) -> PIIVerdict:
+        """What the `RegexFilter` PII and secret presets find in `content`, as a verdict (no
+        model call): emails, phones, card numbers, SSNs, API keys and tokens."""
+        detections = [
+            PIIDetection(
+                type=_PATTERN_TYPES.get(rule.name, "api-key"),
+                value=content[start:end],
+                confidence=1.0,
+                start=start,
+                end=end,
+            )
+            for start, end, rule in self.patterns.find(content)
+        ]
+        wanted = [d for d in detections if d.type in self.detection_types]
+        return PIIVerdict(detections=wanted, categories=None)
 
     def is_flagged(self, verdict: PIIVerdict) -> bool:
         if verdict.detections:

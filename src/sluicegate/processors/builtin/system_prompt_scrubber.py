@@ -12,14 +12,17 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.args import ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    ErrorStrategy,
+    default_error_strategy,
+    judged,
     DetectorModel,
     Verdict,
     check_choice,
     enforce,
-    flagged_delta,
     flagged_messages,
     locate,
     replace_messages,
@@ -28,7 +31,14 @@ from sluicegate.processors.builtin._detector import (
     to_check,
     with_text,
 )
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.processors.builtin._window import (
+    DEFAULT_MAX_HOLD_MS,
+    DEFAULT_OVERLAP_CHARS,
+    DEFAULT_WINDOW_CHARS,
+    Judgement,
+    Release,
+    WindowedGuard,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +83,7 @@ def default_instructions(custom_patterns: Sequence[str]) -> str:
     )
 
 
-class SystemPromptScrubber(Processor):
+class SystemPromptScrubber(WindowedGuard, Processor):
     """Keeps the agent from revealing its system prompt, for output.
 
     Each streamed text chunk and each final assistant message goes to `model`, which lists any
@@ -82,8 +92,10 @@ class SystemPromptScrubber(Processor):
     `redaction_method` — `"mask"` (asterisks, default), `"placeholder"` (`placeholder_text`,
     default `[SYSTEM_PROMPT]`) or `"remove"`; `"filter"` drops the chunk or message; `"warn"`
     lets it through and reports to `on_violation`; `"block"` aborts with the finding types as
-    tripwire metadata. `include_detections` adds the findings' types and spans to reports. If
-    the detector model fails, content is allowed (and a warning logged).
+    tripwire metadata. `include_detections` adds the findings' types and spans to reports. The
+    stream is judged in windows of `window_chars` (see `ModerationProcessor`);
+    `error_strategy` says what a failed detector call means (by default, redact and block fail
+    closed).
 
     Example::
 
@@ -108,10 +120,23 @@ class SystemPromptScrubber(Processor):
         instructions: str | None = None,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        window_chars: int = DEFAULT_WINDOW_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
+        release: Release | None = None,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(ScrubberStrategy))
         check_choice("redaction_method", redaction_method, get_args(ScrubberRedaction))
+        self.init_windows(
+            strategy=strategy,
+            window_chars=window_chars,
+            overlap_chars=overlap_chars,
+            max_hold_ms=max_hold_ms,
+            release=release,
+        )
         self.strategy: ScrubberStrategy = strategy
         self.custom_patterns: tuple[str, ...] = tuple(custom_patterns or ())
         self.include_detections = include_detections
@@ -129,20 +154,24 @@ class SystemPromptScrubber(Processor):
             provider_options=provider_options,
             json_prompt_injection=json_prompt_injection,
             label="SystemPromptScrubber",
+            max_output_tokens=max_output_tokens,
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
-        part = args.part
-        found = await flagged_delta(part, self.detect, self.is_flagged)
-        if found is None:
-            return part
-        text, verdict = found
-        self._handle(verdict, args.abort)
-        if self.strategy == "filter":
-            return None
-        if self.strategy == "redact":
-            return text_delta(part.run_id, part.payload.id, self.redact(text, verdict))
-        return part
+    async def judge_window(self, text: str, abort: Any) -> Judgement:
+        """One streamed window's verdict (see `_window`)."""
+        if not text.strip():
+            return Judgement()
+        verdict = await self.detect(text)
+        if verdict is None or not self.is_flagged(verdict):
+            return Judgement()
+        self._handle(verdict, abort)
+        if self.strategy == "warn":
+            return Judgement(flagged=True, reason="system prompt detected")
+        spans = locate(text, verdict.detections or ())
+        if self.strategy == "filter" or not spans:
+            return Judgement(flagged=True, drop=True, reason="system prompt detected")
+        return Judgement(flagged=True, spans=spans, replace=self._replacement, reason="system prompt detected")
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
@@ -157,8 +186,11 @@ class SystemPromptScrubber(Processor):
 
     async def detect(self, content: str) -> SystemPromptVerdict | None:
         """The detector's verdict on `content` (None when the detector failed)."""
-        return await self.detector.ask(
-            f'Analyze the following AI assistant output for system prompt content:\n\nContent: "{content}"'
+        return await judged(
+            self,
+            self.detector,
+            f'Analyze the following AI assistant output for system prompt content:\n\nContent: "{content}"',
+            error_strategy=self.error_strategy,
         )
 
     def is_flagged(self, verdict: SystemPromptVerdict) -> bool:
