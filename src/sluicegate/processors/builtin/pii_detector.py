@@ -159,9 +159,10 @@ class PIIDetector(WindowedGuard, Processor):
     SHA-256), `"remove"`, or `"placeholder"` (`placeholder_text`, else `[EMAIL]`, `[PHONE]`, ...).
     When a flagged text cannot be redacted it is dropped rather than passed on. Reports never
     carry the PII itself; `include_detections` adds each detection's type, confidence and span.
-    Every text first gets a deterministic pass (the `RegexFilter` PII and secret presets);
-    `llm` says when the model is asked too: `"always"` (default with a `model`), `"when-unsure"`
-    (only when the patterns found nothing) or `"never"` (default without a `model`: offline).
+    There is a deterministic pass (the `RegexFilter` PII and secret presets);
+    `llm` says when the model is asked: `"always"` (default with a `model`: the model decides),
+    `"when-unsure"` (the patterns decide when they find something, the model otherwise) or
+    `"never"` (default without a `model`: offline and deterministic).
     `error_strategy` says what a failed detector call means: `"block"` (default for block and
     redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
     stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
@@ -275,20 +276,20 @@ class PIIDetector(WindowedGuard, Processor):
     async def detect(self, content: str) -> PIIVerdict | None:
         """The verdict on `content`: the pattern pass, then (per `llm`) the detector's; None
         when a failed detector was allowed through."""
-        found = self.pattern_verdict(content)
-        if self.detector is None or (self.llm == "when-unsure" and found.detections):
-            return found
-        verdict = await judged(
+        if self.detector is None:
+            return self.pattern_verdict(content)
+        if self.llm == "when-unsure":
+            found = self.pattern_verdict(content)
+            if found.detections:
+                return found
+        return await judged(
             self,
             self.detector,
             "Analyze the following content for PII (personally identifiable information):\n"
             f'Content: "{content}"',
             error_strategy=self.error_strategy,
-            fallback=lambda: found,
+            fallback=lambda: self.pattern_verdict(content),
         )
-        if verdict is not None and found.detections:
-            verdict.detections = [*(verdict.detections or ()), *found.detections]
-        return verdict
 
     def pattern_verdict(self, content: str) -> PIIVerdict:
         """What the `RegexFilter` PII and secret presets find in `content`, as a verdict (no
