@@ -398,6 +398,8 @@ class AgentRun:
                     converted = self._convert(part, step)
                     if converted is None:
                         continue
+                    if converted.type == "tool-result" and runner.handles_tool_result:
+                        await self._provider_tool_result(converted, step)
                     chunk = converted
                 if model_chunks_append is not None:
                     model_chunks_append(chunk if pipeline is None else chunk.copy())
@@ -440,6 +442,7 @@ class AgentRun:
                 yield chunk
             return
 
+        usage_before = self.usage
         self.usage = self.usage + step.usage
         step.model_chunks.append(
             self._chunk(
@@ -489,11 +492,17 @@ class AgentRun:
 
         tool_results: list[Chunk] = []
         if step.tool_calls:
-            async for chunk in self._run_tools(step, config):
-                if chunk.type == "tool-result":
-                    tool_results.append(chunk)
-                for out in await self._emit_processed(chunk):
-                    yield out
+            try:
+                async for chunk in self._run_tools(step, config):
+                    if chunk.type == "tool-result":
+                        tool_results.append(chunk)
+                    for out in await self._emit_processed(chunk):
+                        yield out
+            except TripWire:
+                # As Mastra records it: a step interrupted while its tools run has not
+                # finished, so its usage is not reported.
+                self.usage = usage_before
+                raise
 
         self.steps.append(
             StepResult(
@@ -707,6 +716,22 @@ class AgentRun:
             for task in tasks:
                 task.cancel()
 
+    async def _provider_tool_result(self, chunk: Chunk, step: StepRecorder) -> None:
+        """A provider-executed tool's result through `process_tool_result`, in place."""
+        payload = chunk.payload
+        if payload.get("is_error"):
+            return
+        payload.result = await self.runner.run_tool_result(
+            payload.get("result"),
+            tool_name=payload.tool_name,
+            tool_call_id=payload.tool_call_id,
+            tool_args=payload.get("args"),
+            provider_executed=True,
+            step_number=step.step_number,
+            steps=self.steps,
+            message_list=self.message_list,
+        )
+
     async def _call_tool(
         self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
     ) -> Chunk:
@@ -733,6 +758,17 @@ class AgentRun:
             except Exception as exc:
                 log.info("tool %r failed: %s", name, exc)
                 error = exc
+        if error is None and self.runner.handles_tool_result:
+            result = await self.runner.run_tool_result(
+                result,
+                tool_name=name,
+                tool_call_id=payload.tool_call_id,
+                tool_args=payload.args,
+                provider_executed=False,
+                step_number=step.step_number,
+                steps=self.steps,
+                message_list=self.message_list,
+            )
         invocation = step.invocation(payload.tool_call_id)
         if invocation is not None:
             invocation["state"] = "result"

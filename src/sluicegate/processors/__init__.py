@@ -24,6 +24,8 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, implements
 
@@ -78,6 +80,8 @@ __all__ = [
     "ProcessOutputResultArgs",
     "ProcessOutputStepArgs",
     "ProcessOutputStreamArgs",
+    "ProcessToolResultArgs",
+    "ProcessToolResultResult",
     "Processor",
     "ProcessorViolation",
     "TripWire",

@@ -124,6 +124,24 @@ class ProcessOutputStepArgs(_Common):
 
 
 @dataclass(slots=True)
+class ProcessToolResultArgs(_Common):
+    """After a tool's `execute` returned (never for a tool that raised), before its result
+    reaches the client, the history and the next model call."""
+
+    tool_name: str = ""
+    tool_call_id: str = ""
+    tool_args: Any = None
+    result: Any = None
+    provider_executed: bool = False
+    step_number: int = 0
+    """The step whose tool call this result answers."""
+    messages: list[Message] = field(default_factory=list)
+    message_list: MessageList = None  # type: ignore[assignment]
+    system_messages: list[SystemMessage] = field(default_factory=list)
+    steps: list[Any] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class OutputResult:
     """The `result` of `process_output_result`."""
 
@@ -168,6 +186,14 @@ class ProcessLLMRequestResult:
 
     prompt: list[dict[str, Any]] | None = None
     response: list[Any] | None = None
+
+
+@dataclass(slots=True)
+class ProcessToolResultResult:
+    """`result` replaces the tool's result everywhere: the stream chunk, the history, the next
+    prompt and the run's steps."""
+
+    result: Any
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ overrides. Hooks may be `def` or `async def`. The hooks, in the order a run meet
 - `process_output_stream` — on every chunk
 - `process_output_step` — after each model response, before tools run
 - `process_llm_response` — then, with the step's chunks (`accepted` tells a rejected step apart)
+- `process_tool_result` — after each tool returns, before its result is used anywhere
 - `process_output_result` — once, at the end
 
 Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run; see
@@ -37,6 +38,8 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
 )
 from sluicegate.stream.chunk import Chunk
 
@@ -44,6 +47,8 @@ LLMRequestReturn = ProcessLLMRequestResult | dict[str, Any] | None
 """What `process_llm_request` returns (or resolves to)."""
 APIErrorReturn = ProcessAPIErrorResult | dict[str, Any] | None
 """What `process_api_error` returns (or resolves to)."""
+ToolResultReturn = ProcessToolResultResult | dict[str, Any] | None
+"""What `process_tool_result` returns (or resolves to)."""
 
 HOOKS: tuple[str, ...] = (
     "process_input",
@@ -54,6 +59,7 @@ HOOKS: tuple[str, ...] = (
     "process_output_stream",
     "process_output_step",
     "process_output_result",
+    "process_tool_result",
 )
 
 
@@ -114,6 +120,12 @@ class Processor:
 
     def process_output_result(self, args: ProcessOutputResultArgs) -> Any:
         """Post-process the final result once."""
+        return None
+
+    def process_tool_result(
+        self, args: ProcessToolResultArgs
+    ) -> ToolResultReturn | Awaitable[ToolResultReturn]:
+        """Inspect or replace a tool's result (`{"result": new}`) before anything uses it."""
         return None
 
 

@@ -35,6 +35,8 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
@@ -186,6 +188,7 @@ class ProcessorRunner:
         self._output_stream = self._entries(output_processors, "process_output_stream")
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
+        self._tool_result = self._entries(output_processors, "process_tool_result")
         self.has_error_processors = bool(self._entries(error_processors, "process_api_error"))
         self._stream_entries: list[_StreamEntry] = []
 
@@ -612,6 +615,48 @@ class ProcessorRunner:
                 result=result,
             )
             self._apply_messages(entry, await self._call(entry, args), message_list, empty_is_unchanged=True)
+
+    @property
+    def handles_tool_result(self) -> bool:
+        return bool(self._tool_result)
+
+    async def run_tool_result(
+        self,
+        result: Any,
+        *,
+        tool_name: str,
+        tool_call_id: str,
+        tool_args: Any,
+        provider_executed: bool,
+        step_number: int,
+        steps: list[Any],
+        message_list: MessageList,
+    ) -> Any:
+        """A successful tool result through the `process_tool_result` chain; the result to use."""
+        for entry in self._tool_result:
+            args = ProcessToolResultArgs(
+                **self._common(entry),
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                tool_args=tool_args,
+                result=result,
+                provider_executed=provider_executed,
+                step_number=step_number,
+                messages=message_list.get.all.db(),
+                message_list=message_list,
+                system_messages=message_list.get_system_messages(),
+                steps=steps,
+            )
+            returned = await self._call(entry, args)
+            if returned is None:
+                continue
+            if isinstance(returned, ProcessToolResultResult):
+                result = returned.result
+            elif isinstance(returned, dict) and set(returned) <= {"result"}:
+                result = returned.get("result", result)
+            else:
+                raise _wrong_return(entry, returned, "{'result': ...}, ProcessToolResultResult or None")
+        return result
 
 
 def signal_message(signal: dict[str, Any]) -> Message:

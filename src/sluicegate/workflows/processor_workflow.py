@@ -2,9 +2,11 @@
 
 A committed workflow is itself a processor: put it in any processor array. For each hook that
 one of its processors implements (`process_input`, `process_input_step`,
-`process_output_stream`, `process_output_step`, `process_output_result`), the workflow runs its
-steps in order, passing a data dict between them: `{"phase", "messages", "system_messages",
-"part", ...}`. A processor step calls its processor's hook on that data and hands on the result.
+`process_output_stream`, `process_output_step`, `process_output_result`,
+`process_tool_result`), the workflow runs its steps in order, passing a data dict between them:
+`{"phase", "messages", "system_messages", "part", ...}` (for `process_tool_result`: `"result"`,
+`"tool_name"`, `"tool_call_id"`, `"tool_args"`). A processor step calls its processor's hook on
+that data and hands on the result.
 After `parallel([...])` the data is keyed by branch (`"processor:<id>"`); `map` picks or merges.
 
     pipeline = (
@@ -33,6 +35,7 @@ from sluicegate.processors.args import (
     STEP_FIELDS,
     ProcessInputStepResult,
     ProcessorViolation,
+    ProcessToolResultResult,
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
@@ -43,7 +46,9 @@ WORKFLOW_HOOKS = (
     "process_output_stream",
     "process_output_step",
     "process_output_result",
+    "process_tool_result",
 )
+_TOOL_RESULT_FIELDS = ("result", "tool_name", "tool_call_id", "tool_args")
 _SNAKE_KEYS = {
     "systemMessages": "system_messages",
     "toolChoice": "tool_choice",
@@ -243,12 +248,17 @@ def _data_from_args(hook: str, args: Any) -> Data:
         if hasattr(args, name):
             value = getattr(args, name)
             data[name] = list(value) if isinstance(value, list) else value
+    if hook == "process_tool_result":
+        for name in _TOOL_RESULT_FIELDS:
+            data[name] = getattr(args, name)
     return data
 
 
 def _result_from_data(hook: str, data: Data, args: Any) -> Any:
     if hook == "process_output_stream":
         return data.get("part")
+    if hook == "process_tool_result":
+        return {"result": data["result"]} if "result" in data else None
     result: dict[str, Any] = {}
     if "messages" in data:
         result["messages"] = data["messages"]
@@ -274,6 +284,8 @@ async def _run_processor(processor: Any, hook: str, data: Data, outer: Any) -> D
     for name in STEP_FIELDS:
         if data.get(name) is not None and hasattr(outer, name):
             changes[name] = data[name]
+    if hook == "process_tool_result" and "result" in data:
+        changes["result"] = data["result"]
     args = dataclasses.replace(outer, **changes)
     try:
         result = await _maybe_await(getattr(processor, hook)(args))
@@ -284,6 +296,12 @@ async def _run_processor(processor: Any, hook: str, data: Data, outer: Any) -> D
     message_list: MessageList | None = getattr(outer, "message_list", None)
     if hook == "process_output_stream":
         out["part"] = result
+        return out
+    if hook == "process_tool_result":
+        if isinstance(result, ProcessToolResultResult):
+            out["result"] = result.result
+        elif isinstance(result, dict) and "result" in result:
+            out["result"] = result["result"]
         return out
     if isinstance(result, (ProcessInputStepResult, dict)):
         result = step_result_fields(result)
