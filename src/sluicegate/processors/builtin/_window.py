@@ -9,8 +9,9 @@ once, so judging runs alongside generation and windows are judged concurrently; 
 applied in order.
 
 Windows overlap by `overlap_chars`: the tail of one window is judged again at the start of the
-next and is released only after that second verdict, so a value on a window boundary is
-always judged whole by one of them. With `release="vetted"` text reaches the client only after
+next and is released only after that second verdict, so a value on a window boundary (shorter
+than the overlap) is always judged whole by one of them. A window closed by `max_hold_ms` (a
+slow stream) releases its text up to its last whitespace instead, so text keeps flowing. With `release="vetted"` text reaches the client only after
 a verdict covered it; with `release="optimistic"` it goes out at once and a later violation
 emits a `data-guardrail-retraction` chunk, then aborts the run.
 
@@ -70,12 +71,14 @@ def check_window_options(window_chars: int, overlap_chars: int, max_hold_ms: flo
 
 
 class _Window:
-    __slots__ = ("end", "start", "task")
+    __slots__ = ("end", "start", "task", "timed")
 
-    def __init__(self, start: int, end: int, task: asyncio.Task[Judgement]) -> None:
+    def __init__(self, start: int, end: int, task: asyncio.Task[Judgement], timed: bool) -> None:
         self.start = start
         self.end = end
         self.task = task
+        self.timed = timed
+        """Closed by `max_hold_ms`: its text is released up to its last whitespace."""
 
 
 def _consume(task: asyncio.Task[Any]) -> None:
@@ -211,7 +214,7 @@ class WindowedStream:
             return None
         return out[0] if len(out) == 1 else out
 
-    def _launch(self, args: Any, channel: _Channel) -> None:
+    def _launch(self, args: Any, channel: _Channel, *, timed: bool = False) -> None:
         """Start judging everything not judged yet, with the carried-over overlap before it."""
         start = max(channel.released, channel.judged_to - self.overlap, 0)
         end = channel.total
@@ -222,7 +225,7 @@ class WindowedStream:
         self.calls += 1
         task = asyncio.ensure_future(self.judge(window_text, args.abort))
         task.add_done_callback(_consume)
-        channel.windows.append(_Window(start, end, task))
+        channel.windows.append(_Window(start, end, task, timed))
 
     async def _collect(self, args: Any, channel: _Channel, *, wait: bool, final: bool = False) -> list[Chunk]:
         """Apply the verdicts that are in, in window order (waiting for all with `wait`)."""
@@ -250,6 +253,13 @@ class WindowedStream:
             channel.released = channel.total
             return []
         release_to = window.end if last else max(channel.released, window.end - self.overlap)
+        if window.timed and not last:
+            # A slow stream: release what was judged up to the last whitespace, so the text
+            # keeps flowing; a value still being written after it waits for the next window.
+            text = channel.text()
+            space = max(text.rfind(" ", release_to, window.end), text.rfind("\n", release_to, window.end))
+            if space >= 0:
+                release_to = space + 1
         spans = [Span(s.start + window.start, s.end + window.start, s.type) for s in judgement.spans]
         if judgement.flagged and judgement.drop:
             # The window's text is withheld; what the next window still judges starts after it.
@@ -370,7 +380,7 @@ class WindowedStream:
                 and channel.total > channel.judged_to
                 and now - channel.held_since >= self.max_hold
             ):
-                self._launch(args, channel)
+                self._launch(args, channel, timed=True)
             out.extend(await self._collect(args, channel, wait=False))
         return out
 

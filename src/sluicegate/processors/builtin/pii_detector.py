@@ -14,9 +14,17 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
+from sluicegate.processors.args import (
+    ProcessInputArgs,
+    ProcessOutputResultArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
+)
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    WITHHELD_TOOL_RESULT,
+    map_strings,
+    string_leaves,
     DEFAULT_MAX_OUTPUT_TOKENS,
     ErrorStrategy,
     default_error_strategy,
@@ -254,6 +262,28 @@ class PIIDetector(WindowedGuard, Processor):
         return await self._check_messages(
             args.messages, to_check(args.messages, response_ids(args)), args.abort
         )
+
+    async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
+        """A tool's result, checked (one detector call for all its strings) and redacted
+        before the model, the history and the client see it."""
+        leaves = string_leaves(args.result)
+        if not leaves:
+            return None
+        verdict = await self.detect("\n".join(leaves))
+        if verdict is None or not self.is_flagged(verdict):
+            return None
+        self._handle(verdict, args.abort)
+        if self.strategy == "warn":
+            return None
+        detections = [d for d in verdict.detections or () if d.confidence >= self.threshold]
+        if self.strategy == "filter" or not detections:
+            return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
+
+        def redact_leaf(text: str) -> str:
+            spans = locate(text, [d.model_copy(update={"start": -1, "end": -1}) for d in detections])
+            return substitute(text, spans, self.redact_value) if spans else text
+
+        return ProcessToolResultResult(map_strings(args.result, redact_leaf))
 
     async def judge_window(self, text: str, abort: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): spans to redact, or the window

@@ -13,9 +13,11 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs
+from sluicegate.processors.args import ProcessInputArgs, ProcessToolResultArgs, ProcessToolResultResult
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    WITHHELD_TOOL_RESULT,
+    string_leaves,
     DEFAULT_MAX_OUTPUT_TOKENS,
     ErrorStrategy,
     default_error_strategy,
@@ -92,8 +94,9 @@ class PromptInjectionDetector(Processor):
     `"block"` (default) aborts with the attack types as tripwire metadata, `"warn"` lets it
     through and reports to `on_violation`, `"filter"` drops the message, `"rewrite"` replaces it
     with the detector's neutralized version (or drops it when there is none). `include_scores`
-    adds every score to the report. If the detector model fails, the message is allowed (and a
-    warning logged).
+    adds every score to the report. `check_tool_results` also checks tool results for indirect
+    injection (a flagged result is withheld, or rewritten). `error_strategy` says what a failed
+    detector call means (by default, block and rewrite fail closed; see `_detector`).
 
     Example::
 
@@ -116,6 +119,7 @@ class PromptInjectionDetector(Processor):
         include_scores: bool = False,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        check_tool_results: bool = False,
         error_strategy: ErrorStrategy | None = None,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
@@ -128,6 +132,7 @@ class PromptInjectionDetector(Processor):
         self.threshold = threshold
         self.strategy: InjectionStrategy = strategy
         self.include_scores = include_scores
+        self.check_tool_results = check_tool_results
         schema = InjectionVerdict.model_json_schema()
         if strategy != "rewrite":
             schema["properties"].pop("rewritten_content", None)
@@ -157,6 +162,23 @@ class PromptInjectionDetector(Processor):
                     log.warning("[PromptInjectionDetector] no rewrite available; dropping the message")
                 replaced[message.id] = with_text(message, rewritten) if rewritten else None
         return replace_messages(args.messages, replaced)
+
+    async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
+        """With `check_tool_results`, a tool's result is checked for indirect injection (text
+        planted in a web page, file or API answer) before the model reads it."""
+        if not self.check_tool_results:
+            return None
+        leaves = string_leaves(args.result)
+        if not leaves:
+            return None
+        verdict = await self.detect("\n".join(leaves))
+        if verdict is None or not self.is_flagged(verdict):
+            return None
+        self._handle(verdict, args.abort)
+        if self.strategy == "warn":
+            return None
+        rewritten = (verdict.rewritten_content or "").strip() if self.strategy == "rewrite" else ""
+        return ProcessToolResultResult(rewritten or WITHHELD_TOOL_RESULT.format(label="PromptInjectionDetector"))
 
     async def detect(self, content: str) -> InjectionVerdict | None:
         """The detector's verdict on `content` (None when the detector failed), keeping only

@@ -25,6 +25,8 @@ from sluicegate.processors.args import (
     ProcessorViolation,
     ProcessOutputResultArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor
 from sluicegate.stream.chunk import Chunk, TextPayload, text_delta
@@ -758,6 +760,13 @@ class RegexFilterProcessor(Processor):
             return None
         self._filter_messages(args, args.message_list.get.response.db(), "process_output_result")
         return None
+
+    def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
+        """A tool's result, checked before the model, the history and the client see it."""
+        if self.phase == "input":
+            return None
+        value, changed = self._scrub_value(args, args.result, "tool-result")
+        return ProcessToolResultResult(value) if changed else None
 
     # ------------------------------------------------------------------ stream
 
