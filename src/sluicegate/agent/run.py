@@ -32,6 +32,7 @@ from sluicegate.messages.part import to_snake
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.processors.args import OutputResult
+from sluicegate.processors.input_guards import gated
 from sluicegate.processors.runner import ProcessorRunner, StepConfig, Writer
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk, TextPayload
@@ -164,6 +165,7 @@ class AgentRun:
         self._current: StepRecorder | None = None
         self._system_base: list[tuple[dict[str, Any], str | None]] = []
         self._pipeline: Any = None
+        self._input_gate: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------------------ results
 
@@ -212,6 +214,7 @@ class AgentRun:
         yield self._chunk("start")
         try:
             await runner.run_input(message_list)
+            self._input_gate = runner.parallel_input(message_list)
             for chunk in self._drain_pending():
                 yield chunk
             self._system_base = message_list.system_snapshot()
@@ -222,8 +225,12 @@ class AgentRun:
                 config = await self._prepare_step(step_number)
                 if config is None:  # an input-step retry: the attempt never reached the model
                     continue
-                async for chunk in self._model_step(step_number, config):
+                step_chunks = self._model_step(step_number, config)
+                if self._input_gate is not None:  # held until the parallel input guards pass
+                    step_chunks = gated(step_chunks, self._input_gate)
+                async for chunk in step_chunks:
                     yield chunk
+                self._input_gate = None
                 step = self._current
                 assert step is not None
                 if step.finish_reason == "retry":
@@ -427,6 +434,8 @@ class AgentRun:
                 if pending:
                     for extra in self._drain_pending():
                         yield extra
+            if self._input_gate is not None:
+                await self._input_gate  # no tool runs before the parallel input guards pass
             if pipeline is not None and runner.flushes_stream:
                 # The step's text is over: processors holding some back release it now.
                 for flushed in await runner.flush_stream():

@@ -9,6 +9,7 @@ reuses one args object per processor and does no work for processors that are no
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -40,6 +41,7 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
+from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 
@@ -283,16 +285,37 @@ class ProcessorRunner:
     # ------------------------------------------------------------------ input
 
     async def run_input(self, message_list: MessageList) -> None:
+        """The input processors in order; adjacent ones that only check run concurrently,
+        and those with `run_in_parallel` are left to `parallel_input` (see `input_guards`)."""
         send_signal = self.signal_sender(message_list)
-        for entry in self._input:
-            args = ProcessInputArgs(
-                **self._common(entry),
-                messages=message_list.get.all.db(),
-                system_messages=message_list.get_system_messages(),
-                message_list=message_list,
-                send_signal=send_signal,
-            )
+        entries = [e for e in self._input if not runs_in_parallel(e.processor)]
+        for group in groups(entries, lambda e: checks_only(e.processor)):
+            if len(group) > 1:
+                await all_or_first_failure([self._call(e, self._input_args(e, message_list, send_signal)) for e in group])
+                continue
+            entry = group[0]
+            args = self._input_args(entry, message_list, send_signal)
             self._apply_messages(entry, await self._call(entry, args), message_list)
+
+    def _input_args(self, entry: _Entry, message_list: MessageList, send_signal: Any) -> ProcessInputArgs:
+        return ProcessInputArgs(
+            **self._common(entry),
+            messages=message_list.get.all.db(),
+            system_messages=message_list.get_system_messages(),
+            message_list=message_list,
+            send_signal=send_signal,
+        )
+
+    def parallel_input(self, message_list: MessageList) -> asyncio.Future[Any] | None:
+        """The `run_in_parallel` input guards, started now to run alongside the first model
+        call; None when there are none."""
+        entries = [e for e in self._input if runs_in_parallel(e.processor)]
+        if not entries:
+            return None
+        send_signal = self.signal_sender(message_list)
+        return asyncio.ensure_future(
+            all_or_first_failure([self._call(e, self._input_args(e, message_list, send_signal)) for e in entries])
+        )
 
     async def run_input_step(
         self,

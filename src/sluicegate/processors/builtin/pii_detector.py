@@ -203,6 +203,7 @@ class PIIDetector(WindowedGuard, Processor):
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
         error_strategy: ErrorStrategy | None = None,
+        run_in_parallel: bool = False,
         window_chars: int = DEFAULT_WINDOW_CHARS,
         overlap_chars: int = DEFAULT_OVERLAP_CHARS,
         max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
@@ -252,6 +253,15 @@ class PIIDetector(WindowedGuard, Processor):
             max_output_tokens=max_output_tokens,
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
+        if run_in_parallel and strategy not in ("block", "warn"):
+            raise ValueError(f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}")
+        self.run_in_parallel = run_in_parallel
+
+    @property
+    def checks_input_only(self) -> bool:
+        """Blocking or warning never changes the input, so this guard may run concurrently with
+        other checks (see `input_guards`)."""
+        return self.strategy in ("block", "warn")
 
     # ------------------------------------------------------------------ hooks
 
