@@ -2,9 +2,9 @@
 
 Asking a detector model about every streamed chunk costs one call per token and, worse, judges
 text the client has already seen (or judges a secret split over two chunks as two harmless
-halves). Instead, each text channel (text, reasoning) is cut into windows of about
-`window_chars` characters (closed early at a sentence end, after `chunk_window` chunks, or when
-the oldest unjudged text has waited `max_hold_ms`). Each window is judged by a task started at
+halves). Instead, each text channel (text, reasoning) is cut into windows of `window_chars`
+characters (closed early after `chunk_window` chunks when that is set, or when the oldest
+unjudged text has waited `max_hold_ms`). Each window is judged by a task started at
 once, so judging runs alongside generation and windows are judged concurrently; verdicts are
 applied in order.
 
@@ -21,7 +21,6 @@ For a stream of N characters this makes at most ceil(N / window_chars) + 1 detec
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -39,7 +38,6 @@ DEFAULT_MAX_HOLD_MS = 500.0
 RETRACTION = "data-guardrail-retraction"
 _POLL = 0.005
 """Seconds between looks at running judgements while the model is quiet."""
-_SENTENCE_END = re.compile(r"[.!?\n][\"')\]]*\s*$")
 
 
 @dataclass(slots=True)
@@ -201,11 +199,7 @@ class WindowedStream:
         if channel.held_since is None:
             channel.held_since = time.monotonic()
         unjudged = channel.total - channel.judged_to
-        if (
-            unjudged >= self.window_chars
-            or (self.chunk_window and channel.chunks_since > self.chunk_window)
-            or (unjudged * 2 >= self.window_chars and _SENTENCE_END.search(text) is not None)
-        ):
+        if unjudged >= self.window_chars or (self.chunk_window and channel.chunks_since > self.chunk_window):
             self._launch(args, channel)
         out = await self._collect(args, channel, wait=False)
         if self.release == "optimistic":

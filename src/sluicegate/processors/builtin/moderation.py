@@ -102,8 +102,8 @@ class ModerationProcessor(WindowedGuard, Processor):
     tripwire metadata, `"warn"` lets it through and reports to `on_violation`, `"filter"` drops
     the message or withholds the streamed window. `include_scores` adds every score to the
     report. As an output processor it judges the stream in windows of `window_chars`
-    characters (a window also closes at a sentence end, after `chunk_window` chunks when that is
-    set, or when text has waited `max_hold_ms`), judged while the model keeps generating; with
+    characters (a window also closes after `chunk_window` chunks when that is set, or when text
+    has waited `max_hold_ms`), judged while the model keeps generating; with
     `release="vetted"` (the default except for warn) text reaches the client only once a verdict
     covered it. `error_strategy` says what a failed detector call means (see `_detector`).
     `provider_options`

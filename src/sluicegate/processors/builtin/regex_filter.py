@@ -594,6 +594,7 @@ class RegexFilterProcessor(Processor):
         if stream_carryover_size is not None and stream_carryover_size < 1:
             raise ValueError("stream_carryover_size must be a positive number of characters")
         self.rules: tuple[RegexRule, ...] = tuple(collected)
+        self._required = tuple((rule, required_char(rule.compiled)) for rule in self.rules)
         self.strategy: Strategy = strategy
         self.phase: Phase = phase
         self.include_redacted_values = include_redacted_values
@@ -631,7 +632,9 @@ class RegexFilterProcessor(Processor):
     def find(self, text: str, pos: int = 0) -> list[tuple[int, int, RegexRule]]:
         """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`."""
         found: list[tuple[int, int, RegexRule]] = []
-        for rule in self.rules:
+        for rule, required in self._required:
+            if required is not None and text.find(required, pos) < 0:
+                continue  # every match holds this character: none here
             for match in rule.compiled.finditer(text, pos):
                 start, end = match.span()
                 if end > start and (rule.validate is None or rule.validate(match.group())):
@@ -779,7 +782,11 @@ class RegexFilterProcessor(Processor):
             streams = args.state[_STATE_KEY] = _Streams()
         kind = part.type
         if kind == "text-delta":
-            return self._delta(args, streams.text, part, part.payload.text)
+            channel = streams.text
+            emitted = self._feed(args, channel, part, part.payload.text, None)
+            if emitted is part or not channel.deferred:
+                return emitted
+            return self._with_deferred(channel, emitted)
         if kind == "reasoning-delta":
             return self._delta(args, streams.reasoning, part, part.payload.text)
         marker = _MARKERS.get(kind)
@@ -825,6 +832,11 @@ class RegexFilterProcessor(Processor):
         emitted = self._feed(args, channel, part, text, id)
         if not channel.deferred or emitted is part:
             return emitted
+        return self._with_deferred(channel, emitted)
+
+    @staticmethod
+    def _with_deferred(channel: _StreamState, emitted: Chunk | None) -> Chunk | list[Chunk] | None:
+        """Markers held with the text go out before it once text is released."""
         if channel.carry and emitted is None:
             return None
         deferred = channel.deferred
@@ -852,9 +864,10 @@ class RegexFilterProcessor(Processor):
             return part
         cap = self.stream_carryover_size
         if cap is not None and size - cut > cap:
-            # Held too long: the text before the last `cap` characters goes out (a complete
-            # match across that point is settled whole), so holding stays bounded and linear.
-            cut = size - cap
+            # Held too long: all but the last `cap // 2` characters go out (a complete match
+            # across that point is settled whole). Halving the hold means this settling search
+            # runs once per `cap // 2` characters, not per chunk: bounded and linear.
+            cut = size - cap // 2
             regions = _regions([m for m in self.find(buffer, pos) if m[0] < cut])
             for region in regions:
                 if region.start < cut < region.end:
