@@ -229,7 +229,7 @@ async def test_pii_without_a_model_works_offline_with_the_pattern_pass() -> None
     text, _ = await stream_text(await agent.stream("hi"))
     assert text == "card [CREDIT-CARD] ok"
     with pytest.raises(ValueError, match="needs a `model`"):
-        PIIDetector(llm="always")
+        PIIDetector(llm="always")  # type: ignore[arg-type]
 
 
 async def test_pii_when_unsure_asks_the_model_only_when_the_patterns_found_nothing() -> None:

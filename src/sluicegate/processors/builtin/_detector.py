@@ -35,6 +35,9 @@ log = logging.getLogger("sluicegate.processors.guardrails")
 VerdictT = TypeVar("VerdictT", bound=pydantic.BaseModel)
 
 ErrorStrategy = Literal["block", "allow", "fallback"]
+LLMMode = Literal["always", "when-unsure", "never"]
+"""When a guardrail with a deterministic pass asks its model: `"always"` (the model decides),
+`"when-unsure"` (only when the deterministic pass found nothing) or `"never"` (offline)."""
 ERROR_STRATEGIES: tuple[str, ...] = ("block", "allow", "fallback")
 DEFAULT_MAX_OUTPUT_TOKENS = 512
 """Verdicts are short: a cap keeps a confused detector from rambling on the caller's bill."""
@@ -42,6 +45,24 @@ DEFAULT_MAX_OUTPUT_TOKENS = 512
 
 class DetectorError(Exception):
     """The detector model's call failed or its answer was not a valid verdict."""
+
+
+def resolve_llm(label: str, model: Any, llm: str | None) -> LLMMode:
+    """`llm`, checked: `"never"` by default without a `model`, `"always"` with one."""
+    if llm is None:
+        return "never" if model is None else "always"
+    check_choice("llm", llm, ("always", "when-unsure", "never"))
+    if llm != "never" and model is None:
+        raise ValueError(f"{label} with llm={llm!r} needs a `model`; use llm='never' for the offline pass only")
+    return llm  # type: ignore[return-value]
+
+
+def system_prompt_text(args: Any) -> str:
+    """The request's system messages as one text (empty when there is no message list)."""
+    message_list = getattr(args, "message_list", None)
+    if message_list is None:
+        return ""
+    return "\n".join(str(m.get("content", "")) for m in message_list.get_system_messages())
 
 
 def default_error_strategy(strategy: str, error_strategy: str | None) -> ErrorStrategy:

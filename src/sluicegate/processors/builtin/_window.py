@@ -54,7 +54,8 @@ class Judgement:
 
 
 Judge = Callable[[str, Any], Awaitable[Judgement]]
-"""`judge(window_text, abort)`: the guardrail's verdict on one window."""
+"""`judge(window_text, args)`: the guardrail's verdict on one window (`args` are the stream
+hook's arguments: `abort`, `message_list`, ...)."""
 
 
 def check_window_options(window_chars: int, overlap_chars: int, max_hold_ms: float, release: str) -> None:
@@ -217,7 +218,7 @@ class WindowedStream:
         channel.held_since = None
         channel.chunks_since = 0
         self.calls += 1
-        task = asyncio.ensure_future(self.judge(window_text, args.abort))
+        task = asyncio.ensure_future(self.judge(window_text, args))
         task.add_done_callback(_consume)
         channel.windows.append(_Window(start, end, task, timed))
 
@@ -384,7 +385,7 @@ _STATE_KEY = "windowed_stream"
 
 class WindowedGuard:
     """The stream hooks of an LLM guardrail that judges windows: mix in, call
-    `init_windows(...)` in `__init__`, and implement `judge_window(text, abort)`."""
+    `init_windows(...)` in `__init__`, and implement `judge_window(text, args)`."""
 
     window_chars: int
     overlap_chars: int
@@ -413,8 +414,8 @@ class WindowedGuard:
         self.release = release
         self.chunk_window = chunk_window
 
-    async def judge_window(self, text: str, abort: Any) -> Judgement:
-        raise NotImplementedError
+    async def judge_window(self, text: str, args: Any) -> Judgement:
+        raise NotImplementedError(f"{type(self).__name__} must implement judge_window")
 
     def _windows(self, args: Any) -> WindowedStream:
         stream: WindowedStream | None = args.state.get(_STATE_KEY)

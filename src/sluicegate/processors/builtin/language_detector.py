@@ -14,7 +14,10 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin._deterministic import detect_language
 from sluicegate.processors.builtin._detector import (
+    LLMMode,
+    resolve_llm,
     DEFAULT_MAX_OUTPUT_TOKENS,
     ErrorStrategy,
     default_error_strategy,
@@ -100,8 +103,10 @@ class LanguageDetector(Processor):
     aborts the run with the language as tripwire metadata, `"translate"` replaces the text with
     a translation into the first target language (`translation_quality`: `"quality"` (default),
     `"balanced"` or `"speed"`), keeping the original in the metadata when `preserve_original`.
-    `include_detection_details` logs every detection. If the detector fails, the text is treated
-    as being in the target language.
+    `include_detection_details` logs every detection. The deterministic pass is
+    `lingua-language-detector` (offline); `llm` says when the model is asked (`"never"`, the
+    default without a `model`; `"when-unsure"`: only when lingua is below `threshold`, or for a
+    translation). `error_strategy` says what a failed detector call means.
 
     Example::
 
@@ -116,7 +121,8 @@ class LanguageDetector(Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
         target_languages: Sequence[str] | None = None,
         threshold: float = 0.7,
         strategy: LanguageStrategy = "detect",
@@ -143,10 +149,13 @@ class LanguageDetector(Processor):
         self.min_text_length = min_text_length
         self.include_detection_details = include_detection_details
         self.translation_quality: TranslationQuality = translation_quality
+        self.llm: LLMMode = resolve_llm("LanguageDetector", model, llm)
+        if strategy == "translate" and self.llm == "never":
+            raise ValueError("LanguageDetector strategy='translate' needs a `model` to translate with")
         schema = LanguageVerdict.model_json_schema()
         if strategy != "translate":
             schema["properties"].pop("translated_text", None)
-        self.detector = DetectorModel(
+        self.detector: DetectorModel[LanguageVerdict] | None = None if self.llm == "never" else DetectorModel(
             model,
             instructions=instructions or DEFAULT_INSTRUCTIONS,
             schema=LanguageVerdict,
@@ -191,10 +200,30 @@ class LanguageDetector(Processor):
         prompt = f'Detect language of: "{content}"\n\nTarget: {"/".join(self.target_languages)}'
         if self.strategy == "translate":
             prompt += f". If not in {first}, translate to {first}. {QUALITY_HINTS[self.translation_quality]}"
-        verdict = await judged(self, self.detector, prompt, error_strategy=self.error_strategy)
+        if self.detector is None:
+            return self.lingua_verdict(content)
+        if self.llm == "when-unsure":
+            found = self.lingua_verdict(content)
+            sure = found.iso_code is not None and (found.confidence or 0) >= self.threshold
+            if sure and (self.strategy != "translate" or self.is_target_language(found.iso_code)):
+                return found
+        verdict = await judged(
+            self,
+            self.detector,
+            prompt,
+            error_strategy=self.error_strategy,
+            fallback=lambda: self.lingua_verdict(content),
+        )
         if verdict is not None and verdict.translated_text and not verdict.confidence:
             verdict.confidence = ASSUMED_CONFIDENCE
         return verdict
+
+    def lingua_verdict(self, content: str) -> LanguageVerdict:
+        """lingua's offline verdict on `content` (no model call)."""
+        found = detect_language(content)
+        if found is None:
+            return LanguageVerdict()
+        return LanguageVerdict(iso_code=found[0], confidence=found[1])
 
     def is_target_language(self, iso_code: str | None) -> bool:
         if not iso_code:

@@ -192,14 +192,14 @@ class ModerationProcessor(WindowedGuard, Processor):
         checked = to_check(args.messages, response_ids(args))
         return await self._moderate_messages(args.messages, checked, args.abort)
 
-    async def judge_window(self, text: str, abort: Any) -> Judgement:
+    async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): block aborts, filter withholds it."""
         if not text.strip():
             return Judgement()
         verdict = await self.moderate(text, stream=True)
         if verdict is None or not self.is_flagged(verdict):
             return Judgement()
-        self._handle(verdict, abort)
+        self._handle(verdict, args.abort)
         return Judgement(flagged=True, drop=self.strategy == "filter", reason=verdict.reason or "moderation")
 
     # ------------------------------------------------------------------ moderation

@@ -22,6 +22,8 @@ from sluicegate.processors.args import (
 )
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    LLMMode,
+    resolve_llm,
     WITHHELD_TOOL_RESULT,
     map_strings,
     string_leaves,
@@ -57,7 +59,6 @@ from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 log = logging.getLogger(__name__)
 
 PIIStrategy = Literal["block", "warn", "filter", "redact"]
-LLMMode = Literal["always", "when-unsure", "never"]
 RedactionMethod = Literal["mask", "hash", "remove", "placeholder"]
 
 DEFAULT_DETECTION_TYPES: tuple[str, ...] = (
@@ -214,12 +215,7 @@ class PIIDetector(WindowedGuard, Processor):
         check_choice("strategy", strategy, get_args(PIIStrategy))
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
-        if llm is None:
-            llm = "never" if model is None else "always"
-        check_choice("llm", llm, get_args(LLMMode))
-        if llm != "never" and model is None:
-            raise ValueError(f"PIIDetector with llm={llm!r} needs a `model`; use llm='never' for the pattern pass only")
-        self.llm: LLMMode = llm
+        self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
         self.init_windows(
             strategy=strategy,
             window_chars=window_chars,
@@ -241,7 +237,7 @@ class PIIDetector(WindowedGuard, Processor):
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
         self.patterns = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
-        self.detector: DetectorModel[PIIVerdict] | None = None if llm == "never" else DetectorModel(
+        self.detector: DetectorModel[PIIVerdict] | None = None if self.llm == "never" else DetectorModel(
             model,
             instructions=instructions or default_instructions(self.detection_types),
             schema=PIIVerdict,
@@ -295,7 +291,7 @@ class PIIDetector(WindowedGuard, Processor):
 
         return ProcessToolResultResult(map_strings(args.result, redact_leaf))
 
-    async def judge_window(self, text: str, abort: Any) -> Judgement:
+    async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): spans to redact, or the window
         withheld (filter, or a redaction that cannot be located)."""
         if not text.strip():
@@ -303,7 +299,7 @@ class PIIDetector(WindowedGuard, Processor):
         verdict = await self.detect(text)
         if verdict is None or not self.is_flagged(verdict):
             return Judgement()
-        self._handle(verdict, abort)
+        self._handle(verdict, args.abort)
         if self.strategy == "warn":
             return Judgement(flagged=True, reason="PII detected")
         spans = locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold])

@@ -15,7 +15,10 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs, ProcessToolResultArgs, ProcessToolResultResult
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin._deterministic import injection_scores
 from sluicegate.processors.builtin._detector import (
+    LLMMode,
+    resolve_llm,
     WITHHELD_TOOL_RESULT,
     string_leaves,
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -95,7 +98,9 @@ class PromptInjectionDetector(Processor):
     through and reports to `on_violation`, `"filter"` drops the message, `"rewrite"` replaces it
     with the detector's neutralized version (or drops it when there is none). `include_scores`
     adds every score to the report. `check_tool_results` also checks tool results for indirect
-    injection (a flagged result is withheld, or rewritten). `error_strategy` says what a failed
+    injection (a flagged result is withheld, or rewritten). A curated set of injection phrasings
+    is the deterministic pass; `llm` says when the model is asked (`"never"`, the default
+    without a `model`, works offline; `"when-unsure"` asks only when no phrasing matched). `error_strategy` says what a failed
     detector call means (by default, block and rewrite fail closed; see `_detector`).
 
     Example::
@@ -111,7 +116,8 @@ class PromptInjectionDetector(Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
         detection_types: Sequence[str] | None = None,
         threshold: float = 0.7,
         strategy: InjectionStrategy = "block",
@@ -134,10 +140,11 @@ class PromptInjectionDetector(Processor):
         self.strategy: InjectionStrategy = strategy
         self.include_scores = include_scores
         self.check_tool_results = check_tool_results
+        self.llm: LLMMode = resolve_llm("PromptInjectionDetector", model, llm)
         schema = InjectionVerdict.model_json_schema()
         if strategy != "rewrite":
             schema["properties"].pop("rewritten_content", None)
-        self.detector = DetectorModel(
+        self.detector: DetectorModel[InjectionVerdict] | None = None if self.llm == "never" else DetectorModel(
             model,
             instructions=instructions or default_instructions(self.detection_types),
             schema=InjectionVerdict,
@@ -202,10 +209,30 @@ class PromptInjectionDetector(Processor):
                 "\n\nIf any injection is detected, provide rewritten_content that neutralizes the attack "
                 "while preserving any legitimate user intent."
             )
-        verdict = await judged(self, self.detector, prompt, error_strategy=self.error_strategy)
+        if self.detector is None:
+            return self.pattern_verdict(content)
+        if self.llm == "when-unsure":
+            found = self.pattern_verdict(content)
+            if found.categories:
+                return found
+        verdict = await judged(
+            self,
+            self.detector,
+            prompt,
+            error_strategy=self.error_strategy,
+            fallback=lambda: self.pattern_verdict(content),
+        )
         if verdict is not None and verdict.categories:
             verdict.categories = [c for c in verdict.categories if c.type in self.detection_types]
         return verdict
+
+    def pattern_verdict(self, content: str) -> InjectionVerdict:
+        """What the curated injection phrasings find in `content` (no model call)."""
+        scores = injection_scores(content, self.detection_types)
+        return InjectionVerdict(
+            categories=[InjectionScore(type=kind, score=score) for kind, score in scores],
+            reason="matches a known injection phrasing" if scores else None,
+        )
 
     def is_flagged(self, verdict: InjectionVerdict) -> bool:
         return any(c.score >= self.threshold for c in verdict.categories or ())

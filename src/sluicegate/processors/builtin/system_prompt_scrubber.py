@@ -14,7 +14,11 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin._deterministic import shared_spans
 from sluicegate.processors.builtin._detector import (
+    LLMMode,
+    resolve_llm,
+    system_prompt_text,
     DEFAULT_MAX_OUTPUT_TOKENS,
     ErrorStrategy,
     default_error_strategy,
@@ -95,7 +99,9 @@ class SystemPromptScrubber(WindowedGuard, Processor):
     tripwire metadata. `include_detections` adds the findings' types and spans to reports. The
     stream is judged in windows of `window_chars` (see `ModerationProcessor`);
     `error_strategy` says what a failed detector call means (by default, redact and block fail
-    closed).
+    closed). Its deterministic pass flags runs of `min_shared_words` (default 6) or more words
+    quoted from the agent's actual system prompt; `llm` says when the model is asked too
+    (`"never"`, the default without a `model`, works offline).
 
     Example::
 
@@ -111,7 +117,9 @@ class SystemPromptScrubber(WindowedGuard, Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
+        min_shared_words: int = 6,
         strategy: ScrubberStrategy = "redact",
         custom_patterns: Sequence[str] | None = None,
         include_detections: bool = False,
@@ -142,10 +150,14 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         self.include_detections = include_detections
         self.redaction_method: ScrubberRedaction = redaction_method
         self.placeholder_text = placeholder_text
+        if min_shared_words < 2:
+            raise ValueError(f"min_shared_words must be 2 or more, got {min_shared_words!r}")
+        self.min_shared_words = min_shared_words
+        self.llm: LLMMode = resolve_llm("SystemPromptScrubber", model, llm)
         schema = SystemPromptVerdict.model_json_schema()
         if strategy != "redact":
             schema["properties"].pop("redacted_content", None)
-        self.detector = DetectorModel(
+        self.detector: DetectorModel[SystemPromptVerdict] | None = None if self.llm == "never" else DetectorModel(
             model,
             instructions=instructions or default_instructions(self.custom_patterns),
             schema=SystemPromptVerdict,
@@ -158,14 +170,14 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
-    async def judge_window(self, text: str, abort: Any) -> Judgement:
+    async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`)."""
         if not text.strip():
             return Judgement()
-        verdict = await self.detect(text)
+        verdict = await self.detect(text, system_prompt_text(args))
         if verdict is None or not self.is_flagged(verdict):
             return Judgement()
-        self._handle(verdict, abort)
+        self._handle(verdict, args.abort)
         if self.strategy == "warn":
             return Judgement(flagged=True, reason="system prompt detected")
         spans = locate(text, verdict.detections or ())
@@ -176,7 +188,12 @@ class SystemPromptScrubber(WindowedGuard, Processor):
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
         checked = to_check(args.messages, response_ids(args), roles=("assistant",))
-        async for message, text, verdict in flagged_messages(checked, self.detect, self.is_flagged):
+        system_prompt = system_prompt_text(args)
+
+        async def detect(content: str) -> SystemPromptVerdict | None:
+            return await self.detect(content, system_prompt)
+
+        async for message, text, verdict in flagged_messages(checked, detect, self.is_flagged):
             self._handle(verdict, args.abort)
             if self.strategy == "filter":
                 replaced[message.id] = None
@@ -184,14 +201,33 @@ class SystemPromptScrubber(WindowedGuard, Processor):
                 replaced[message.id] = with_text(message, self.redact(text, verdict))
         return replace_messages(args.messages, replaced)
 
-    async def detect(self, content: str) -> SystemPromptVerdict | None:
-        """The detector's verdict on `content` (None when the detector failed)."""
+    async def detect(self, content: str, system_prompt: str = "") -> SystemPromptVerdict | None:
+        """The verdict on `content`: the overlap with `system_prompt`, then (per `llm`) the
+        detector's; None when a failed detector was allowed through."""
+        if self.detector is None:
+            return self.overlap_verdict(content, system_prompt)
+        if self.llm == "when-unsure":
+            found = self.overlap_verdict(content, system_prompt)
+            if found.detections:
+                return found
         return await judged(
             self,
             self.detector,
             f'Analyze the following AI assistant output for system prompt content:\n\nContent: "{content}"',
             error_strategy=self.error_strategy,
+            fallback=lambda: self.overlap_verdict(content, system_prompt),
         )
+
+    def overlap_verdict(self, content: str, system_prompt: str) -> SystemPromptVerdict:
+        """Runs of `min_shared_words` or more words that `content` quotes from the actual
+        system prompt (no model call)."""
+        spans = shared_spans(content, system_prompt, self.min_shared_words)
+        detections = [
+            SystemPromptDetection(type="system-prompt", value=content[a:b], confidence=1.0, start=a, end=b)
+            for a, b in spans
+        ]
+        reason = "quotes the system prompt" if detections else None
+        return SystemPromptVerdict(detections=detections, reason=reason)
 
     def is_flagged(self, verdict: SystemPromptVerdict) -> bool:
         return bool(verdict.detections)
