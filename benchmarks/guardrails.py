@@ -120,7 +120,9 @@ async def detector_calls() -> None:
             await first_and_total(agent)
             stream_calls = len(judge.calls) - 1
             target = math.ceil(chars / 400) + 1
-            print(f"   {name:<22}{chunks:>7}{chars:>7}{stream_calls:>7}{target:>8}   {chunks} (one per chunk)")
+            print(
+                f"   {name:<22}{chunks:>7}{chars:>7}{stream_calls:>7}{target:>8}   {chunks} (one per chunk)"
+            )
 
 
 async def latency() -> None:
@@ -135,7 +137,7 @@ async def latency() -> None:
         first, _ = await first_and_total(agent)
         print(f"   {release:<11} {first * 1000:7.0f} ms")
     print("3. wall time of that stream: three LLM guardrails (100 ms judge) vs none")
-    none_first, none_total = await first_and_total(Agent(name="b", model=Paced(deltas, pause=0.002)))
+    _, none_total = await first_and_total(Agent(name="b", model=Paced(deltas, pause=0.002)))
     print(f"   no guardrails      {none_total * 1000:7.0f} ms")
     for release in ("vetted", "optimistic"):
         guards = [make(Judge(0.1)) for make in LLM_GUARDS.values()]
@@ -144,7 +146,8 @@ async def latency() -> None:
         agent = Agent(name="b", model=Paced(deltas, pause=0.002), output_processors=guards)
         _, total = await first_and_total(agent)
         extra = (total - none_total) * 1000
-        print(f"   three, {release:<11} {total * 1000:7.0f} ms   (+{extra:.0f} ms = {extra / 100:.1f} judge latencies)")
+        latencies = extra / 100
+        print(f"   three, {release:<11} {total * 1000:7.0f} ms   (+{extra:.0f} ms = {latencies:.1f} judges)")
 
 
 class PassThrough(Processor):
@@ -185,10 +188,8 @@ def deterministic() -> None:
     token = ("abcd" * 25_000,)
     pieces = [token[0][i : i + 4] for i in range(0, len(token[0]), 4)]
     for label, cap in (("default cap (128)", 128), ("stream_carryover_size=None", None)):
-        if cap is None:
-            pieces_run = pieces[:5_000]  # quadratic without a cap: a 20,000-char slice
-        else:
-            pieces_run = pieces
+        # quadratic without a cap: only a 20,000-character slice
+        pieces_run = pieces[:5_000] if cap is None else pieces
         processor = RegexFilter(presets=["pii", "secrets"], strategy="redact", stream_carryover_size=cap)
         args = ProcessOutputStreamArgs(abort=lambda *a, **k: None, request_context=RequestContext())  # type: ignore[arg-type,return-value]
         start = time.perf_counter()

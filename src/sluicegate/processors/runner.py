@@ -291,7 +291,9 @@ class ProcessorRunner:
         entries = [e for e in self._input if not runs_in_parallel(e.processor)]
         for group in groups(entries, lambda e: checks_only(e.processor)):
             if len(group) > 1:
-                await all_or_first_failure([self._call(e, self._input_args(e, message_list, send_signal)) for e in group])
+                await all_or_first_failure(
+                    [self._call(e, self._input_args(e, message_list, send_signal)) for e in group]
+                )
                 continue
             entry = group[0]
             args = self._input_args(entry, message_list, send_signal)
@@ -314,7 +316,9 @@ class ProcessorRunner:
             return None
         send_signal = self.signal_sender(message_list)
         return asyncio.ensure_future(
-            all_or_first_failure([self._call(e, self._input_args(e, message_list, send_signal)) for e in entries])
+            all_or_first_failure(
+                [self._call(e, self._input_args(e, message_list, send_signal)) for e in entries]
+            )
         )
 
     async def run_input_step(

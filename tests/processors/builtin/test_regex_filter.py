@@ -28,8 +28,8 @@ from sluicegate.processors.builtin.regex_filter import (
 )
 from sluicegate.request_context import RequestContext
 from sluicegate.stream import Chunk
-from sluicegate.stream.payload import Payload
 from sluicegate.stream.chunk import text_delta
+from sluicegate.stream.payload import Payload
 from sluicegate.testing import MockModel, text_step
 
 VISA = "4111 1111 1111 1111"

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from sluicegate.errors import UnknownModelError
-
 from sluicegate import Agent
+from sluicegate.errors import UnknownModelError
 from sluicegate.models.registry import register_provider
 from sluicegate.processors import (
     LanguageDetector,

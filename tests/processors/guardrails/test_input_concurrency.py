@@ -66,7 +66,10 @@ async def test_a_tripping_guard_cancels_the_others() -> None:
 
 async def test_run_in_parallel_overlaps_the_first_model_call_and_holds_its_output() -> None:
     judges, gate = gated_judges(2)
-    guards = [ModerationProcessor(model=judges[0], run_in_parallel=True), PromptInjectionDetector(model=judges[1], run_in_parallel=True)]
+    guards = [
+        ModerationProcessor(model=judges[0], run_in_parallel=True),
+        PromptInjectionDetector(model=judges[1], run_in_parallel=True),
+    ]
     main = MockModel([text_step("answer")])
     agent = Agent(name="g", model=main, input_processors=guards)
     output = await agent.stream("hello")
@@ -96,7 +99,10 @@ async def test_run_in_parallel_trip_discards_the_output_and_runs_no_tool() -> No
     judge = Judge(lambda _: HATE, delay=0.05)
     main = MockModel([tool_call_step(("c1", "act", {})), text_step("after")])
     agent = Agent(
-        name="g", model=main, tools=[tool], input_processors=[ModerationProcessor(model=judge, run_in_parallel=True)]
+        name="g",
+        model=main,
+        tools=[tool],
+        input_processors=[ModerationProcessor(model=judge, run_in_parallel=True)],
     )
     output = await agent.stream("hello")
     chunks = [c async for c in output.full_stream]

@@ -150,7 +150,9 @@ async def test_detector_failure_fails_open_when_allowed_logged_and_reported(
 
 
 async def test_detector_failure_blocks_by_default() -> None:
-    result, main = await run_input(ModerationProcessor(model=detector(RuntimeError("rate limited"))), "anything")
+    result, main = await run_input(
+        ModerationProcessor(model=detector(RuntimeError("rate limited"))), "anything"
+    )
     assert result.tripwire is not None and main.calls == []
     assert result.tripwire.metadata["detector_failed"] is True
 

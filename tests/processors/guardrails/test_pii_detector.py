@@ -187,7 +187,9 @@ async def test_instructions_replace_the_default_system_prompt() -> None:
 
 
 async def test_detector_failure_fails_open() -> None:
-    result, main = await run_input(PIIDetector(model=detector(RuntimeError("down")), error_strategy="allow"), TEXT)
+    result, main = await run_input(
+        PIIDetector(model=detector(RuntimeError("down")), error_strategy="allow"), TEXT
+    )
     assert result.tripwire is None and user_texts(main.calls[0]) == [TEXT]
     blocked, main = await run_input(PIIDetector(model=detector(RuntimeError("down"))), TEXT)
     assert blocked.tripwire is not None and main.calls == []

@@ -4,6 +4,7 @@ or the stored response — on text, reasoning and tool results, for `RegexFilter
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -60,7 +61,7 @@ def leaked(haystack: str) -> list[str]:
 
 def split(text: str, cuts: list[int]) -> list[str]:
     bounds = sorted({0, len(text), *cuts})
-    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 texts = st.lists(st.sampled_from(FILLER + SECRETS), min_size=1, max_size=16).map(" ".join)
@@ -99,7 +100,9 @@ async def test_no_fragment_of_a_streamed_secret_reaches_the_client_or_the_store(
     text: str, data: st.DataObject, kind: str, channel: str
 ) -> None:
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=12))
-    agent = Agent(name="s", model=MockModel([answer_step(channel, split(text, cuts))]), output_processors=guards(kind))
+    agent = Agent(
+        name="s", model=MockModel([answer_step(channel, split(text, cuts))]), output_processors=guards(kind)
+    )
     client, stored = await run_and_collect(agent)
     assert leaked(client) == [] and leaked(stored) == []
 

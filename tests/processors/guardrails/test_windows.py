@@ -79,7 +79,9 @@ KINDS = ["moderation", "pii", "scrubber"]
 
 
 def stream_calls(judge: MockModel) -> int:
-    return sum(1 for c in judge.calls if "Content:" in detector_prompt(c) and "final" not in detector_prompt(c))
+    return sum(
+        1 for c in judge.calls if "Content:" in detector_prompt(c) and "final" not in detector_prompt(c)
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -88,7 +90,9 @@ async def test_calls_per_stream_are_bounded_by_the_window(kind: str, chunks: int
     judge = Judge(lambda _: CLEAN)
     pieces = [f"word{i % 10} " for i in range(chunks)]
     chars = sum(map(len, pieces))
-    agent = Agent(name="w", model=MockModel([deltas_step(*pieces)]), output_processors=[guardrail(kind, judge)])
+    agent = Agent(
+        name="w", model=MockModel([deltas_step(*pieces)]), output_processors=[guardrail(kind, judge)]
+    )
     output = await agent.stream("hi")
     text, _ = await stream_text(output)
     assert text == "".join(pieces)
@@ -113,7 +117,9 @@ async def test_vetted_release_holds_text_until_a_verdict_covers_it() -> None:
     judge = Judge(lambda _: CLEAN)
     judge.gate = asyncio.Event()
     agent = Agent(
-        name="w", model=MockModel([deltas_step("hello ", "world")]), output_processors=[ModerationProcessor(model=judge)]
+        name="w",
+        model=MockModel([deltas_step("hello ", "world")]),
+        output_processors=[ModerationProcessor(model=judge)],
     )
     output = await agent.stream("hi")
     seen: list[Any] = []
@@ -175,10 +181,16 @@ async def test_a_value_split_across_chunks_is_redacted_whole() -> None:
     email = "john.doe@example.com"
 
     def route(prompt: str) -> dict[str, Any]:
-        return {"detections": [{"type": "email", "value": email, "confidence": 0.9}]} if email in prompt else {}
+        return (
+            {"detections": [{"type": "email", "value": email, "confidence": 0.9}]} if email in prompt else {}
+        )
 
     pii = PIIDetector(model=Judge(route), redaction_method="placeholder")
-    agent = Agent(name="w", model=MockModel([deltas_step("mail john.d", "oe@exam", "ple.com now")]), output_processors=[pii])
+    agent = Agent(
+        name="w",
+        model=MockModel([deltas_step("mail john.d", "oe@exam", "ple.com now")]),
+        output_processors=[pii],
+    )
     text, _ = await stream_text(await agent.stream("hi"))
     assert text == "mail [EMAIL] now"
 
@@ -203,7 +215,9 @@ async def test_a_failed_stream_judgement_fails_closed_by_default(kind: str) -> N
     judge = MockModel([RuntimeError("down")] * 5)
     options = {"strategy": "block"} if kind != "moderation" else {}
     agent = Agent(
-        name="w", model=MockModel([text_step("secret stuff")]), output_processors=[guardrail(kind, judge, **options)]
+        name="w",
+        model=MockModel([text_step("secret stuff")]),
+        output_processors=[guardrail(kind, judge, **options)],
     )
     text, chunks = await stream_text(await agent.stream("hi"))
     assert text == "" and chunks[-1].type == "tripwire"
@@ -225,7 +239,9 @@ async def test_fail_open_is_logged_at_warning_and_reported(caplog: pytest.LogCap
 async def test_pii_without_a_model_works_offline_with_the_pattern_pass() -> None:
     pii = PIIDetector(redaction_method="placeholder")
     assert pii.llm == "never" and pii.detector is None
-    agent = Agent(name="w", model=MockModel([deltas_step("card 4111 1111 ", "1111 1111 ok")]), output_processors=[pii])
+    agent = Agent(
+        name="w", model=MockModel([deltas_step("card 4111 1111 ", "1111 1111 ok")]), output_processors=[pii]
+    )
     text, _ = await stream_text(await agent.stream("hi"))
     assert text == "card [CREDIT-CARD] ok"
     with pytest.raises(ValueError, match="needs a `model`"):

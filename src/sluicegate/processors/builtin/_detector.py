@@ -22,9 +22,9 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import pydantic
 
+from sluicegate.errors import ConfigurationError, TripWire, UnknownModelError
 from sluicegate.messages import Message
 from sluicegate.messages.part import Part
-from sluicegate.errors import ConfigurationError, TripWire, UnknownModelError
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import known_providers, resolve_model
 from sluicegate.processors.base import Processor, notify_violation
@@ -53,7 +53,9 @@ def resolve_llm(label: str, model: Any, llm: str | None) -> LLMMode:
         return "never" if model is None else "always"
     check_choice("llm", llm, ("always", "when-unsure", "never"))
     if llm != "never" and model is None:
-        raise ValueError(f"{label} with llm={llm!r} needs a `model`; use llm='never' for the offline pass only")
+        raise ValueError(
+            f"{label} with llm={llm!r} needs a `model`; use llm='never' for the offline pass only"
+        )
     return llm  # type: ignore[return-value]
 
 

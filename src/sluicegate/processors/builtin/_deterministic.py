@@ -88,7 +88,9 @@ def _language_detector() -> Any:
                     raise ConfigurationError(
                         "LanguageDetector's offline pass needs the `lingua-language-detector` package"
                     ) from exc
-                _detector = LanguageDetectorBuilder.from_all_spoken_languages().with_low_accuracy_mode().build()
+                _detector = (
+                    LanguageDetectorBuilder.from_all_spoken_languages().with_low_accuracy_mode().build()
+                )
     return _detector
 
 

@@ -11,9 +11,10 @@ applied in order.
 Windows overlap by `overlap_chars`: the tail of one window is judged again at the start of the
 next and is released only after that second verdict, so a value on a window boundary (shorter
 than the overlap) is always judged whole by one of them. A window closed by `max_hold_ms` (a
-slow stream) releases its text up to its last whitespace instead, so text keeps flowing. With `release="vetted"` text reaches the client only after
-a verdict covered it; with `release="optimistic"` it goes out at once and a later violation
-emits a `data-guardrail-retraction` chunk, then aborts the run.
+slow stream) releases its text up to its last whitespace instead, so text keeps flowing.
+With `release="vetted"` text reaches the client only after a verdict covered it; with
+`release="optimistic"` it goes out at once and a later violation emits a
+`data-guardrail-retraction` chunk, then aborts the run.
 
 For a stream of N characters this makes at most ceil(N / window_chars) + 1 detector calls.
 """
@@ -140,7 +141,12 @@ def _reasoning_delta(run_id: str, id: str, text: str) -> Chunk:
 
 
 _CHANNELS = {"text-delta": "text", "reasoning-delta": "reasoning"}
-_MARKERS = {"text-start": "text", "text-end": "text", "reasoning-start": "reasoning", "reasoning-end": "reasoning"}
+_MARKERS = {
+    "text-start": "text",
+    "text-end": "text",
+    "reasoning-start": "reasoning",
+    "reasoning-end": "reasoning",
+}
 
 
 class WindowedStream:
@@ -243,7 +249,9 @@ class WindowedStream:
                 )
         return out
 
-    def _apply(self, args: Any, channel: _Channel, window: _Window, judgement: Judgement, last: bool) -> list[Chunk]:
+    def _apply(
+        self, args: Any, channel: _Channel, window: _Window, judgement: Judgement, last: bool
+    ) -> list[Chunk]:
         if self.release == "optimistic":
             channel.released = channel.total
             return []

@@ -14,25 +14,25 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs
 from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._deterministic import detect_language
 from sluicegate.processors.builtin._detector import (
-    LLMMode,
-    resolve_llm,
     DEFAULT_MAX_OUTPUT_TOKENS,
-    ErrorStrategy,
-    default_error_strategy,
-    judged,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     input_ids,
+    judged,
     message_text,
     report,
+    resolve_llm,
     to_check,
     with_metadata,
     with_text,
 )
+from sluicegate.processors.builtin._deterministic import detect_language
 
 log = logging.getLogger(__name__)
 
@@ -155,16 +155,20 @@ class LanguageDetector(Processor):
         schema = LanguageVerdict.model_json_schema()
         if strategy != "translate":
             schema["properties"].pop("translated_text", None)
-        self.detector: DetectorModel[LanguageVerdict] | None = None if self.llm == "never" else DetectorModel(
-            model,
-            instructions=instructions or DEFAULT_INSTRUCTIONS,
-            schema=LanguageVerdict,
-            json_schema=schema,
-            schema_name="language_detection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="LanguageDetector",
-            max_output_tokens=max_output_tokens,
+        self.detector: DetectorModel[LanguageVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or DEFAULT_INSTRUCTIONS,
+                schema=LanguageVerdict,
+                json_schema=schema,
+                schema_name="language_detection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="LanguageDetector",
+                max_output_tokens=max_output_tokens,
+            )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 

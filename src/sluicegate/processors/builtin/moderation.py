@@ -16,16 +16,16 @@ from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
-    ErrorStrategy,
-    default_error_strategy,
-    judged,
     DetectorModel,
+    ErrorStrategy,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     enforce,
     flagged_messages,
     input_ids,
+    judged,
     replace_messages,
     response_ids,
     restrict_enum,
@@ -172,7 +172,9 @@ class ModerationProcessor(WindowedGuard, Processor):
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
         if run_in_parallel and strategy not in ("block", "warn"):
-            raise ValueError(f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}")
+            raise ValueError(
+                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
+            )
         self.run_in_parallel = run_in_parallel
 
     @property
@@ -207,7 +209,9 @@ class ModerationProcessor(WindowedGuard, Processor):
     async def moderate(self, content: str, *, stream: bool = False) -> ModerationVerdict | None:
         """The detector's verdict on `content` (None when the detector failed), keeping only
         the configured categories."""
-        verdict = await judged(self, self.detector, self._prompt(content, stream), error_strategy=self.error_strategy)
+        verdict = await judged(
+            self, self.detector, self._prompt(content, stream), error_strategy=self.error_strategy
+        )
         if verdict is not None and verdict.category_scores:
             verdict.category_scores = [s for s in verdict.category_scores if s.category in self.categories]
         return verdict

@@ -22,26 +22,26 @@ from sluicegate.processors.args import (
 )
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
-    LLMMode,
-    resolve_llm,
-    WITHHELD_TOOL_RESULT,
-    map_strings,
-    string_leaves,
     DEFAULT_MAX_OUTPUT_TOKENS,
-    ErrorStrategy,
-    default_error_strategy,
-    judged,
+    WITHHELD_TOOL_RESULT,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     enforce,
     flagged_messages,
     input_ids,
+    judged,
     locate,
+    map_strings,
     replace_messages,
+    resolve_llm,
     response_ids,
     restrict_enum,
+    string_leaves,
     substitute,
     to_check,
     with_text,
@@ -237,20 +237,26 @@ class PIIDetector(WindowedGuard, Processor):
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
         self.patterns = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
-        self.detector: DetectorModel[PIIVerdict] | None = None if self.llm == "never" else DetectorModel(
-            model,
-            instructions=instructions or default_instructions(self.detection_types),
-            schema=PIIVerdict,
-            json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
-            schema_name="pii_detection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="PIIDetector",
-            max_output_tokens=max_output_tokens,
+        self.detector: DetectorModel[PIIVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or default_instructions(self.detection_types),
+                schema=PIIVerdict,
+                json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
+                schema_name="pii_detection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="PIIDetector",
+                max_output_tokens=max_output_tokens,
+            )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
         if run_in_parallel and strategy not in ("block", "warn"):
-            raise ValueError(f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}")
+            raise ValueError(
+                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
+            )
         self.run_in_parallel = run_in_parallel
 
     @property

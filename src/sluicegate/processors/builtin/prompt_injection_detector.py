@@ -15,28 +15,28 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs, ProcessToolResultArgs, ProcessToolResultResult
 from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._deterministic import injection_scores
 from sluicegate.processors.builtin._detector import (
-    LLMMode,
-    resolve_llm,
-    WITHHELD_TOOL_RESULT,
-    string_leaves,
     DEFAULT_MAX_OUTPUT_TOKENS,
-    ErrorStrategy,
-    default_error_strategy,
-    judged,
+    WITHHELD_TOOL_RESULT,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     enforce,
     flagged_messages,
     input_ids,
+    judged,
     replace_messages,
+    resolve_llm,
     restrict_enum,
+    string_leaves,
     to_check,
     with_text,
 )
+from sluicegate.processors.builtin._deterministic import injection_scores
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,9 @@ class PromptInjectionDetector(Processor):
     adds every score to the report. `check_tool_results` also checks tool results for indirect
     injection (a flagged result is withheld, or rewritten). A curated set of injection phrasings
     is the deterministic pass; `llm` says when the model is asked (`"never"`, the default
-    without a `model`, works offline; `"when-unsure"` asks only when no phrasing matched). `error_strategy` says what a failed
-    detector call means (by default, block and rewrite fail closed; see `_detector`).
+    without a `model`, works offline; `"when-unsure"` asks only when no phrasing matched).
+    `error_strategy` says what a failed detector call means (by default, block and rewrite
+    fail closed; see `_detector`).
 
     Example::
 
@@ -144,20 +145,26 @@ class PromptInjectionDetector(Processor):
         schema = InjectionVerdict.model_json_schema()
         if strategy != "rewrite":
             schema["properties"].pop("rewritten_content", None)
-        self.detector: DetectorModel[InjectionVerdict] | None = None if self.llm == "never" else DetectorModel(
-            model,
-            instructions=instructions or default_instructions(self.detection_types),
-            schema=InjectionVerdict,
-            json_schema=restrict_enum(schema, "InjectionScore", "type", self.detection_types),
-            schema_name="prompt_injection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="PromptInjectionDetector",
-            max_output_tokens=max_output_tokens,
+        self.detector: DetectorModel[InjectionVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or default_instructions(self.detection_types),
+                schema=InjectionVerdict,
+                json_schema=restrict_enum(schema, "InjectionScore", "type", self.detection_types),
+                schema_name="prompt_injection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="PromptInjectionDetector",
+                max_output_tokens=max_output_tokens,
+            )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
         if run_in_parallel and strategy not in ("block", "warn"):
-            raise ValueError(f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}")
+            raise ValueError(
+                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
+            )
         self.run_in_parallel = run_in_parallel
 
     @property
@@ -195,7 +202,9 @@ class PromptInjectionDetector(Processor):
         if self.strategy == "warn":
             return None
         rewritten = (verdict.rewritten_content or "").strip() if self.strategy == "rewrite" else ""
-        return ProcessToolResultResult(rewritten or WITHHELD_TOOL_RESULT.format(label="PromptInjectionDetector"))
+        return ProcessToolResultResult(
+            rewritten or WITHHELD_TOOL_RESULT.format(label="PromptInjectionDetector")
+        )
 
     async def detect(self, content: str) -> InjectionVerdict | None:
         """The detector's verdict on `content` (None when the detector failed), keeping only

@@ -499,7 +499,12 @@ class _Streams:
         return [self.text, self.reasoning, *self.tools.values()]
 
 
-_MARKERS = {"text-start": "text", "text-end": "text", "reasoning-start": "reasoning", "reasoning-end": "reasoning"}
+_MARKERS = {
+    "text-start": "text",
+    "text-end": "text",
+    "reasoning-start": "reasoning",
+    "reasoning-end": "reasoning",
+}
 
 
 _STATE_KEY = "regex_filter_stream"
@@ -827,7 +832,12 @@ class RegexFilterProcessor(Processor):
         return out
 
     def _delta(
-        self, args: ProcessOutputStreamArgs, channel: _StreamState, part: Chunk, text: str, id: str | None = None
+        self,
+        args: ProcessOutputStreamArgs,
+        channel: _StreamState,
+        part: Chunk,
+        text: str,
+        id: str | None = None,
     ) -> Chunk | list[Chunk] | None:
         emitted = self._feed(args, channel, part, text, id)
         if not channel.deferred or emitted is part:

@@ -14,27 +14,27 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._deterministic import shared_spans
 from sluicegate.processors.builtin._detector import (
-    LLMMode,
-    resolve_llm,
-    system_prompt_text,
     DEFAULT_MAX_OUTPUT_TOKENS,
-    ErrorStrategy,
-    default_error_strategy,
-    judged,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
+    default_error_strategy,
     enforce,
     flagged_messages,
+    judged,
     locate,
     replace_messages,
+    resolve_llm,
     response_ids,
     substitute,
+    system_prompt_text,
     to_check,
     with_text,
 )
+from sluicegate.processors.builtin._deterministic import shared_spans
 from sluicegate.processors.builtin._window import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
@@ -157,16 +157,20 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         schema = SystemPromptVerdict.model_json_schema()
         if strategy != "redact":
             schema["properties"].pop("redacted_content", None)
-        self.detector: DetectorModel[SystemPromptVerdict] | None = None if self.llm == "never" else DetectorModel(
-            model,
-            instructions=instructions or default_instructions(self.custom_patterns),
-            schema=SystemPromptVerdict,
-            json_schema=schema,
-            schema_name="system_prompt_detection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="SystemPromptScrubber",
-            max_output_tokens=max_output_tokens,
+        self.detector: DetectorModel[SystemPromptVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or default_instructions(self.custom_patterns),
+                schema=SystemPromptVerdict,
+                json_schema=schema,
+                schema_name="system_prompt_detection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="SystemPromptScrubber",
+                max_output_tokens=max_output_tokens,
+            )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
@@ -183,7 +187,9 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         spans = locate(text, verdict.detections or ())
         if self.strategy == "filter" or not spans:
             return Judgement(flagged=True, drop=True, reason="system prompt detected")
-        return Judgement(flagged=True, spans=spans, replace=self._replacement, reason="system prompt detected")
+        return Judgement(
+            flagged=True, spans=spans, replace=self._replacement, reason="system prompt detected"
+        )
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
