@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sluicegate import Agent
-from sluicegate.errors import MissingAPIKeyError
+from sluicegate.errors import APICallError, MissingAPIKeyError
 from sluicegate.models.base import CallOptions, GenerateResult, StreamResult
 from sluicegate.processors import ModerationProcessor, PIIDetector, SystemPromptScrubber
 from sluicegate.testing import MockModel, text_step
@@ -207,6 +207,15 @@ async def test_a_missing_api_key_is_an_error_not_a_pass(kind: str) -> None:
         output_processors=[guardrail(kind, judge, error_strategy="allow")],
     )
     with pytest.raises(Exception, match="OPENAI_API_KEY"):
+        await agent.generate("hi")
+
+
+@pytest.mark.parametrize("status", [401, 404])
+async def test_an_unknown_model_or_a_rejected_key_is_an_error_not_a_pass(status: int) -> None:
+    judge = MockModel([APICallError("no such model", status_code=status)] * 5)
+    guard = ModerationProcessor(model=judge, error_strategy="allow")
+    agent = Agent(name="w", model=MockModel([text_step("hello")]), input_processors=[guard])
+    with pytest.raises(Exception, match="rejected the call"):
         await agent.generate("hi")
 
 

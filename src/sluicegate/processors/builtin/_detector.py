@@ -22,7 +22,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import pydantic
 
-from sluicegate.errors import ConfigurationError, TripWire, UnknownModelError
+from sluicegate.errors import APICallError, ConfigurationError, TripWire, UnknownModelError
 from sluicegate.messages import Message
 from sluicegate.messages.part import Part
 from sluicegate.models.base import CallOptions, LanguageModel
@@ -41,6 +41,10 @@ LLMMode = Literal["always", "when-unsure", "never"]
 ERROR_STRATEGIES: tuple[str, ...] = ("block", "allow", "fallback")
 DEFAULT_MAX_OUTPUT_TOKENS = 512
 """Verdicts are short: a cap keeps a confused detector from rambling on the caller's bill."""
+
+
+_MISCONFIGURED = (401, 403, 404)
+"""Provider answers that mean the detector is misconfigured (key, permissions, model name)."""
 
 
 class DetectorError(Exception):
@@ -168,6 +172,13 @@ class DetectorModel(Generic[VerdictT]):
             return self.schema.model_validate(parse_json_object(text))
         except (ConfigurationError, TripWire):
             raise
+        except APICallError as exc:
+            if exc.status_code in _MISCONFIGURED:
+                # A wrong key, a model that does not exist: no retry or fallback can fix that.
+                raise ConfigurationError(
+                    f"{self.label}: the detector model rejected the call (HTTP {exc.status_code}): {exc}"
+                ) from exc
+            raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:
             raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
 
