@@ -71,6 +71,7 @@ async def gated(stream: AsyncIterator[T], gate: asyncio.Future[Any]) -> AsyncIte
             if not step.done():
                 if gate.exception() is not None:
                     step.cancel()
+                    await asyncio.wait({step})  # let the model step unwind before closing it
                     raise gate.exception()  # type: ignore[misc]
                 item = await step
             else:

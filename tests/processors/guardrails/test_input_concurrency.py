@@ -115,3 +115,21 @@ def test_run_in_parallel_needs_a_checking_strategy() -> None:
     with pytest.raises(ValueError, match="run_in_parallel"):
         PIIDetector(model=MockModel(), run_in_parallel=True)  # redact changes the input
     assert ModerationProcessor(model=MockModel(), run_in_parallel=True).run_in_parallel
+
+
+async def test_run_in_parallel_trip_cancels_a_model_call_in_progress() -> None:
+    from .test_windows import SlowStream
+
+    model = SlowStream(["a "] * 100, pause=0.03)  # three seconds of streaming
+    judge = Judge(lambda _: HATE, delay=0.05)
+    agent = Agent(
+        name="g", model=model, input_processors=[ModerationProcessor(model=judge, run_in_parallel=True)]
+    )
+    output = await agent.stream("hello")
+    chunks = await asyncio.wait_for(_all(output), timeout=1.5)  # ends long before the model would
+    assert chunks[-1].type == "tripwire"
+    assert not any(c.type == "text-delta" for c in chunks)
+
+
+async def _all(output: Any) -> list[Any]:
+    return [c async for c in output.full_stream]
