@@ -181,6 +181,10 @@ class WindowedStream:
         if name is not None:
             return await self._delta(args, self.channels[name], part)
         marker = _MARKERS.get(part.type)
+        if marker is not None and part.type.endswith("-end"):
+            channel = self.channels[marker]
+            if channel.total > channel.judged_to:
+                self._launch(args, channel)  # the run of text is over: judge its rest now
         if marker is not None and self.release == "vetted":
             channel = self.channels[marker]
             if channel.released < channel.total or channel.markers:
