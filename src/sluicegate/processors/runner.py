@@ -291,9 +291,11 @@ class ProcessorRunner:
         entries = [e for e in self._input if not runs_in_parallel(e.processor)]
         for group in groups(entries, lambda e: checks_only(e.processor)):
             if len(group) > 1:
-                await all_or_first_failure(
+                results = await all_or_first_failure(
                     [self._call(e, self._input_args(e, message_list, send_signal)) for e in group]
                 )
+                for entry, result in zip(group, results, strict=True):
+                    self._apply_messages(entry, result, message_list)
                 continue
             entry = group[0]
             args = self._input_args(entry, message_list, send_signal)
