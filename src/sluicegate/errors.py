@@ -48,6 +48,10 @@ class ToolError(SluicegateError):
     """A tool could not be built or called."""
 
 
+class AbortError(SluicegateError):
+    """`generate` was cancelled by its `abort_signal` (a stream ends with an `abort` chunk)."""
+
+
 class APICallError(SluicegateError):
     """A provider rejected a call, or the connection to it failed.
 

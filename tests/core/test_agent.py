@@ -203,8 +203,10 @@ async def test_unrecovered_model_error_raises_from_generate_and_ends_stream_with
         await Agent("a", model=MockModel([error])).generate("x")
     output = await Agent("a", model=MockModel([error])).stream("x")
     chunks = await collect(output)
-    assert types(chunks) == ["start", "step-start", "error"]
-    assert chunks[-1].payload.error is error
+    assert types(chunks) == ["start", "step-start", "error", "step-finish", "finish"]
+    assert chunks[2].payload.error is error
+    assert chunks[3].payload.step_result.reason == "error"
+    assert chunks[4].payload.step_result.reason == "error"
     assert await output.error is error
     assert await output.finish_reason == "error"
 
@@ -217,9 +219,9 @@ async def test_an_error_part_inside_the_stream_is_an_api_error():
     ]
     output = await Agent("a", model=MockModel([parts])).stream("x")
     chunks = await collect(output)
-    assert types(chunks)[-2:] == ["text-delta", "error"]
-    assert isinstance(chunks[-1].payload.error, APICallError)
-    assert chunks[-1].payload.error.data == {"message": "overloaded", "code": "server_error"}
+    assert types(chunks)[-4:] == ["text-delta", "error", "step-finish", "finish"]
+    assert isinstance(chunks[-3].payload.error, APICallError)
+    assert chunks[-3].payload.error.data == {"message": "overloaded", "code": "server_error"}
 
 
 async def test_structured_output_parses_into_the_schema():

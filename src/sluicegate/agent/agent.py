@@ -14,14 +14,22 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sluicegate.agent.abort import check_abort_signal
+from sluicegate.agent.auto_processors import with_auto_error_processors
 from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
 from sluicegate.agent.results import FullOutput
-from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
-from sluicegate.errors import ConfigurationError, SluicegateError
+from sluicegate.agent.run import (
+    DEFAULT_MAX_STEPS,
+    AgentRun,
+    RunOptions,
+    normalize_tool_choice,
+    structured_schema,
+)
+from sluicegate.errors import AbortError, ConfigurationError, SluicegateError
 from sluicegate.messages import Message, MessageList
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
-from sluicegate.processors.base import processor_id
+from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.stream.output import ModelOutput
 from sluicegate.tools import Tool, normalize_tools
@@ -50,6 +58,7 @@ class Agent:
         memory: AgentMemory | None = None,
         description: str | None = None,
         default_max_steps: int = DEFAULT_MAX_STEPS,
+        auto_error_processors: bool = True,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -66,6 +75,8 @@ class Agent:
         self.max_processor_retries = max_processor_retries
         self.memory = memory
         self.default_max_steps = default_max_steps
+        self.auto_error_processors = auto_error_processors
+        """Append `PrefillErrorHandler` as the last error processor (unless one is there)."""
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -77,6 +88,8 @@ class Agent:
         run = await self._prepare(messages, options)
         async for _ in run.events():
             pass
+        if run.aborted:
+            raise AbortError(f"agent {self.name!r}: the run was cancelled by its abort_signal")
         if run.error is not None and run.tripwire is None:
             raise run.error
         return FullOutput(
@@ -126,6 +139,7 @@ class Agent:
             "instructions",
             "tools",
             "model",
+            "abort_signal",
         }
         unknown = set(options) - known
         if unknown:
@@ -142,10 +156,21 @@ class Agent:
         _check_retries(retries)
         tool_choice = options.get("tool_choice")
         normalize_tool_choice(tool_choice)  # fail early on a bad value
+        abort_signal = options.get("abort_signal")
+        check_abort_signal(abort_signal)
+        prepare_step = options.get("prepare_step")
+        if prepare_step is not None and not callable(prepare_step):
+            raise ConfigurationError(
+                f"prepare_step must be a function (def or async def), got {type(prepare_step).__name__}"
+            )
+        if options.get("structured_output") is not None:
+            structured_schema(options["structured_output"])  # fail early on a bad value
 
         input_array = await self._resolve_array("input_processors", options, request_context)
         output_array = await self._resolve_array("output_processors", options, request_context)
         error_array = await self._resolve_array("error_processors", options, request_context)
+        if self.auto_error_processors:
+            error_array = with_auto_error_processors(error_array, input_array, output_array)
 
         tools = dict(self.tools)
         if "tools" in options:
@@ -175,6 +200,7 @@ class Agent:
             model_settings=options.get("model_settings"),
             provider_options=options.get("provider_options"),
             structured_output=options.get("structured_output"),
+            abort_signal=abort_signal,
         )
         return AgentRun(
             agent_id=self.id,
@@ -186,7 +212,7 @@ class Agent:
             error_processors=error_array,
             request_context=request_context,
             options=run_options,
-            prepare_step=options.get("prepare_step"),
+            prepare_step=prepare_step,
         )
 
     async def _resolve_array(
@@ -199,10 +225,10 @@ class Agent:
             array = array(request_context)
             if inspect.isawaitable(array):
                 array = await array
-        processors = list(array or [])
-        for processor in processors:
-            processor_id(processor)
-        return processors
+            if array is None:
+                return []
+            return check_processor_array(array, f"{name} (returned by the callable)")
+        return check_processor_array(array, name)
 
     async def _instructions(self, override: Any, request_context: RequestContext) -> list[str]:
         value = self.instructions if override is _UNSET else override
@@ -244,11 +270,7 @@ class Agent:
 def _check_array(name: str, value: Any) -> Any:
     if value is None or (callable(value) and not isinstance(value, (list, tuple))):
         return value
-    if not isinstance(value, (list, tuple)):
-        raise ConfigurationError(f"{name} must be a list of processors or a callable returning one")
-    for processor in value:
-        processor_id(processor)
-    return list(value)
+    return check_processor_array(value, name)
 
 
 def _check_retries(value: Any) -> None:

@@ -17,14 +17,16 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic
 
+from sluicegate.agent.abort import abortable
 from sluicegate.agent.results import Response, StepResult, Tripwire
-from sluicegate.agent.step import StepRecorder, parse_args
+from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
 from sluicegate.errors import APICallError, ProcessorError, SluicegateError, ToolError, TripWire
 from sluicegate.messages import MessageList
 from sluicegate.messages.convert import to_ui_messages
@@ -50,6 +52,9 @@ FEEDBACK = (
     "Please try again with the feedback in mind."
 )
 _DEADLINE = {"type": "__deadline__"}
+MISSING_TOOL_NAME = "unknown-tool"
+"""The name a tool call without one is recorded under (providers reject an empty name in the
+history); the call itself becomes a `tool-error`."""
 _SETTINGS = {
     "temperature": "temperature",
     "max_output_tokens": "max_output_tokens",
@@ -77,6 +82,15 @@ class _ModelStreamError(Exception):
         self.error = error
 
 
+class _UnrecoveredError(Exception):
+    """A failed model call that no error processor recovered: the step ends with reason `error`."""
+
+    def __init__(self, error: BaseException, step: StepRecorder) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.step = step
+
+
 @dataclass
 class RunOptions:
     max_steps: int = DEFAULT_MAX_STEPS
@@ -86,6 +100,7 @@ class RunOptions:
     model_settings: dict[str, Any] | None = None
     provider_options: dict[str, Any] | None = None
     structured_output: Any = None
+    abort_signal: Any = None
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -111,7 +126,15 @@ def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
 
 
 def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
-    schema = structured_output.get("schema") if isinstance(structured_output, dict) else structured_output
+    schema = structured_output
+    if isinstance(structured_output, dict) and "schema" in structured_output:
+        # {"schema": ...}; a dict without the key is the JSON schema itself
+        unknown = set(structured_output) - {"schema"}
+        if unknown:
+            raise SluicegateError(
+                f"structured_output: unknown option(s) {sorted(unknown)}; known: ['schema']"
+            )
+        schema = structured_output["schema"]
     if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         return schema.model_json_schema(), schema
     if isinstance(schema, dict):
@@ -164,7 +187,11 @@ class AgentRun:
         self._accepted_text: list[str] = []
         self._current: StepRecorder | None = None
         self._system_base: list[tuple[dict[str, Any], str | None]] = []
+        self._feedback: list[tuple[dict[str, Any], str | None]] = []
         self._pipeline: Any = None
+        self.aborted = False
+        self._finishing = False  # in process_output_result (memory saves there): not cancelled midway
+        self.runner.abort_signal = options.abort_signal
         self._input_gate: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------------------ results
@@ -201,24 +228,38 @@ class AgentRun:
         return cap is not None and self.runner.retry_count < cap
 
     def _add_feedback(self, reason: str) -> None:
-        self._system_base.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
+        # Applied after the step's own system messages (see `_prepare_step`), as Mastra orders them.
+        self._feedback.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
 
     # ------------------------------------------------------------------ the loop
 
     def _chunk(self, kind: str, **payload: Any) -> Chunk:
         return Chunk(kind, self.run_id, Payload(**payload))
 
-    async def events(self) -> AsyncIterator[Chunk]:
+    def events(self) -> AsyncGenerator[Chunk, None]:
+        """The run's chunks; with an `abort_signal`, a run that setting it cancels."""
+        signal = self.options.abort_signal
+        if signal is None:
+            return self._events()
+        return abortable(self._events(), signal, self._on_abort, lambda: not self._finishing)
+
+    def _on_abort(self) -> Chunk:
+        """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
+        self.aborted = True
+        self.finish_reason = "abort"
+        return self._chunk("abort")
+
+    async def _events(self) -> AsyncGenerator[Chunk, None]:
         runner = self.runner
         message_list = self.message_list
         yield self._chunk("start")
         try:
+            self._pipeline = runner.stream_pipeline(message_list)
             await runner.run_input(message_list)
             self._input_gate = runner.parallel_input(message_list)
-            for chunk in self._drain_pending():
+            for chunk in await self._drain_processed():
                 yield chunk
             self._system_base = message_list.system_snapshot()
-            self._pipeline = runner.stream_pipeline(message_list)
             step_number = 0
             completed = 0
             while True:
@@ -228,8 +269,9 @@ class AgentRun:
                 step_chunks = self._model_step(step_number, config)
                 if self._input_gate is not None:  # held until the parallel input guards pass
                     step_chunks = gated(step_chunks, self._input_gate)
-                async for chunk in step_chunks:
-                    yield chunk
+                async with aclosing(step_chunks) as chunks:
+                    async for chunk in chunks:
+                        yield chunk
                 self._input_gate = None
                 step = self._current
                 assert step is not None
@@ -244,14 +286,19 @@ class AgentRun:
                     break
                 step_number += 1
             self.finish_reason = self.steps[-1].finish_reason if self.steps else None
-            await self._run_output_result()
+            self._current = None  # its text is accepted: an abort from here on must not count it twice
+            self._finishing = True
+            try:
+                await self._run_output_result()
+            finally:
+                self._finishing = False
             for chunk in self._drain_pending():
                 yield chunk
-            self._current = None
             finish = self._chunk(
                 "finish",
                 step_result=Payload(reason=self.finish_reason, warnings=[]),
                 output=Payload(usage=self.usage),
+                response=Payload(ui_messages=self.response().ui_messages),
             )
             for chunk in await self._emit_processed(finish):
                 yield chunk
@@ -269,6 +316,22 @@ class AgentRun:
                 metadata=tripwire.metadata,
                 processor_id=tripwire.processor_id,
             )
+        except _UnrecoveredError as failed:
+            for chunk in self._drain_pending():
+                yield chunk
+            self.error = failed.error
+            self.finish_reason = "error"
+            yield self._chunk("error", error=failed.error)
+            yield self._chunk(
+                "step-finish",
+                step_result=Payload(reason="error", warnings=failed.step.warnings, is_continued=False),
+                output=Payload(usage=failed.step.usage),
+            )
+            yield self._chunk(
+                "finish",
+                step_result=Payload(reason="error", warnings=[]),
+                output=Payload(usage=self.usage),
+            )
         except Exception as exc:
             for chunk in self._drain_pending():
                 yield chunk
@@ -283,13 +346,33 @@ class AgentRun:
         self._pending.clear()
         return chunks
 
+    async def _drain_processed(self) -> list[Chunk]:
+        """Chunks processors wrote, with each `data-*` one passed through the stream processors
+        that opted in (`process_data_parts`). What they write meanwhile goes out as it is, so
+        two processors cannot feed each other forever."""
+        chunks = self._drain_pending()
+        if not chunks or self._pipeline is None or not self.runner.has_data_part_processors:
+            return chunks
+        out: list[Chunk] = []
+        for chunk in chunks:
+            if not chunk.type.startswith("data-"):
+                out.append(chunk)
+                continue
+            result = await self._pipeline(chunk)
+            if isinstance(result, list):
+                out.extend(result)
+            elif result is not None:
+                out.append(result)
+            out.extend(self._drain_pending())
+        return out
+
     async def _emit_processed(self, chunk: Chunk) -> list[Chunk]:
         """A lifecycle chunk through the stream processors (off the hot path)."""
         if self._pipeline is None:
             return [chunk]
         result = await self._pipeline(chunk)
         out = [] if result is None else result if isinstance(result, list) else [result]
-        return [*out, *self._drain_pending()]
+        return [*out, *await self._drain_processed()]
 
     async def _prepare_step(self, step_number: int) -> StepConfig | None:
         """System reset and `process_input_step`; None when a processor asked to retry."""
@@ -304,13 +387,16 @@ class AgentRun:
             structured_output=self.options.structured_output,
         )
         try:
-            return await self.runner.run_input_step(
+            config = await self.runner.run_input_step(
                 self.message_list,
                 config,
                 step_number=step_number,
                 steps=self.steps,
                 resolve=self._resolve_step_value,
             )
+            if self._feedback:
+                self.message_list.restore_system([*self.message_list.system_snapshot(), *self._feedback])
+            return config
         except TripWire as tripwire:
             if tripwire.retry and self._can_retry(self._step_retry_cap()):
                 self.runner.retry_count += 1
@@ -355,7 +441,7 @@ class AgentRun:
         allowed = set(config.active_tools)
         return {name: tool for name, tool in config.tools.items() if name in allowed}
 
-    async def _model_step(self, step_number: int, config: StepConfig) -> AsyncIterator[Chunk]:
+    async def _model_step(self, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
         """One model call and its tools. Leaves the outcome in `self._current`."""
         runner = self.runner
         message_list = self.message_list
@@ -383,12 +469,15 @@ class AgentRun:
         # `process_llm_response`, as copies when stream processors could change them in place.
         model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
         record = step.record
+        closables: list[Any] = []
         try:
             if replay is not None:
                 source: AsyncIterator[Any] = _iterate(replay)
             else:
                 stream = (await model.do_stream(call_options)).stream
+                closables.append(stream)
                 source = self._with_deadlines(stream) if runner.uses_stream_deadlines else stream
+            closables.append(source)
             async for part in source:
                 # ---- the hot path: one model part -> one chunk -> processors -> client
                 if part.__class__ is dict and part["type"] == "text-delta":
@@ -414,7 +503,7 @@ class AgentRun:
                     result = await pipeline(chunk)
                     if result is None:
                         if pending:
-                            for extra in self._drain_pending():
+                            for extra in await self._drain_processed():
                                 yield extra
                         continue
                     if result.__class__ is not Chunk:
@@ -432,7 +521,7 @@ class AgentRun:
                     record(chunk)
                 yield chunk
                 if pending:
-                    for extra in self._drain_pending():
+                    for extra in await self._drain_processed():
                         yield extra
             if self._input_gate is not None:
                 await self._input_gate  # no tool runs before the parallel input guards pass
@@ -441,7 +530,7 @@ class AgentRun:
                 for flushed in await runner.flush_stream():
                     self._record(flushed, step)
                     yield flushed
-                for extra in self._drain_pending():
+                for extra in await self._drain_processed():
                     yield extra
         except (TripWire, ProcessorError):
             raise
@@ -450,6 +539,15 @@ class AgentRun:
             async for chunk in self._recover(error, step):
                 yield chunk
             return
+        finally:
+            # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
+            for closable in reversed(closables):
+                aclose = getattr(closable, "aclose", None)
+                if aclose is not None:
+                    try:
+                        await aclose()
+                    except Exception:  # already closing (a cancelled read), or a provider's own failure
+                        log.debug("closing the model stream failed", exc_info=True)
 
         usage_before = self.usage
         self.usage = self.usage + step.usage
@@ -496,17 +594,18 @@ class AgentRun:
                 yield chunk
             return
         await llm_response(accepted=True)
-        for chunk in self._drain_pending():
+        for chunk in await self._drain_processed():
             yield chunk
 
         tool_results: list[Chunk] = []
         if step.tool_calls:
             try:
-                async for chunk in self._run_tools(step, config):
-                    if chunk.type == "tool-result":
-                        tool_results.append(chunk)
-                    for out in await self._emit_processed(chunk):
-                        yield out
+                async with aclosing(self._run_tools(step, config)) as tool_chunks:
+                    async for chunk in tool_chunks:
+                        if chunk.type == "tool-result":
+                            tool_results.append(chunk)
+                        for out in await self._emit_processed(chunk):
+                            yield out
             except TripWire:
                 # As Mastra records it: a step interrupted while its tools run has not
                 # finished, so its usage is not reported.
@@ -557,12 +656,12 @@ class AgentRun:
         cap = self.options.max_processor_retries
         if retry and self.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
             self.runner.retry_count += 1
-            for chunk in self._drain_pending():
+            for chunk in await self._drain_processed():
                 yield chunk
             async for chunk in self._finish_retried(step):
                 yield chunk
             return
-        raise error
+        raise _UnrecoveredError(error, step)
 
     async def _finish_retried(self, step: StepRecorder) -> AsyncIterator[Chunk]:
         step.finish_reason = "retry"
@@ -594,8 +693,8 @@ class AgentRun:
                 kind,
                 run_id,
                 Payload(
-                    tool_call_id=part["toolCallId"],
-                    tool_name=part["toolName"],
+                    tool_call_id=part.get("toolCallId") or f"call_{uuid.uuid4().hex[:24]}",
+                    tool_name=_tool_name(part.get("toolName")),
                     args=parse_args(part.get("input")),
                     provider_executed=part.get("providerExecuted"),
                     provider_metadata=part.get("providerMetadata"),
@@ -698,7 +797,7 @@ class AgentRun:
 
     # ------------------------------------------------------------------ tools
 
-    async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncIterator[Chunk]:
+    async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncGenerator[Chunk, None]:
         """Run the step's tool calls concurrently, streaming their data chunks as they come,
         then their results in call order."""
         calls = [c for c in step.tool_calls if not c.payload.get("provider_executed")]
@@ -749,8 +848,12 @@ class AgentRun:
         tool = tools.get(name)
         error: BaseException | None = None
         result: Any = None
-        if tool is None:
+        if name == MISSING_TOOL_NAME and tool is None:
+            error = ToolError(f"the tool call names no tool; available tools: {sorted(tools) or 'none'}")
+        elif tool is None:
             error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
+        elif isinstance(payload.args, UnparsedArgs):
+            error = ToolInputError(f"invalid input for tool {name!r}: the arguments {payload.args.reason}")
         else:
             try:
                 validated = tool.validate(payload.args)
@@ -836,6 +939,10 @@ class AgentRun:
             except pydantic.ValidationError as exc:
                 raise SluicegateError(f"structured output does not match the schema: {exc}") from exc
         return value
+
+
+def _tool_name(name: Any) -> str:
+    return name if isinstance(name, str) and name else MISSING_TOOL_NAME
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:

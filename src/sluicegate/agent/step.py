@@ -15,15 +15,61 @@ from sluicegate.messages.part import Part
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.usage import Usage
 
+MAX_ARGS_DEPTH = 64
+"""Tool arguments nested deeper than this are refused: no tool schema needs it, and copying,
+validating or serialising such a structure would hit Python's recursion limit mid-run."""
+
+
+class UnparsedArgs(str):
+    """Tool-call input that cannot be used as arguments (kept as the raw text); `reason` says
+    why. The call becomes a `tool-error` the model sees."""
+
+    reason: str = "could not be read"
+
+
+def _unparsed(raw: str, reason: str) -> UnparsedArgs:
+    value = UnparsedArgs(raw)
+    value.reason = reason
+    return value
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
 
 def parse_args(raw: Any) -> Any:
-    """Tool-call input arrives as a JSON string; a string that is not JSON is kept as it is."""
+    """Tool-call input arrives as a JSON string; a string that is not JSON is kept as it is
+    (the tool then rejects it). Input nested deeper than `MAX_ARGS_DEPTH` (or than the JSON
+    decoder allows) becomes `UnparsedArgs`, so the call fails as a tool error, not the run."""
     if isinstance(raw, str):
+        if not raw.strip():
+            return {}
         try:
-            return json.loads(raw) if raw.strip() else {}
+            value = json.loads(raw)
         except ValueError:
             return raw
-    return raw if raw is not None else {}
+        except RecursionError:
+            return _unparsed(raw, "are nested deeper than the JSON decoder allows")
+    else:
+        if raw is None:
+            return {}
+        value = raw
+    if isinstance(value, (dict, list)) and _too_deep(value, MAX_ARGS_DEPTH):
+        text = raw if isinstance(raw, str) else "<arguments>"
+        return _unparsed(text, f"are nested deeper than {MAX_ARGS_DEPTH} levels")
+    return value
 
 
 class StepRecorder:

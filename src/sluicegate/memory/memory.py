@@ -15,6 +15,7 @@ from sluicegate.agent.memory_binding import MemoryBinding
 from sluicegate.embeddings.base import Embedder
 from sluicegate.memory.context import set_memory_context
 from sluicegate.memory.errors import MemoryConfigurationError, ThreadAccessError
+from sluicegate.memory.signals import is_signal_message
 from sluicegate.messages.message import Message
 from sluicegate.processors.builtin.message_history import MessageHistory
 from sluicegate.processors.builtin.semantic_recall import SemanticRecall
@@ -239,14 +240,25 @@ class Memory:
     async def delete_thread(self, thread_id: str) -> None:
         await self.storage.delete_thread(thread_id)
 
-    async def recall(self, thread_id: str, *, resource_id: str, last: int | None = None) -> list[Message]:
-        """The thread's stored messages (the newest `last`), checked against the resource."""
+    async def recall(
+        self, thread_id: str, *, resource_id: str, last: int | None = None, include_signals: bool = False
+    ) -> list[Message]:
+        """The thread's stored messages (the newest `last`), checked against the resource.
+
+        Signal messages (what `send_signal` added, and system reminders such as
+        `PrefillErrorHandler`'s `continue`) are for the model, not for people reading the
+        conversation: they are left out unless `include_signals=True`."""
         thread = await self.storage.get_thread(thread_id)
         if thread is None:
             return []
         if thread.resource_id != resource_id:
             raise ThreadAccessError(thread_id, resource_id)
-        return await self.storage.list_messages(thread_id, last=last)
+        if include_signals:
+            return await self.storage.list_messages(thread_id, last=last)
+        messages = [m for m in await self.storage.list_messages(thread_id) if not is_signal_message(m)]
+        if last is not None:
+            return messages[-last:] if last > 0 else []
+        return messages
 
     # ---------------------------------------------------------------- working memory
 

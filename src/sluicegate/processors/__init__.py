@@ -28,6 +28,7 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, implements
+from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor, ProcessorStepSchema
 
 _BUILTINS: dict[str, str] = {
     "UnicodeNormalizer": "unicode_normalizer",
@@ -68,6 +69,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ErrorProcessor",
+    "InputProcessor",
+    "OutputProcessor",
     "OutputResult",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
@@ -83,6 +87,7 @@ __all__ = [
     "ProcessToolResultArgs",
     "ProcessToolResultResult",
     "Processor",
+    "ProcessorStepSchema",
     "ProcessorViolation",
     "TripWire",
     "implements",

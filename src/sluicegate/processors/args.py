@@ -101,6 +101,9 @@ class ProcessAPIErrorArgs(_Common):
     step_number: int = 0
     steps: list[Any] = field(default_factory=list)
     model: Any = None
+    abort_signal: Any = None
+    """The call's `abort_signal` (an `asyncio.Event`), or None: a processor that waits before
+    asking for a retry should stop waiting when it is set."""
 
 
 @dataclass(slots=True)

@@ -19,9 +19,11 @@ Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run;
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar, Token
 from typing import Any, ClassVar, NoReturn
 
 from sluicegate.errors import TripWire
@@ -165,8 +167,49 @@ def make_abort(pid: str) -> Callable[..., NoReturn]:
     return abort
 
 
-def notify_violation(processor: Any, message: str, detail: Any) -> None:
-    """Call `processor.on_violation` (if set) with a `ProcessorViolation`; never raises."""
+_pending_reports: set[asyncio.Task[None]] = set()
+
+
+class ReportCollector:
+    """Async `on_violation` calls made by synchronous code during one hook call; the runner
+    awaits them right after the hook returns (see `collecting_reports`)."""
+
+    __slots__ = ("open", "pending")
+
+    def __init__(self) -> None:
+        self.open = True
+        self.pending: list[tuple[Any, Awaitable[Any]]] = []
+
+    async def drain(self) -> None:
+        self.open = False
+        for processor, pending in self.pending:
+            await _logged(processor, pending)
+        self.pending.clear()
+
+
+_collector: ContextVar[ReportCollector | None] = ContextVar("sluicegate_violation_reports", default=None)
+
+
+def collecting_reports() -> tuple[ReportCollector, Token[ReportCollector | None]]:
+    """Start collecting async `on_violation` calls; `_collector.reset(token)` and `drain()` after."""
+    collector = ReportCollector()
+    return collector, _collector.set(collector)
+
+
+def stop_collecting(token: Token[ReportCollector | None]) -> None:
+    _collector.reset(token)
+
+
+async def _logged(processor: Any, pending: Awaitable[Any]) -> None:
+    try:
+        await pending
+    except Exception:
+        _log.warning("on_violation of %r raised", processor, exc_info=True)
+
+
+async def report_violation(processor: Any, message: str, detail: Any) -> None:
+    """Call `processor.on_violation` (if set) and await it when it is `async`. Never raises:
+    a failing callback is logged, the run goes on."""
     callback = getattr(processor, "on_violation", None)
     if callback is None:
         return
@@ -174,9 +217,42 @@ def notify_violation(processor: Any, message: str, detail: Any) -> None:
         result = callback(
             ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
         )
-        if inspect.isawaitable(result):
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
     except Exception:
-        _log.debug("on_violation of %r raised", processor, exc_info=True)
+        _log.warning("on_violation of %r raised", processor, exc_info=True)
+        return
+    if inspect.isawaitable(result):
+        await _logged(processor, result)
+
+
+def notify_violation(processor: Any, message: str, detail: Any) -> None:
+    """`report_violation` for synchronous callers: an `async` callback is awaited by the runner
+    right after the hook that reported it returns, or, outside a hook call (per-chunk stream
+    hooks), scheduled on the running loop (kept referenced until it finishes). Its errors are
+    logged."""
+    callback = getattr(processor, "on_violation", None)
+    if callback is None:
+        return
+    try:
+        result = callback(
+            ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
+        )
+    except Exception:
+        _log.warning("on_violation of %r raised", processor, exc_info=True)
+        return
+    if not inspect.isawaitable(result):
+        return
+    collector = _collector.get()
+    if collector is not None and collector.open:
+        collector.pending.append((processor, result))
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+        _log.warning("on_violation of %r is async but no event loop is running; not called", processor)
+        return
+    task = loop.create_task(_logged(processor, result))
+    _pending_reports.add(task)
+    task.add_done_callback(_pending_reports.discard)

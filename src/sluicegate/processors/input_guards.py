@@ -14,7 +14,7 @@ is cancelled as soon as one trips (`gated`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -59,7 +59,7 @@ async def all_or_first_failure(calls: Sequence[Awaitable[Any]]) -> list[Any]:
                 task.cancel()
 
 
-async def gated(stream: AsyncIterator[T], gate: asyncio.Future[Any]) -> AsyncIterator[T]:
+async def gated(stream: AsyncIterator[T], gate: asyncio.Future[Any]) -> AsyncGenerator[T, None]:
     """`stream`'s items, held back until `gate` completes; if the gate fails, the stream is
     closed (cancelling the model call) and the gate's exception raised instead."""
     iterator = stream.__aiter__()

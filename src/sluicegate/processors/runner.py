@@ -40,8 +40,17 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
     step_result_fields,
 )
-from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
+from sluicegate.processors.base import (
+    collecting_reports,
+    implements,
+    make_abort,
+    notify_violation,
+    processor_id,
+    report_violation,
+    stop_collecting,
+)
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
+from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 
@@ -65,14 +74,15 @@ class Writer:
         kind = chunk.get("type") if isinstance(chunk, dict) else None
         if not isinstance(kind, str) or not kind.startswith("data-"):
             raise ValueError(f"custom chunks must have a type starting with 'data-', got {kind!r}")
-        result = self._emit(
-            Chunk(
-                kind,
-                chunk.get("runId") or self._run_id,
-                data=chunk.get("data"),
-                from_=chunk.get("from", "AGENT"),
-            )
+        out = Chunk(
+            kind,
+            chunk.get("runId") or self._run_id,
+            data=chunk.get("data"),
+            from_=chunk.get("from", "AGENT"),
         )
+        if chunk.get("transient"):
+            out.transient = True  # shown live, never stored
+        result = self._emit(out)
         if inspect.isawaitable(result):
             await result
 
@@ -164,9 +174,11 @@ class ProcessorRunner:
         prepare_step: Callable[[ProcessInputStepArgs], Any] | None = None,
         tracing_context: Any = None,
     ) -> None:
+        self._stream_entries: list[_StreamEntry] = []
         self.request_context = request_context
         self.run_id = run_id
         self.retry_count = 0
+        self.abort_signal: Any = None
         self.tracing_context = tracing_context
         self.writer = Writer(run_id, emit)
         self._states: dict[str, dict[str, Any]] = {}
@@ -191,10 +203,26 @@ class ProcessorRunner:
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
         self._tool_result = self._entries(output_processors, "process_tool_result")
-        self.has_error_processors = bool(self._entries(error_processors, "process_api_error"))
-        self._stream_entries: list[_StreamEntry] = []
+        self.has_error_processors = any(
+            not getattr(e.processor, "auto_injected", False)
+            for e in self._entries(error_processors, "process_api_error")
+        )
+        self.has_data_part_processors = any(
+            getattr(e.processor, "process_data_parts", False) for e in self._output_stream
+        )
 
     # ------------------------------------------------------------------ plumbing
+
+    @property
+    def retry_count(self) -> int:
+        return self._retry_count
+
+    @retry_count.setter
+    def retry_count(self, value: int) -> None:
+        # The per-chunk args objects are built once; keep their retry_count current.
+        self._retry_count = value
+        for stream_entry in self._stream_entries:
+            stream_entry.args.retry_count = value
 
     def state_for(self, pid: str) -> dict[str, Any]:
         state = self._states.get(pid)
@@ -218,13 +246,14 @@ class ProcessorRunner:
         notify_violation(processor, message, detail)
 
     async def _call(self, entry: _Entry, args: Any) -> Any:
+        reports, token = collecting_reports()
         try:
             result = entry.fn(args)
             if entry.is_async or inspect.isawaitable(result):
                 result = await result
             return result
         except TripWire as tripwire:
-            self._tripped(entry, tripwire)
+            await self._tripped(entry, tripwire)
             raise
         except ProcessorError:
             raise
@@ -234,11 +263,16 @@ class ProcessorRunner:
                 processor_id=entry.pid,
                 hook=entry.hook,
             ) from exc
+        finally:
+            stop_collecting(token)
+            if reports.pending:
+                await reports.drain()
+            reports.open = False
 
-    def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
+    async def _tripped(self, entry: _Entry, tripwire: TripWire) -> None:
         if tripwire.processor_id is None:
             tripwire.processor_id = entry.pid
-        self.violation(entry.processor, tripwire.reason, tripwire.metadata)
+        await report_violation(entry.processor, tripwire.reason, tripwire.metadata)
 
     def _common(self, entry: _Entry) -> dict[str, Any]:
         return {
@@ -353,6 +387,8 @@ class ProcessorRunner:
                 structured_output=config.structured_output,
             )
             result = await self._call(entry, args)
+            if isinstance(result, dict):
+                check_step_result_keys(result, entry.pid, entry.hook)
             if isinstance(result, (ProcessInputStepResult, dict)):
                 fields = step_result_fields(result)
                 self._apply_messages(entry, fields.get("message_list"), message_list)
@@ -453,6 +489,7 @@ class ProcessorRunner:
                 step_number=step_number,
                 steps=steps,
                 model=model,
+                abort_signal=self.abort_signal,
             )
             try:
                 result = await self._call(entry, args)
@@ -500,7 +537,7 @@ class ProcessorRunner:
                     if entry.is_async:
                         result = await result
                 except TripWire as tripwire:
-                    tripped(entry, tripwire)
+                    await tripped(entry, tripwire)
                     raise
                 except Exception as exc:
                     raise ProcessorError(
@@ -578,7 +615,7 @@ class ProcessorRunner:
             try:
                 flushed = await processor.on_stream_deadline(stream_entry.args)
             except TripWire as tripwire:
-                self._tripped(stream_entry.entry, tripwire)
+                await self._tripped(stream_entry.entry, tripwire)
                 raise
             if flushed:
                 out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
@@ -603,7 +640,7 @@ class ProcessorRunner:
                 if inspect.isawaitable(flushed):
                     flushed = await flushed
             except TripWire as tripwire:
-                self._tripped(stream_entry.entry, tripwire)
+                await self._tripped(stream_entry.entry, tripwire)
                 raise
             if flushed:
                 out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))

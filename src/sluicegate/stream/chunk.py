@@ -14,9 +14,13 @@ from sluicegate.stream.payload import Payload, to_json
 
 
 class Chunk:
-    """One stream event: `type`, `run_id`, `from_` and a `payload` (or `data` for `data-*`)."""
+    """One stream event: `type`, `run_id`, `from_` and a `payload` (or `data` for `data-*`).
 
-    __slots__ = ("data", "from_", "payload", "run_id", "type")
+    A `data-*` chunk may be marked `transient` (shown live, never stored): the slot is set only
+    on those, so the per-token chunks pay nothing for it; read it with `is_transient`."""
+
+    __slots__ = ("data", "from_", "payload", "run_id", "transient", "type")
+    transient: bool
 
     def __init__(
         self, type: str, run_id: str = "", payload: Any = None, data: Any = None, from_: str = "AGENT"
@@ -27,6 +31,10 @@ class Chunk:
         self.payload = payload
         self.data = data
 
+    @property
+    def is_transient(self) -> bool:
+        return bool(getattr(self, "transient", False))
+
     def copy(self) -> Chunk:
         """An independent copy: what a processor changes in one is not seen in the other."""
         payload = self.payload
@@ -35,9 +43,12 @@ class Chunk:
         else:
             payload = copy.deepcopy(payload)
         data = self.data
-        return Chunk(
+        copied = Chunk(
             self.type, self.run_id, payload, None if data is None else copy.deepcopy(data), self.from_
         )
+        if self.is_transient:
+            copied.transient = True
+        return copied
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "runId": self.run_id, "from": self.from_}
@@ -45,6 +56,8 @@ class Chunk:
             out["data"] = to_json(self.data)
             if self.payload is not None:
                 out["payload"] = to_json(self.payload)
+            if self.is_transient:
+                out["transient"] = True
         else:
             out["payload"] = to_json(self.payload) if self.payload is not None else {}
         return out
@@ -55,13 +68,16 @@ class Chunk:
         raw = data.get("payload")
         payload = Payload.from_json(raw) if isinstance(raw, dict) else raw
         if kind.startswith("data-"):
-            return cls(
+            chunk = cls(
                 kind,
                 data.get("runId", ""),
                 payload=payload,
                 data=data.get("data"),
                 from_=data.get("from", "AGENT"),
             )
+            if data.get("transient"):
+                chunk.transient = True
+            return chunk
         return cls(
             kind,
             data.get("runId", ""),

@@ -3,11 +3,17 @@
 `full_stream` is the run itself — an async generator that drives the agent loop as it is
 iterated — so the consumer pays no queue or task hand-off per chunk. The awaitable properties
 drive the same generator to its end and read the run's results.
+
+Once handed out, the generator is referenced weakly: a consumer that breaks out of
+`full_stream` (or `text_stream`) and drops it lets Python close it at once, which closes the
+provider call. `aclose()` (or `async with`) does the same explicitly.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sluicegate.errors import SluicegateError
@@ -26,20 +32,52 @@ class ModelOutput:
 
     def __init__(self, run: AgentRun) -> None:
         self._run = run
-        self._events = run.events()
+        self._events: AsyncGenerator[Chunk, None] | None = run.events()
+        self._events_ref: weakref.ref[AsyncGenerator[Chunk, None]] | None = None
         self._handed_out = False
+
+    def _generator(self) -> AsyncGenerator[Chunk, None] | None:
+        if self._events is not None:
+            return self._events
+        return self._events_ref() if self._events_ref is not None else None
+
+    def _hand_out(self) -> AsyncGenerator[Chunk, None]:
+        events = self._events
+        assert events is not None
+        self._handed_out = True
+        self._events_ref = weakref.ref(events)
+        self._events = None
+        return events
+
+    async def aclose(self) -> None:
+        """Stop the run now: the provider call is cancelled and nothing more is produced."""
+        self._handed_out = True
+        events = self._generator()
+        self._events = None
+        if events is not None:
+            await events.aclose()
+
+    async def __aenter__(self) -> ModelOutput:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     @property
     def run_id(self) -> str:
         return self._run.run_id
 
     @property
-    def full_stream(self) -> AsyncIterator[Chunk]:
+    def full_stream(self) -> AsyncGenerator[Chunk, None]:
         """Every chunk of the run, in order. May be iterated once."""
         if self._handed_out:
             raise SluicegateError("full_stream can be iterated only once per run")
-        self._handed_out = True
-        return self._events
+        return self._hand_out()
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
@@ -47,15 +85,20 @@ class ModelOutput:
         return self._texts(self.full_stream)
 
     @staticmethod
-    async def _texts(chunks: AsyncIterator[Chunk]) -> AsyncIterator[str]:
-        async for chunk in chunks:
-            if chunk.type == "text-delta":
-                yield chunk.payload.text
+    async def _texts(chunks: AsyncGenerator[Chunk, None]) -> AsyncIterator[str]:
+        try:
+            async for chunk in chunks:
+                if chunk.type == "text-delta":
+                    yield chunk.payload.text
+        finally:
+            await chunks.aclose()
 
     async def _finish(self, read: Callable[[AgentRun], T]) -> T:
         self._handed_out = True
-        async for _ in self._events:
-            pass
+        events = self._generator()
+        if events is not None:
+            async for _ in events:
+                pass
         return read(self._run)
 
     @property

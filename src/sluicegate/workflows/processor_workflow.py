@@ -38,7 +38,7 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
     step_result_fields,
 )
-from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
+from sluicegate.processors.base import implements, make_abort, processor_id, report_violation
 
 WORKFLOW_HOOKS = (
     "process_input",
@@ -290,7 +290,7 @@ async def _run_processor(processor: Any, hook: str, data: Data, outer: Any) -> D
     try:
         result = await _maybe_await(getattr(processor, hook)(args))
     except TripWire as tripwire:
-        notify_violation(processor, tripwire.reason, tripwire.metadata)
+        await report_violation(processor, tripwire.reason, tripwire.metadata)
         raise
     out = dict(data)
     message_list: MessageList | None = getattr(outer, "message_list", None)

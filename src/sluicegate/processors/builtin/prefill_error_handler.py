@@ -2,7 +2,8 @@
 
 Some models (Anthropic's newer Claude models, Anthropic with thinking enabled, Gemini 3) reject
 a request whose conversation ends with an assistant message, reading it as a response prefill.
-This processor appends a user `continue` reminder and retries once.
+This processor appends a user `continue` reminder and retries once. Every agent runs it as its
+last error processor unless built with `auto_error_processors=False`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ PREFILL_ERROR_PATTERNS: tuple[re.Pattern[str], ...] = (
 )
 CONTINUE_TEXT = "<system-reminder>continue</system-reminder>"
 REMINDER_TYPE = "anthropic-prefill-processor-retry"
+RETRY_NOTICE = "Retrying after Anthropic prefill error"
 
 
 def is_prefill_error(error: BaseException | None) -> bool:
@@ -36,6 +38,9 @@ def is_prefill_error(error: BaseException | None) -> bool:
 class PrefillErrorHandler(Processor):
     """Appends a `continue` user message after a prefill rejection, then retries once.
 
+    Agents add one automatically (as the last error processor); list it yourself to choose its
+    position, or pass `auto_error_processors=False` to go without:
+
     ```python
     from sluicegate import Agent
     from sluicegate.processors import PrefillErrorHandler
@@ -44,16 +49,29 @@ class PrefillErrorHandler(Processor):
                   error_processors=[PrefillErrorHandler()])
     ```
 
-    The reminder is added to the message list as input, so it is persisted with the
-    conversation (metadata `systemReminder.type == "anthropic-prefill-processor-retry"`).
+    On a retry it streams a transient `data-system-reminder` chunk
+    (`{"message": "Retrying after Anthropic prefill error", "reminderType": ...}`) so a live UI
+    can show what is happening. The reminder is added to the message list as input, so it is
+    persisted with the conversation (metadata `systemReminder.type ==
+    "anthropic-prefill-processor-retry"`).
     """
 
     id = "prefill-error-handler"
     name = "Prefill Error Handler"
+    auto_injected = False
+    """True for the instance an agent added by itself (it does not change the retry cap)."""
 
     async def process_api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | None:
         if args.retry_count > 0 or not is_prefill_error(args.error):
             return None
+        if args.writer is not None:
+            await args.writer.custom(
+                {
+                    "type": "data-system-reminder",
+                    "data": {"message": RETRY_NOTICE, "reminderType": REMINDER_TYPE},
+                    "transient": True,
+                }
+            )
         reminder = Message(
             role="user",
             content=MessageContent(

@@ -22,13 +22,12 @@ import regex
 from sluicegate.messages import Message
 from sluicegate.processors.args import (
     ProcessInputArgs,
-    ProcessorViolation,
     ProcessOutputResultArgs,
     ProcessOutputStreamArgs,
     ProcessToolResultArgs,
     ProcessToolResultResult,
 )
-from sluicegate.processors.base import Processor
+from sluicegate.processors.base import Processor, notify_violation
 from sluicegate.stream.chunk import Chunk, TextPayload, text_delta
 from sluicegate.stream.payload import Payload
 
@@ -690,13 +689,7 @@ class RegexFilterProcessor(Processor):
     # ------------------------------------------------------------------ reporting
 
     def _report(self, message: str, detail: dict[str, Any]) -> None:
-        callback = self.on_violation
-        if callback is None:
-            return
-        try:
-            callback(ProcessorViolation(self.id, message, detail))
-        except Exception:  # on_violation must never break the pipeline
-            log.debug("on_violation of %s raised", self.id, exc_info=True)
+        notify_violation(self, message, detail)  # an async callback is awaited in a task
 
     def _handle(
         self,

@@ -1,0 +1,89 @@
+"""Misuse caught where it is made: when processors are registered, not halfway through a run.
+
+A processor that spells a hook Mastra's way (`processInput`) would otherwise be silently never
+called; a step result with a typo (`{"modle": ...}`) would silently change nothing. Both are
+`ConfigurationError`s naming the processor and what to write instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any
+
+from sluicegate.errors import ConfigurationError
+from sluicegate.processors.args import STEP_FIELDS, ProcessInputStepResult
+from sluicegate.processors.base import HOOKS, processor_id
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.upper() if word in ("llm", "api") else word.title() for word in rest)
+
+
+CAMEL_HOOKS: dict[str, str] = {
+    **{_camel(hook): hook for hook in HOOKS},
+    "processDataParts": "process_data_parts",
+}
+"""Mastra's spellings: `processInput` -> `process_input`, `processLLMRequest` -> ..."""
+_LOOSE_CAMEL = {re.sub(r"[^a-z]", "", camel.lower()): snake for camel, snake in CAMEL_HOOKS.items()}
+
+STEP_RESULT_KEYS = frozenset(
+    (*STEP_FIELDS, "messages", "message_list", "system_messages", *ProcessInputStepResult.__slots__)
+)
+_STEP_RESULT_CAMEL = frozenset(
+    ("toolChoice", "activeTools", "messageList", "systemMessages", "providerOptions", "modelSettings")
+) | {"structuredOutput"}
+
+
+def check_processor(processor: Any, where: str) -> str:
+    """The processor's id, after checking that its hooks are spelled and typed as the runner
+    expects. `where` names the array (for the message)."""
+    try:
+        pid = processor_id(processor)
+    except TypeError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from exc
+    names = set(dir(processor))
+    for name in names:
+        if not name.startswith("process") or "_" in name:
+            continue
+        snake = CAMEL_HOOKS.get(name) or _LOOSE_CAMEL.get(name.lower())
+        if snake is not None:
+            raise ConfigurationError(
+                f"{where}: processor {pid!r} defines {name!r}, which is never called; "
+                f"sluicegate hooks are snake_case: rename it to {snake!r}"
+            )
+    for hook in HOOKS:
+        if hook in names and not callable(getattr(processor, hook, None)):
+            raise ConfigurationError(
+                f"{where}: processor {pid!r} has a {hook!r} attribute that is not callable "
+                f"({type(getattr(processor, hook)).__name__})"
+            )
+    return pid
+
+
+def check_processor_array(value: Any, where: str) -> list[Any]:
+    """A resolved processor array (what a callable array returned, too) as a list."""
+    if not isinstance(value, (list, tuple)):
+        raise ConfigurationError(
+            f"{where} must be a list of processors (or a callable returning one), got {type(value).__name__}"
+        )
+    processors = list(value)
+    for processor in processors:
+        check_processor(processor, where)
+    return processors
+
+
+def check_step_result_keys(result: dict[str, Any], pid: str, hook: str) -> None:
+    """Reject keys of a `process_input_step` / `prepare_step` dict result that mean nothing."""
+    unknown = [key for key in result if key not in STEP_RESULT_KEYS and key not in _STEP_RESULT_CAMEL]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, sorted(STEP_RESULT_KEYS), n=1)
+        hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ConfigurationError(
+        f"processor {pid!r} returned unknown key(s) from {hook}: {', '.join(hints)}; "
+        f"known: {sorted(STEP_RESULT_KEYS)}"
+    )
