@@ -96,6 +96,7 @@ class _Channel:
         "judged_to",
         "make",
         "markers",
+        "out",
         "pending_spans",
         "pieces",
         "released",
@@ -121,6 +122,8 @@ class _Channel:
         self.held_since: float | None = None
         self.chunks_since = 0
         self.run_id = ""
+        self.out: list[str] = []
+        """The text released so far (vetted release)."""
 
     def text(self) -> str:
         if len(self.pieces) > 1:
@@ -162,8 +165,12 @@ class WindowedStream:
         release: Release,
         chunk_window: int = 0,
         processor_id: str,
+        on_text_done: Callable[[str, Any], None] | None = None,
     ) -> None:
         self.judge = judge
+        self.on_text_done = on_text_done
+        """Called with the text released by a finished run of text (see `WindowedGuard`)."""
+        self.prefetched: dict[str, asyncio.Task[Any]] = {}
         self.window_chars = window_chars
         self.overlap = overlap_chars
         self.max_hold = max_hold_ms / 1000
@@ -316,6 +323,7 @@ class WindowedStream:
                 pieces.append(text[position:cut])
             piece = "".join(pieces)
             if piece:
+                channel.out.append(piece)
                 out.append(channel.make(channel.run_id, channel.id_at(cursor), piece))
             cursor = cut
         channel.released = max(release_to, channel.released)
@@ -352,6 +360,9 @@ class WindowedStream:
                 if channel.released < channel.total:
                     out.extend(self._render(channel, channel.total, channel.pending_spans, None))
                 out.extend(marker for _, marker in channel.markers)
+            if channel is self.channels["text"] and self.on_text_done is not None and channel.total:
+                released = "".join(channel.out) if self.release == "vetted" else channel.text()
+                self.on_text_done(released, args)
             self._reset(channel)
         return out
 
@@ -364,6 +375,7 @@ class WindowedStream:
         channel.pending_spans = []
         channel.held_since = None
         channel.chunks_since = 0
+        channel.out = []
 
     def deadline(self) -> float | None:
         earliest: float | None = None
@@ -429,6 +441,34 @@ class WindowedGuard:
     async def judge_window(self, text: str, args: Any) -> Judgement:
         raise NotImplementedError(f"{type(self).__name__} must implement judge_window")
 
+    async def judge_response(self, text: str, args: Any) -> Any:
+        """The verdict `process_output_result` wants on a whole response message's text."""
+        raise NotImplementedError(f"{type(self).__name__} must implement judge_response")
+
+    def _prefetch(self, text: str, args: Any) -> None:
+        """A run of text is over: start the whole-response check on what was released now, so
+        `process_output_result` (and the other guardrails' checks) need not wait for it."""
+        stream: WindowedStream | None = args.state.get(_STATE_KEY)
+        key = text.strip()
+        if stream is None or not key or key in stream.prefetched:
+            return
+        task = asyncio.ensure_future(self.judge_response(key, args))
+        task.add_done_callback(_consume)
+        stream.prefetched[key] = task
+
+    def response_detector(self, args: Any) -> Callable[[str], Awaitable[Any]]:
+        """`detect(text)` for `process_output_result`: the prefetched verdict when the message
+        holds exactly the text that was streamed, a fresh one otherwise."""
+        stream: WindowedStream | None = args.state.get(_STATE_KEY)
+
+        async def detect(text: str) -> Any:
+            task = stream.prefetched.pop(text, None) if stream is not None else None
+            if task is not None:
+                return await task
+            return await self.judge_response(text, args)
+
+        return detect
+
     def _windows(self, args: Any) -> WindowedStream:
         stream: WindowedStream | None = args.state.get(_STATE_KEY)
         if stream is None:
@@ -440,6 +480,7 @@ class WindowedGuard:
                 release=self.release,
                 chunk_window=self.chunk_window,
                 processor_id=str(getattr(self, "id", type(self).__name__)),
+                on_text_done=self._prefetch,
             )
         return stream
 

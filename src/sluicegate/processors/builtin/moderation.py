@@ -5,7 +5,7 @@ in the input, in each streamed text chunk, and in the final response."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, get_args
 
 import pydantic
@@ -192,7 +192,10 @@ class ModerationProcessor(WindowedGuard, Processor):
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         checked = to_check(args.messages, response_ids(args))
-        return await self._moderate_messages(args.messages, checked, args.abort)
+        return await self._moderate_messages(args.messages, checked, args.abort, self.response_detector(args))
+
+    async def judge_response(self, text: str, args: Any) -> ModerationVerdict | None:
+        return await self.moderate(text)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): block aborts, filter withholds it."""
@@ -229,10 +232,14 @@ class ModerationProcessor(WindowedGuard, Processor):
         return f'Please evaluate the following content for moderation.{note}\n\nContent: "{content}"'
 
     async def _moderate_messages(
-        self, messages: list[Message], checked: list[Message], abort: Any
+        self,
+        messages: list[Message],
+        checked: list[Message],
+        abort: Any,
+        detect: Callable[[str], Awaitable[ModerationVerdict | None]] | None = None,
     ) -> list[Message] | None:
         dropped: set[str] = set()
-        async for message, _, verdict in flagged_messages(checked, self.moderate, self.is_flagged):
+        async for message, _, verdict in flagged_messages(checked, detect or self.moderate, self.is_flagged):
             self._handle(verdict, abort)
             if self.strategy == "filter":
                 dropped.add(message.id)

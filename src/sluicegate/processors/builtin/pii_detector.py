@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, get_args
 
 import pydantic
@@ -271,9 +271,11 @@ class PIIDetector(WindowedGuard, Processor):
         return await self._check_messages(args.messages, to_check(args.messages, input_ids(args)), args.abort)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
-        return await self._check_messages(
-            args.messages, to_check(args.messages, response_ids(args)), args.abort
-        )
+        checked = to_check(args.messages, response_ids(args))
+        return await self._check_messages(args.messages, checked, args.abort, self.response_detector(args))
+
+    async def judge_response(self, text: str, args: Any) -> PIIVerdict | None:
+        return await self.detect(text)
 
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
         """A tool's result, checked (one detector call for all its strings) and redacted
@@ -371,10 +373,14 @@ class PIIDetector(WindowedGuard, Processor):
         return mask_value(value, pii_type, self.preserve_format)
 
     async def _check_messages(
-        self, messages: list[Message], checked: list[Message], abort: Any
+        self,
+        messages: list[Message],
+        checked: list[Message],
+        abort: Any,
+        detect: Callable[[str], Awaitable[PIIVerdict | None]] | None = None,
     ) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
-        async for message, text, verdict in flagged_messages(checked, self.detect, self.is_flagged):
+        async for message, text, verdict in flagged_messages(checked, detect or self.detect, self.is_flagged):
             self._handle(verdict, abort)
             if self.strategy == "filter":
                 replaced[message.id] = None

@@ -194,11 +194,7 @@ class SystemPromptScrubber(WindowedGuard, Processor):
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
         checked = to_check(args.messages, response_ids(args), roles=("assistant",))
-        system_prompt = system_prompt_text(args)
-
-        async def detect(content: str) -> SystemPromptVerdict | None:
-            return await self.detect(content, system_prompt)
-
+        detect = self.response_detector(args)
         async for message, text, verdict in flagged_messages(checked, detect, self.is_flagged):
             self._handle(verdict, args.abort)
             if self.strategy == "filter":
@@ -206,6 +202,9 @@ class SystemPromptScrubber(WindowedGuard, Processor):
             elif self.strategy == "redact":
                 replaced[message.id] = with_text(message, self.redact(text, verdict))
         return replace_messages(args.messages, replaced)
+
+    async def judge_response(self, text: str, args: Any) -> SystemPromptVerdict | None:
+        return await self.detect(text, system_prompt_text(args))
 
     async def detect(self, content: str, system_prompt: str = "") -> SystemPromptVerdict | None:
         """The verdict on `content`: the overlap with `system_prompt`, then (per `llm`) the
