@@ -15,7 +15,7 @@ import pytest
 from sluicegate import Agent
 from sluicegate.errors import APICallError, MissingAPIKeyError
 from sluicegate.models.base import CallOptions, GenerateResult, StreamResult
-from sluicegate.processors import ModerationProcessor, PIIDetector, SystemPromptScrubber
+from sluicegate.processors import ModerationProcessor, PIIDetector, Processor, SystemPromptScrubber
 from sluicegate.testing import MockModel, text_step
 
 from .conftest import CLEAN, deltas_step, detector_prompt, stream_text
@@ -267,3 +267,25 @@ async def test_pii_when_unsure_asks_the_model_only_when_the_patterns_found_nothi
     agent = Agent(name="w", model=MockModel([text_step("my name is Ann")]), output_processors=[pii])
     await stream_text(await agent.stream("hi"))
     assert judge.calls
+
+
+async def test_the_whole_response_check_starts_when_the_streamed_text_ends() -> None:
+    judge = Judge(lambda _: CLEAN)
+    seen: list[int] = []
+
+    class Probe(Processor):
+        id = "probe"
+
+        async def process_output_result(self, args: Any) -> None:
+            await asyncio.sleep(0)  # one turn of the loop: a task already started has run
+            seen.append(len(judge.calls))
+
+    agent = Agent(
+        name="w",
+        model=MockModel([text_step("hello there")]),
+        output_processors=[Probe(), PIIDetector(model=judge)],
+    )
+    result = await agent.generate("hi")
+    assert result.text == "hello there"
+    # one window call, and the final check already asked before any output-result hook ran
+    assert seen == [2] and len(judge.calls) == 2
