@@ -121,3 +121,38 @@ async def test_no_fragment_of_a_secret_in_a_tool_result_reaches_the_client_the_s
     client, stored = await run_and_collect(agent)
     assert leaked(client) == [] and leaked(stored) == []
     assert leaked(json.dumps(model.calls[1].prompt, default=str)) == []
+
+
+async def test_what_memory_stores_is_what_the_client_received(tmp_path: Any) -> None:
+    from sluicegate.memory import Memory
+    from sluicegate.storage import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "memory.db"))
+    try:
+
+        async def lookup(args: Any, context: Any) -> dict[str, Any]:
+            return {"note": f"owner {EMAILS[0]} key {KEYS[0]}"}
+
+        tool = create_tool(
+            id="lookup", description="Look it up", input_schema={"type": "object"}, execute=lookup
+        )
+        pieces = split(f"mail {EMAILS[1]} or card {CARDS[0]} thanks", [7, 15, 26, 33])
+        model = MockModel([tool_call_step(("c1", "lookup", {})), answer_step("text", pieces)])
+        agent = Agent(
+            name="s",
+            model=model,
+            tools=[tool],
+            memory=Memory(storage=store),
+            output_processors=guards("regex+pii"),
+        )
+        output = await agent.stream("hi", memory={"thread": "t1", "resource": "u1"})
+        chunks = [chunk async for chunk in output.full_stream]
+        client_text = "".join(c.payload.text for c in chunks if c.type == "text-delta")
+        stored = await store.list_messages("t1")
+        stored_dump = json.dumps([m.to_dict() for m in stored], default=str)
+        assert (
+            leaked(stored_dump) == [] and leaked(json.dumps([c.to_dict() for c in chunks], default=str)) == []
+        )
+        assert stored[-1].role == "assistant" and client_text in stored[-1].text
+    finally:
+        await store.close()
