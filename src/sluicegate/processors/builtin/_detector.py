@@ -28,7 +28,6 @@ from sluicegate.messages.part import Part
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import known_providers, resolve_model
 from sluicegate.processors.base import Processor, notify_violation
-from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger("sluicegate.processors.guardrails")
 
@@ -377,23 +376,6 @@ async def flagged_messages(
         verdict = await detect(text)
         if verdict is not None and is_flagged(verdict):
             yield message, text, verdict
-
-
-async def flagged_delta(
-    part: Chunk,
-    detect: Callable[[str], Awaitable[VerdictT | None]],
-    is_flagged: Callable[[VerdictT], bool],
-) -> tuple[str, VerdictT] | None:
-    """The text and verdict of a non-blank text-delta chunk the detector flags; None otherwise."""
-    if part.type != "text-delta":
-        return None
-    text = part.payload.text
-    if not text or not text.strip():
-        return None
-    verdict = await detect(text)
-    if verdict is None or not is_flagged(verdict):
-        return None
-    return text, verdict
 
 
 def replace_messages(messages: list[Message], replaced: Mapping[str, Message | None]) -> list[Message] | None:
