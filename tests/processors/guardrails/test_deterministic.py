@@ -127,3 +127,19 @@ def test_shared_spans_need_min_words_in_order() -> None:
     assert shared_spans("x alpha beta gamma y", reference, 3) == [(2, 18)]
     assert shared_spans("gamma beta alpha", reference, 3) == []
     assert shared_spans("alpha beta", reference, 3) == []
+
+
+async def test_offline_pii_redaction_streams_with_exact_hold_back_not_windows() -> None:
+    from sluicegate.processors import PIIDetector
+
+    pii = PIIDetector(redaction_method="placeholder")
+    agent = Agent(
+        name="p",
+        model=MockModel([deltas_step("plain words ", "mail jo", "hn@example.com ", "bye")]),
+        output_processors=[pii],
+    )
+    _, chunks = await stream_text(await agent.stream("hi"))
+    deltas = [c.payload.text for c in chunks if c.type == "text-delta"]
+    # text that cannot be part of a match goes out at once; only the address in progress waits
+    assert deltas[0] == "plain words "
+    assert "".join(deltas) == "plain words mail [EMAIL] bye"

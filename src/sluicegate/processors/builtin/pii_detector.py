@@ -17,6 +17,7 @@ from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import (
     ProcessInputArgs,
     ProcessOutputResultArgs,
+    ProcessOutputStreamArgs,
     ProcessToolResultArgs,
     ProcessToolResultResult,
 )
@@ -55,6 +56,7 @@ from sluicegate.processors.builtin._window import (
     WindowedGuard,
 )
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
+from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +239,16 @@ class PIIDetector(WindowedGuard, Processor):
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
         self.patterns = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
+        wanted = [
+            r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
+        ]
+        self._exact_stream: RegexFilterProcessor | None = None
+        if self.llm == "never" and strategy == "redact" and wanted:
+            # Offline redaction streams like RegexFilter: exact hold-back, no windows.
+            self._exact_stream = RegexFilterProcessor(rules=wanted, strategy="redact")
+            self._exact_stream.replacement_for = lambda value, rule: self.redact_value(
+                value, _PATTERN_TYPES.get(rule.name, "api-key")
+            )
         self.detector: DetectorModel[PIIVerdict] | None = (
             None
             if self.llm == "never"
@@ -298,6 +310,16 @@ class PIIDetector(WindowedGuard, Processor):
             return substitute(text, spans, self.redact_value) if spans else text
 
         return ProcessToolResultResult(map_strings(args.result, redact_leaf))
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        if self._exact_stream is not None:
+            return self._exact_stream.process_output_stream(args)
+        return await WindowedGuard.process_output_stream(self, args)
+
+    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
+        if self._exact_stream is not None:
+            return self._exact_stream.flush_output_stream(args)
+        return await WindowedGuard.flush_output_stream(self, args)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): spans to redact, or the window

@@ -604,6 +604,8 @@ class RegexFilterProcessor(Processor):
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = stream_carryover_size
         self.process_data_parts = process_data_parts
+        self.replacement_for: Callable[[str, RegexRule], str] | None = None
+        """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
         # One alternation of every rule (each keeping its own flags): its leftmost, possibly
         # partial, match tells in one call where the first possible match of any rule starts.
         self._any = regex.compile("|".join(_scoped(rule.compiled) for rule in self.rules))
@@ -655,7 +657,12 @@ class RegexFilterProcessor(Processor):
         cursor = start
         for region in regions:
             out.append(text[cursor : region.start])
-            out.append(region.rule.replacement)
+            replace = self.replacement_for
+            out.append(
+                region.rule.replacement
+                if replace is None
+                else replace(text[region.start : region.end], region.rule)
+            )
             cursor = region.end
             if redactions is not None:
                 entry: dict[str, Any] = {
