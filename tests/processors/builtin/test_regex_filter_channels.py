@@ -139,3 +139,25 @@ async def test_data_parts_are_checked_only_when_asked() -> None:
 async def _write_note(context: Any) -> str:
     await context.writer.custom({"type": "data-note", "data": {"note": f"key {KEY}"}})
     return "ok"
+
+
+async def test_unreadable_tool_input_is_redacted_and_stays_a_tool_error() -> None:
+    raw = '{"token": "' + KEY + '", oops'
+    step = [
+        {"type": "stream-start", "warnings": []},
+        {"type": "tool-call", "toolCallId": "c1", "toolName": "save", "input": raw},
+        {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 1}},
+    ]
+    ran: list[Any] = []
+    tool = create_tool(
+        id="save", description="Save", input_schema={"type": "object"}, execute=lambda a, c: ran.append(a)
+    )
+    agent = Agent(
+        name="r",
+        model=MockModel([step, text_step("done")]),
+        tools=[tool],
+        output_processors=[RegexFilter(presets=["secrets"], strategy="redact")],
+    )
+    chunks, response = await collect(agent)
+    assert ran == [] and any(c.type == "tool-error" for c in chunks)
+    assert KEY[:8] not in dump([c.to_dict() for c in chunks]) + dump([m.to_dict() for m in response.messages])

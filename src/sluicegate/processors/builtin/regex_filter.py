@@ -1036,6 +1036,10 @@ class RegexFilterProcessor(Processor):
             redactions: list[dict[str, Any]] = []
             redacted = self._apply(value, regions, 0, len(value), redactions)
             self._report_redactions("process_output_stream", redactions, {"chunk": where})
+            if type(value) is not str:  # a str subclass (unparsed tool input) keeps its type
+                marked = type(value)(redacted)
+                marked.__dict__.update(getattr(value, "__dict__", {}))
+                return marked, True
             return redacted, True
         if isinstance(value, dict):
             out: dict[Any, Any] = {}
