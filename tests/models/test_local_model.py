@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import time
-from typing import Any
+from typing import Any, ClassVar
 
+import jsonschema
 import pytest
+from pydantic import BaseModel
 
-from sluicegate import Agent
+from sluicegate import Agent, tool
 from sluicegate.errors import ConfigurationError
 from sluicegate.models import resolve_model
-from sluicegate.models.base import CallOptions
-from sluicegate.models.local import LocalModel, _StopTrimmer, chat_messages
+from sluicegate.models._llama_chat import function_calling_messages, llama_tools
+from sluicegate.models.base import CallOptions, StreamResult
+from sluicegate.models.local import LocalModel, chat_messages
 from sluicegate.processors import Processor
 from sluicegate.processors.args import ProcessOutputStreamArgs
 from sluicegate.stream import Chunk
@@ -131,16 +135,14 @@ async def test_concurrent_calls_do_not_interleave() -> None:
 
 @pytest.mark.integration
 @needs_local
-async def test_tools_are_ignored_with_a_warning_and_stop_sequences_apply() -> None:
+async def test_stop_sequences_end_the_reply() -> None:
     model = LocalModel()
     options = CallOptions(
         prompt=[{"role": "user", "content": [{"type": "text", "text": "Count: one, two, three"}]}],
         temperature=0,
         max_output_tokens=40,
-        tools=[{"type": "function", "name": "t", "inputSchema": {"type": "object"}}],
     )
     parts = [p async for p in (await model.do_stream(options)).stream]
-    assert parts[0]["warnings"][0]["setting"] == "tools"
     text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
     assert len(text) > 3
     stop = text[2:4]
@@ -152,14 +154,192 @@ async def test_tools_are_ignored_with_a_warning_and_stop_sequences_apply() -> No
     assert stopped[-1]["finishReason"] == "stop"
 
 
-def test_stop_trimmer_holds_back_partial_stop_sequences() -> None:
-    trimmer = _StopTrimmer(["END"])
-    assert trimmer.feed("abc E") == ("abc ", False)
-    assert trimmer.feed("N") == ("", False)
-    assert trimmer.feed("Dxyz") == ("", True)
-    other = _StopTrimmer(["END"])
-    assert other.feed("E") == ("", False)
-    assert other.feed("x") == ("Ex", False)
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 20},
+        "age": {"type": "integer"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3},
+    },
+    "required": ["name", "age", "tags"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.integration
+@needs_local
+async def test_json_schema_response_format_constrains_the_reply() -> None:
+    model = LocalModel()
+    for seed, temperature in ((1, 0.0), (2, 1.0), (3, 1.5)):
+        parts = [
+            p
+            async for p in (
+                await model.do_stream(
+                    CallOptions(
+                        prompt=[{"role": "user", "content": [{"type": "text", "text": "Describe a cat."}]}],
+                        temperature=temperature,
+                        seed=seed,
+                        max_output_tokens=200,
+                        response_format={"type": "json", "schema": PERSON_SCHEMA},
+                    )
+                )
+            ).stream
+        ]
+        text = "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta")
+        jsonschema.validate(json.loads(text), PERSON_SCHEMA)
+        assert parts[-1]["finishReason"] == "stop"
+        assert parts[-1]["usage"]["outputTokens"] > 3
+
+
+class City(BaseModel):
+    city: str
+    country: str
+    population: int
+
+
+@pytest.mark.integration
+@needs_local
+async def test_structured_output_through_an_agent_offline() -> None:
+    agent = Agent(name="facts", instructions="Answer with facts.", model="local/smollm2-135m")
+    result = await agent.generate(
+        "Tell me about Paris.",
+        structured_output=City,
+        model_settings={"temperature": 0, "max_output_tokens": 120},
+    )
+    assert isinstance(result.object, City)
+    assert result.object.city
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather in a city",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 30}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+
+
+@pytest.mark.integration
+@needs_local
+async def test_a_chosen_tool_is_called_with_arguments_matching_its_schema() -> None:
+    model = LocalModel()
+    parts = [
+        p
+        async for p in (
+            await model.do_stream(
+                CallOptions(
+                    prompt=[
+                        {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]},
+                    ],
+                    tools=[WEATHER_TOOL],
+                    tool_choice={"type": "tool", "toolName": "get_weather"},
+                    temperature=0,
+                    max_output_tokens=60,
+                )
+            )
+        ).stream
+    ]
+    calls = [p for p in parts if p["type"] == "tool-call"]
+    assert len(calls) == 1 and calls[0]["toolName"] == "get_weather"
+    jsonschema.validate(json.loads(calls[0]["input"]), WEATHER_TOOL["inputSchema"])
+    assert [p["type"] for p in parts if p["type"].startswith("tool-input")] == [
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-end",
+    ]
+    assert parts[-1]["finishReason"] == "tool-calls"
+    assert parts[-1]["usage"]["inputTokens"] > 20
+
+
+@pytest.mark.integration
+@needs_local
+async def test_agent_tool_loop_on_the_local_model() -> None:
+    seen: list[str] = []
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        seen.append(city)
+        return f"Sunny and 21 degrees in {city}."
+
+    class Recording(LocalModel):
+        prompts: ClassVar[list[list[dict[str, Any]]]] = []
+
+        async def do_stream(self, options: CallOptions) -> StreamResult:
+            self.prompts.append(options.prompt)
+            return await super().do_stream(options)
+
+    agent = Agent(
+        name="weather",
+        instructions="You report the weather. Use get_weather.",
+        model=Recording(),
+        tools=[get_weather],
+    )
+    result = await agent.generate(
+        "What is the weather in Oslo?",
+        max_steps=2,
+        model_settings={"temperature": 0, "max_output_tokens": 60},
+    )
+    # The model chose the tool itself (tool_choice auto), its arguments came out under the
+    # schema's grammar, the tool ran, and its result went back for a second step. (A 135M model
+    # tends to call the tool again rather than answer: `max_steps` bounds the loop.)
+    assert seen and seen[0]
+    assert result.steps[0].tool_calls[0].payload.tool_name == "get_weather"
+    assert len(result.steps) == 2
+    assert len(Recording.prompts) == 2
+    assert "Sunny and 21 degrees in" in json.dumps(Recording.prompts[1][-1])
+
+
+def test_tool_choice_mapping() -> None:
+    other = dict(WEATHER_TOOL, name="other")
+    options = CallOptions(prompt=[], tools=[WEATHER_TOOL], tool_choice={"type": "required"})
+    tools, choice, warnings = llama_tools(options)
+    assert choice == {"type": "function", "function": {"name": "get_weather"}} and not warnings
+    assert tools[0]["function"]["parameters"] == WEATHER_TOOL["inputSchema"]
+    options.tools = [WEATHER_TOOL, other]
+    assert llama_tools(options)[1] == "auto" and llama_tools(options)[2][0]["setting"] == "toolChoice"
+    options.tool_choice = {"type": "none"}
+    assert llama_tools(options) == ([], None, [])
+    options.tool_choice = {"type": "tool", "toolName": "other"}
+    assert llama_tools(options)[1] == {"type": "function", "function": {"name": "other"}}
+
+
+def test_function_calling_messages_keep_calls_structured() -> None:
+    assert function_calling_messages(
+        [
+            {"role": "user", "content": [{"type": "text", "text": "q"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool-call", "toolCallId": "1", "toolName": "w", "input": {"a": 1}}],
+            },
+            {
+                "role": "tool",
+                "content": [
+                    {
+                        "type": "tool-result",
+                        "toolCallId": "1",
+                        "toolName": "w",
+                        "output": {"type": "text", "value": "3"},
+                    }
+                ],
+            },
+        ]
+    ) == [
+        {"role": "system", "content": ""},
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "1", "type": "function", "function": {"name": "w", "arguments": '{"a": 1}'}}
+            ],
+        },
+        {"role": "user", "content": "functions.w returned: 3"},
+    ]
 
 
 def test_prompt_flattening() -> None:

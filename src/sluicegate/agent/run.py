@@ -44,6 +44,7 @@ from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
 from sluicegate.processors.args import OutputResult
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
+from sluicegate.processors.input_guards import gated
 from sluicegate.processors.runner import ProcessorRunner, StepConfig, Writer
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk, TextPayload
@@ -197,6 +198,7 @@ class AgentRun:
         self._output_schema: OutputSchema | None = None
         self._output_attempts = 0
         self._object_ready = False
+        self._input_gate: asyncio.Future[Any] | None = None
 
     # ------------------------------------------------------------------ results
 
@@ -263,6 +265,7 @@ class AgentRun:
         try:
             self._pipeline = runner.stream_pipeline(message_list)
             await runner.run_input(message_list)
+            self._input_gate = runner.parallel_input(message_list)
             for chunk in await self._drain_processed():
                 yield chunk
             self._system_base = message_list.system_snapshot()
@@ -272,9 +275,13 @@ class AgentRun:
                 config = await self._prepare_step(step_number)
                 if config is None:  # an input-step retry: the attempt never reached the model
                     continue
-                async with aclosing(self._model_step(step_number, config)) as step_chunks:
-                    async for chunk in step_chunks:
+                step_chunks = self._model_step(step_number, config)
+                if self._input_gate is not None:  # held until the parallel input guards pass
+                    step_chunks = gated(step_chunks, self._input_gate)
+                async with aclosing(step_chunks) as chunks:
+                    async for chunk in chunks:
                         yield chunk
+                self._input_gate = None
                 step = self._current
                 assert step is not None
                 if step.finish_reason == "retry":
@@ -538,6 +545,15 @@ class AgentRun:
                 if pending:
                     for extra in await self._drain_processed():
                         yield extra
+            if self._input_gate is not None:
+                await self._input_gate  # no tool runs before the parallel input guards pass
+            if pipeline is not None and runner.flushes_stream:
+                # The step's text is over: processors holding some back release it now.
+                for flushed in await runner.flush_stream():
+                    self._record(flushed, step)
+                    yield flushed
+                for extra in await self._drain_processed():
+                    yield extra
         except (TripWire, ProcessorError):
             raise
         except Exception as exc:

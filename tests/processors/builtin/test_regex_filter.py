@@ -29,6 +29,7 @@ from sluicegate.processors.builtin.regex_filter import (
 from sluicegate.request_context import RequestContext
 from sluicegate.stream import Chunk
 from sluicegate.stream.chunk import text_delta
+from sluicegate.stream.payload import Payload
 from sluicegate.testing import MockModel, text_step
 
 VISA = "4111 1111 1111 1111"
@@ -53,6 +54,9 @@ def drive(processor: RegexFilterProcessor, pieces: list[str]) -> list[str]:
         for item in result if isinstance(result, list) else [result]:
             if item is not None and item.type == "text-delta":
                 out.append(item.payload.text)
+    for item in processor.flush_output_stream(args):  # the end of the step
+        if item.type == "text-delta":
+            out.append(item.payload.text)
     return out
 
 
@@ -207,7 +211,7 @@ def test_stream_output_equals_redacted_full_text(atoms: list[str], data: st.Data
     text = "".join(atoms)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=12)))
     pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
-    f = RegexFilter(presets=["pii", "secrets", "urls"], strategy="redact")
+    f = RegexFilter(presets=["pii", "secrets", "urls"], strategy="redact", stream_carryover_size=None)
     assert "".join(drive(f, pieces)) == f.redact(text)
 
 
@@ -274,24 +278,27 @@ def test_held_text_always_starts_where_a_match_could(atoms: list[str], data: st.
     for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True):
         args.part = text_delta("r", "t1", text[a:b])
         f.process_output_stream(args)
-        stream = args.state.get("regex_filter_stream")
+        streams = args.state.get("regex_filter_stream")
+        stream = None if streams is None else streams.text
         if stream is not None and stream.carry:
             buffer = stream.context + stream.carry
             assert f._any.match(buffer, len(stream.context), partial=True) is not None
 
 
-def test_stream_state_is_one_object_and_a_new_text_id_flushes() -> None:
+def test_stream_state_is_one_object_and_a_match_spans_text_ids() -> None:
     f = RegexFilter(rules=[{"name": "t", "pattern": r"TICKET-\d{4}"}], strategy="redact")
     args = ProcessOutputStreamArgs(abort=_abort, request_context=RequestContext())
     args.part = text_delta("r", "t1", "see TICK")
     assert f.process_output_stream(args).payload.text == "see "  # type: ignore[union-attr]
     assert list(args.state) == ["regex_filter_stream"]
-    args.part = text_delta("r", "t2", "other")
+    for marker in (Chunk("text-end", "r", Payload(id="t1")), Chunk("text-start", "r", Payload(id="t2"))):
+        args.part = marker
+        assert f.process_output_stream(args) is None  # held in order with the text
+    args.part = text_delta("r", "t2", "ET-1234 other")
     out = f.process_output_stream(args)
-    assert isinstance(out, list) and [(c.payload.id, c.payload.text) for c in out] == [
-        ("t1", "TICK"),
-        ("t2", "other"),
-    ]
+    assert isinstance(out, list)
+    assert [c.type for c in out] == ["text-end", "text-start", "text-delta"]
+    assert out[2].payload.text == "[REDACTED] other"
 
 
 TAILED_RULES = [rule for rule in (*PII_RULES, *SECRET_RULES, *URL_RULES) if rule.tail is not None]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sluicegate import Agent
+from sluicegate.errors import UnknownModelError
 from sluicegate.models.registry import register_provider
 from sluicegate.processors import (
     LanguageDetector,
@@ -97,9 +98,9 @@ async def test_model_strings_resolve_through_the_registry_on_first_use(
 
 
 @pytest.mark.parametrize(("cls", "pid", "is_input"), GUARDS, ids=ids)
-async def test_an_unknown_provider_fails_open(cls: type[Processor], pid: str, is_input: bool) -> None:
-    main = await run(cls(model="no-such-provider/x"), is_input)  # type: ignore[call-arg]
-    assert len(main.calls) == 1
+def test_an_unknown_provider_is_an_error_when_built(cls: type[Processor], pid: str, is_input: bool) -> None:
+    with pytest.raises(UnknownModelError, match="no-such-provider"):
+        cls(model="no-such-provider/x")  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(("cls", "pid", "is_input"), GUARDS, ids=ids)

@@ -151,6 +151,7 @@ async def test_instructions_replace_the_default_system_prompt() -> None:
 
 async def test_detector_failure_assumes_the_target_language() -> None:
     result, main, _ = await run_input(
-        LanguageDetector(model=detector(RuntimeError("down")), strategy="block"), SPANISH
+        LanguageDetector(model=detector(RuntimeError("down")), strategy="block", error_strategy="allow"),
+        SPANISH,
     )
     assert result.tripwire is None and user_texts(main.calls[0]) == [SPANISH]

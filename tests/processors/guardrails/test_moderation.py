@@ -137,16 +137,31 @@ async def test_include_scores_adds_every_score_to_the_report() -> None:
     assert "Scores" not in without.tripwire.reason and "scores" not in without.tripwire.metadata
 
 
-async def test_detector_failure_fails_open(caplog: pytest.LogCaptureFixture) -> None:
-    moderation = ModerationProcessor(model=detector(RuntimeError("rate limited")))
+async def test_detector_failure_fails_open_when_allowed_logged_and_reported(
+    caplog: pytest.LogCaptureFixture, violations: Any
+) -> None:
+    moderation = ModerationProcessor(model=detector(RuntimeError("rate limited")), error_strategy="allow")
+    seen = violations(moderation)
     with caplog.at_level(logging.WARNING):
         result, main = await run_input(moderation, "anything")
     assert result.tripwire is None and user_texts(main.calls[0]) == ["anything"]
     assert "rate limited" in caplog.text
+    assert seen and seen[0].detail["fail_open"] is True and "rate limited" in seen[0].detail["error"]
 
 
-async def test_out_of_range_scores_are_an_invalid_verdict_and_fail_open() -> None:
+async def test_detector_failure_blocks_by_default() -> None:
+    result, main = await run_input(
+        ModerationProcessor(model=detector(RuntimeError("rate limited"))), "anything"
+    )
+    assert result.tripwire is not None and main.calls == []
+    assert result.tripwire.metadata["detector_failed"] is True
+
+
+async def test_out_of_range_scores_are_an_invalid_verdict() -> None:
     result, main = await run_input(ModerationProcessor(model=detector(hate(7))), "anything")
+    assert result.tripwire is not None and main.calls == []
+    allowed = ModerationProcessor(model=detector(hate(7)), error_strategy="allow")
+    result, main = await run_input(allowed, "anything")
     assert result.tripwire is None and len(main.calls) == 1
 
 
@@ -159,26 +174,32 @@ def stream_route(flag_when: str) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("window", "expected"), [(0, ["a", "b", "c"]), (1, ["a", "ab", "bc"]), (5, ["a", "ab", "abc"])]
+    ("options", "expected"),
+    [
+        ({}, ["abcdef"]),  # one window: far below window_chars
+        ({"chunk_window": 1}, ["abcd", "abcdef"]),  # a window closes after 2 chunks
+        ({"window_chars": 3, "overlap_chars": 1}, ["abcd", "def"]),  # the overlap "d" is judged twice
+    ],
 )
-async def test_chunk_window_sets_the_context_of_each_streamed_delta(window: int, expected: list[str]) -> None:
+async def test_stream_is_judged_in_windows(options: dict[str, Any], expected: list[str]) -> None:
     model = routed_detector(lambda _: CLEAN)
-    moderation = ModerationProcessor(model=model, chunk_window=window)
-    agent = Agent(name="m", model=MockModel([text_step("abc", pieces=3)]), output_processors=[moderation])
+    moderation = ModerationProcessor(model=model, **options)
+    agent = Agent(name="m", model=MockModel([deltas_step("ab", "cd", "ef")]), output_processors=[moderation])
     text, _ = await stream_text(await agent.stream("hi"))
-    assert text == "abc"
+    assert text == "abcdef"
     stream_prompts = [detector_prompt(c) for c in model.calls if "part of a stream" in detector_prompt(c)]
     assert [p.rsplit('Content: "', 1)[1][:-1] for p in stream_prompts] == expected
-    assert f"up to {window} previous chunks" in stream_prompts[0]
 
 
 async def test_stream_filter_drops_flagged_deltas() -> None:
-    moderation = ModerationProcessor(model=routed_detector(stream_route("BAD")), strategy="filter")
+    moderation = ModerationProcessor(
+        model=routed_detector(stream_route("BAD")), strategy="filter", window_chars=5, overlap_chars=0
+    )
     agent = Agent(
         name="m", model=MockModel([deltas_step("fine ", "BAD ", "fine")]), output_processors=[moderation]
     )
     text, chunks = await stream_text(await agent.stream("hi"))
-    assert "BAD" not in text and text.count("fine") == 2
+    assert text == "fine "  # the window holding "BAD" is withheld
     assert chunks[-1].type == "finish"
 
 
@@ -205,7 +226,7 @@ async def test_stream_warn_passes_deltas_and_reports(violations: Any) -> None:
 
 
 async def test_stream_detector_failure_passes_the_delta() -> None:
-    moderation = ModerationProcessor(model=MockModel([RuntimeError("down")] * 5))
+    moderation = ModerationProcessor(model=MockModel([RuntimeError("down")] * 5), error_strategy="allow")
     agent = Agent(name="m", model=MockModel([text_step("hello")]), output_processors=[moderation])
     result = await agent.generate("hi")
     assert result.tripwire is None and result.text == "hello"
@@ -245,4 +266,4 @@ async def test_batching_before_moderation_means_one_detector_call_per_batch() ->
     text, _ = await stream_text(await agent.stream("hi"))
     assert text == "abcdef"
     stream_prompts = [detector_prompt(c) for c in model.calls if "part of a stream" in detector_prompt(c)]
-    assert [p.rsplit('Content: "', 1)[1][:-1] for p in stream_prompts] == ["abc", "def"]
+    assert [p.rsplit('Content: "', 1)[1][:-1] for p in stream_prompts] == ["abcdef"]

@@ -123,5 +123,8 @@ async def test_score_map_answers_are_read_too() -> None:
 
 
 async def test_detector_failure_fails_open() -> None:
-    result, main = await run_input(PromptInjectionDetector(model=detector("not json at all")), ATTACK)
+    blocked, main = await run_input(PromptInjectionDetector(model=detector("not json at all")), ATTACK)
+    assert blocked.tripwire is not None and main.calls == []
+    guard = PromptInjectionDetector(model=detector("not json at all"), error_strategy="allow")
+    result, main = await run_input(guard, ATTACK)
     assert result.tripwire is None and user_texts(main.calls[0]) == [ATTACK]

@@ -67,14 +67,14 @@ async def test_stream_filter_drops_the_delta() -> None:
     text, _ = await stream(
         SystemPromptScrubber(model=routed_detector(leak_route), strategy="filter"), ANSWER, LEAK
     )
-    assert text == ANSWER
+    assert text == ""  # the window is withheld
 
 
 async def test_stream_block_trips(violations: Any) -> None:
     scrubber = SystemPromptScrubber(model=routed_detector(leak_route), strategy="block")
     seen = violations(scrubber)
     text, chunks = await stream(scrubber, ANSWER, LEAK)
-    assert text == ANSWER
+    assert text == ""  # vetted: nothing went out before the verdict
     assert chunks[-1].type == "tripwire"
     assert chunks[-1].payload.processor_id == "system-prompt-scrubber"
     assert chunks[-1].payload.reason == "System prompt detected: system-prompt"
@@ -104,15 +104,14 @@ async def test_include_detections() -> None:
     ]
 
 
-async def test_output_result_redacts_the_response_message() -> None:
-    # streamed in two halves, the leak is only visible to the final check of the whole message
+async def test_a_leak_split_across_deltas_is_judged_whole() -> None:
     half = len(LEAK) // 2
     scrubber = SystemPromptScrubber(model=routed_detector(leak_route), redaction_method="placeholder")
     agent = Agent(
         name="a", model=MockModel([deltas_step(LEAK[:half], LEAK[half:])]), output_processors=[scrubber]
     )
     result = await agent.generate("hi")
-    assert result.text == LEAK
+    assert result.text == "[SYSTEM_PROMPT]"
     assert [m.text for m in result.response.messages] == ["[SYSTEM_PROMPT]"]
 
 
@@ -151,11 +150,12 @@ async def test_model_redacted_content_is_used_when_nothing_can_be_located() -> N
         "detections": [{"type": "system-prompt", "value": "something else", "confidence": 1}],
         "redacted_content": "[gone]",
     }
-    text, _ = await stream(SystemPromptScrubber(model=routed_detector(lambda _: answer)), LEAK)
-    assert text == "[gone]"
+    scrubber = SystemPromptScrubber(model=routed_detector(lambda _: answer))
+    text, _ = await stream(scrubber, LEAK)
+    assert text == ""  # a stream window cannot use a whole-text rewrite: it is withheld
 
 
 async def test_detector_failure_fails_open() -> None:
-    scrubber = SystemPromptScrubber(model=MockModel([RuntimeError("down")] * 3))
+    scrubber = SystemPromptScrubber(model=MockModel([RuntimeError("down")] * 3), error_strategy="allow")
     text, chunks = await stream(scrubber, LEAK)
     assert text == LEAK and chunks[-1].type == "finish"

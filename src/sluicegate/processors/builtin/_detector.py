@@ -3,9 +3,12 @@ text, rewriting it, choosing which messages to check, and reporting violations.
 
 The guardrails (`ModerationProcessor`, `PIIDetector`, `PromptInjectionDetector`,
 `LanguageDetector`, `SystemPromptScrubber`) each ask a small model for a verdict in a JSON
-schema. A guardrail must never take the agent down because its own model failed, so — as in
-Mastra — a failed call or an unreadable answer fails open: it is logged and treated as "nothing
-detected".
+schema. When that call fails or its answer cannot be read, `error_strategy` decides (unlike
+Mastra, which always lets the content through): `"block"` aborts the run (the default for the
+blocking and redacting strategies), `"allow"` lets the content through, logged at WARNING and
+reported to `on_violation`, and `"fallback"` lets the guardrail's deterministic pass decide. A
+misconfigured detector (unknown provider, missing API key) is never a pass: an unknown provider
+is an error when the guardrail is built, a missing key when it is first called.
 """
 
 from __future__ import annotations
@@ -15,21 +18,66 @@ import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import pydantic
 
+from sluicegate.errors import APICallError, ConfigurationError, TripWire, UnknownModelError
 from sluicegate.messages import Message
 from sluicegate.messages.part import Part
 from sluicegate.models.base import CallOptions, LanguageModel
-from sluicegate.models.registry import resolve_model
+from sluicegate.models.registry import known_providers, resolve_model
 from sluicegate.processors.base import Processor, notify_violation
-from sluicegate.stream.chunk import Chunk
 from sluicegate.tracing.metrics import record_detector_call
 
 log = logging.getLogger("sluicegate.processors.guardrails")
 
 VerdictT = TypeVar("VerdictT", bound=pydantic.BaseModel)
+
+ErrorStrategy = Literal["block", "allow", "fallback"]
+LLMMode = Literal["always", "when-unsure", "never"]
+"""When a guardrail with a deterministic pass asks its model: `"always"` (the model decides),
+`"when-unsure"` (only when the deterministic pass found nothing) or `"never"` (offline)."""
+ERROR_STRATEGIES: tuple[str, ...] = ("block", "allow", "fallback")
+DEFAULT_MAX_OUTPUT_TOKENS = 512
+"""Verdicts are short: a cap keeps a confused detector from rambling on the caller's bill."""
+
+
+_MISCONFIGURED = (401, 403, 404)
+"""Provider answers that mean the detector is misconfigured (key, permissions, model name)."""
+
+
+class DetectorError(Exception):
+    """The detector model's call failed or its answer was not a valid verdict."""
+
+
+def resolve_llm(label: str, model: Any, llm: str | None) -> LLMMode:
+    """`llm`, checked: `"never"` by default without a `model`, `"always"` with one."""
+    if llm is None:
+        return "never" if model is None else "always"
+    check_choice("llm", llm, ("always", "when-unsure", "never"))
+    if llm != "never" and model is None:
+        raise ValueError(
+            f"{label} with llm={llm!r} needs a `model`; use llm='never' for the offline pass only"
+        )
+    return llm  # type: ignore[return-value]
+
+
+def system_prompt_text(args: Any) -> str:
+    """The request's system messages as one text (empty when there is no message list)."""
+    message_list = getattr(args, "message_list", None)
+    if message_list is None:
+        return ""
+    return "\n".join(str(m.get("content", "")) for m in message_list.get_system_messages())
+
+
+def default_error_strategy(strategy: str, error_strategy: str | None) -> ErrorStrategy:
+    """`error_strategy`, checked; by default `"block"` for guardrails that block or redact
+    (fail closed) and `"allow"` for those that only warn or filter."""
+    if error_strategy is None:
+        return "block" if strategy in ("block", "redact", "rewrite") else "allow"
+    check_choice("error_strategy", error_strategy, ERROR_STRATEGIES)
+    return error_strategy  # type: ignore[return-value]
 
 
 class Verdict(pydantic.BaseModel):
@@ -60,15 +108,28 @@ class DetectorModel(Generic[VerdictT]):
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
         label: str,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
+        if max_output_tokens is not None and max_output_tokens < 1:
+            raise ValueError(f"{label}: max_output_tokens must be positive, got {max_output_tokens!r}")
         if model is None or (isinstance(model, str) and not model):
             raise ValueError(f"{label} needs a `model`: a 'provider/model' string or a LanguageModel")
         if not isinstance(model, str) and not hasattr(model, "do_generate"):
             raise TypeError(
                 f"{label}: `model` must be a 'provider/model' string or a LanguageModel, got {model!r}"
             )
+        if isinstance(model, str):
+            provider, sep, model_id = model.partition("/")
+            if not sep or not model_id:
+                raise UnknownModelError(f"{label}: model string {model!r} must look like 'provider/model-id'")
+            if provider not in known_providers():
+                raise UnknownModelError(
+                    f"{label}: unknown model provider {provider!r} in {model!r}; "
+                    f"known providers: {', '.join(known_providers()) or 'none registered'}"
+                )
         self._model_config = model
         self._model: LanguageModel | None = None if isinstance(model, str) else model
+        self.max_output_tokens = max_output_tokens
         self.instructions = instructions
         self.schema = schema
         self.json_schema = json_schema if json_schema is not None else schema.model_json_schema()
@@ -97,20 +158,62 @@ class DetectorModel(Generic[VerdictT]):
                 {"role": "user", "content": [{"type": "text", "text": prompt}]},
             ],
             temperature=0,
+            max_output_tokens=self.max_output_tokens,
             response_format={"type": "json", "schema": self.json_schema, "name": self.schema_name},
             provider_options=self.provider_options,
         )
 
-    async def ask(self, prompt: str) -> VerdictT | None:
-        """The model's verdict on `prompt`, or None (logged) when the call or its answer fails."""
+    async def ask(self, prompt: str) -> VerdictT:
+        """The model's verdict on `prompt`. Raises `DetectorError` when the call or its answer
+        fails, and lets `ConfigurationError` (no API key, unknown model) through as it is."""
         record_detector_call(self.processor_id or self.label)
         try:
-            result = await self.model.do_generate(self.call_options(prompt))
+            model = self.model
+            result = await model.do_generate(self.call_options(prompt))
             text = "".join(part.get("text", "") for part in result.content if part.get("type") == "text")
             return self.schema.model_validate(parse_json_object(text))
+        except (ConfigurationError, TripWire):
+            raise
+        except APICallError as exc:
+            if exc.status_code in _MISCONFIGURED:
+                # A wrong key, a model that does not exist: no retry or fallback can fix that.
+                raise ConfigurationError(
+                    f"{self.label}: the detector model rejected the call (HTTP {exc.status_code}): {exc}"
+                ) from exc
+            raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:
-            log.warning("[%s] detector model failed, allowing content: %s", self.label, exc)
-            return None
+            raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
+
+
+async def judged(
+    processor: Processor,
+    detector: DetectorModel[VerdictT],
+    prompt: str,
+    *,
+    error_strategy: str,
+    fallback: Callable[[], VerdictT | None] | None = None,
+) -> VerdictT | None:
+    """`detector`'s verdict on `prompt`; when it fails, what `error_strategy` says: raise a
+    `TripWire` (`"block"`), the deterministic `fallback`'s verdict (`"fallback"`), or None
+    (`"allow"`, and `"fallback"` without one) — logged at WARNING and reported to
+    `on_violation`, since the content then passes unjudged."""
+    try:
+        return await detector.ask(prompt)
+    except DetectorError as exc:
+        label = detector.label
+        detail = {"error": str(exc), "error_strategy": error_strategy}
+        if error_strategy == "block":
+            raise TripWire(
+                f"{label}: the detector model failed, so the content is blocked ({exc})",
+                metadata={**detail, "detector_failed": True},
+            ) from exc
+        if error_strategy == "fallback" and fallback is not None:
+            log.warning("[%s] detector model failed; the deterministic pass decides: %s", label, exc)
+            return fallback()
+        message = f"{label}: the detector model failed; content allowed unjudged ({exc})"
+        log.warning("[%s] detector model failed, allowing content: %s", label, exc)
+        report(processor, message, {**detail, "fail_open": True})
+        return None
 
 
 def parse_json_object(text: str) -> Any:
@@ -278,23 +381,6 @@ async def flagged_messages(
             yield message, text, verdict
 
 
-async def flagged_delta(
-    part: Chunk,
-    detect: Callable[[str], Awaitable[VerdictT | None]],
-    is_flagged: Callable[[VerdictT], bool],
-) -> tuple[str, VerdictT] | None:
-    """The text and verdict of a non-blank text-delta chunk the detector flags; None otherwise."""
-    if part.type != "text-delta":
-        return None
-    text = part.payload.text
-    if not text or not text.strip():
-        return None
-    verdict = await detect(text)
-    if verdict is None or not is_flagged(verdict):
-        return None
-    return text, verdict
-
-
 def replace_messages(messages: list[Message], replaced: Mapping[str, Message | None]) -> list[Message] | None:
     """`messages` with the ones named in `replaced` swapped (None drops them); None when
     nothing changed, so the runner leaves the list alone."""
@@ -370,3 +456,28 @@ def substitute(content: str, spans: Sequence[Span], replacement: Any) -> str:
         cursor = span.end
     out.append(content[cursor:])
     return "".join(out)
+
+
+def string_leaves(value: Any) -> list[str]:
+    """Every non-blank string inside `value` (through dicts, lists and tuples), in order."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in string_leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in string_leaves(item)]
+    return []
+
+
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """`value` with every string inside it replaced by `fn(string)` (containers copied)."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, dict):
+        return {key: map_strings(item, fn) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_strings(item, fn) for item in value)
+    return value
+
+
+WITHHELD_TOOL_RESULT = "[tool result withheld by {label}]"

@@ -15,17 +15,24 @@ from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     input_ids,
+    judged,
     message_text,
     report,
+    resolve_llm,
     to_check,
     with_metadata,
     with_text,
 )
+from sluicegate.processors.builtin._deterministic import detect_language
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +103,10 @@ class LanguageDetector(Processor):
     aborts the run with the language as tripwire metadata, `"translate"` replaces the text with
     a translation into the first target language (`translation_quality`: `"quality"` (default),
     `"balanced"` or `"speed"`), keeping the original in the metadata when `preserve_original`.
-    `include_detection_details` logs every detection. If the detector fails, the text is treated
-    as being in the target language.
+    `include_detection_details` logs every detection. The deterministic pass is
+    `lingua-language-detector` (offline); `llm` says when the model is asked (`"never"`, the
+    default without a `model`; `"when-unsure"`: only when lingua is below `threshold`, or for a
+    translation). `error_strategy` says what a failed detector call means.
 
     Example::
 
@@ -112,7 +121,8 @@ class LanguageDetector(Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
         target_languages: Sequence[str] | None = None,
         threshold: float = 0.7,
         strategy: LanguageStrategy = "detect",
@@ -123,6 +133,8 @@ class LanguageDetector(Processor):
         instructions: str | None = None,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(LanguageStrategy))
@@ -137,19 +149,28 @@ class LanguageDetector(Processor):
         self.min_text_length = min_text_length
         self.include_detection_details = include_detection_details
         self.translation_quality: TranslationQuality = translation_quality
+        self.llm: LLMMode = resolve_llm("LanguageDetector", model, llm)
+        if strategy == "translate" and self.llm == "never":
+            raise ValueError("LanguageDetector strategy='translate' needs a `model` to translate with")
         schema = LanguageVerdict.model_json_schema()
         if strategy != "translate":
             schema["properties"].pop("translated_text", None)
-        self.detector = DetectorModel(
-            model,
-            instructions=instructions or DEFAULT_INSTRUCTIONS,
-            schema=LanguageVerdict,
-            json_schema=schema,
-            schema_name="language_detection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="LanguageDetector",
+        self.detector: DetectorModel[LanguageVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or DEFAULT_INSTRUCTIONS,
+                schema=LanguageVerdict,
+                json_schema=schema,
+                schema_name="language_detection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="LanguageDetector",
+                max_output_tokens=max_output_tokens,
+            )
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
         replaced: dict[str, Message] = {}
@@ -183,10 +204,30 @@ class LanguageDetector(Processor):
         prompt = f'Detect language of: "{content}"\n\nTarget: {"/".join(self.target_languages)}'
         if self.strategy == "translate":
             prompt += f". If not in {first}, translate to {first}. {QUALITY_HINTS[self.translation_quality]}"
-        verdict = await self.detector.ask(prompt)
+        if self.detector is None:
+            return self.lingua_verdict(content)
+        if self.llm == "when-unsure":
+            found = self.lingua_verdict(content)
+            sure = found.iso_code is not None and (found.confidence or 0) >= self.threshold
+            if sure and (self.strategy != "translate" or self.is_target_language(found.iso_code)):
+                return found
+        verdict = await judged(
+            self,
+            self.detector,
+            prompt,
+            error_strategy=self.error_strategy,
+            fallback=lambda: self.lingua_verdict(content),
+        )
         if verdict is not None and verdict.translated_text and not verdict.confidence:
             verdict.confidence = ASSUMED_CONFIDENCE
         return verdict
+
+    def lingua_verdict(self, content: str) -> LanguageVerdict:
+        """lingua's offline verdict on `content` (no model call)."""
+        found = detect_language(content)
+        if found is None:
+            return LanguageVerdict()
+        return LanguageVerdict(iso_code=found[0], confidence=found[1])
 
     def is_target_language(self, iso_code: str | None) -> bool:
         if not iso_code:

@@ -5,29 +5,40 @@ in the input, in each streamed text chunk, and in the final response."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, get_args
 
 import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
+    ErrorStrategy,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     enforce,
     flagged_messages,
     input_ids,
+    judged,
     replace_messages,
     response_ids,
     restrict_enum,
     to_check,
 )
-from sluicegate.stream.chunk import Chunk
+from sluicegate.processors.builtin._window import (
+    DEFAULT_MAX_HOLD_MS,
+    DEFAULT_OVERLAP_CHARS,
+    DEFAULT_WINDOW_CHARS,
+    Judgement,
+    Release,
+    WindowedGuard,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,17 +93,20 @@ def default_instructions(categories: Sequence[str]) -> str:
     )
 
 
-class ModerationProcessor(Processor):
+class ModerationProcessor(WindowedGuard, Processor):
     """Content moderation by an LLM, for input and output.
 
     Each message (or streamed text chunk) goes to `model`, which scores it against
     `categories`; content is flagged when a score reaches `threshold` (default 0.5). Then
     `strategy` decides: `"block"` (default) aborts the run with the flagged categories as
     tripwire metadata, `"warn"` lets it through and reports to `on_violation`, `"filter"` drops
-    the message or chunk. `include_scores` adds every score to the report. As an output
-    processor it moderates each text delta with the `chunk_window` previous deltas as context
-    (put `BatchPartsProcessor` before it to call the model less often) and the final response.
-    If the detector model fails, content is allowed (and a warning logged). `provider_options`
+    the message or withholds the streamed window. `include_scores` adds every score to the
+    report. As an output processor it judges the stream in windows of `window_chars`
+    characters (a window also closes after `chunk_window` chunks when that is set, or when text
+    has waited `max_hold_ms`), judged while the model keeps generating; with
+    `release="vetted"` (the default except for warn) text reaches the client only once a verdict
+    covered it. `error_strategy` says what a failed detector call means (see `_detector`).
+    `provider_options`
     go with each detector call; `json_prompt_injection` also states the answer's JSON schema in
     the detector's system message, for models without a native JSON mode.
 
@@ -118,19 +132,31 @@ class ModerationProcessor(Processor):
         instructions: str | None = None,
         include_scores: bool = False,
         chunk_window: int = 0,
+        window_chars: int = DEFAULT_WINDOW_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
+        release: Release | None = None,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        run_in_parallel: bool = False,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(ModerationStrategy))
         check_threshold(threshold)
-        if chunk_window < 0:
-            raise ValueError(f"chunk_window must be 0 or more, got {chunk_window!r}")
+        self.init_windows(
+            strategy=strategy,
+            window_chars=window_chars,
+            overlap_chars=overlap_chars,
+            max_hold_ms=max_hold_ms,
+            release=release,
+            chunk_window=chunk_window,
+        )
         self.categories: tuple[str, ...] = tuple(categories) if categories else DEFAULT_CATEGORIES
         self.threshold = threshold
         self.strategy: ModerationStrategy = strategy
         self.include_scores = include_scores
-        self.chunk_window = chunk_window
         self.detector = DetectorModel(
             model,
             instructions=instructions or default_instructions(self.categories),
@@ -142,7 +168,20 @@ class ModerationProcessor(Processor):
             provider_options=provider_options,
             json_prompt_injection=json_prompt_injection,
             label="ModerationProcessor",
+            max_output_tokens=max_output_tokens,
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
+        if run_in_parallel and strategy not in ("block", "warn"):
+            raise ValueError(
+                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
+            )
+        self.run_in_parallel = run_in_parallel
+
+    @property
+    def checks_input_only(self) -> bool:
+        """Blocking or warning never changes the input, so this guard may run concurrently with
+        other checks (see `input_guards`)."""
+        return self.strategy in ("block", "warn")
 
     # ------------------------------------------------------------------ hooks
 
@@ -153,28 +192,29 @@ class ModerationProcessor(Processor):
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         checked = to_check(args.messages, response_ids(args))
-        return await self._moderate_messages(args.messages, checked, args.abort)
+        return await self._moderate_messages(args.messages, checked, args.abort, self.response_detector(args))
 
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
-        part = args.part
-        if part.type != "text-delta":
-            return part
-        content = self._window_text(args.stream_parts)
-        if not content.strip():
-            return part
-        verdict = await self.moderate(content, stream=True)
-        if verdict is not None and self.is_flagged(verdict):
-            self._handle(verdict, args.abort)
-            if self.strategy == "filter":
-                return None
-        return part
+    async def judge_response(self, text: str, args: Any) -> ModerationVerdict | None:
+        return await self.moderate(text)
+
+    async def judge_window(self, text: str, args: Any) -> Judgement:
+        """One streamed window's verdict (see `_window`): block aborts, filter withholds it."""
+        if not text.strip():
+            return Judgement()
+        verdict = await self.moderate(text, stream=True)
+        if verdict is None or not self.is_flagged(verdict):
+            return Judgement()
+        self._handle(verdict, args.abort)
+        return Judgement(flagged=True, drop=self.strategy == "filter", reason=verdict.reason or "moderation")
 
     # ------------------------------------------------------------------ moderation
 
     async def moderate(self, content: str, *, stream: bool = False) -> ModerationVerdict | None:
         """The detector's verdict on `content` (None when the detector failed), keeping only
         the configured categories."""
-        verdict = await self.detector.ask(self._prompt(content, stream))
+        verdict = await judged(
+            self, self.detector, self._prompt(content, stream), error_strategy=self.error_strategy
+        )
         if verdict is not None and verdict.category_scores:
             verdict.category_scores = [s for s in verdict.category_scores if s.category in self.categories]
         return verdict
@@ -184,28 +224,22 @@ class ModerationProcessor(Processor):
 
     def _prompt(self, content: str, stream: bool) -> str:
         note = (
-            f" This is part of a stream: you see only the latest chunk and up to {self.chunk_window} "
-            "previous chunks. Make your best judgement on the content."
+            " This is part of a stream: you see one window of the answer (its beginning may repeat "
+            "the end of the previous window). Make your best judgement on the content."
             if stream
             else ""
         )
         return f'Please evaluate the following content for moderation.{note}\n\nContent: "{content}"'
 
-    def _window_text(self, stream_parts: list[Chunk]) -> str:
-        """The current text delta and up to `chunk_window` text deltas before it."""
-        texts: list[str] = []
-        for chunk in reversed(stream_parts):
-            if chunk.type == "text-delta":
-                texts.append(chunk.payload.text)
-                if len(texts) > self.chunk_window:
-                    break
-        return "".join(reversed(texts))
-
     async def _moderate_messages(
-        self, messages: list[Message], checked: list[Message], abort: Any
+        self,
+        messages: list[Message],
+        checked: list[Message],
+        abort: Any,
+        detect: Callable[[str], Awaitable[ModerationVerdict | None]] | None = None,
     ) -> list[Message] | None:
         dropped: set[str] = set()
-        async for message, _, verdict in flagged_messages(checked, self.moderate, self.is_flagged):
+        async for message, _, verdict in flagged_messages(checked, detect or self.moderate, self.is_flagged):
             self._handle(verdict, abort)
             if self.strategy == "filter":
                 dropped.add(message.id)

@@ -7,33 +7,56 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, get_args
 
 import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.args import (
+    ProcessInputArgs,
+    ProcessOutputResultArgs,
+    ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
+)
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    WITHHELD_TOOL_RESULT,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     enforce,
-    flagged_delta,
     flagged_messages,
     input_ids,
+    judged,
     locate,
+    map_strings,
     replace_messages,
+    resolve_llm,
     response_ids,
     restrict_enum,
+    string_leaves,
     substitute,
     to_check,
     with_text,
 )
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.processors.builtin._window import (
+    DEFAULT_MAX_HOLD_MS,
+    DEFAULT_OVERLAP_CHARS,
+    DEFAULT_WINDOW_CHARS,
+    Judgement,
+    Release,
+    WindowedGuard,
+)
+from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
+from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +153,11 @@ def mask_value(value: str, pii_type: str, preserve_format: bool) -> str:
     return value[0] + "*" * (len(value) - 2) + value[-1]
 
 
-class PIIDetector(Processor):
+_PATTERN_TYPES = {"email": "email", "credit-card": "credit-card", "ssn": "ssn", "phone": "phone"}
+"""`RegexFilter` rule names as detection types; every secret rule counts as `api-key`."""
+
+
+class PIIDetector(WindowedGuard, Processor):
     """PII detection and redaction by an LLM, for input and output.
 
     `model` looks for `detection_types` (emails, phones, card numbers, SSNs, API keys, IPs,
@@ -143,7 +170,15 @@ class PIIDetector(Processor):
     SHA-256), `"remove"`, or `"placeholder"` (`placeholder_text`, else `[EMAIL]`, `[PHONE]`, ...).
     When a flagged text cannot be redacted it is dropped rather than passed on. Reports never
     carry the PII itself; `include_detections` adds each detection's type, confidence and span.
-    If the detector model fails, content is allowed (and a warning logged).
+    There is a deterministic pass (the `RegexFilter` PII and secret presets);
+    `llm` says when the model is asked: `"always"` (default with a `model`: the model decides),
+    `"when-unsure"` (the patterns decide when they find something, the model otherwise) or
+    `"never"` (default without a `model`: offline and deterministic).
+    `error_strategy` says what a failed detector call means: `"block"` (default for block and
+    redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
+    stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
+    across chunks is judged whole, and with `release="vetted"` nothing reaches the client
+    before a verdict covered it.
 
     Example::
 
@@ -158,7 +193,8 @@ class PIIDetector(Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
         detection_types: Sequence[str] | None = None,
         threshold: float = 0.6,
         strategy: PIIStrategy = "redact",
@@ -169,11 +205,26 @@ class PIIDetector(Processor):
         instructions: str | None = None,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        run_in_parallel: bool = False,
+        window_chars: int = DEFAULT_WINDOW_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
+        release: Release | None = None,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(PIIStrategy))
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
+        self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
+        self.init_windows(
+            strategy=strategy,
+            window_chars=window_chars,
+            overlap_chars=overlap_chars,
+            max_hold_ms=max_hold_ms,
+            release=release,
+        )
         self.detection_types: tuple[str, ...] = (
             tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
         )
@@ -187,16 +238,44 @@ class PIIDetector(Processor):
         if strategy != "redact":
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
-        self.detector = DetectorModel(
-            model,
-            instructions=instructions or default_instructions(self.detection_types),
-            schema=PIIVerdict,
-            json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
-            schema_name="pii_detection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="PIIDetector",
+        self.patterns = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
+        wanted = [
+            r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
+        ]
+        self._exact_stream: RegexFilterProcessor | None = None
+        if self.llm == "never" and strategy == "redact" and wanted:
+            # Offline redaction streams like RegexFilter: exact hold-back, no windows.
+            self._exact_stream = RegexFilterProcessor(rules=wanted, strategy="redact")
+            self._exact_stream.replacement_for = lambda value, rule: self.redact_value(
+                value, _PATTERN_TYPES.get(rule.name, "api-key")
+            )
+        self.detector: DetectorModel[PIIVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or default_instructions(self.detection_types),
+                schema=PIIVerdict,
+                json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
+                schema_name="pii_detection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="PIIDetector",
+                max_output_tokens=max_output_tokens,
+            )
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
+        if run_in_parallel and strategy not in ("block", "warn"):
+            raise ValueError(
+                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
+            )
+        self.run_in_parallel = run_in_parallel
+
+    @property
+    def checks_input_only(self) -> bool:
+        """Blocking or warning never changes the input, so this guard may run concurrently with
+        other checks (see `input_guards`)."""
+        return self.strategy in ("block", "warn")
 
     # ------------------------------------------------------------------ hooks
 
@@ -204,34 +283,95 @@ class PIIDetector(Processor):
         return await self._check_messages(args.messages, to_check(args.messages, input_ids(args)), args.abort)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
-        return await self._check_messages(
-            args.messages, to_check(args.messages, response_ids(args)), args.abort
-        )
+        checked = to_check(args.messages, response_ids(args))
+        return await self._check_messages(args.messages, checked, args.abort, self.response_detector(args))
 
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
-        part = args.part
-        found = await flagged_delta(part, self.detect, self.is_flagged)
-        if found is None:
-            return part
-        text, verdict = found
+    async def judge_response(self, text: str, args: Any) -> PIIVerdict | None:
+        return await self.detect(text)
+
+    async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
+        """A tool's result, checked (one detector call for all its strings) and redacted
+        before the model, the history and the client see it."""
+        leaves = string_leaves(args.result)
+        if not leaves:
+            return None
+        verdict = await self.detect("\n".join(leaves))
+        if verdict is None or not self.is_flagged(verdict):
+            return None
         self._handle(verdict, args.abort)
         if self.strategy == "warn":
-            return part
-        if self.strategy == "redact":
-            redacted = self.redact(text, verdict)
-            if redacted is not None:
-                return text_delta(part.run_id, part.payload.id, redacted)
-            log.warning("[PIIDetector] no redaction available for a streamed chunk; dropping it")
-        return None
+            return None
+        detections = [d for d in verdict.detections or () if d.confidence >= self.threshold]
+        if self.strategy == "filter" or not detections:
+            return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
+
+        def redact_leaf(text: str) -> str:
+            spans = locate(text, [d.model_copy(update={"start": -1, "end": -1}) for d in detections])
+            return substitute(text, spans, self.redact_value) if spans else text
+
+        return ProcessToolResultResult(map_strings(args.result, redact_leaf))
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        if self._exact_stream is not None:
+            return self._exact_stream.process_output_stream(args)
+        return await WindowedGuard.process_output_stream(self, args)
+
+    async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
+        if self._exact_stream is not None:
+            return self._exact_stream.flush_output_stream(args)
+        return await WindowedGuard.flush_output_stream(self, args)
+
+    async def judge_window(self, text: str, args: Any) -> Judgement:
+        """One streamed window's verdict (see `_window`): spans to redact, or the window
+        withheld (filter, or a redaction that cannot be located)."""
+        if not text.strip():
+            return Judgement()
+        verdict = await self.detect(text)
+        if verdict is None or not self.is_flagged(verdict):
+            return Judgement()
+        self._handle(verdict, args.abort)
+        if self.strategy == "warn":
+            return Judgement(flagged=True, reason="PII detected")
+        spans = locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold])
+        if self.strategy == "filter" or not spans:
+            return Judgement(flagged=True, drop=True, reason="PII detected")
+        return Judgement(flagged=True, spans=spans, replace=self.redact_value, reason="PII detected")
 
     # ------------------------------------------------------------------ detection
 
     async def detect(self, content: str) -> PIIVerdict | None:
-        """The detector's verdict on `content` (None when the detector failed)."""
-        return await self.detector.ask(
+        """The verdict on `content`: the pattern pass, then (per `llm`) the detector's; None
+        when a failed detector was allowed through."""
+        if self.detector is None:
+            return self.pattern_verdict(content)
+        if self.llm == "when-unsure":
+            found = self.pattern_verdict(content)
+            if found.detections:
+                return found
+        return await judged(
+            self,
+            self.detector,
             "Analyze the following content for PII (personally identifiable information):\n"
-            f'Content: "{content}"'
+            f'Content: "{content}"',
+            error_strategy=self.error_strategy,
+            fallback=lambda: self.pattern_verdict(content),
         )
+
+    def pattern_verdict(self, content: str) -> PIIVerdict:
+        """What the `RegexFilter` PII and secret presets find in `content`, as a verdict (no
+        model call): emails, phones, card numbers, SSNs, API keys and tokens."""
+        detections = [
+            PIIDetection(
+                type=_PATTERN_TYPES.get(rule.name, "api-key"),
+                value=content[start:end],
+                confidence=1.0,
+                start=start,
+                end=end,
+            )
+            for start, end, rule in self.patterns.find(content)
+        ]
+        wanted = [d for d in detections if d.type in self.detection_types]
+        return PIIVerdict(detections=wanted, categories=None)
 
     def is_flagged(self, verdict: PIIVerdict) -> bool:
         if verdict.detections:
@@ -255,10 +395,14 @@ class PIIDetector(Processor):
         return mask_value(value, pii_type, self.preserve_format)
 
     async def _check_messages(
-        self, messages: list[Message], checked: list[Message], abort: Any
+        self,
+        messages: list[Message],
+        checked: list[Message],
+        abort: Any,
+        detect: Callable[[str], Awaitable[PIIVerdict | None]] | None = None,
     ) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
-        async for message, text, verdict in flagged_messages(checked, self.detect, self.is_flagged):
+        async for message, text, verdict in flagged_messages(checked, detect or self.detect, self.is_flagged):
             self._handle(verdict, abort)
             if self.strategy == "filter":
                 replaced[message.id] = None

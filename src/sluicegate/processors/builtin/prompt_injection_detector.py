@@ -13,21 +13,30 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs
+from sluicegate.processors.args import ProcessInputArgs, ProcessToolResultArgs, ProcessToolResultResult
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    WITHHELD_TOOL_RESULT,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
     check_threshold,
+    default_error_strategy,
     enforce,
     flagged_messages,
     input_ids,
+    judged,
     replace_messages,
+    resolve_llm,
     restrict_enum,
+    string_leaves,
     to_check,
     with_text,
 )
+from sluicegate.processors.builtin._deterministic import injection_scores
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +97,12 @@ class PromptInjectionDetector(Processor):
     `"block"` (default) aborts with the attack types as tripwire metadata, `"warn"` lets it
     through and reports to `on_violation`, `"filter"` drops the message, `"rewrite"` replaces it
     with the detector's neutralized version (or drops it when there is none). `include_scores`
-    adds every score to the report. If the detector model fails, the message is allowed (and a
-    warning logged).
+    adds every score to the report. `check_tool_results` also checks tool results for indirect
+    injection (a flagged result is withheld, or rewritten). A curated set of injection phrasings
+    is the deterministic pass; `llm` says when the model is asked (`"never"`, the default
+    without a `model`, works offline; `"when-unsure"` asks only when no phrasing matched).
+    `error_strategy` says what a failed detector call means (by default, block and rewrite
+    fail closed; see `_detector`).
 
     Example::
 
@@ -104,7 +117,8 @@ class PromptInjectionDetector(Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
         detection_types: Sequence[str] | None = None,
         threshold: float = 0.7,
         strategy: InjectionStrategy = "block",
@@ -112,6 +126,10 @@ class PromptInjectionDetector(Processor):
         include_scores: bool = False,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        check_tool_results: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        run_in_parallel: bool = False,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(InjectionStrategy))
@@ -122,19 +140,38 @@ class PromptInjectionDetector(Processor):
         self.threshold = threshold
         self.strategy: InjectionStrategy = strategy
         self.include_scores = include_scores
+        self.check_tool_results = check_tool_results
+        self.llm: LLMMode = resolve_llm("PromptInjectionDetector", model, llm)
         schema = InjectionVerdict.model_json_schema()
         if strategy != "rewrite":
             schema["properties"].pop("rewritten_content", None)
-        self.detector = DetectorModel(
-            model,
-            instructions=instructions or default_instructions(self.detection_types),
-            schema=InjectionVerdict,
-            json_schema=restrict_enum(schema, "InjectionScore", "type", self.detection_types),
-            schema_name="prompt_injection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="PromptInjectionDetector",
+        self.detector: DetectorModel[InjectionVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or default_instructions(self.detection_types),
+                schema=InjectionVerdict,
+                json_schema=restrict_enum(schema, "InjectionScore", "type", self.detection_types),
+                schema_name="prompt_injection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="PromptInjectionDetector",
+                max_output_tokens=max_output_tokens,
+            )
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
+        if run_in_parallel and strategy not in ("block", "warn"):
+            raise ValueError(
+                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
+            )
+        self.run_in_parallel = run_in_parallel
+
+    @property
+    def checks_input_only(self) -> bool:
+        """Blocking or warning never changes the input, so this guard may run concurrently with
+        other checks (see `input_guards`)."""
+        return self.strategy in ("block", "warn")
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
@@ -150,6 +187,25 @@ class PromptInjectionDetector(Processor):
                 replaced[message.id] = with_text(message, rewritten) if rewritten else None
         return replace_messages(args.messages, replaced)
 
+    async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
+        """With `check_tool_results`, a tool's result is checked for indirect injection (text
+        planted in a web page, file or API answer) before the model reads it."""
+        if not self.check_tool_results:
+            return None
+        leaves = string_leaves(args.result)
+        if not leaves:
+            return None
+        verdict = await self.detect("\n".join(leaves))
+        if verdict is None or not self.is_flagged(verdict):
+            return None
+        self._handle(verdict, args.abort)
+        if self.strategy == "warn":
+            return None
+        rewritten = (verdict.rewritten_content or "").strip() if self.strategy == "rewrite" else ""
+        return ProcessToolResultResult(
+            rewritten or WITHHELD_TOOL_RESULT.format(label="PromptInjectionDetector")
+        )
+
     async def detect(self, content: str) -> InjectionVerdict | None:
         """The detector's verdict on `content` (None when the detector failed), keeping only
         the configured detection types."""
@@ -162,10 +218,30 @@ class PromptInjectionDetector(Processor):
                 "\n\nIf any injection is detected, provide rewritten_content that neutralizes the attack "
                 "while preserving any legitimate user intent."
             )
-        verdict = await self.detector.ask(prompt)
+        if self.detector is None:
+            return self.pattern_verdict(content)
+        if self.llm == "when-unsure":
+            found = self.pattern_verdict(content)
+            if found.categories:
+                return found
+        verdict = await judged(
+            self,
+            self.detector,
+            prompt,
+            error_strategy=self.error_strategy,
+            fallback=lambda: self.pattern_verdict(content),
+        )
         if verdict is not None and verdict.categories:
             verdict.categories = [c for c in verdict.categories if c.type in self.detection_types]
         return verdict
+
+    def pattern_verdict(self, content: str) -> InjectionVerdict:
+        """What the curated injection phrasings find in `content` (no model call)."""
+        scores = injection_scores(content, self.detection_types)
+        return InjectionVerdict(
+            categories=[InjectionScore(type=kind, score=score) for kind, score in scores],
+            reason="matches a known injection phrasing" if scores else None,
+        )
 
     def is_flagged(self, verdict: InjectionVerdict) -> bool:
         return any(c.score >= self.threshold for c in verdict.categories or ())

@@ -24,9 +24,12 @@ from sluicegate.processors.args import (
     ProcessInputArgs,
     ProcessOutputResultArgs,
     ProcessOutputStreamArgs,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, notify_violation
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.stream.chunk import Chunk, TextPayload, text_delta
+from sluicegate.stream.payload import Payload
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,8 @@ Phase = Literal["input", "output", "all"]
 Preset = Literal["pii", "secrets", "urls"]
 
 DEFAULT_REPLACEMENT = "[REDACTED]"
+DEFAULT_CARRYOVER = 128
+"""Characters the stream may hold back at most while a match is still forming (Mastra's default)."""
 _CONTEXT = 32
 """Characters of already-emitted text kept so lookbehinds and `\\b` see what precedes a chunk."""
 
@@ -452,17 +457,53 @@ class _TailedRule:
 
 
 class _StreamState:
-    """One text run's hold-back, kept as one object in `args.state`."""
+    """One channel's hold-back (the text, the reasoning, or one tool call's streamed
+    arguments), kept as one object in `args.state`."""
 
-    __slots__ = ("carry", "carry_id", "carry_run_id", "context")
+    __slots__ = ("carry", "carry_id", "carry_run_id", "context", "deferred", "make")
 
-    def __init__(self) -> None:
+    def __init__(self, make: Callable[[str, str, str], Chunk]) -> None:
         self.carry = ""
         """Held text: from where a match may still be forming to the end."""
         self.carry_id = ""
         self.carry_run_id = ""
         self.context = ""
         """Up to `_CONTEXT` characters emitted just before `carry`, for lookbehinds and `\\b`."""
+        self.deferred: list[Chunk] = []
+        """`*-start`/`*-end` markers that arrived while text was held: they go out, in order,
+        before the held text does, so a match spanning two text ids is still caught."""
+        self.make = make
+        """Builds this channel's delta chunk from (run id, id, text)."""
+
+
+def _reasoning_delta(run_id: str, id: str, text: str) -> Chunk:
+    return Chunk("reasoning-delta", run_id, TextPayload(id, text))
+
+
+def _tool_input_delta(run_id: str, id: str, text: str) -> Chunk:
+    return Chunk("tool-call-delta", run_id, Payload(tool_call_id=id, args_text_delta=text))
+
+
+class _Streams:
+    """Every channel's hold-back for one request."""
+
+    __slots__ = ("reasoning", "text", "tools")
+
+    def __init__(self) -> None:
+        self.text = _StreamState(text_delta)
+        self.reasoning = _StreamState(_reasoning_delta)
+        self.tools: dict[str, _StreamState] = {}
+
+    def all(self) -> list[_StreamState]:
+        return [self.text, self.reasoning, *self.tools.values()]
+
+
+_MARKERS = {
+    "text-start": "text",
+    "text-end": "text",
+    "reasoning-start": "reasoning",
+    "reasoning-end": "reasoning",
+}
 
 
 _STATE_KEY = "regex_filter_stream"
@@ -510,8 +551,15 @@ class RegexFilterProcessor(Processor):
     - `phase`: `"input"` (new input messages), `"output"` (stream and final messages), `"all"`.
     - `include_redacted_values`: put the matched text in reports (`on_violation` detail and the
       tripwire metadata); off by default, since it is the data being removed.
-    - `stream_carryover_size`: an optional cap on how many characters the stream may hold back
-      while a match is still forming; without it, text is held exactly as long as needed.
+    - `stream_carryover_size`: the most characters the stream holds back while a match may
+      still be forming (default 128, as in Mastra): held text never waits longer than that, and
+      a long unbroken token costs linear time. `None` holds exactly as long as a match needs.
+    - `process_data_parts`: also check `data-*` chunks (off by default, as in Mastra).
+
+    Streaming covers every channel the client sees: text and reasoning deltas (a match split
+    across chunks, or across two text ids, is held until it is settled), tool-call arguments as
+    they stream and in the final `tool-call` chunk, `tool-result` payloads, and (opt-in)
+    `data-*` chunks. What the stream releases is what the stored response holds.
 
     Example::
 
@@ -531,7 +579,8 @@ class RegexFilterProcessor(Processor):
         strategy: Strategy = "block",
         phase: Phase = "all",
         include_redacted_values: bool = False,
-        stream_carryover_size: int | None = None,
+        stream_carryover_size: int | None = DEFAULT_CARRYOVER,
+        process_data_parts: bool = False,
     ) -> None:
         super().__init__()
         collected: list[RegexRule] = []
@@ -549,10 +598,14 @@ class RegexFilterProcessor(Processor):
         if stream_carryover_size is not None and stream_carryover_size < 1:
             raise ValueError("stream_carryover_size must be a positive number of characters")
         self.rules: tuple[RegexRule, ...] = tuple(collected)
+        self._required = tuple((rule, required_char(rule.compiled)) for rule in self.rules)
         self.strategy: Strategy = strategy
         self.phase: Phase = phase
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = stream_carryover_size
+        self.process_data_parts = process_data_parts
+        self.replacement_for: Callable[[str, RegexRule], str] | None = None
+        """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
         # One alternation of every rule (each keeping its own flags): its leftmost, possibly
         # partial, match tells in one call where the first possible match of any rule starts.
         self._any = regex.compile("|".join(_scoped(rule.compiled) for rule in self.rules))
@@ -585,7 +638,9 @@ class RegexFilterProcessor(Processor):
     def find(self, text: str, pos: int = 0) -> list[tuple[int, int, RegexRule]]:
         """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`."""
         found: list[tuple[int, int, RegexRule]] = []
-        for rule in self.rules:
+        for rule, required in self._required:
+            if required is not None and text.find(required, pos) < 0:
+                continue  # every match holds this character: none here
             for match in rule.compiled.finditer(text, pos):
                 start, end = match.span()
                 if end > start and (rule.validate is None or rule.validate(match.group())):
@@ -602,7 +657,12 @@ class RegexFilterProcessor(Processor):
         cursor = start
         for region in regions:
             out.append(text[cursor : region.start])
-            out.append(region.rule.replacement)
+            replace = self.replacement_for
+            out.append(
+                region.rule.replacement
+                if replace is None
+                else replace(text[region.start : region.end], region.rule)
+            )
             cursor = region.end
             if redactions is not None:
                 entry: dict[str, Any] = {
@@ -709,33 +769,105 @@ class RegexFilterProcessor(Processor):
         self._filter_messages(args, args.message_list.get.response.db(), "process_output_result")
         return None
 
+    def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
+        """A tool's result, checked before the model, the history and the client see it."""
+        if self.phase == "input":
+            return None
+        value, changed = self._scrub_value(args, args.result, "tool-result")
+        return ProcessToolResultResult(value) if changed else None
+
     # ------------------------------------------------------------------ stream
 
     def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
         part = args.part
         if self.phase == "input":
             return part
-        stream = args.state.get(_STATE_KEY)
-        if stream is None:
-            stream = args.state[_STATE_KEY] = _StreamState()
-        if part.type == "text-delta":
-            if stream.carry and part.payload.id != stream.carry_id:
-                flushed = self._flush(args, stream)
-                emitted = self._feed(args, stream, part)
-                return [*flushed, emitted] if emitted is not None else flushed
-            return self._feed(args, stream, part)
-        if stream.carry:
-            if part.type == "step-finish" and _abandoned(part):
-                # The attempt was cut off: what is held may be half a secret (a card number
-                # the failed attempt never finished). It is never settled as final; drop it.
-                stream.carry = stream.context = ""
-                return part
-            return [*self._flush(args, stream), part]
-        return part
+        streams = args.state.get(_STATE_KEY)
+        if streams is None:
+            streams = args.state[_STATE_KEY] = _Streams()
+        kind = part.type
+        if kind == "text-delta":
+            channel = streams.text
+            emitted = self._feed(args, channel, part, part.payload.text, None)
+            if emitted is part or not channel.deferred:
+                return emitted
+            return self._with_deferred(channel, emitted)
+        if kind == "reasoning-delta":
+            return self._delta(args, streams.reasoning, part, part.payload.text)
+        marker = _MARKERS.get(kind)
+        if marker is not None:
+            channel = streams.text if marker == "text" else streams.reasoning
+            if channel.carry:
+                channel.deferred.append(part)
+                return None
+            return part
+        if kind == "tool-call-delta":
+            call_id = str(part.payload.get("tool_call_id") or "")
+            channel = streams.tools.get(call_id)
+            if channel is None:
+                channel = streams.tools[call_id] = _StreamState(_tool_input_delta)
+            return self._delta(args, channel, part, part.payload.get("args_text_delta") or "", call_id)
+        out: list[Chunk] = []
+        if kind == "step-finish" and _abandoned(part):
+            # The attempt was cut off: what is held may be half a secret (a card number the
+            # failed attempt never finished). It is never settled as final: drop it, and let
+            # only the held markers out.
+            for channel in streams.all():
+                channel.carry = channel.context = ""
+                out.extend(channel.deferred)
+                channel.deferred = []
+            streams.tools.clear()
+            out.append(part)
+            return out[0] if len(out) == 1 else out
+        for channel in streams.all():
+            if channel.carry or channel.deferred:
+                out.extend(self._flush(args, channel))
+        streams.tools.clear()
+        processed = self._structured(args, part)
+        if processed is not None:
+            out.append(processed)
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else out
 
-    def _feed(self, args: ProcessOutputStreamArgs, stream: _StreamState, part: Chunk) -> Chunk | None:
+    def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
+        """The end of a model step: every held channel is settled and released."""
+        streams: _Streams | None = args.state.get(_STATE_KEY)
+        if streams is None:
+            return []
+        out: list[Chunk] = []
+        for channel in streams.all():
+            if channel.carry or channel.deferred:
+                out.extend(self._flush(args, channel))
+        streams.tools.clear()
+        return out
+
+    def _delta(
+        self,
+        args: ProcessOutputStreamArgs,
+        channel: _StreamState,
+        part: Chunk,
+        text: str,
+        id: str | None = None,
+    ) -> Chunk | list[Chunk] | None:
+        emitted = self._feed(args, channel, part, text, id)
+        if not channel.deferred or emitted is part:
+            return emitted
+        return self._with_deferred(channel, emitted)
+
+    @staticmethod
+    def _with_deferred(channel: _StreamState, emitted: Chunk | None) -> Chunk | list[Chunk] | None:
+        """Markers held with the text go out before it once text is released."""
+        if channel.carry and emitted is None:
+            return None
+        deferred = channel.deferred
+        channel.deferred = []
+        return [*deferred, emitted] if emitted is not None else deferred
+
+    def _feed(
+        self, args: ProcessOutputStreamArgs, stream: _StreamState, part: Chunk, text: str, id: str | None
+    ) -> Chunk | None:
         """Add one delta; return what can be emitted now (None when all of it must wait)."""
-        text: str = part.payload.text
         if not text:
             return part
         context = stream.context
@@ -753,18 +885,21 @@ class RegexFilterProcessor(Processor):
             return part
         cap = self.stream_carryover_size
         if cap is not None and size - cut > cap:
-            cut = size - cap
+            # Held too long: all but the last `cap // 2` characters go out (a complete match
+            # across that point is settled whole). Halving the hold means this settling search
+            # runs once per `cap // 2` characters, not per chunk: bounded and linear.
+            cut = size - cap // 2
             regions = _regions([m for m in self.find(buffer, pos) if m[0] < cut])
             for region in regions:
                 if region.start < cut < region.end:
                     cut = region.end
         stream.carry = buffer[cut:]
-        stream.carry_id = part.payload.id
+        stream.carry_id = part.payload.id if id is None else id
         stream.carry_run_id = part.run_id
         stream.context = buffer[cut - _CONTEXT if cut > _CONTEXT else 0 : cut]
         if cut <= pos:
             return None
-        return self._emit(args, part, buffer, regions, pos, cut)
+        return self._emit(args, stream, buffer, regions, pos, cut)
 
     def _hold_from(self, buffer: str, pos: int, size: int) -> int:
         """Where text that may still become part of a match begins (`size`: nowhere), or -1
@@ -836,7 +971,7 @@ class RegexFilterProcessor(Processor):
     def _emit(
         self,
         args: ProcessOutputStreamArgs,
-        part: Chunk,
+        stream: _StreamState,
         buffer: str,
         regions: list[_Region],
         start: int,
@@ -853,21 +988,83 @@ class RegexFilterProcessor(Processor):
             text = buffer[start:end]
         if not text:
             return None
-        return text_delta(part.run_id, part.payload.id, text)
+        return stream.make(stream.carry_run_id, stream.carry_id, text)
 
     def _flush(self, args: ProcessOutputStreamArgs, stream: _StreamState) -> list[Chunk]:
-        """The held text, settled as final (the text run is over)."""
+        """The held text, settled as final (the text run is over), after any deferred markers."""
         carry = stream.carry
         context = stream.context
+        deferred = stream.deferred
         stream.carry = stream.context = ""
+        stream.deferred = []
         if not carry:
-            return []
+            return deferred
         buffer = context + carry
         pos = len(context)
         regions = _regions(self.find(buffer, pos))
-        placeholder = text_delta(stream.carry_run_id, stream.carry_id, "")
-        emitted = self._emit(args, placeholder, buffer, regions, pos, len(buffer))
-        return [emitted] if emitted is not None else []
+        emitted = self._emit(args, stream, buffer, regions, pos, len(buffer))
+        if emitted is None:
+            return deferred
+        if all(marker.type.endswith("-end") for marker in deferred):
+            return [emitted, *deferred]  # the held text belongs to the run that ended
+        return [*deferred, emitted]
+
+    # ------------------------------------------------------------------ whole values
+
+    def _structured(self, args: ProcessOutputStreamArgs, part: Chunk) -> Chunk | None:
+        """A chunk carrying a whole value the client sees (tool-call arguments, a tool
+        result, opted-in `data-*` data), with every string in it checked."""
+        kind = part.type
+        if kind == "tool-call":
+            field_name = "args"
+        elif kind == "tool-result":
+            field_name = "result"
+        elif kind.startswith("data-"):
+            if not self.process_data_parts:
+                return part
+            value, changed = self._scrub_value(args, part.data, kind)
+            return Chunk(kind, part.run_id, part.payload, value, part.from_) if changed else part
+        else:
+            return part
+        payload = part.payload
+        value, changed = self._scrub_value(args, payload.get(field_name), kind)
+        if not changed:
+            return part
+        fields = dict(vars(payload))
+        fields[field_name] = value
+        return Chunk(kind, part.run_id, Payload(**fields), part.data, part.from_)
+
+    def _scrub_value(self, args: Any, value: Any, where: str) -> tuple[Any, bool]:
+        """`value` with every string in it (through dicts, lists and tuples) checked: redacted
+        (the new value and True), or blocked/warned about (the value and False)."""
+        if isinstance(value, str):
+            regions = _regions(self.find(value))
+            if not regions:
+                return value, False
+            if self.strategy != "redact":
+                self._handle(args, value, regions, where, "process_output_stream")
+                return value, False
+            redactions: list[dict[str, Any]] = []
+            redacted = self._apply(value, regions, 0, len(value), redactions)
+            self._report_redactions("process_output_stream", redactions, {"chunk": where})
+            if type(value) is not str:  # a str subclass (unparsed tool input) keeps its type
+                marked = type(value)(redacted)
+                marked.__dict__.update(getattr(value, "__dict__", {}))
+                return marked, True
+            return redacted, True
+        if isinstance(value, dict):
+            out: dict[Any, Any] = {}
+            any_changed = False
+            for key, item in value.items():
+                out[key], changed = self._scrub_value(args, item, where)
+                any_changed = any_changed or changed
+            return (out, True) if any_changed else (value, False)
+        if isinstance(value, (list, tuple)):
+            items = [self._scrub_value(args, item, where) for item in value]
+            if any(changed for _, changed in items):
+                return type(value)(item for item, _ in items), True
+            return value, False
+        return value, False
 
 
 def _abandoned(step_finish: Chunk) -> bool:

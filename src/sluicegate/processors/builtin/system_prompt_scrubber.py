@@ -12,23 +12,37 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.processors.args import ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
+    ErrorStrategy,
+    LLMMode,
     Verdict,
     check_choice,
+    default_error_strategy,
     enforce,
-    flagged_delta,
     flagged_messages,
+    judged,
     locate,
     replace_messages,
+    resolve_llm,
     response_ids,
     substitute,
+    system_prompt_text,
     to_check,
     with_text,
 )
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.processors.builtin._deterministic import shared_spans
+from sluicegate.processors.builtin._window import (
+    DEFAULT_MAX_HOLD_MS,
+    DEFAULT_OVERLAP_CHARS,
+    DEFAULT_WINDOW_CHARS,
+    Judgement,
+    Release,
+    WindowedGuard,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +87,7 @@ def default_instructions(custom_patterns: Sequence[str]) -> str:
     )
 
 
-class SystemPromptScrubber(Processor):
+class SystemPromptScrubber(WindowedGuard, Processor):
     """Keeps the agent from revealing its system prompt, for output.
 
     Each streamed text chunk and each final assistant message goes to `model`, which lists any
@@ -82,8 +96,12 @@ class SystemPromptScrubber(Processor):
     `redaction_method` — `"mask"` (asterisks, default), `"placeholder"` (`placeholder_text`,
     default `[SYSTEM_PROMPT]`) or `"remove"`; `"filter"` drops the chunk or message; `"warn"`
     lets it through and reports to `on_violation`; `"block"` aborts with the finding types as
-    tripwire metadata. `include_detections` adds the findings' types and spans to reports. If
-    the detector model fails, content is allowed (and a warning logged).
+    tripwire metadata. `include_detections` adds the findings' types and spans to reports. The
+    stream is judged in windows of `window_chars` (see `ModerationProcessor`);
+    `error_strategy` says what a failed detector call means (by default, redact and block fail
+    closed). Its deterministic pass flags runs of `min_shared_words` (default 6) or more words
+    quoted from the agent's actual system prompt; `llm` says when the model is asked too
+    (`"never"`, the default without a `model`, works offline).
 
     Example::
 
@@ -99,7 +117,9 @@ class SystemPromptScrubber(Processor):
     def __init__(
         self,
         *,
-        model: str | LanguageModel,
+        model: str | LanguageModel | None = None,
+        llm: LLMMode | None = None,
+        min_shared_words: int = 6,
         strategy: ScrubberStrategy = "redact",
         custom_patterns: Sequence[str] | None = None,
         include_detections: bool = False,
@@ -108,46 +128,74 @@ class SystemPromptScrubber(Processor):
         instructions: str | None = None,
         provider_options: dict[str, Any] | None = None,
         json_prompt_injection: bool = False,
+        error_strategy: ErrorStrategy | None = None,
+        window_chars: int = DEFAULT_WINDOW_CHARS,
+        overlap_chars: int = DEFAULT_OVERLAP_CHARS,
+        max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
+        release: Release | None = None,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(ScrubberStrategy))
         check_choice("redaction_method", redaction_method, get_args(ScrubberRedaction))
+        self.init_windows(
+            strategy=strategy,
+            window_chars=window_chars,
+            overlap_chars=overlap_chars,
+            max_hold_ms=max_hold_ms,
+            release=release,
+        )
         self.strategy: ScrubberStrategy = strategy
         self.custom_patterns: tuple[str, ...] = tuple(custom_patterns or ())
         self.include_detections = include_detections
         self.redaction_method: ScrubberRedaction = redaction_method
         self.placeholder_text = placeholder_text
+        if min_shared_words < 2:
+            raise ValueError(f"min_shared_words must be 2 or more, got {min_shared_words!r}")
+        self.min_shared_words = min_shared_words
+        self.llm: LLMMode = resolve_llm("SystemPromptScrubber", model, llm)
         schema = SystemPromptVerdict.model_json_schema()
         if strategy != "redact":
             schema["properties"].pop("redacted_content", None)
-        self.detector = DetectorModel(
-            model,
-            instructions=instructions or default_instructions(self.custom_patterns),
-            schema=SystemPromptVerdict,
-            json_schema=schema,
-            schema_name="system_prompt_detection_result",
-            provider_options=provider_options,
-            json_prompt_injection=json_prompt_injection,
-            label="SystemPromptScrubber",
+        self.detector: DetectorModel[SystemPromptVerdict] | None = (
+            None
+            if self.llm == "never"
+            else DetectorModel(
+                model,
+                instructions=instructions or default_instructions(self.custom_patterns),
+                schema=SystemPromptVerdict,
+                json_schema=schema,
+                schema_name="system_prompt_detection_result",
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection,
+                label="SystemPromptScrubber",
+                max_output_tokens=max_output_tokens,
+            )
         )
+        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
-    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | None:
-        part = args.part
-        found = await flagged_delta(part, self.detect, self.is_flagged)
-        if found is None:
-            return part
-        text, verdict = found
+    async def judge_window(self, text: str, args: Any) -> Judgement:
+        """One streamed window's verdict (see `_window`)."""
+        if not text.strip():
+            return Judgement()
+        verdict = await self.detect(text, system_prompt_text(args))
+        if verdict is None or not self.is_flagged(verdict):
+            return Judgement()
         self._handle(verdict, args.abort)
-        if self.strategy == "filter":
-            return None
-        if self.strategy == "redact":
-            return text_delta(part.run_id, part.payload.id, self.redact(text, verdict))
-        return part
+        if self.strategy == "warn":
+            return Judgement(flagged=True, reason="system prompt detected")
+        spans = locate(text, verdict.detections or ())
+        if self.strategy == "filter" or not spans:
+            return Judgement(flagged=True, drop=True, reason="system prompt detected")
+        return Judgement(
+            flagged=True, spans=spans, replace=self._replacement, reason="system prompt detected"
+        )
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
         checked = to_check(args.messages, response_ids(args), roles=("assistant",))
-        async for message, text, verdict in flagged_messages(checked, self.detect, self.is_flagged):
+        detect = self.response_detector(args)
+        async for message, text, verdict in flagged_messages(checked, detect, self.is_flagged):
             self._handle(verdict, args.abort)
             if self.strategy == "filter":
                 replaced[message.id] = None
@@ -155,11 +203,36 @@ class SystemPromptScrubber(Processor):
                 replaced[message.id] = with_text(message, self.redact(text, verdict))
         return replace_messages(args.messages, replaced)
 
-    async def detect(self, content: str) -> SystemPromptVerdict | None:
-        """The detector's verdict on `content` (None when the detector failed)."""
-        return await self.detector.ask(
-            f'Analyze the following AI assistant output for system prompt content:\n\nContent: "{content}"'
+    async def judge_response(self, text: str, args: Any) -> SystemPromptVerdict | None:
+        return await self.detect(text, system_prompt_text(args))
+
+    async def detect(self, content: str, system_prompt: str = "") -> SystemPromptVerdict | None:
+        """The verdict on `content`: the overlap with `system_prompt`, then (per `llm`) the
+        detector's; None when a failed detector was allowed through."""
+        if self.detector is None:
+            return self.overlap_verdict(content, system_prompt)
+        if self.llm == "when-unsure":
+            found = self.overlap_verdict(content, system_prompt)
+            if found.detections:
+                return found
+        return await judged(
+            self,
+            self.detector,
+            f'Analyze the following AI assistant output for system prompt content:\n\nContent: "{content}"',
+            error_strategy=self.error_strategy,
+            fallback=lambda: self.overlap_verdict(content, system_prompt),
         )
+
+    def overlap_verdict(self, content: str, system_prompt: str) -> SystemPromptVerdict:
+        """Runs of `min_shared_words` or more words that `content` quotes from the actual
+        system prompt (no model call)."""
+        spans = shared_spans(content, system_prompt, self.min_shared_words)
+        detections = [
+            SystemPromptDetection(type="system-prompt", value=content[a:b], confidence=1.0, start=a, end=b)
+            for a, b in spans
+        ]
+        reason = "quotes the system prompt" if detections else None
+        return SystemPromptVerdict(detections=detections, reason=reason)
 
     def is_flagged(self, verdict: SystemPromptVerdict) -> bool:
         return bool(verdict.detections)

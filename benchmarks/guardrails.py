@@ -1,0 +1,274 @@
+"""What the stream-safe guardrails cost.
+
+Prints, with mock models (no network):
+
+1. detector calls for a streamed answer of 50 and 500 chunks, per LLM guardrail, against the
+   target ceil(chars / 400) + 1, beside Mastra 1.71's count for the same stream and mock
+   detector (measured with `mastra_guardrail_calls.mjs`, which needs Node and npm);
+2. time to the first released text delta with a 100 ms judge, `vetted` and `optimistic`;
+3. wall time of a 500-chunk stream (2 ms per chunk) with three LLM guardrails vs none;
+4. µs added per chunk by the deterministic guardrails (RegexFilter presets, PIIDetector
+   without a model), against a pass-through processor;
+5. RegexFilter on one 100,000-character token streamed in 4-character chunks (target ≤ 0.5 s);
+6. time to first token with three 200 ms input guards and a 300 ms model: one after another
+   (the old behaviour, emulated), concurrently, and with `run_in_parallel=True`.
+
+    uv run python benchmarks/guardrails.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import statistics
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from sluicegate import Agent
+from sluicegate.models.base import CallOptions, GenerateResult, StreamResult
+from sluicegate.processors import (
+    ModerationProcessor,
+    PIIDetector,
+    ProcessOutputStreamArgs,
+    PromptInjectionDetector,
+    RegexFilter,
+    SystemPromptScrubber,
+)
+from sluicegate.processors.base import Processor
+from sluicegate.request_context import RequestContext
+from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.testing import MockModel
+
+
+def answer(text: str) -> str:
+    return json.dumps({})
+
+
+class Judge(MockModel):
+    """A detector that answers "nothing found" after `delay` seconds."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def do_generate(self, options: CallOptions) -> GenerateResult:
+        self.calls.append(options)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return GenerateResult(content=[{"type": "text", "text": "{}"}], finish_reason="stop", usage={})
+
+
+class Paced(MockModel):
+    """A main model streaming `deltas` after `first` seconds, `pause` seconds apart."""
+
+    def __init__(self, deltas: list[str], *, pause: float = 0.0, first: float = 0.0) -> None:
+        super().__init__()
+        self.deltas = deltas
+        self.pause = pause
+        self.first = first
+
+    async def do_stream(self, options: CallOptions) -> StreamResult:
+        self.calls.append(options)
+
+        async def parts() -> AsyncIterator[dict[str, Any]]:
+            yield {"type": "stream-start", "warnings": []}
+            if self.first:
+                await asyncio.sleep(self.first)
+            yield {"type": "text-start", "id": "t1"}
+            for delta in self.deltas:
+                if self.pause:
+                    await asyncio.sleep(self.pause)
+                yield {"type": "text-delta", "id": "t1", "delta": delta}
+            yield {"type": "text-end", "id": "t1"}
+            yield {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1}}
+
+        return StreamResult(stream=parts())
+
+
+def words(count: int) -> list[str]:
+    vocabulary = ["The ", "report ", "shows ", "steady ", "growth ", "across ", "regions, ", "and ", "more. "]
+    return [vocabulary[i % len(vocabulary)] for i in range(count)]
+
+
+LLM_GUARDS: dict[str, Callable[[Any], Any]] = {
+    "ModerationProcessor": lambda judge: ModerationProcessor(model=judge),
+    "PIIDetector": lambda judge: PIIDetector(model=judge),
+    "SystemPromptScrubber": lambda judge: SystemPromptScrubber(model=judge),
+}
+
+
+MASTRA_CALLS = {
+    "ModerationProcessor": {50: 51, 500: 501},
+    "PIIDetector": {50: 2, 500: 16},
+    "SystemPromptScrubber": {50: 51, 500: 501},
+}
+"""Detector calls of Mastra 1.71.0 for the same streams, final check included
+(`node mastra_guardrail_calls.mjs`)."""
+
+
+async def first_and_total(agent: Agent) -> tuple[float, float]:
+    start = time.perf_counter()
+    output = await agent.stream("go")
+    first = 0.0
+    async for chunk in output.full_stream:
+        if chunk.type == "text-delta" and not first:
+            first = time.perf_counter() - start
+    return first, time.perf_counter() - start
+
+
+async def detector_calls() -> None:
+    print("1. detector calls per streamed answer (ours: the final whole-response check excluded)")
+    print(
+        f"   {'guardrail':<22}{'chunks':>7}{'chars':>7}{'calls':>7}{'target':>8}   Mastra 1.71 (incl. final)"
+    )
+    for name, make in LLM_GUARDS.items():
+        for chunks in (50, 500):
+            deltas = words(chunks)
+            chars = sum(map(len, deltas))
+            judge = Judge()
+            agent = Agent(name="b", model=Paced(deltas), output_processors=[make(judge)])
+            await first_and_total(agent)
+            stream_calls = len(judge.calls) - 1
+            target = math.ceil(chars / 400) + 1
+            mastra = MASTRA_CALLS[name][chunks]
+            print(f"   {name:<22}{chunks:>7}{chars:>7}{stream_calls:>7}{target:>8}   {mastra}")
+
+
+async def latency() -> None:
+    print("2. time to first released delta, 100 ms judge, 500 chunks at 2 ms each")
+    deltas = words(500)
+    for release in ("vetted", "optimistic"):
+        agent = Agent(
+            name="b",
+            model=Paced(deltas, pause=0.002),
+            output_processors=[ModerationProcessor(model=Judge(0.1), release=release)],  # type: ignore[arg-type]
+        )
+        first, _ = await first_and_total(agent)
+        print(f"   {release:<11} {first * 1000:7.0f} ms")
+    print("3. wall time of that stream: three LLM guardrails (100 ms judge) vs none")
+    _, none_total = await first_and_total(Agent(name="b", model=Paced(deltas, pause=0.002)))
+    print(f"   no guardrails      {none_total * 1000:7.0f} ms")
+    for release in ("vetted", "optimistic"):
+        guards = [make(Judge(0.1)) for make in LLM_GUARDS.values()]
+        for guard in guards:
+            guard.release = release
+        agent = Agent(name="b", model=Paced(deltas, pause=0.002), output_processors=guards)
+        _, total = await first_and_total(agent)
+        extra = (total - none_total) * 1000
+        latencies = extra / 100
+        print(f"   three, {release:<11} {total * 1000:7.0f} ms   (+{extra:.0f} ms = {latencies:.1f} judges)")
+
+
+class PassThrough(Processor):
+    id = "pass"
+
+    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
+        return args.part
+
+
+def per_chunk_us(processor: Any, deltas: list[str], repeat: int = 5) -> float:
+    """Median µs per chunk of `processor.process_output_stream` (awaited when async)."""
+    is_async = asyncio.iscoroutinefunction(processor.process_output_stream)
+    runs = []
+    for _ in range(repeat):
+        args = ProcessOutputStreamArgs(abort=lambda *a, **k: None, request_context=RequestContext())  # type: ignore[arg-type,return-value]
+        chunks = [text_delta("r", "t1", d) for d in deltas]
+
+        async def feed(chunks: list[Chunk] = chunks, args: ProcessOutputStreamArgs = args) -> float:
+            start = time.perf_counter()
+            for chunk in chunks:
+                args.part = chunk
+                result = processor.process_output_stream(args)
+                if is_async:
+                    await result
+            return time.perf_counter() - start
+
+        runs.append(asyncio.run(feed()) / len(chunks) * 1e6)
+    return statistics.median(runs)
+
+
+class AsyncPassThrough(Processor):
+    id = "async-pass"
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk:
+        return args.part
+
+
+def deterministic() -> None:
+    print("4. µs added per chunk by deterministic guardrails (10,000 prose tokens; target <= 3)")
+    deltas = words(10_000)
+    base = per_chunk_us(PassThrough(), deltas)
+    async_base = per_chunk_us(AsyncPassThrough(), deltas)
+    for name, processor in (
+        ("RegexFilter pii", RegexFilter(presets=["pii"], strategy="redact")),
+        ("RegexFilter pii+secrets", RegexFilter(presets=["pii", "secrets"], strategy="redact")),
+        ("PIIDetector, no model", PIIDetector()),
+    ):
+        floor = async_base if asyncio.iscoroutinefunction(processor.process_output_stream) else base
+        print(f"   {name:<26} +{per_chunk_us(processor, deltas) - floor:5.2f}")
+    print("5. RegexFilter, one 100,000-character token in 4-character chunks (target <= 0.5 s)")
+    token = ("abcd" * 25_000,)
+    pieces = [token[0][i : i + 4] for i in range(0, len(token[0]), 4)]
+    for label, cap in (("default cap (128)", 128), ("stream_carryover_size=None", None)):
+        # quadratic without a cap: only a 20,000-character slice
+        pieces_run = pieces[:5_000] if cap is None else pieces
+        processor = RegexFilter(presets=["pii", "secrets"], strategy="redact", stream_carryover_size=cap)
+        args = ProcessOutputStreamArgs(abort=lambda *a, **k: None, request_context=RequestContext())  # type: ignore[arg-type,return-value]
+        start = time.perf_counter()
+        first_out = None
+        for index, piece in enumerate(pieces_run):
+            args.part = text_delta("r", "t1", piece)
+            if processor.process_output_stream(args) is not None and first_out is None:
+                first_out = index
+        processor.flush_output_stream(args)
+        chars = len(pieces_run) * 4
+        print(
+            f"   {label:<27} {time.perf_counter() - start:6.3f} s for {chars:,} chars; "
+            f"first text released after {first_out if first_out is not None else '-'} chunks"
+        )
+
+
+async def input_guards() -> None:
+    print("6. time to first token: three 200 ms input guards, 300 ms model")
+
+    def guards(parallel: bool) -> list[Any]:
+        return [
+            ModerationProcessor(model=Judge(0.2), run_in_parallel=parallel),
+            PromptInjectionDetector(model=Judge(0.2), run_in_parallel=parallel),
+            PIIDetector(model=Judge(0.2), strategy="block", run_in_parallel=parallel),
+        ]
+
+    class Sequential(Processor):
+        """The three guards one after another (what every input processor did before)."""
+
+        id = "sequential"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = guards(False)
+
+        async def process_input(self, args: Any) -> None:
+            for guard in self.inner:
+                await guard.process_input(args)
+
+    for label, processors in (
+        ("one after another", [Sequential()]),
+        ("concurrently", guards(False)),
+        ("run_in_parallel=True", guards(True)),
+    ):
+        agent = Agent(name="b", model=Paced(["hello"], first=0.3), input_processors=processors)
+        first, _ = await first_and_total(agent)
+        print(f"   {label:<22} {first * 1000:6.0f} ms")
+
+
+async def main() -> None:
+    await detector_calls()
+    await latency()
+    deterministic()
+    await input_guards()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
