@@ -10,6 +10,7 @@ through `to_api_call_error`; errors inside an already-started stream become an `
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from sluicegate.errors import APICallError, retryable_status
@@ -31,12 +32,11 @@ _TRANSIENT_ERROR_CODES = (
 
 
 def _is_connection_error(exc: BaseException) -> bool:
-    import anthropic
-    import openai
-
-    if isinstance(
-        exc, (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError, TimeoutError)
-    ):
+    # Only SDKs already imported can have raised `exc` (and an optional one may not be installed).
+    sdk_errors = tuple(
+        module.APIConnectionError for name in ("openai", "anthropic") if (module := sys.modules.get(name))
+    )
+    if isinstance(exc, (*sdk_errors, ConnectionError, TimeoutError)):
         return True
     # httpx / httpx2 transport errors (ReadError, RemoteProtocolError, ...) surface unwrapped when
     # a connection drops while a stream is being read.

@@ -13,13 +13,15 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, get_type_hints, overload
 
-import jsonschema
 import pydantic
 
 from sluicegate.errors import ToolError
 from sluicegate.request_context import RequestContext
+
+if TYPE_CHECKING:
+    import jsonschema
 
 
 @dataclass
@@ -66,6 +68,8 @@ class Tool:
         self.provider_options = provider_options
         self._validator: jsonschema.Draft202012Validator | None = None
         if isinstance(input_schema, dict):
+            import jsonschema  # here, not at module level: it adds ~100 ms to `import sluicegate`
+
             jsonschema.Draft202012Validator.check_schema(input_schema)
             self._validator = jsonschema.Draft202012Validator(input_schema)
         elif input_schema is not None and not (
