@@ -43,7 +43,10 @@ os.environ.setdefault("UV_LOCK_TIMEOUT", "3600")
 
 HEARTBEAT_SECONDS = 20
 SLOW_BUILDS = {
-    "llama-cpp-python": "compiles llama.cpp from C++ source: 6–14 minutes on 2 cores, once; uv caches it",
+    "llama-cpp-python": (
+        "compiles llama.cpp from C++ source: 6–14 minutes on 2 idle cores, longer on a busy "
+        "machine; once, uv caches it"
+    ),
 }
 
 
