@@ -5,19 +5,25 @@
     python3 run.py test     # the whole test suite
     python3 run.py check    # lint (ruff) and type check (mypy --strict)
     python3 run.py bench    # the benchmarks
+    python3 run.py lowest   # the fast tests on the lowest versions pyproject.toml allows
 
 Each command installs what it needs first: `uv` (from PyPI, into .tools/ when it is not on
 PATH) and the locked environment in .venv/ (`uv sync --frozen --all-extras`). The first sync
-compiles llama-cpp-python for the embedded model, which takes 6–10 minutes on 2 cores; uv
+compiles llama-cpp-python for the embedded model (PyPI has no prebuilt wheel of it): 6–14
+minutes on 2 cores, with the elapsed time and what is compiling printed every 20 seconds. uv
 caches the build, so later runs start in seconds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -31,6 +37,17 @@ def say(message: str) -> None:
 # Machines behind a TLS-inspecting proxy trust its CA through the system store (as pip does here);
 # uv's bundled roots would not.
 os.environ.setdefault("UV_SYSTEM_CERTS", "1")
+# Several checkouts may share one uv cache: wait for another process's build of the same package
+# (and reuse it) instead of failing after uv's default five minutes.
+os.environ.setdefault("UV_LOCK_TIMEOUT", "3600")
+
+HEARTBEAT_SECONDS = 20
+SLOW_BUILDS = {
+    "llama-cpp-python": (
+        "compiles llama.cpp from C++ source: 6–14 minutes on 2 idle cores, longer on a busy "
+        "machine; once, uv caches it"
+    ),
+}
 
 
 def find_uv() -> list[str]:
@@ -52,9 +69,60 @@ def sync(uv: list[str]) -> None:
     lock = ROOT / "uv.lock"
     if marker.exists() and marker.stat().st_mtime >= lock.stat().st_mtime:
         return
-    say("installing the locked environment into .venv/ (the first time compiles llama-cpp-python: ~6 min)")
-    subprocess.run([*uv, "sync", "--frozen", "--all-extras"], cwd=ROOT, check=True)
+    say("installing the locked environment into .venv/ (the first time compiles llama-cpp-python)")
+    code = run_with_progress([*uv, "sync", "--frozen", "--all-extras"])
+    if code:
+        raise SystemExit(code)
     marker.touch()
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
+
+
+_BUILD_LINE = re.compile(r"^\s*(Building|Built) ([A-Za-z0-9_.\-]+)")
+
+
+def run_with_progress(command: list[str]) -> int:
+    """Run a uv command, passing its output through and saying every HEARTBEAT_SECONDS how long
+    it has been running and which packages are being built (uv itself is silent meanwhile)."""
+    started = time.monotonic()
+    building: dict[str, float] = {}
+    done = threading.Event()
+
+    def heartbeat() -> None:
+        while not done.wait(HEARTBEAT_SECONDS):
+            now = time.monotonic()
+            if building:
+                for name, since in list(building.items()):
+                    why = SLOW_BUILDS.get(name, "building from source")
+                    took = minutes(now - since)
+                    say(f"{minutes(now - started)} elapsed: building {name} for {took} ({why})")
+            else:
+                say(
+                    f"{minutes(now - started)} elapsed: downloading and installing "
+                    "(or waiting for another uv process that is building the same package)"
+                )
+
+    process = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    )
+    ticker = threading.Thread(target=heartbeat, daemon=True)
+    ticker.start()
+    assert process.stdout is not None
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        found = _BUILD_LINE.match(line)
+        if found:
+            name = found.group(2).lower()
+            if found.group(1) == "Building":
+                building[name] = time.monotonic()
+            else:
+                building.pop(name, None)
+    code = process.wait()
+    done.set()
+    say(f"install step finished in {minutes(time.monotonic() - started)}")
+    return code
 
 
 def run(uv: list[str], *args: str) -> int:
@@ -63,10 +131,71 @@ def run(uv: list[str], *args: str) -> int:
     return subprocess.run([*uv, "run", "--frozen", "--no-sync", *args], cwd=ROOT, env=env).returncode
 
 
+LOWEST_VENV = ROOT / ".venv-lowest"
+# Every extra except `local` (llama-cpp-python would compile again at its oldest version).
+LOWEST_EXTRAS = "anthropic,gemini,redis,postgres,vector"
+LOWEST_TESTS = ["tests/core", "tests/models", "tests/processors", "tests/cache", "tests/test_imports.py"]
+LOWEST_SECONDS = 1200
+
+
+def lowest(uv: list[str], rest: list[str]) -> int:
+    """Install the lowest versions pyproject.toml allows for its direct dependencies (the
+    newest for everything else) into .venv-lowest/ and run the fast tests there, so the floors
+    stay true. Bounded by LOWEST_SECONDS in all."""
+    started = time.monotonic()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    test_tools = [r for r in project["dependency-groups"]["dev"] if re.match(r"(pytest|hypothesis)", r)]
+    python = LOWEST_VENV / "bin" / "python"
+    env = {key: value for key, value in os.environ.items() if key != "SLUICEGATE_REQUIRE_SERVICES"}
+    env["VIRTUAL_ENV"] = str(LOWEST_VENV)
+    steps = [
+        [*uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(LOWEST_VENV)],
+        [
+            *uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(python),
+            "--resolution",
+            "lowest-direct",
+            "-e",
+            f".[{LOWEST_EXTRAS}]",
+            *test_tools,
+        ],
+        [*uv, "pip", "list", "--python", str(python)],
+        [
+            str(python),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not integration",
+            *(rest or LOWEST_TESTS),
+        ],
+    ]
+    for step in steps:
+        remaining = LOWEST_SECONDS - (time.monotonic() - started)
+        try:
+            code = subprocess.run(step, cwd=ROOT, env=env, timeout=max(remaining, 1)).returncode
+        except subprocess.TimeoutExpired:
+            say(f"lowest-versions check: over {LOWEST_SECONDS} s at `{' '.join(step[:4])} ...`; failing")
+            return 1
+        if code:
+            say(f"lowest-versions check failed at `{' '.join(step[:4])} ...` (exit {code})")
+            return code
+    say(f"lowest-versions check passed in {minutes(time.monotonic() - started)}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     job = argv[0] if argv else "demo"
     rest = argv[1:]
     uv = find_uv()
+    if job == "lowest":
+        return lowest(uv, rest)
     sync(uv)
     if job == "demo":
         return run(uv, "python", "-m", "sluicegate.demo", *rest)
@@ -84,7 +213,7 @@ def main(argv: list[str]) -> int:
             say(f"benchmark {script.name}")
             code = run(uv, "python", str(script), *rest) or code
         return code
-    say(f"unknown job {job!r}; use demo, test, check or bench")
+    say(f"unknown job {job!r}; use demo, test, check, bench or lowest")
     return 2
 
 

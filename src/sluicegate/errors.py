@@ -178,3 +178,19 @@ class TripWire(Exception):
     @property
     def message(self) -> str:
         return self.reason
+
+
+class MissingExtraError(ConfigurationError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it.
+
+    An `ImportError` too, so `except ImportError` around an optional feature keeps working.
+    """
+
+    def __init__(self, module: str, *, extra: str, feature: str) -> None:
+        super().__init__(
+            f"{feature} needs the `{module}` package from the `{extra}` extra, which is not "
+            f"installed: pip install 'sluicegate[{extra}]'"
+        )
+        self.name = module
+        self.extra = extra
+        self.feature = feature

@@ -13,8 +13,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from pydantic import BaseModel
 
-from sluicegate import Agent
+from sluicegate import Agent, tool
 from sluicegate.errors import APICallError
 from sluicegate.models import OpenAICompatible
 from sluicegate.models.base import CallOptions
@@ -65,6 +66,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "2048",
             "--model_alias",
             "smollm2",
+            # tools need a function-calling chat format (SmolLM2 speaks ChatML)
+            "--chat_format",
+            "chatml-function-calling",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -165,3 +169,54 @@ def test_sync_calls_in_a_row_after_asyncio_run_and_streaming(llama_server: str) 
     awaited = asyncio.run(agent.generate("Name a fruit.", model_settings=GREEDY))
     streamed = "".join(agent.stream_sync("Name a fruit.", model_settings=GREEDY).text_stream)
     assert first.text and first.text == second.text == awaited.text == streamed
+class City(BaseModel):
+    city: str
+    country: str
+
+
+async def test_structured_output_falls_back_from_json_schema(llama_server: str) -> None:
+    # llama-cpp-python's server accepts only `json_object` (with the schema as a grammar): the
+    # rejected `json_schema` request is retried in that mode, which the model then keeps.
+    model = OpenAICompatible("smollm2", base_url=llama_server, name="llamacpp")
+    agent = Agent(name="facts", instructions="Answer with facts.", model=model)
+    result = await agent.generate(
+        "Tell me about Paris.",
+        structured_output=City,
+        model_settings={"temperature": 0, "max_output_tokens": 80},
+    )
+    assert isinstance(result.object, City) and result.object.city
+    assert model.structured_outputs == "json_object"
+    again = await agent.generate(
+        "Tell me about Rome.",
+        structured_output=City,
+        model_settings={"temperature": 0, "max_output_tokens": 80},
+    )
+    assert isinstance(again.object, City)
+
+
+async def test_tool_loop_sends_the_call_history_back(llama_server: str) -> None:
+    seen: list[str] = []
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Current weather in a city."""
+        seen.append(city)
+        return f"Sunny in {city}."
+
+    agent = Agent(
+        name="weather",
+        instructions="Report the weather.",
+        model=OpenAICompatible("smollm2", base_url=llama_server, name="llamacpp"),
+        tools=[get_weather],
+    )
+    # A named tool streams (llama-cpp-python cannot stream a tool choice the model makes itself);
+    # step 2 sends the assistant tool call (content "") and the tool result back to the server.
+    result = await agent.generate(
+        "What is the weather in Oslo?",
+        tool_choice={"type": "tool", "tool_name": "get_weather"},
+        max_steps=2,
+        model_settings={"temperature": 0, "max_output_tokens": 40},
+    )
+    assert len(seen) == 2 and all(seen)
+    assert [step.finish_reason for step in result.steps] == ["tool-calls", "tool-calls"]
+    assert result.steps[1].tool_results

@@ -9,7 +9,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from redis.asyncio import Redis
+from sluicegate.errors import MissingExtraError
+
+try:
+    from redis.asyncio import Redis
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError("redis", extra="redis", feature="RedisCache") from exc
 
 from sluicegate.cache.base import ServerCache, check_ttl, decode_value, encode_value
 

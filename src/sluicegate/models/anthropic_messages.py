@@ -21,6 +21,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from sluicegate.errors import MissingExtraError
 from sluicegate.models._http_errors import close_quietly, error_part
 from sluicegate.models._prompt_parts import (
     base64_data,
@@ -77,7 +78,10 @@ class AnthropicMessagesModel(SDKModel):
     missing_key_message = "anthropic/{model_id} needs an API key: set the {env} environment variable"
 
     def _sdk_classes(self) -> tuple[Any, Any]:
-        from anthropic import AsyncAnthropic, AsyncStream
+        try:
+            from anthropic import AsyncAnthropic, AsyncStream
+        except ImportError as exc:
+            raise MissingExtraError("anthropic", extra="anthropic", feature="AnthropicMessagesModel") from exc
 
         return AsyncAnthropic, AsyncStream
 

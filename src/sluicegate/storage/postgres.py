@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import asyncpg
+from sluicegate.errors import MissingExtraError
+
+try:
+    import asyncpg
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError("asyncpg", extra="postgres", feature="PostgresStore") from exc
 
 from sluicegate.errors import MessageOwnershipError
 from sluicegate.messages.message import Message

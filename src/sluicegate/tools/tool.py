@@ -17,9 +17,8 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
 
-import jsonschema
 import pydantic
 
 from sluicegate.errors import ToolError
@@ -28,6 +27,9 @@ from sluicegate.tools.docstring import parse_docstring
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+if TYPE_CHECKING:
+    import jsonschema
 
 
 @dataclass
@@ -74,6 +76,8 @@ class Tool:
         self.provider_options = provider_options
         self._validator: jsonschema.Draft202012Validator | None = None
         if isinstance(input_schema, dict):
+            import jsonschema  # here, not at module level: it adds ~100 ms to `import sluicegate`
+
             jsonschema.Draft202012Validator.check_schema(input_schema)
             self._validator = jsonschema.Draft202012Validator(input_schema)
         elif input_schema is not None and not (

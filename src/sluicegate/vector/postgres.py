@@ -13,7 +13,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import asyncpg
+from sluicegate.errors import MissingExtraError
+
+try:
+    import asyncpg
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError("asyncpg", extra="postgres", feature="PgVector") from exc
 
 from sluicegate.vector.base import (
     QueryResult,

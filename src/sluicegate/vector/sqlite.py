@@ -17,8 +17,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import apsw
-import numpy as np
-import sqlite_vec
+
+from sluicegate.errors import MissingExtraError
+
+try:
+    import numpy as np
+    import sqlite_vec
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError(exc.name or "sqlite-vec", extra="vector", feature="SQLiteVector") from exc
 
 from sluicegate.storage.sqlite import SQLiteConnection, fetch_one, write_transaction
 from sluicegate.vector.base import (

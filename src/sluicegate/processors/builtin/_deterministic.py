@@ -15,7 +15,7 @@ import re
 import threading
 from typing import Any
 
-from sluicegate.errors import ConfigurationError
+from sluicegate.errors import ConfigurationError, MissingExtraError
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 _ANY = r"(?:all|any|every|the|your|my|these|those|previous|prior|above|earlier|preceding|\s)*"
@@ -84,9 +84,9 @@ def _language_detector() -> Any:
             if _detector is None:
                 try:
                     from lingua import LanguageDetectorBuilder
-                except ImportError as exc:  # pragma: no cover - a declared dependency
-                    raise ConfigurationError(
-                        "LanguageDetector's offline pass needs the `lingua-language-detector` package"
+                except ImportError as exc:
+                    raise MissingExtraError(
+                        "lingua", extra="language", feature="LanguageDetector's offline pass"
                     ) from exc
                 _detector = (
                     LanguageDetectorBuilder.from_all_spoken_languages().with_low_accuracy_mode().build()
