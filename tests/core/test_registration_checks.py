@@ -145,3 +145,15 @@ async def test_a_callable_array_returning_camel_case_processors_is_rejected():
 
 def test_hooks_list_includes_the_tool_result_hook():
     assert "process_tool_result" in HOOKS
+
+
+def test_hooks_set_on_the_instance_are_checked_too():
+    processor = Processor()
+    processor.id = "inst"
+    processor.processOutputResult = lambda args: None  # type: ignore[attr-defined]
+    with pytest.raises(ConfigurationError, match="process_output_result"):
+        Agent("a", model=_model(), output_processors=[processor])
+    fine = Processor()
+    fine.id = "fine"
+    fine.process_output_result = lambda args: None  # type: ignore[method-assign]
+    Agent("a", model=_model(), output_processors=[fine])

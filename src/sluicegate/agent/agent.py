@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sluicegate.agent.abort import check_abort_signal
-from sluicegate.agent.auto_processors import with_auto_error_processors
+from sluicegate.agent.auto_processors import auto_error_processors
 from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.run import (
@@ -169,8 +169,6 @@ class Agent:
         input_array = await self._resolve_array("input_processors", options, request_context)
         output_array = await self._resolve_array("output_processors", options, request_context)
         error_array = await self._resolve_array("error_processors", options, request_context)
-        if self.auto_error_processors:
-            error_array = with_auto_error_processors(error_array, input_array, output_array)
 
         tools = dict(self.tools)
         if "tools" in options:
@@ -202,7 +200,7 @@ class Agent:
             structured_output=options.get("structured_output"),
             abort_signal=abort_signal,
         )
-        return AgentRun(
+        run = AgentRun(
             agent_id=self.id,
             model=model,
             message_list=message_list,
@@ -214,6 +212,9 @@ class Agent:
             options=run_options,
             prepare_step=prepare_step,
         )
+        if self.auto_error_processors:
+            run.runner.auto_error_processors = auto_error_processors(input_array, output_array, error_array)
+        return run
 
     async def _resolve_array(
         self, name: str, options: dict[str, Any], request_context: RequestContext

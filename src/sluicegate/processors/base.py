@@ -191,7 +191,7 @@ _collector: ContextVar[ReportCollector | None] = ContextVar("sluicegate_violatio
 
 
 def collecting_reports() -> tuple[ReportCollector, Token[ReportCollector | None]]:
-    """Start collecting async `on_violation` calls; `_collector.reset(token)` and `drain()` after."""
+    """Start collecting async `on_violation` calls; `stop_collecting(token)` and `drain()` after."""
     collector = ReportCollector()
     return collector, _collector.set(collector)
 

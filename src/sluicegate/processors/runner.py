@@ -203,10 +203,10 @@ class ProcessorRunner:
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
         self._tool_result = self._entries(output_processors, "process_tool_result")
-        self.has_error_processors = any(
-            not getattr(e.processor, "auto_injected", False)
-            for e in self._entries(error_processors, "process_api_error")
-        )
+        self.has_error_processors = bool(self._entries(error_processors, "process_api_error"))
+        self.auto_error_processors: Sequence[Any] = ()
+        """Run after every other `process_api_error`, built only when a call fails (see
+        `sluicegate.agent.auto_processors`); they do not count for `has_error_processors`."""
         self.has_data_part_processors = any(
             getattr(e.processor, "process_data_parts", False) for e in self._output_stream
         )
@@ -480,7 +480,7 @@ class ProcessorRunner:
         model: Any,
     ) -> bool:
         """Whether a processor asked to retry the failed call. The first one that asks wins."""
-        for entry in self._api_error:
+        for entry in (*self._api_error, *self._entries(self.auto_error_processors, "process_api_error")):
             args = ProcessAPIErrorArgs(
                 **self._common(entry),
                 error=error,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.args import STEP_FIELDS, ProcessInputStepResult
@@ -27,6 +29,7 @@ CAMEL_HOOKS: dict[str, str] = {
 }
 """Mastra's spellings: `processInput` -> `process_input`, `processLLMRequest` -> ..."""
 _LOOSE_CAMEL = {re.sub(r"[^a-z]", "", camel.lower()): snake for camel, snake in CAMEL_HOOKS.items()}
+_HOOK_SET = frozenset(HOOKS)
 
 STEP_RESULT_KEYS = frozenset(
     (*STEP_FIELDS, "messages", "message_list", "system_messages", *ProcessInputStepResult.__slots__)
@@ -36,6 +39,35 @@ _STEP_RESULT_CAMEL = frozenset(
 ) | {"structuredOutput"}
 
 
+def _misspelling(names: Iterable[str]) -> tuple[str, str] | None:
+    """(the camelCase name, its hook) for the first Mastra-spelled hook among `names`."""
+    for name in names:
+        if name.startswith("process") and "_" not in name:
+            snake = CAMEL_HOOKS.get(name) or _LOOSE_CAMEL.get(name.lower())
+            if snake is not None:
+                return name, snake
+    return None
+
+
+def _uncallable_hook(names: Iterable[str], owner: Any) -> str | None:
+    for name in names:
+        if name in _HOOK_SET and not callable(getattr(owner, name, None)):
+            return name
+    return None
+
+
+_class_checks: WeakKeyDictionary[type, tuple[tuple[str, str] | None, str | None]] = WeakKeyDictionary()
+
+
+def _class_check(cls: type) -> tuple[tuple[str, str] | None, str | None]:
+    """What is wrong with a processor class (cached: registration happens on every call)."""
+    found = _class_checks.get(cls)
+    if found is None:
+        names = dir(cls)
+        found = _class_checks[cls] = (_misspelling(names), _uncallable_hook(names, cls))
+    return found
+
+
 def check_processor(processor: Any, where: str) -> str:
     """The processor's id, after checking that its hooks are spelled and typed as the runner
     expects. `where` names the array (for the message)."""
@@ -43,22 +75,21 @@ def check_processor(processor: Any, where: str) -> str:
         pid = processor_id(processor)
     except TypeError as exc:
         raise ConfigurationError(f"{where}: {exc}") from exc
-    names = set(dir(processor))
-    for name in names:
-        if not name.startswith("process") or "_" in name:
-            continue
-        snake = CAMEL_HOOKS.get(name) or _LOOSE_CAMEL.get(name.lower())
-        if snake is not None:
-            raise ConfigurationError(
-                f"{where}: processor {pid!r} defines {name!r}, which is never called; "
-                f"sluicegate hooks are snake_case: rename it to {snake!r}"
-            )
-    for hook in HOOKS:
-        if hook in names and not callable(getattr(processor, hook, None)):
-            raise ConfigurationError(
-                f"{where}: processor {pid!r} has a {hook!r} attribute that is not callable "
-                f"({type(getattr(processor, hook)).__name__})"
-            )
+    misspelled, uncallable = _class_check(type(processor))
+    own = getattr(processor, "__dict__", None)
+    if own:
+        misspelled = misspelled or _misspelling(own)
+        uncallable = _uncallable_hook(own, processor) or uncallable
+    if misspelled is not None:
+        raise ConfigurationError(
+            f"{where}: processor {pid!r} defines {misspelled[0]!r}, which is never called; "
+            f"sluicegate hooks are snake_case: rename it to {misspelled[1]!r}"
+        )
+    if uncallable is not None and not callable(getattr(processor, uncallable, None)):
+        raise ConfigurationError(
+            f"{where}: processor {pid!r} has a {uncallable!r} attribute that is not callable "
+            f"({type(getattr(processor, uncallable)).__name__})"
+        )
     return pid
 
 

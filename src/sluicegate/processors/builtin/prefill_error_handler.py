@@ -58,8 +58,6 @@ class PrefillErrorHandler(Processor):
 
     id = "prefill-error-handler"
     name = "Prefill Error Handler"
-    auto_injected = False
-    """True for the instance an agent added by itself (it does not change the retry cap)."""
 
     async def process_api_error(self, args: ProcessAPIErrorArgs) -> ProcessAPIErrorResult | None:
         if args.retry_count > 0 or not is_prefill_error(args.error):
