@@ -95,6 +95,8 @@ class ToolError(SluicegateError):
 
 class AbortError(SluicegateError):
     """`generate` was cancelled by its `abort_signal` (a stream ends with an `abort` chunk)."""
+
+
 class StructuredOutputError(SluicegateError):
     """The model's answer did not match the `structured_output` schema, after every retry.
 

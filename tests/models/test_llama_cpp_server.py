@@ -169,6 +169,8 @@ def test_sync_calls_in_a_row_after_asyncio_run_and_streaming(llama_server: str) 
     awaited = asyncio.run(agent.generate("Name a fruit.", model_settings=GREEDY))
     streamed = "".join(agent.stream_sync("Name a fruit.", model_settings=GREEDY).text_stream)
     assert first.text and first.text == second.text == awaited.text == streamed
+
+
 class City(BaseModel):
     city: str
     country: str

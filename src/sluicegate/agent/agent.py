@@ -23,7 +23,7 @@ from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normal
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
 from sluicegate.agent.sync_loop import run_sync
 from sluicegate.errors import AbortError, ConfigurationError, InvalidInputError, SluicegateError
-from sluicegate.messages import Message, MessageList
+from sluicegate.messages import MessageList
 from sluicegate.messages.validate import (
     DEFAULT_MAX_INPUT_CHARS,
     check_id,
@@ -33,7 +33,6 @@ from sluicegate.messages.validate import (
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
-from sluicegate.processors.base import processor_id
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
@@ -245,7 +244,7 @@ class Agent(Generic[Out]):
                 f"prepare_step must be a function (def or async def), got {type(prepare_step).__name__}"
             )
         if options.get("structured_output") is not None:
-            structured_schema(options["structured_output"])  # fail early on a bad value
+            output_schema(options["structured_output"])  # fail early on a bad value
 
         input_array = await self._resolve_array("input_processors", options, request_context)
         output_array = await self._resolve_array("output_processors", options, request_context)

@@ -78,7 +78,9 @@ def output_schema(structured_output: Any) -> OutputSchema:
     if isinstance(schema, dict) and "schema" in schema and isinstance(schema["schema"], (dict, type)):
         unknown = set(schema) - {"schema"}
         if unknown:
-            raise SluicegateError(f"structured_output: unknown option(s) {sorted(unknown)}; known: ['schema']")
+            raise SluicegateError(
+                f"structured_output: unknown option(s) {sorted(unknown)}; known: ['schema']"
+            )
         schema = schema["schema"]
     if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         return OutputSchema(schema.model_json_schema(), schema, None)

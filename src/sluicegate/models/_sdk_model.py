@@ -13,7 +13,6 @@ import asyncio
 import importlib
 import os
 import threading
-import os
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator

@@ -178,6 +178,8 @@ def _count_violation(processor: Any) -> None:
         record_violation(processor_id(processor))
     except Exception:
         _log.debug("could not count a violation of %r", processor, exc_info=True)
+
+
 class ReportCollector:
     """Async `on_violation` calls made by synchronous code during one hook call; the runner
     awaits them right after the hook returns (see `collecting_reports`)."""

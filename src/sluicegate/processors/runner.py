@@ -40,16 +40,6 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
     step_result_fields,
 )
-from sluicegate.processors.base import implements, make_abort, notify_violation, processor_id
-from sluicegate.processors.hook_timeout import (
-    DEFAULT_PROCESSOR_TIMEOUT,
-    StreamWatchdog,
-    await_bounded,
-    call_watched,
-    processor_timeout,
-    timeout_error,
-)
-from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.processors.base import (
     collecting_reports,
     implements,
@@ -59,7 +49,15 @@ from sluicegate.processors.base import (
     report_violation,
     stop_collecting,
 )
+from sluicegate.processors.hook_timeout import (
+    DEFAULT_PROCESSOR_TIMEOUT,
+    StreamWatchdog,
+    await_bounded,
+    call_watched,
+    processor_timeout,
+)
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
+from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk

@@ -21,6 +21,7 @@ from sluicegate.stream.payload import Payload, to_json
 
 P = TypeVar("P", default=Any)
 
+
 class TaggedRunId(str):
     """A run id that carries the run's chunk metadata (one object shared by all its chunks)."""
 

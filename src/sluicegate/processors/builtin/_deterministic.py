@@ -15,7 +15,7 @@ import re
 import threading
 from typing import Any
 
-from sluicegate.errors import ConfigurationError, MissingExtraError
+from sluicegate.errors import MissingExtraError
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 _ANY = r"(?:all|any|every|the|your|my|these|those|previous|prior|above|earlier|preceding|\s)*"
