@@ -296,7 +296,9 @@ async def test_exhausted_api_error_retries_end_with_step_finish_and_finish():
             return {"retry": True}
 
     errors = [APICallError("overloaded", status_code=529, is_retryable=True) for _ in range(3)]
-    agent = Agent("a", model=MockModel(errors), error_processors=[AlwaysRetry()], max_processor_retries=2)
+    agent = Agent(
+        "a", model=MockModel(errors), error_processors=[AlwaysRetry()], max_processor_retries=2, max_retries=0
+    )
     output = await agent.stream("hi")
     chunks = await collect(output)
     assert types(chunks)[-3:] == ["error", "step-finish", "finish"]
@@ -305,7 +307,11 @@ async def test_exhausted_api_error_retries_end_with_step_finish_and_finish():
     assert await output.finish_reason == "error"
     with pytest.raises(APICallError):
         await Agent(
-            "a", model=MockModel(list(errors)), error_processors=[AlwaysRetry()], max_processor_retries=2
+            "a",
+            model=MockModel(list(errors)),
+            error_processors=[AlwaysRetry()],
+            max_processor_retries=2,
+            max_retries=0,
         ).generate("hi")
 
 

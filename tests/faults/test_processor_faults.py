@@ -109,7 +109,12 @@ async def test_bad_timeouts_are_rejected() -> None:
 async def test_a_large_input_through_regex_filter_does_not_freeze_the_loop(stalls: StallMonitor) -> None:
     text = ("lorem ipsum dolor sit amet, " * 60_000) + " my email is ada@example.com"  # ~1.7 MB
     model = MockModel([text_step("ok")])
-    agent = Agent("a", model=model, input_processors=[RegexFilter(presets=["pii"], strategy="redact")])
+    agent = Agent(
+        "a",
+        model=model,
+        input_processors=[RegexFilter(presets=["pii"], strategy="redact")],
+        max_input_chars=2_000_000,
+    )
     assert (await agent.generate(text)).text == "ok"
     assert stalls.max_stall < 0.1  # on the loop this scan takes ~0.4 s; in a worker thread it ticks on
     sent = str(model.calls[0].prompt)

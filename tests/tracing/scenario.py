@@ -84,5 +84,6 @@ def build_agent() -> tuple[Agent, MockModel]:
         input_processors=[pii_in],
         output_processors=[NoDrafts(), pii_out, StampToolResult()],
         error_processors=[RetryOnRateLimit()],
+        max_retries=0,  # the error processor, not the provider retry, recovers the 429
     )
     return agent, model

@@ -57,7 +57,7 @@ async def test_span_tree_text(telemetry: Telemetry) -> None:
     assert "  processor retry-429 api_error  [outcome=retry]" in tree
     assert "  execute_tool weather" in tree
     assert "    processor stamp-tool-result tool_result  [outcome=modified]" in tree
-    assert len(tree) == 17  # the run, 4 chat, 1 tool, 11 processor spans
+    assert len(tree) == 18  # the run, 4 chat, 1 tool, 12 processor spans
 
 
 def test_chunk_metadata_rides_on_the_run_id() -> None:

@@ -60,14 +60,18 @@ EXPECTED = [
             (
                 "execute_tool weather",
                 {"sluicegate.step_number": 1},
-                [leaf(proc("stamp-tool-result", "tool_result", "modified", 1))],
+                [
+                    leaf(proc("pii-output", "tool_result", "pass", 1)),
+                    leaf(proc("stamp-tool-result", "tool_result", "modified", 1)),
+                ],
             ),
             chat(2),  # the draft
-            leaf(stream(2, "modified", seen=5, dropped=0, modified=2)),
+            # text-start is held with the text (dropped), then released with it (modified)
+            leaf(stream(2, "modified", seen=5, dropped=1, modified=1)),
             leaf(proc("no-drafts", "output_step", "retry", 2, reason="answer was a draft", retry=True)),
             chat(3),  # the answer, with an e-mail address the stream guardrail redacts
             # step-start, text-start, 4 deltas (one held back), text-end, step-finish, finish
-            leaf(stream(3, "modified", seen=9, dropped=1, modified=4)),
+            leaf(stream(3, "modified", seen=9, dropped=2, modified=3)),
             leaf(proc("no-drafts", "output_step", "pass", 3)),
             leaf(proc("pii-output", "output_result", "pass", 3)),
         ],
@@ -140,7 +144,7 @@ async def test_span_tree_structure_attributes_and_outcomes(telemetry: Telemetry)
 
     # every processor span carries the run, the agent, a hook duration and no content
     processor_spans = [s for s in spans if s.name.startswith("processor ")]
-    assert len(processor_spans) == 11
+    assert len(processor_spans) == 12
     for span in processor_spans:
         assert span.attributes["sluicegate.run_id"] == result.run_id
         assert span.attributes["sluicegate.agent.id"] == "support"

@@ -70,6 +70,8 @@ class AgentCallOptions(TypedDict, total=False):
     output does not match the schema; the agent's `output_retries` otherwise."""
     max_retries: int
     """Provider retries for retryable errors before the stream starts."""
+    max_input_chars: int
+    """The longest input (in characters) this call accepts; the agent's setting otherwise."""
 
 
 KNOWN_CALL_OPTIONS = frozenset(AgentCallOptions.__annotations__) | {"structured_output"}

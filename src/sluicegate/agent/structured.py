@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import pydantic
 
 from sluicegate.errors import ConfigurationError, SluicegateError, StructuredOutputError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 DEFAULT_OUTPUT_RETRIES = 1
 """How many times the model is asked again when its answer does not match (pydantic-ai's
@@ -75,7 +77,8 @@ class OutputSchema:
 def output_schema(structured_output: Any) -> OutputSchema:
     """`structured_output` (a pydantic model, a JSON-schema dict or `{"schema": ...}`) read."""
     schema = structured_output
-    if isinstance(schema, dict) and "schema" in schema and isinstance(schema["schema"], (dict, type)):
+    if isinstance(schema, dict) and "schema" in schema:
+        # {"schema": ...}; a dict without the key is the JSON schema itself
         unknown = set(schema) - {"schema"}
         if unknown:
             raise SluicegateError(
@@ -85,6 +88,8 @@ def output_schema(structured_output: Any) -> OutputSchema:
     if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         return OutputSchema(schema.model_json_schema(), schema, None)
     if isinstance(schema, dict):
+        import jsonschema  # only dict schemas need it; kept off `import sluicegate`
+
         try:
             validator_class = jsonschema.validators.validator_for(
                 schema, default=jsonschema.Draft202012Validator
