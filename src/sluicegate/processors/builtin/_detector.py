@@ -80,6 +80,26 @@ def default_error_strategy(strategy: str, error_strategy: str | None) -> ErrorSt
     return error_strategy  # type: ignore[return-value]
 
 
+def check_parallel(strategy: str, run_in_parallel: bool) -> bool:
+    """`run_in_parallel`, checked: only a guardrail that blocks or warns (a check only) may run
+    concurrently with the first model call."""
+    if run_in_parallel and strategy not in ("block", "warn"):
+        raise ValueError(f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}")
+    return run_in_parallel
+
+
+class ChecksInputOnly:
+    """Mix-in for guardrails whose block and warn strategies only check the input."""
+
+    strategy: str
+
+    @property
+    def checks_input_only(self) -> bool:
+        """Blocking or warning never changes the input, so this guard may run concurrently with
+        other checks (see `input_guards`)."""
+        return self.strategy in ("block", "warn")
+
+
 class Verdict(pydantic.BaseModel):
     """Base of the detectors' answer schemas: unknown keys are ignored, not an error."""
 

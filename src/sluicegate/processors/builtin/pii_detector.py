@@ -25,11 +25,13 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     WITHHELD_TOOL_RESULT,
+    ChecksInputOnly,
     DetectorModel,
     ErrorStrategy,
     LLMMode,
     Verdict,
     check_choice,
+    check_parallel,
     check_threshold,
     default_error_strategy,
     enforce,
@@ -157,7 +159,7 @@ _PATTERN_TYPES = {"email": "email", "credit-card": "credit-card", "ssn": "ssn", 
 """`RegexFilter` rule names as detection types; every secret rule counts as `api-key`."""
 
 
-class PIIDetector(WindowedGuard, Processor):
+class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     """PII detection and redaction by an LLM, for input and output.
 
     `model` looks for `detection_types` (emails, phones, card numbers, SSNs, API keys, IPs,
@@ -265,17 +267,7 @@ class PIIDetector(WindowedGuard, Processor):
             )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
-        if run_in_parallel and strategy not in ("block", "warn"):
-            raise ValueError(
-                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
-            )
-        self.run_in_parallel = run_in_parallel
-
-    @property
-    def checks_input_only(self) -> bool:
-        """Blocking or warning never changes the input, so this guard may run concurrently with
-        other checks (see `input_guards`)."""
-        return self.strategy in ("block", "warn")
+        self.run_in_parallel = check_parallel(strategy, run_in_parallel)
 
     # ------------------------------------------------------------------ hooks
 
