@@ -386,6 +386,19 @@ def enforce(
         log.info("[%s] %s (%s)", label, message, strategy)
 
 
+async def flagged_text(
+    text: str,
+    detect: Callable[[str], Awaitable[VerdictT | None]],
+    is_flagged: Callable[[VerdictT], bool],
+) -> VerdictT | None:
+    """The detector's verdict on `text` when it flags it; None for blank text (not asked), a
+    verdict that flags nothing, or a failed detector that was allowed through."""
+    if not text.strip():
+        return None
+    verdict = await detect(text)
+    return verdict if verdict is not None and is_flagged(verdict) else None
+
+
 async def flagged_messages(
     messages: Iterable[Message],
     detect: Callable[[str], Awaitable[VerdictT | None]],

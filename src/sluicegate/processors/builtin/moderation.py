@@ -26,6 +26,7 @@ from sluicegate.processors.builtin._detector import (
     default_error_strategy,
     enforce,
     flagged_messages,
+    flagged_text,
     input_ids,
     judged,
     replace_messages,
@@ -191,10 +192,8 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): block aborts, filter withholds it."""
-        if not text.strip():
-            return Judgement()
-        verdict = await self.moderate(text, stream=True)
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text(text, lambda window: self.moderate(window, stream=True), self.is_flagged)
+        if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
         return Judgement(flagged=True, drop=self.strategy == "filter", reason=verdict.reason or "moderation")

@@ -36,6 +36,7 @@ from sluicegate.processors.builtin._detector import (
     default_error_strategy,
     enforce,
     flagged_messages,
+    flagged_text,
     input_ids,
     judged,
     locate,
@@ -56,6 +57,7 @@ from sluicegate.processors.builtin._window import (
     Judgement,
     Release,
     WindowedGuard,
+    redaction_judgement,
 )
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 from sluicegate.stream.chunk import Chunk
@@ -284,11 +286,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
         """A tool's result, checked (one detector call for all its strings) and redacted
         before the model, the history and the client see it."""
-        leaves = string_leaves(args.result)
-        if not leaves:
-            return None
-        verdict = await self.detect("\n".join(leaves))
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
+        if verdict is None:
             return None
         self._handle(verdict, args.abort)
         if self.strategy == "warn":
@@ -316,18 +315,16 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): spans to redact, or the window
         withheld (filter, or a redaction that cannot be located)."""
-        if not text.strip():
-            return Judgement()
-        verdict = await self.detect(text)
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text(text, self.detect, self.is_flagged)
+        if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
-        if self.strategy == "warn":
-            return Judgement(flagged=True, reason="PII detected")
-        spans = locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold])
-        if self.strategy == "filter" or not spans:
-            return Judgement(flagged=True, drop=True, reason="PII detected")
-        return Judgement(flagged=True, spans=spans, replace=self.redact_value, reason="PII detected")
+        return redaction_judgement(
+            self.strategy,
+            lambda: locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold]),
+            self.redact_value,
+            "PII detected",
+        )
 
     # ------------------------------------------------------------------ detection
 

@@ -29,6 +29,7 @@ from sluicegate.processors.builtin._detector import (
     default_error_strategy,
     enforce,
     flagged_messages,
+    flagged_text,
     input_ids,
     judged,
     replace_messages,
@@ -184,11 +185,8 @@ class PromptInjectionDetector(ChecksInputOnly, Processor):
         planted in a web page, file or API answer) before the model reads it."""
         if not self.check_tool_results:
             return None
-        leaves = string_leaves(args.result)
-        if not leaves:
-            return None
-        verdict = await self.detect("\n".join(leaves))
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
+        if verdict is None:
             return None
         self._handle(verdict, args.abort)
         if self.strategy == "warn":
