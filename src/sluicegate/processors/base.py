@@ -217,20 +217,26 @@ async def _logged(processor: Any, pending: Awaitable[Any]) -> None:
         _log.warning("on_violation of %r raised", processor, exc_info=True)
 
 
-async def report_violation(processor: Any, message: str, detail: Any) -> None:
-    """Call `processor.on_violation` (if set) and await it when it is `async`. Never raises:
-    a failing callback is logged, the run goes on."""
+def _call_on_violation(processor: Any, message: str, detail: Any) -> Any:
+    """Count the violation and call `processor.on_violation` (if set); its result, or None when
+    there is no callback or it raised (logged)."""
     _count_violation(processor)
     callback = getattr(processor, "on_violation", None)
     if callback is None:
-        return
+        return None
     try:
-        result = callback(
+        return callback(
             ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
         )
     except Exception:
         _log.warning("on_violation of %r raised", processor, exc_info=True)
-        return
+        return None
+
+
+async def report_violation(processor: Any, message: str, detail: Any) -> None:
+    """Call `processor.on_violation` (if set) and await it when it is `async`. Never raises:
+    a failing callback is logged, the run goes on."""
+    result = _call_on_violation(processor, message, detail)
     if inspect.isawaitable(result):
         await _logged(processor, result)
 
@@ -240,17 +246,7 @@ def notify_violation(processor: Any, message: str, detail: Any) -> None:
     right after the hook that reported it returns, or, outside a hook call (per-chunk stream
     hooks), scheduled on the running loop (kept referenced until it finishes). Its errors are
     logged."""
-    _count_violation(processor)
-    callback = getattr(processor, "on_violation", None)
-    if callback is None:
-        return
-    try:
-        result = callback(
-            ProcessorViolation(processor_id=processor_id(processor), message=message, detail=detail)
-        )
-    except Exception:
-        _log.warning("on_violation of %r raised", processor, exc_info=True)
-        return
+    result = _call_on_violation(processor, message, detail)
     if not inspect.isawaitable(result):
         return
     collector = _collector.get()

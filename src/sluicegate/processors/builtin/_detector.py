@@ -80,6 +80,26 @@ def default_error_strategy(strategy: str, error_strategy: str | None) -> ErrorSt
     return error_strategy  # type: ignore[return-value]
 
 
+def check_parallel(strategy: str, run_in_parallel: bool) -> bool:
+    """`run_in_parallel`, checked: only a guardrail that blocks or warns (a check only) may run
+    concurrently with the first model call."""
+    if run_in_parallel and strategy not in ("block", "warn"):
+        raise ValueError(f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}")
+    return run_in_parallel
+
+
+class ChecksInputOnly:
+    """Mix-in for guardrails whose block and warn strategies only check the input."""
+
+    strategy: str
+
+    @property
+    def checks_input_only(self) -> bool:
+        """Blocking or warning never changes the input, so this guard may run concurrently with
+        other checks (see `input_guards`)."""
+        return self.strategy in ("block", "warn")
+
+
 class Verdict(pydantic.BaseModel):
     """Base of the detectors' answer schemas: unknown keys are ignored, not an error."""
 
@@ -364,6 +384,19 @@ def enforce(
         report(processor, message, detail)
     else:
         log.info("[%s] %s (%s)", label, message, strategy)
+
+
+async def flagged_text(
+    text: str,
+    detect: Callable[[str], Awaitable[VerdictT | None]],
+    is_flagged: Callable[[VerdictT], bool],
+) -> VerdictT | None:
+    """The detector's verdict on `text` when it flags it; None for blank text (not asked), a
+    verdict that flags nothing, or a failed detector that was allowed through."""
+    if not text.strip():
+        return None
+    verdict = await detect(text)
+    return verdict if verdict is not None and is_flagged(verdict) else None
 
 
 async def flagged_messages(

@@ -54,6 +54,20 @@ class Judgement:
     reason: str = ""
 
 
+def redaction_judgement(
+    strategy: str, spans: Callable[[], list[Span]], replace: Callable[[str, str], str], reason: str
+) -> Judgement:
+    """A flagged window's judgement for a redacting guardrail: `"warn"` lets it through,
+    `"filter"` (or a redaction whose `spans()` cannot be located) withholds it, and otherwise
+    the spans are rewritten with `replace`."""
+    if strategy == "warn":
+        return Judgement(flagged=True, reason=reason)
+    located = spans()
+    if strategy == "filter" or not located:
+        return Judgement(flagged=True, drop=True, reason=reason)
+    return Judgement(flagged=True, spans=located, replace=replace, reason=reason)
+
+
 Judge = Callable[[str, Any], Awaitable[Judgement]]
 """`judge(window_text, args)`: the guardrail's verdict on one window (`args` are the stream
 hook's arguments: `abort`, `message_list`, ...)."""

@@ -16,14 +16,17 @@ from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
+    ChecksInputOnly,
     DetectorModel,
     ErrorStrategy,
     Verdict,
     check_choice,
+    check_parallel,
     check_threshold,
     default_error_strategy,
     enforce,
     flagged_messages,
+    flagged_text,
     input_ids,
     judged,
     replace_messages,
@@ -93,7 +96,7 @@ def default_instructions(categories: Sequence[str]) -> str:
     )
 
 
-class ModerationProcessor(WindowedGuard, Processor):
+class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
     """Content moderation by an LLM, for input and output.
 
     Each message (or streamed text chunk) goes to `model`, which scores it against
@@ -171,17 +174,7 @@ class ModerationProcessor(WindowedGuard, Processor):
             max_output_tokens=max_output_tokens,
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
-        if run_in_parallel and strategy not in ("block", "warn"):
-            raise ValueError(
-                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
-            )
-        self.run_in_parallel = run_in_parallel
-
-    @property
-    def checks_input_only(self) -> bool:
-        """Blocking or warning never changes the input, so this guard may run concurrently with
-        other checks (see `input_guards`)."""
-        return self.strategy in ("block", "warn")
+        self.run_in_parallel = check_parallel(strategy, run_in_parallel)
 
     # ------------------------------------------------------------------ hooks
 
@@ -199,10 +192,8 @@ class ModerationProcessor(WindowedGuard, Processor):
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): block aborts, filter withholds it."""
-        if not text.strip():
-            return Judgement()
-        verdict = await self.moderate(text, stream=True)
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text(text, lambda window: self.moderate(window, stream=True), self.is_flagged)
+        if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
         return Judgement(flagged=True, drop=self.strategy == "filter", reason=verdict.reason or "moderation")

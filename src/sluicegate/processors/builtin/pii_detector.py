@@ -25,15 +25,18 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     WITHHELD_TOOL_RESULT,
+    ChecksInputOnly,
     DetectorModel,
     ErrorStrategy,
     LLMMode,
     Verdict,
     check_choice,
+    check_parallel,
     check_threshold,
     default_error_strategy,
     enforce,
     flagged_messages,
+    flagged_text,
     input_ids,
     judged,
     locate,
@@ -54,6 +57,7 @@ from sluicegate.processors.builtin._window import (
     Judgement,
     Release,
     WindowedGuard,
+    redaction_judgement,
 )
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 from sluicegate.stream.chunk import Chunk
@@ -157,7 +161,7 @@ _PATTERN_TYPES = {"email": "email", "credit-card": "credit-card", "ssn": "ssn", 
 """`RegexFilter` rule names as detection types; every secret rule counts as `api-key`."""
 
 
-class PIIDetector(WindowedGuard, Processor):
+class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     """PII detection and redaction by an LLM, for input and output.
 
     `model` looks for `detection_types` (emails, phones, card numbers, SSNs, API keys, IPs,
@@ -265,17 +269,7 @@ class PIIDetector(WindowedGuard, Processor):
             )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
-        if run_in_parallel and strategy not in ("block", "warn"):
-            raise ValueError(
-                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
-            )
-        self.run_in_parallel = run_in_parallel
-
-    @property
-    def checks_input_only(self) -> bool:
-        """Blocking or warning never changes the input, so this guard may run concurrently with
-        other checks (see `input_guards`)."""
-        return self.strategy in ("block", "warn")
+        self.run_in_parallel = check_parallel(strategy, run_in_parallel)
 
     # ------------------------------------------------------------------ hooks
 
@@ -292,11 +286,8 @@ class PIIDetector(WindowedGuard, Processor):
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
         """A tool's result, checked (one detector call for all its strings) and redacted
         before the model, the history and the client see it."""
-        leaves = string_leaves(args.result)
-        if not leaves:
-            return None
-        verdict = await self.detect("\n".join(leaves))
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
+        if verdict is None:
             return None
         self._handle(verdict, args.abort)
         if self.strategy == "warn":
@@ -324,18 +315,16 @@ class PIIDetector(WindowedGuard, Processor):
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): spans to redact, or the window
         withheld (filter, or a redaction that cannot be located)."""
-        if not text.strip():
-            return Judgement()
-        verdict = await self.detect(text)
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text(text, self.detect, self.is_flagged)
+        if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
-        if self.strategy == "warn":
-            return Judgement(flagged=True, reason="PII detected")
-        spans = locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold])
-        if self.strategy == "filter" or not spans:
-            return Judgement(flagged=True, drop=True, reason="PII detected")
-        return Judgement(flagged=True, spans=spans, replace=self.redact_value, reason="PII detected")
+        return redaction_judgement(
+            self.strategy,
+            lambda: locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold]),
+            self.redact_value,
+            "PII detected",
+        )
 
     # ------------------------------------------------------------------ detection
 

@@ -18,15 +18,18 @@ from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin._detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     WITHHELD_TOOL_RESULT,
+    ChecksInputOnly,
     DetectorModel,
     ErrorStrategy,
     LLMMode,
     Verdict,
     check_choice,
+    check_parallel,
     check_threshold,
     default_error_strategy,
     enforce,
     flagged_messages,
+    flagged_text,
     input_ids,
     judged,
     replace_messages,
@@ -88,7 +91,7 @@ def default_instructions(detection_types: Sequence[str]) -> str:
     )
 
 
-class PromptInjectionDetector(Processor):
+class PromptInjectionDetector(ChecksInputOnly, Processor):
     """Prompt-injection and jailbreak detection by an LLM, for input.
 
     Each new input message goes to `model`, which scores it against `detection_types`
@@ -161,17 +164,7 @@ class PromptInjectionDetector(Processor):
             )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
-        if run_in_parallel and strategy not in ("block", "warn"):
-            raise ValueError(
-                f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}"
-            )
-        self.run_in_parallel = run_in_parallel
-
-    @property
-    def checks_input_only(self) -> bool:
-        """Blocking or warning never changes the input, so this guard may run concurrently with
-        other checks (see `input_guards`)."""
-        return self.strategy in ("block", "warn")
+        self.run_in_parallel = check_parallel(strategy, run_in_parallel)
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
         replaced: dict[str, Message | None] = {}
@@ -192,11 +185,8 @@ class PromptInjectionDetector(Processor):
         planted in a web page, file or API answer) before the model reads it."""
         if not self.check_tool_results:
             return None
-        leaves = string_leaves(args.result)
-        if not leaves:
-            return None
-        verdict = await self.detect("\n".join(leaves))
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
+        if verdict is None:
             return None
         self._handle(verdict, args.abort)
         if self.strategy == "warn":

@@ -24,6 +24,7 @@ from sluicegate.processors.builtin._detector import (
     default_error_strategy,
     enforce,
     flagged_messages,
+    flagged_text,
     judged,
     locate,
     replace_messages,
@@ -42,6 +43,7 @@ from sluicegate.processors.builtin._window import (
     Judgement,
     Release,
     WindowedGuard,
+    redaction_judgement,
 )
 
 log = logging.getLogger(__name__)
@@ -176,19 +178,17 @@ class SystemPromptScrubber(WindowedGuard, Processor):
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`)."""
-        if not text.strip():
-            return Judgement()
-        verdict = await self.detect(text, system_prompt_text(args))
-        if verdict is None or not self.is_flagged(verdict):
+        verdict = await flagged_text(
+            text, lambda window: self.detect(window, system_prompt_text(args)), self.is_flagged
+        )
+        if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
-        if self.strategy == "warn":
-            return Judgement(flagged=True, reason="system prompt detected")
-        spans = locate(text, verdict.detections or ())
-        if self.strategy == "filter" or not spans:
-            return Judgement(flagged=True, drop=True, reason="system prompt detected")
-        return Judgement(
-            flagged=True, spans=spans, replace=self._replacement, reason="system prompt detected"
+        return redaction_judgement(
+            self.strategy,
+            lambda: locate(text, verdict.detections or ()),
+            self._replacement,
+            "system prompt detected",
         )
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
