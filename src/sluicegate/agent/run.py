@@ -21,8 +21,6 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-import pydantic
-
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
@@ -137,11 +135,6 @@ def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
         if kind in ("auto", "none", "required"):
             return {"type": kind}
     raise SluicegateError(f"tool_choice must be 'auto', 'none', 'required' or a tool dict, got {choice!r}")
-
-
-def structured_schema(structured_output: Any) -> tuple[dict[str, Any], type[pydantic.BaseModel] | None]:
-    schema = output_schema(structured_output)
-    return schema.json_schema, schema.model
 
 
 class AgentRun:
@@ -438,8 +431,10 @@ class AgentRun:
                 raise SluicegateError(f"unknown model setting {key!r}; known: {sorted(set(_SETTINGS))}")
             setattr(options, attr, value)
         if config.structured_output is not None:
-            schema, _ = structured_schema(config.structured_output)
-            options.response_format = {"type": "json", "schema": schema}
+            options.response_format = {
+                "type": "json",
+                "schema": self._schema_for(config.structured_output).json_schema,
+            }
         return options
 
     def _tool_definitions(self, config: StepConfig) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
@@ -971,10 +966,8 @@ class AgentRun:
         send the problems back to the model and drop the answer from the result text."""
         if self.options.structured_output is None or step.finish_reason == "tool-calls":
             return False
-        if self._output_schema is None:
-            self._output_schema = output_schema(self.options.structured_output)
         try:
-            self.object = self._output_schema.parse(step.text())
+            self.object = self._schema_for(self.options.structured_output).parse(step.text())
         except StructuredOutputError as exc:
             self._output_attempts += 1
             exc.attempts = self._output_attempts
@@ -1000,8 +993,16 @@ class AgentRun:
         await self.runner.run_output_result(self.message_list, result)
 
     def _parse_object(self) -> Any:
-        schema = self._output_schema or output_schema(self.options.structured_output)
+        schema = self._schema_for(self.options.structured_output)
         return schema.parse(self._accepted_text[-1] if self._accepted_text else "")
+
+    def _schema_for(self, structured_output: Any) -> OutputSchema:
+        """The run's schema, read once; a step's own (from `process_input_step`) read per step."""
+        if structured_output is not self.options.structured_output:
+            return output_schema(structured_output)
+        if self._output_schema is None:
+            self._output_schema = output_schema(structured_output)
+        return self._output_schema
 
 
 def _tool_name(name: Any) -> str:
