@@ -5,7 +5,9 @@ from sluicegate.server import ServerSettings, create_app
 app = create_app(registry, ServerSettings(api_token="secret", cors_origins=("https://app.example",)))
 ```
 
-Middleware, outermost first: CORS, bearer auth (when a token is set), the body-size limit.
+Middleware, outermost first: CORS, bearer auth (when a token is set), the identity gate (when
+the registry has a `resolve_identity` hook; see `sluicegate.server.identity`), the body-size
+limit.
 The app holds the registry, settings and (with the studio) recent trace spans; conversations
 live in storage.
 """
@@ -25,6 +27,7 @@ from sluicegate.registry import Sluicegate
 from sluicegate.server import agents, memory_routes, processor_routes, tool_routes
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
+from sluicegate.server.identity import IdentityGate
 from sluicegate.server.settings import ServerSettings
 from sluicegate.server.traces import install_recent_spans
 
@@ -46,6 +49,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         )
     if settings.api_token:
         middleware.append(Middleware(BearerAuth, token=settings.api_token))
+    if registry.resolve_identity is not None:
+        middleware.append(Middleware(IdentityGate, resolve=registry.resolve_identity))
     middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
     app = FastAPI(
         title="sluicegate",
