@@ -501,3 +501,34 @@ def test_serve_warns_at_startup(monkeypatch: pytest.MonkeyPatch, caplog: Any) ->
         caplog.clear()
         assert main(["serve", EXAMPLE]) == 0
         assert caplog.text == ""
+
+
+def test_the_gates_hold_when_the_app_is_mounted_under_a_prefix() -> None:
+    """Starlette keeps the parent's prefix in `path`: the gates must check the routed path."""
+    from fastapi import FastAPI
+
+    parent = FastAPI()
+    parent.mount("/chat", create_app(_registry(), ServerSettings(api_token="s3cret")))
+    token = {"authorization": "Bearer s3cret"}
+    with TestClient(parent) as client:
+        assert client.get("/chat/api/agents").status_code == 401  # no token
+        assert client.get("/chat/api/agents", headers=token).status_code == 401  # no identity
+        assert client.get("/chat/api/agents", headers={**token, **ALICE}).status_code == 200
+        refused = client.get(
+            "/chat/api/memory/threads", params={"resourceId": "bob"}, headers={**token, **ALICE}
+        )
+        assert refused.status_code == 403
+        assert client.get("/chat/api").status_code == 200  # the liveness probe stays open
+
+
+def test_a_route_the_gate_did_not_cover_fails_closed() -> None:
+    from sluicegate.server.errors import ApiError
+    from sluicegate.server.identity import identity_of
+
+    app = create_app(_registry(), ServerSettings())
+    request = Request({"type": "http", "method": "GET", "path": "/elsewhere", "headers": [], "app": app})
+    with pytest.raises(ApiError) as raised:
+        identity_of(request)
+    assert raised.value.status == 401
+    open_app = create_app(_registry(None), ServerSettings())
+    assert identity_of(Request({**request.scope, "app": open_app})) is None

@@ -34,7 +34,7 @@ from starlette.requests import Request
 from sluicegate.errors import ConfigurationError
 from sluicegate.messages.validate import check_id
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
-from sluicegate.server.auth import ASGIApp, Receive, Scope, Send, send_json
+from sluicegate.server.auth import ASGIApp, Receive, Scope, Send, is_protected, route_path, send_json
 from sluicegate.server.errors import ApiError
 
 if TYPE_CHECKING:
@@ -103,10 +103,10 @@ class IdentityGate:
         if scope["type"] != "http" or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
-        if not any(path.startswith(p + "/") for p in self._protected):
+        if not is_protected(scope, self._protected):
             await self.app(scope, receive, send)
             return
+        path = route_path(scope)
         scope.pop(SCOPE_KEY, None)  # only the hook sets it
         try:
             identity = self._resolve(Request(scope))
