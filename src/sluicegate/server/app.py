@@ -34,7 +34,11 @@ from sluicegate.server.traces import install_recent_spans
 
 def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> FastAPI:
     """An ASGI app serving `registry` under `/api` (Mastra's routes), `/openapi.json`,
-    Swagger UI at `/docs`, and the studio at `/studio` when `settings.studio` is set."""
+    and the studio at `/studio` when `settings.studio` is set.
+
+    FastAPI's `/docs` and `/redoc` pages are turned off: they load their scripts from a CDN,
+    which fails offline and puts a third party's code next to the API token. The schema at
+    `/openapi.json` opens in any OpenAPI viewer."""
     settings = settings or ServerSettings.from_env()
     middleware: list[Middleware] = []
     if settings.cors_origins:
@@ -57,6 +61,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         version=__version__,
         description="Mastra-compatible agent API served by sluicegate.",
         middleware=middleware,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.registry = registry
     app.state.settings = settings
@@ -75,7 +81,9 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     async def root() -> Any:
         if settings.studio:
             return RedirectResponse("/studio")
-        return JSONResponse({"name": "sluicegate", "version": __version__, "api": "/api", "docs": "/docs"})
+        return JSONResponse(
+            {"name": "sluicegate", "version": __version__, "api": "/api", "openapi": "/openapi.json"}
+        )
 
     @app.get("/api", include_in_schema=False)
     async def api_root() -> dict[str, str]:
