@@ -33,9 +33,11 @@ def _serve(target: str, *, host: str, port: int, workers: int, studio: bool, rel
     except ImportError:
         print("sluicegate serve needs the server extra: pip install 'sluicegate[server]'", file=sys.stderr)
         return 2
+    from sluicegate.server.identity import warn_if_exposed
     from sluicegate.server.loader import APP_ENV, load_registry, split_target
 
-    load_registry(target)  # fail here, with a readable message, before workers start
+    registry = load_registry(target)  # fail here, with a readable message, before workers start
+    warn_if_exposed(host, registry)
     os.environ[APP_ENV] = target
     if studio:
         os.environ["SLUICEGATE_STUDIO"] = "1"

@@ -68,6 +68,26 @@ class MessageOwnershipError(AccessDeniedError):
         return str(self.args[0])
 
 
+class IdentityMismatchError(AccessDeniedError):
+    """A call named a resource or thread other than the one its request is bound to.
+
+    Authentication middleware binds a request by setting `RESOURCE_ID_KEY` (and optionally
+    `THREAD_ID_KEY`) in the request context; a `memory=` option (or a request body) that names
+    a different id is refused rather than silently redirected, because it is either a bug in the
+    caller or an attempt to reach another user's data."""
+
+    def __init__(self, kind: str, given: str) -> None:
+        super().__init__(
+            f"{kind} {given!r} is not the {kind} this request is authenticated for; "
+            "omit it or name the authenticated one"
+        )
+        self.kind = kind
+        self.given = given
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class StorageError(SluicegateError):
     """A storage backend could not do what was asked (the message names the store and the cause)."""
 

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent import Agent
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.base import processor_id
 from sluicegate.storage.base import MemoryStore
 from sluicegate.tools import Tool, normalize_tools
+
+if TYPE_CHECKING:
+    from sluicegate.server.identity import IdentityResolver
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class Sluicegate:
         processors: Mapping[str, Any] | Iterable[Any] | None = None,
         tools: Mapping[str, Tool] | Iterable[Tool] | None = None,
         storage: MemoryStore | None = None,
+        resolve_identity: IdentityResolver | None = None,
     ) -> None:
         self._agents = _keyed_agents(agents)
         self._processors = _keyed_processors(processors)
@@ -92,6 +96,13 @@ class Sluicegate:
                 f"storage must be a sluicegate MemoryStore, got {type(storage).__name__}"
             )
         self.storage = storage
+        if resolve_identity is not None and not callable(resolve_identity):
+            raise ConfigurationError(
+                f"resolve_identity must be a function of the request, got {type(resolve_identity).__name__}"
+            )
+        self.resolve_identity = resolve_identity
+        """Who is calling: `resolve_identity(request) -> Identity | None` (sync or async), run by
+        the server on every `/api` request; see `sluicegate.server.Identity`."""
 
     def __repr__(self) -> str:
         return f"Sluicegate(agents={sorted(self._agents)})"

@@ -18,7 +18,7 @@ def python_blocks(name: str) -> list[str]:
 
 def test_server_doc_blocks_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = python_blocks("server.md")
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -28,6 +28,7 @@ def test_server_doc_blocks_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "Echo: hi" in out and "data: [DONE]" in out
+    assert "1\n403\n404\n403\n401\n" in out  # the identity hook's example
 
 
 def test_deploy_doc_blocks_compile() -> None:

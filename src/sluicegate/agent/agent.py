@@ -18,6 +18,7 @@ from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
 from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
+from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
@@ -337,6 +338,7 @@ class Agent(Generic[Out]):
             )
         if not isinstance(memory_option, dict):
             raise SluicegateError("memory must be a dict like {'thread': 'thread-id', 'resource': 'user-id'}")
+        memory_option = apply_reserved_keys(memory_option, request_context)  # the context's ids win
         thread = memory_option.get("thread")
         thread_id = thread.get("id") if isinstance(thread, dict) else thread
         if not isinstance(thread_id, str) or not thread_id:

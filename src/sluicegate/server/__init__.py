@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sluicegate.server.app import create_app
+    from sluicegate.server.identity import Identity
     from sluicegate.server.settings import ServerSettings
 
-__all__ = ["ServerSettings", "create_app"]
+__all__ = ["Identity", "ServerSettings", "create_app"]
 
 
 def __getattr__(name: str) -> Any:
@@ -25,4 +26,8 @@ def __getattr__(name: str) -> Any:
         from sluicegate.server.settings import ServerSettings
 
         return ServerSettings
+    if name == "Identity":
+        from sluicegate.server.identity import Identity
+
+        return Identity
     raise AttributeError(f"module 'sluicegate.server' has no attribute {name!r}")

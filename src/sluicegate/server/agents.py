@@ -11,14 +11,27 @@ from fastapi.responses import JSONResponse
 from opentelemetry import trace
 
 from sluicegate.agent import Agent
-from sluicegate.errors import APICallError, ConfigurationError, ProcessorError, SluicegateError
-from sluicegate.memory.errors import ThreadAccessError
+from sluicegate.errors import (
+    AccessDeniedError,
+    APICallError,
+    ConfigurationError,
+    ProcessorError,
+    SluicegateError,
+)
 from sluicegate.server.bodies import AgentCallBody, call_options
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, log
+from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
-from sluicegate.server.traces import AGENT_ID, SERVER_APP, run_span, start_request_span, trace_headers
+from sluicegate.server.traces import (
+    AGENT_ID,
+    RESOURCE_ID,
+    SERVER_APP,
+    run_span,
+    start_request_span,
+    trace_headers,
+)
 
 router = APIRouter(prefix="/api", tags=["agents"])
 
@@ -37,9 +50,17 @@ async def get_agent(agentId: str, request: Request) -> dict[str, Any]:
     return await agent_json(key, agent)
 
 
+def _span_attributes(request: Request, agent_key: str) -> dict[str, Any]:
+    attributes: dict[str, Any] = {AGENT_ID: agent_key, SERVER_APP: request.app.state.app_key}
+    identity = identity_of(request)
+    if identity is not None:  # lets the studio show a caller only its own runs
+        attributes[RESOURCE_ID] = identity.resource_id
+    return attributes
+
+
 def run_error(exc: BaseException) -> ApiError:
     """The HTTP answer for an error raised while starting or running an agent."""
-    if isinstance(exc, ThreadAccessError):
+    if isinstance(exc, AccessDeniedError):  # another resource's thread or message, or identity
         return ApiError(403, str(exc), field="memory")
     if isinstance(exc, APICallError):
         return ApiError(502, f"model provider error: {exc}")
@@ -55,6 +76,7 @@ async def _start(
     agent: Agent, body: AgentCallBody, request: Request, *, stream: bool
 ) -> tuple[Any, dict[str, Any]]:
     messages, options = call_options(body, settings_of(request))
+    bind_run(request, body, options, has_memory=agent.memory is not None)
     try:
         if stream:
             return await agent.stream(messages, **options), options
@@ -72,9 +94,7 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     key, agent = agent_or_404(request, agentId)
     settings = settings_of(request)
     messages, options = await _start(agent, body, request, stream=False)
-    span = start_request_span(
-        f"POST generate {agent.name}", {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
-    )
+    span = start_request_span(f"POST generate {agent.name}", _span_attributes(request, key))
 
     async def run() -> Any:
         with run_span(span):
@@ -118,9 +138,7 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     """Stream the run's chunks in Mastra's SSE framing; a disconnect cancels the run."""
     key, agent = agent_or_404(request, agentId)
     settings = settings_of(request)
-    span = start_request_span(
-        f"POST stream {agent.name}", {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
-    )
+    span = start_request_span(f"POST stream {agent.name}", _span_attributes(request, key))
     try:
         with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
             output, _ = await _start(agent, body, request, stream=True)

@@ -5,7 +5,9 @@ from sluicegate.server import ServerSettings, create_app
 app = create_app(registry, ServerSettings(api_token="secret", cors_origins=("https://app.example",)))
 ```
 
-Middleware, outermost first: CORS, bearer auth (when a token is set), the body-size limit.
+Middleware, outermost first: CORS, bearer auth (when a token is set), the identity gate (when
+the registry has a `resolve_identity` hook; see `sluicegate.server.identity`), the body-size
+limit.
 The app holds the registry, settings and (with the studio) recent trace spans; conversations
 live in storage.
 """
@@ -25,13 +27,18 @@ from sluicegate.registry import Sluicegate
 from sluicegate.server import agents, memory_routes, processor_routes, tool_routes
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
+from sluicegate.server.identity import IdentityGate
 from sluicegate.server.settings import ServerSettings
 from sluicegate.server.traces import install_recent_spans
 
 
 def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> FastAPI:
     """An ASGI app serving `registry` under `/api` (Mastra's routes), `/openapi.json`,
-    Swagger UI at `/docs`, and the studio at `/studio` when `settings.studio` is set."""
+    and the studio at `/studio` when `settings.studio` is set.
+
+    FastAPI's `/docs` and `/redoc` pages are turned off: they load their scripts from a CDN,
+    which fails offline and puts a third party's code next to the API token. The schema at
+    `/openapi.json` opens in any OpenAPI viewer."""
     settings = settings or ServerSettings.from_env()
     middleware: list[Middleware] = []
     if settings.cors_origins:
@@ -46,12 +53,16 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         )
     if settings.api_token:
         middleware.append(Middleware(BearerAuth, token=settings.api_token))
+    if registry.resolve_identity is not None:
+        middleware.append(Middleware(IdentityGate, resolve=registry.resolve_identity))
     middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
     app = FastAPI(
         title="sluicegate",
         version=__version__,
         description="Mastra-compatible agent API served by sluicegate.",
         middleware=middleware,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.registry = registry
     app.state.settings = settings
@@ -70,7 +81,9 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     async def root() -> Any:
         if settings.studio:
             return RedirectResponse("/studio")
-        return JSONResponse({"name": "sluicegate", "version": __version__, "api": "/api", "docs": "/docs"})
+        return JSONResponse(
+            {"name": "sluicegate", "version": __version__, "api": "/api", "openapi": "/openapi.json"}
+        )
 
     @app.get("/api", include_in_schema=False)
     async def api_root() -> dict[str, str]:

@@ -36,6 +36,23 @@ async def send_json(
     await send({"type": "http.response.body", "body": data})
 
 
+def route_path(scope: Scope) -> str:
+    """The path the app routes on: without the `root_path` of a parent app that mounted it
+    (Starlette keeps the full path in `path`), so a gate checks what the router will match."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :] or "/"
+    return path
+
+
+def is_protected(scope: Scope, protected: tuple[str, ...]) -> bool:
+    """Whether a request's route path lies under one of `protected` (the prefix itself, the
+    liveness probe, does not)."""
+    path = route_path(scope)
+    return any(path.startswith(p + "/") for p in protected)
+
+
 def _header(scope: Scope, name: bytes) -> bytes | None:
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
@@ -57,8 +74,7 @@ class BearerAuth:
         if scope["type"] != "http" or scope.get("method") == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        path: str = scope.get("path", "")
-        if not any(path.startswith(p + "/") for p in self._protected):  # `/api` itself: liveness
+        if not is_protected(scope, self._protected):  # `/api` itself: liveness
             await self.app(scope, receive, send)
             return
         given = _header(scope, b"authorization") or b""

@@ -170,7 +170,12 @@ def _memory(body: AgentCallBody) -> dict[str, Any] | None:
 
 
 class CreateThreadBody(_Body):
-    resourceId: str = Field(min_length=1, max_length=256)
+    resourceId: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="The owner; required unless an identity hook binds the request.",
+    )
     title: str | None = Field(default=None, max_length=1000)
     metadata: dict[str, Any] | None = None
     threadId: str | None = Field(default=None, min_length=1, max_length=256)

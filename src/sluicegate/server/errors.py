@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sluicegate.errors import SluicegateError
+from sluicegate.errors import AccessDeniedError, SluicegateError
 
 log = logging.getLogger("sluicegate.server")
 
@@ -85,6 +85,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(error_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(AccessDeniedError)
+    async def _access_denied(_: Request, exc: AccessDeniedError) -> JSONResponse:
+        return JSONResponse(error_body(str(exc)), status_code=403)
 
     @app.exception_handler(SluicegateError)
     async def _sluicegate(_: Request, exc: SluicegateError) -> JSONResponse:

@@ -2,7 +2,8 @@
 
 Threads live in the agent's memory store (`?agentId=`) or the registry's `storage`; the server
 keeps none of them itself. A `resourceId` given on a thread route must own the thread, and a
-thread of another resource answers 404, as if it did not exist.
+thread of another resource answers 404, as if it did not exist. With an identity hook every
+route works on the authenticated resource (and pinned thread): naming another one is a 403.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sluicegate.messages import MessageList
 from sluicegate.server.bodies import CreateThreadBody, UpdateThreadBody
 from sluicegate.server.deps import ERRORS, registry_of
 from sluicegate.server.errors import ApiError, bad_request, not_found
+from sluicegate.server.identity import bound_resource, bound_thread
 from sluicegate.storage.base import MemoryStore
 from sluicegate.storage.types import Thread
 
@@ -34,7 +36,11 @@ def _store(request: Request, agent_id: str | None) -> MemoryStore:
     return store
 
 
-async def _thread(store: MemoryStore, thread_id: str, resource_id: str | None) -> Thread:
+async def _thread(request: Request, store: MemoryStore, thread_id: str, resource_id: str | None) -> Thread:
+    """The thread, checked against the request's resource (the authenticated one with an
+    identity hook, else the `resourceId` given, if any)."""
+    resource_id = bound_resource(request, resource_id, "resourceId")
+    bound_thread(request, thread_id, "threadId")
     thread = await store.get_thread(thread_id)
     if thread is None or (resource_id is not None and thread.resource_id != resource_id):
         raise not_found("thread", thread_id)
@@ -49,7 +55,12 @@ def _page(items: list[Any], page: int, per_page: int) -> tuple[list[Any], bool]:
 @router.get("/threads", responses=ERRORS)
 async def list_threads(
     request: Request,
-    resourceId: str = Query(min_length=1, max_length=256),
+    resourceId: str | None = Query(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="Whose threads; required unless an identity hook binds the request.",
+    ),
     agentId: str | None = Query(default=None, max_length=256),
     page: int = Query(default=0, ge=0, le=1_000_000),
     perPage: int = Query(default=100, ge=1, le=MAX_PAGE),
@@ -57,8 +68,14 @@ async def list_threads(
     order_direction: Literal["ASC", "DESC"] = Query(default="DESC", alias="orderBy[direction]"),
 ) -> dict[str, Any]:
     """A resource's threads, newest first by default, paginated like Mastra."""
+    resource_id = bound_resource(request, resourceId, "resourceId")
+    if resource_id is None:
+        raise bad_request("resourceId", "required")
+    pinned = bound_thread(request, None, "threadId")
     store = _store(request, agentId)
-    threads = await store.list_threads(resourceId)
+    threads = await store.list_threads(resource_id)
+    if pinned is not None:
+        threads = [t for t in threads if t.id == pinned]
     key = "created_at" if order_field == "createdAt" else "updated_at"
     threads.sort(key=lambda t: getattr(t, key), reverse=order_direction == "DESC")
     shown, more = _page(threads, page, perPage)
@@ -75,13 +92,16 @@ async def list_threads(
 async def create_thread(
     body: CreateThreadBody, request: Request, agentId: str | None = Query(default=None, max_length=256)
 ) -> dict[str, Any]:
+    resource_id = bound_resource(request, body.resourceId, "resourceId")
+    if resource_id is None:
+        raise bad_request("resourceId", "required")
+    thread_id = bound_thread(request, body.threadId, "threadId") or str(uuid.uuid4())
     store = _store(request, agentId or body.agentId)
-    thread_id = body.threadId or str(uuid.uuid4())
     wanted = Thread(
-        id=thread_id, resource_id=body.resourceId, title=body.title or "", metadata=dict(body.metadata or {})
+        id=thread_id, resource_id=resource_id, title=body.title or "", metadata=dict(body.metadata or {})
     )
     stored = await store.create_thread(wanted)
-    if stored.resource_id != body.resourceId:
+    if stored.resource_id != resource_id:
         raise ApiError(409, f"thread {thread_id!r} already exists", field="threadId")
     return stored.to_dict()
 
@@ -93,7 +113,7 @@ async def get_thread(
     agentId: str | None = Query(default=None, max_length=256),
     resourceId: str | None = Query(default=None, max_length=256),
 ) -> dict[str, Any]:
-    return (await _thread(_store(request, agentId), threadId, resourceId)).to_dict()
+    return (await _thread(request, _store(request, agentId), threadId, resourceId)).to_dict()
 
 
 @router.patch("/threads/{threadId}", responses=ERRORS)
@@ -104,7 +124,7 @@ async def update_thread(
     agentId: str | None = Query(default=None, max_length=256),
 ) -> dict[str, Any]:
     store = _store(request, agentId)
-    await _thread(store, threadId, body.resourceId)
+    await _thread(request, store, threadId, body.resourceId)
     updated = await store.update_thread(threadId, title=body.title, metadata=body.metadata)
     return updated.to_dict()
 
@@ -117,7 +137,7 @@ async def delete_thread(
     resourceId: str | None = Query(default=None, max_length=256),
 ) -> dict[str, Any]:
     store = _store(request, agentId)
-    await _thread(store, threadId, resourceId)
+    await _thread(request, store, threadId, resourceId)
     await store.delete_thread(threadId)
     return {"result": "Thread deleted"}
 
@@ -133,7 +153,7 @@ async def list_messages(
 ) -> dict[str, Any]:
     """A thread's messages in creation order (Mastra's stored shape, and as UI messages)."""
     store = _store(request, agentId)
-    await _thread(store, threadId, resourceId)
+    await _thread(request, store, threadId, resourceId)
     messages = await store.list_messages(threadId)
     shown, more = _page(messages, page, perPage)
     ui = MessageList()

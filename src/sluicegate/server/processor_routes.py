@@ -16,6 +16,7 @@ from sluicegate.processors.runner import ProcessorRunner
 from sluicegate.server.bodies import ProcessorExecuteBody, request_context_from
 from sluicegate.server.deps import ERRORS, registry_of
 from sluicegate.server.errors import bad_request, not_found
+from sluicegate.server.identity import bind_context
 from sluicegate.server.serialize import PHASE_HOOKS, processor_detail, processor_summary
 from sluicegate.stream.chunk import Chunk, text_delta
 from sluicegate.stream.payload import Payload
@@ -103,7 +104,7 @@ async def execute_processor(processorId: str, body: ProcessorExecuteBody, reques
     runner = ProcessorRunner(
         input_processors=[processor] if is_input else [],
         output_processors=[] if is_input else [processor],
-        request_context=request_context_from(body.requestContext),
+        request_context=bind_context(request, request_context_from(body.requestContext)),
         run_id=run_id,
         emit=lambda chunk: emitted.append(chunk.to_dict()),
     )

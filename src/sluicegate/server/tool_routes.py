@@ -7,9 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from sluicegate.errors import AccessDeniedError
 from sluicegate.server.bodies import ToolExecuteBody, request_context_from
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of
 from sluicegate.server.errors import ApiError, bad_request, not_found
+from sluicegate.server.identity import bind_context
 from sluicegate.server.serialize import tool_json
 from sluicegate.stream.payload import to_json
 from sluicegate.tools import Tool, ToolContext
@@ -36,18 +38,20 @@ async def get_tool(toolId: str, request: Request) -> dict[str, Any]:
     return tool_json(_tool(request, toolId))
 
 
-async def _execute(tool: Tool, body: ToolExecuteBody) -> Any:
+async def _execute(tool: Tool, body: ToolExecuteBody, request: Request) -> Any:
     try:
         validated = tool.validate(body.data)
     except ToolInputError as exc:
         raise bad_request("data", str(exc)) from None
     context = ToolContext(
         tool_call_id=f"call_{uuid.uuid4().hex[:16]}",
-        request_context=request_context_from(body.requestContext),
+        request_context=bind_context(request, request_context_from(body.requestContext)),
         tool_name=tool.id,
     )
     try:
         return to_json(await tool.execute(validated, context))
+    except AccessDeniedError:
+        raise  # another resource's data: 403, not a tool failure
     except Exception as exc:
         raise ApiError(502, f"tool {tool.id!r} failed: {exc}") from None
 
@@ -55,7 +59,7 @@ async def _execute(tool: Tool, body: ToolExecuteBody) -> Any:
 @router.post("/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})
 async def execute_tool(toolId: str, body: ToolExecuteBody, request: Request) -> Any:
     """Validate `data` against the tool's input schema and run it; returns its result."""
-    return await _execute(_tool(request, toolId), body)
+    return await _execute(_tool(request, toolId), body, request)
 
 
 def _agent_tool(request: Request, agent_id: str, tool_id: str) -> Tool:
@@ -74,4 +78,4 @@ async def get_agent_tool(agentId: str, toolId: str, request: Request) -> dict[st
 @agent_router.post("/{agentId}/tools/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})
 async def execute_agent_tool(agentId: str, toolId: str, body: ToolExecuteBody, request: Request) -> Any:
     """Run one of the agent's tools directly (Mastra's `agent.executeTool`)."""
-    return await _execute(_agent_tool(request, agentId, toolId), body)
+    return await _execute(_agent_tool(request, agentId, toolId), body, request)

@@ -28,6 +28,8 @@ PROCESSOR_OUTCOME = "sluicegate.processor.outcome"
 TRIPWIRE_REASON = "sluicegate.tripwire.reason"
 TRIPWIRE_RETRY = "sluicegate.tripwire.retry"
 AGENT_ID = "sluicegate.agent.id"
+RESOURCE_ID = "sluicegate.resource.id"
+"""Set on the server's run span when an identity hook bound the request to a resource."""
 SERVER_APP = "sluicegate.server.app"
 """Set on the server's run span: which app (of those in the process) served the run."""
 

@@ -14,14 +14,24 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
+from opentelemetry.sdk.trace import ReadableSpan
 
 from sluicegate.server.deps import ERRORS, spans_of
 from sluicegate.server.errors import not_found
-from sluicegate.server.traces import AGENT_ID, run_root, timeline
+from sluicegate.server.identity import identity_of
+from sluicegate.server.traces import AGENT_ID, RESOURCE_ID, run_root, timeline
 
 STATIC = Path(__file__).parent / "static"
 
 router = APIRouter(prefix="/api/studio", tags=["studio"])
+
+
+def _visible(request: Request, root: ReadableSpan | None) -> bool:
+    """Whether the caller may see a run: with an identity hook, only runs of its resource."""
+    identity = identity_of(request)
+    if identity is None:
+        return True
+    return root is not None and (root.attributes or {}).get(RESOURCE_ID) == identity.resource_id
 
 
 @router.get("/traces", responses=ERRORS)
@@ -33,7 +43,7 @@ async def list_traces(request: Request) -> list[dict[str, Any]]:
         spans = recent.spans(trace_id)
         view = timeline(spans)
         root = run_root(spans)
-        if root is None:
+        if root is None or not _visible(request, root):
             continue
         outcomes: dict[str, int] = {}
         for decision in view["processors"]:
@@ -56,7 +66,7 @@ async def list_traces(request: Request) -> list[dict[str, Any]]:
 async def get_trace(traceId: str, request: Request) -> dict[str, Any]:
     """One run's spans as a timeline, with every processor decision."""
     spans = spans_of(request).spans(traceId)
-    if not spans:
+    if not spans or not _visible(request, run_root(spans)):
         raise not_found("trace", traceId)
     return {"traceId": traceId.lower(), **timeline(spans)}
 
