@@ -442,3 +442,11 @@ def test_sealed_mapping_round_trip_is_bound_to_its_scope() -> None:
     with pytest.raises(PseudonymKeyError):
         cipher.open(b"garbage", ("u1", "t1"))
     assert isinstance(SealedMapping(sealed, 1).data, bytes)
+
+
+async def test_a_detected_value_with_blanks_around_it_keeps_them() -> None:
+    answer = {"detections": [{"type": "name", "value": " Ada Lovelace ", "confidence": 0.9}]}
+    pii = PIIDetector(model=detector(answer), strategy="pseudonymize")
+    model = MockModel([text_step("ok")])
+    await agent_with(pii, model).generate("I am Ada Lovelace today")
+    assert user_texts(model.calls[0]) == ["I am <NAME_1> today"]

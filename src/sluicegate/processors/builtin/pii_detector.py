@@ -630,6 +630,16 @@ def _release_held(state: dict[str, Any]) -> list[Chunk]:
 
 
 def _tokens_of(mapping: PseudonymMap) -> Callable[[str, str], str]:
-    """A span replacement giving each value its token; a value without one (never the case
-    after `assign`) is dropped rather than passed on."""
-    return lambda value, kind: mapping.token(value) or ""
+    """A span replacement giving each value its token (a detected value with blanks around it
+    keeps them); a value without one (never the case after `assign`) is dropped rather than
+    passed on."""
+
+    def replace(value: str, kind: str) -> str:
+        token = mapping.token(value)
+        if token is not None:
+            return token
+        stripped = value.strip()
+        token = mapping.token(stripped) if stripped else None
+        return value.replace(stripped, token, 1) if token is not None else ""
+
+    return replace
