@@ -651,7 +651,9 @@ class ProcessorRunner:
 
     @property
     def uses_stream_deadlines(self) -> bool:
-        return any(hasattr(e.entry.processor, "stream_deadline") for e in self._stream_entries)
+        return any(
+            getattr(e.entry.processor, "stream_deadline", None) is not None for e in self._stream_entries
+        )
 
     async def run_stream_deadlines(self) -> list[Chunk]:
         """Let processors whose deadline passed flush; their chunks go on downstream."""

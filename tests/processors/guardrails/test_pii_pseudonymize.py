@@ -450,3 +450,20 @@ async def test_a_detected_value_with_blanks_around_it_keeps_them() -> None:
     model = MockModel([text_step("ok")])
     await agent_with(pii, model).generate("I am Ada Lovelace today")
     assert user_texts(model.calls[0]) == ["I am <NAME_1> today"]
+
+
+KNOWN = {"<EMAIL_1>": ADA, "<EMAIL_2>": "da@example.com", "<NAME_1>": "Ada", "<CARD_1>": CARD}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([*KNOWN.values(), " ", ", ", "x", "Adam", "(", ")", "<EMAIL_3>"]), max_size=20)
+)
+def test_conceal_then_restore_gives_the_text_back_and_no_value_stands_alone(pieces: list[str]) -> None:
+    mapping = PseudonymMap(KNOWN)
+    text = "".join(pieces)
+    concealed = mapping.conceal(text)
+    assert mapping.restore(concealed) == text
+    for value in KNOWN.values():
+        words = concealed.replace("(", " ").replace(")", " ").replace(",", " ").split()
+        assert value not in words

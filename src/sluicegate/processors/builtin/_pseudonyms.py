@@ -79,6 +79,10 @@ def value_pieces(value: str) -> list[str]:
     return [piece.strip() for piece in TOKEN_PATTERN.split(value)[::3] if piece.strip()]
 
 
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def hold_point(text: str) -> int:
     """Where the trailing text that may still grow into a token starts (`len(text)` when
     none may): a restoring stream releases only what comes before it."""
@@ -91,7 +95,7 @@ def hold_point(text: str) -> int:
 class PseudonymMap:
     """One conversation's tokens and values, both ways. Immutable: `with_new` returns a copy."""
 
-    __slots__ = ("_by_token", "_by_value", "_counters", "_pattern")
+    __slots__ = ("_by_token", "_by_value", "_counters", "_values")
 
     def __init__(self, tokens: dict[str, str] | None = None) -> None:
         self._by_token: dict[str, str] = dict(tokens or {})
@@ -103,7 +107,7 @@ class PseudonymMap:
                 raise ValueError("not a pseudonym token")
             label, number = match.group(1), int(match.group(2))
             self._counters[label] = max(self._counters.get(label, 0), number)
-        self._pattern: re.Pattern[str] | bool | None = False
+        self._values: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self._by_token)
@@ -137,32 +141,48 @@ class PseudonymMap:
 
     def conceal(self, text: str) -> str:
         """`text` with every known value (of `MIN_CONCEAL_CHARS` or more, not inside a longer
-        word) replaced by its token; existing tokens are left alone."""
-        pattern = self._conceal_pattern()
-        if pattern is None or not text:
+        word) replaced by its token; existing tokens are left alone. Where values overlap, the
+        leftmost wins, then the longest."""
+        values = self._long_values()
+        if not values or not text:
             return text
+        hits: list[tuple[int, int]] = []
+        for value in values:
+            size = len(value)
+            at = text.find(value)
+            while at != -1:
+                end = at + size
+                if not (_word(value[0]) and at > 0 and _word(text[at - 1])) and not (
+                    _word(value[-1]) and end < len(text) and _word(text[end])
+                ):
+                    hits.append((at, end))
+                at = text.find(value, at + 1)
+        if not hits:
+            return text
+        hits.sort(key=lambda hit: (hit[0], hit[0] - hit[1]))
+        taken = [(m.start(), m.end()) for m in TOKEN_PATTERN.finditer(text)] if "<" in text else []
         out: list[str] = []
-        position = 0
-        replace: Callable[[re.Match[str]], str] = lambda m: self._by_value[m.group(0)]  # noqa: E731
-        for match in TOKEN_PATTERN.finditer(text):
-            out.append(pattern.sub(replace, text[position : match.start()]))
-            out.append(match.group(0))
-            position = match.end()
-        out.append(pattern.sub(replace, text[position:]))
+        cursor = 0
+        token_index = 0
+        for start, end in hits:
+            if start < cursor:
+                continue
+            while token_index < len(taken) and taken[token_index][1] <= start:
+                token_index += 1
+            if token_index < len(taken) and taken[token_index][0] < end:
+                continue  # inside (or across) a token already there
+            out.append(text[cursor:start])
+            out.append(self._by_value[text[start:end]])
+            cursor = end
+        out.append(text[cursor:])
         return "".join(out)
 
-    def _conceal_pattern(self) -> re.Pattern[str] | None:
-        if self._pattern is False:
-            values = sorted((v for v in self._by_value if len(v) >= MIN_CONCEAL_CHARS), key=len, reverse=True)
-            alternatives = [
-                ("(?<!\\w)" if re.match(r"\w", v) else "")
-                + re.escape(v)
-                + ("(?!\\w)" if re.match(r"\w", v[-1]) else "")
-                for v in values
-            ]
-            self._pattern = re.compile("|".join(alternatives)) if alternatives else None
-        assert self._pattern is not True
-        return self._pattern
+    def _long_values(self) -> list[str]:
+        if self._values is None:
+            self._values = sorted(
+                (v for v in self._by_value if len(v) >= MIN_CONCEAL_CHARS), key=len, reverse=True
+            )
+        return self._values
 
     def to_json(self) -> bytes:
         return json.dumps({"v": 1, "tokens": self._by_token}, ensure_ascii=False).encode()

@@ -320,6 +320,10 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 max_output_tokens=max_output_tokens,
             )
         )
+        if self.restore_output or self._exact_stream is not None:
+            # These streams hold text by content, never by time: no deadline timer per chunk
+            # (a `None` stream_deadline tells the runner so).
+            setattr(self, "stream_deadline", None)  # noqa: B010
         self.error_strategy: ErrorStrategy = default_error_strategy(
             "redact" if strategy == "pseudonymize" else strategy, error_strategy
         )
@@ -600,6 +604,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if part.type != "text-delta":
             held = _release_held(state)
             return [*held, part] if held else part
+        if "<" not in part.payload.text and not state.get(_HELD):
+            return part  # no token in it, none being completed: as it is
         assert self.pseudonyms is not None
         mapping = await self.pseudonyms.current(args)
         out: list[Chunk] = []
