@@ -467,3 +467,14 @@ def test_conceal_then_restore_gives_the_text_back_and_no_value_stands_alone(piec
     for value in KNOWN.values():
         words = concealed.replace("(", " ").replace(")", " ").replace(",", " ").split()
         assert value not in words
+
+
+def test_without_the_pii_extra_pseudonymize_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from sluicegate.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
+    with pytest.raises(MissingExtraError, match=r"sluicegate\[pii\]"):
+        PIIDetector(strategy="pseudonymize")
+    PIIDetector(strategy="redact")  # the other strategies do not need it
