@@ -122,10 +122,12 @@ class PseudonymMap:
         """A copy with a fresh token for each `(value, pii_type)` not mapped yet; None when
         every value already has one."""
         added: dict[str, str] = {}
+        seen: set[str] = set()
         counters = dict(self._counters)
         for value, pii_type in found:
-            if not value or value in self._by_value or value in added.values() or is_token(value):
+            if not value or value in self._by_value or value in seen or is_token(value):
                 continue
+            seen.add(value)
             label = token_label(pii_type)
             counters[label] = counters.get(label, 0) + 1
             added[f"<{label}_{counters[label]}>"] = value
