@@ -133,7 +133,7 @@ def run(uv: list[str], *args: str) -> int:
 
 LOWEST_VENV = ROOT / ".venv-lowest"
 # Every extra except `local` (llama-cpp-python would compile again at its oldest version).
-LOWEST_EXTRAS = "anthropic,gemini,redis,postgres,vector,language"
+LOWEST_EXTRAS = "anthropic,gemini,redis,postgres,vector,language,pii"
 LOWEST_TESTS = ["tests/core", "tests/models", "tests/processors", "tests/cache", "tests/test_imports.py"]
 LOWEST_SECONDS = 1200
 

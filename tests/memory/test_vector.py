@@ -156,7 +156,9 @@ async def test_sqlite_vector_shares_a_file_with_the_store(tmp_path: Any) -> None
     store, vector = SQLiteStore(path), SQLiteVector(path)
     await vector.create_index("docs", 2)
     await vector.upsert("docs", [unit(1, 0)], ["a"], [{"thread_id": "t"}])
-    assert await store.schema_versions() == [1]
+    from sluicegate.storage.migrations import SQLITE_MIGRATIONS
+
+    assert await store.schema_versions() == [m.version for m in SQLITE_MIGRATIONS]
     assert [h.id for h in await vector.query("docs", unit(1, 0), filter={"thread_id": "t"})] == ["a"]
     await store.close()
     await vector.close()

@@ -905,8 +905,18 @@ class AgentRun:
         elif isinstance(payload.args, UnparsedArgs):
             error = ToolInputError(f"invalid input for tool {name!r}: the arguments {payload.args.reason}")
         else:
+            tool_args = payload.args  # what the tool receives; the chunk and history keep payload.args
+            if self.runner.handles_tool_call:
+                tool_args = await self.runner.run_tool_call(
+                    tool_args,
+                    tool_name=name,
+                    tool_call_id=payload.tool_call_id,
+                    step_number=step.step_number,
+                    steps=self.steps,
+                    message_list=self.message_list,
+                )
             try:
-                validated = tool.validate(payload.args)
+                validated = tool.validate(tool_args)
                 context = ToolContext(
                     tool_call_id=payload.tool_call_id,
                     messages=self.message_list.get.all.db(),

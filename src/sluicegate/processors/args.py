@@ -147,6 +147,19 @@ class ProcessToolResultArgs(_Common):
 
 
 @dataclass(slots=True)
+class ProcessToolCallArgs(_Common):
+    """Right before a tool (not a provider-executed one) validates and runs its arguments."""
+
+    tool_name: str = ""
+    tool_call_id: str = ""
+    args: Any = None
+    """The arguments as the model wrote them (and as the client and the history see them)."""
+    step_number: int = 0
+    message_list: MessageList = None  # type: ignore[assignment]
+    steps: list[Any] = field(default_factory=list)
+
+
+@dataclass(slots=True)
 class OutputResult:
     """The `result` of `process_output_result`."""
 
@@ -199,6 +212,14 @@ class ProcessToolResultResult:
     prompt and the run's steps."""
 
     result: Any
+
+
+@dataclass(slots=True)
+class ProcessToolCallResult:
+    """`args` is what the tool receives instead (only the tool: the `tool-call` chunk, the
+    history and the next prompt keep the model's arguments)."""
+
+    args: Any
 
 
 @dataclass(slots=True)

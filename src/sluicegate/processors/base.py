@@ -10,6 +10,7 @@ overrides. Hooks may be `def` or `async def`. The hooks, in the order a run meet
 - `process_output_stream` — on every chunk
 - `process_output_step` — after each model response, before tools run
 - `process_llm_response` — then, with the step's chunks (`accepted` tells a rejected step apart)
+- `process_tool_call` — before a tool runs, to change only what the tool receives
 - `process_tool_result` — after each tool returns, before its result is used anywhere
 - `process_output_result` — once, at the end
 
@@ -40,6 +41,8 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolCallArgs,
+    ProcessToolCallResult,
     ProcessToolResultArgs,
     ProcessToolResultResult,
 )
@@ -52,6 +55,8 @@ APIErrorReturn = ProcessAPIErrorResult | dict[str, Any] | None
 """What `process_api_error` returns (or resolves to)."""
 ToolResultReturn = ProcessToolResultResult | dict[str, Any] | None
 """What `process_tool_result` returns (or resolves to)."""
+ToolCallReturn = ProcessToolCallResult | dict[str, Any] | None
+"""What `process_tool_call` returns (or resolves to)."""
 
 HOOKS: tuple[str, ...] = (
     "process_input",
@@ -63,6 +68,7 @@ HOOKS: tuple[str, ...] = (
     "process_output_step",
     "process_output_result",
     "process_tool_result",
+    "process_tool_call",
 )
 
 
@@ -130,6 +136,11 @@ class Processor:
         self, args: ProcessToolResultArgs
     ) -> ToolResultReturn | Awaitable[ToolResultReturn]:
         """Inspect or replace a tool's result (`{"result": new}`) before anything uses it."""
+        return None
+
+    def process_tool_call(self, args: ProcessToolCallArgs) -> ToolCallReturn | Awaitable[ToolCallReturn]:
+        """Change the arguments only the tool receives (`{"args": new}`); the tool-call chunk,
+        the history and the next prompt keep what the model wrote."""
         return None
 
 

@@ -36,6 +36,8 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
+    ProcessToolCallArgs,
+    ProcessToolCallResult,
     ProcessToolResultArgs,
     ProcessToolResultResult,
     step_result_fields,
@@ -229,6 +231,7 @@ class ProcessorRunner:
         self._output_step = self._entries(output_processors, "process_output_step")
         self._output_result = self._entries(output_processors, "process_output_result")
         self._tool_result = self._entries(output_processors, "process_tool_result")
+        self._tool_call = self._entries(output_processors, "process_tool_call")
         self.has_error_processors = bool(self._entries(error_processors, "process_api_error"))
         self.auto_error_processors: Sequence[Any] = ()
         """Run after every other `process_api_error`, built only when a call fails (see
@@ -648,7 +651,9 @@ class ProcessorRunner:
 
     @property
     def uses_stream_deadlines(self) -> bool:
-        return any(hasattr(e.entry.processor, "stream_deadline") for e in self._stream_entries)
+        return any(
+            getattr(e.entry.processor, "stream_deadline", None) is not None for e in self._stream_entries
+        )
 
     async def run_stream_deadlines(self) -> list[Chunk]:
         """Let processors whose deadline passed flush; their chunks go on downstream."""
@@ -774,6 +779,42 @@ class ProcessorRunner:
             else:
                 raise _wrong_return(entry, returned, "{'result': ...}, ProcessToolResultResult or None")
         return result
+
+    @property
+    def handles_tool_call(self) -> bool:
+        return bool(self._tool_call)
+
+    async def run_tool_call(
+        self,
+        tool_args: Any,
+        *,
+        tool_name: str,
+        tool_call_id: str,
+        step_number: int,
+        steps: list[Any],
+        message_list: MessageList,
+    ) -> Any:
+        """A tool call's arguments through the `process_tool_call` chain; what the tool receives."""
+        for entry in self._tool_call:
+            args = ProcessToolCallArgs(
+                **self._common(entry),
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                args=tool_args,
+                step_number=step_number,
+                message_list=message_list,
+                steps=steps,
+            )
+            returned = await self._call(entry, args)
+            if returned is None:
+                continue
+            if isinstance(returned, ProcessToolCallResult):
+                tool_args = returned.args
+            elif isinstance(returned, dict) and set(returned) == {"args"}:
+                tool_args = returned["args"]
+            else:
+                raise _wrong_return(entry, returned, "{'args': ...}, ProcessToolCallResult or None")
+        return tool_args
 
 
 def signal_message(signal: dict[str, Any]) -> Message:

@@ -66,6 +66,21 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX sluicegate_usage_key_at ON sluicegate_usage (key, at)",
         ),
     ),
+    Migration(
+        2,
+        "sealed pseudonym mappings of PIIDetector, per resource and thread",
+        (
+            """CREATE TABLE sluicegate_pseudonyms (
+                resource_id TEXT NOT NULL,
+                thread_id TEXT NOT NULL,
+                sealed BLOB NOT NULL,
+                version INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (resource_id, thread_id)
+            )""",
+            "CREATE INDEX sluicegate_pseudonyms_thread ON sluicegate_pseudonyms (thread_id)",
+        ),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -132,6 +147,21 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 END IF;
             END
             $$""",
+        ),
+    ),
+    Migration(
+        3,
+        "sealed pseudonym mappings of PIIDetector, per resource and thread",
+        (
+            """CREATE TABLE sluicegate_pseudonyms (
+                resource_id TEXT NOT NULL,
+                thread_id TEXT NOT NULL,
+                sealed BYTEA NOT NULL,
+                version BIGINT NOT NULL,
+                updated_at TIMESTAMPTZ NOT NULL,
+                PRIMARY KEY (resource_id, thread_id)
+            )""",
+            "CREATE INDEX sluicegate_pseudonyms_thread ON sluicegate_pseudonyms (thread_id)",
         ),
     ),
 )

@@ -213,6 +213,7 @@ class PostgresStore(MemoryStore):
         pool = await self.pool()
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute("DELETE FROM sluicegate_messages WHERE thread_id = $1", thread_id)
+            await conn.execute("DELETE FROM sluicegate_pseudonyms WHERE thread_id = $1", thread_id)
             await conn.execute("DELETE FROM sluicegate_threads WHERE id = $1", thread_id)
 
     # ---------------------------------------------------------------- messages
@@ -426,6 +427,43 @@ class PostgresStore(MemoryStore):
                 "SELECT COALESCE(SUM(cost), 0) FROM sluicegate_usage WHERE key = $1 AND at >= $2", key, since
             )
         return float(value)
+
+    # ---------------------------------------------------------------- pseudonym mappings (PIIDetector)
+
+    async def load_pseudonyms(self, resource_id: str, thread_id: str) -> tuple[bytes, int] | None:
+        """The sealed pseudonym mapping of a conversation and its version, or None."""
+        pool = await self.pool()
+        row = await pool.fetchrow(
+            "SELECT sealed, version FROM sluicegate_pseudonyms WHERE resource_id = $1 AND thread_id = $2",
+            resource_id,
+            thread_id,
+        )
+        return None if row is None else (bytes(row["sealed"]), int(row["version"]))
+
+    async def save_pseudonyms(
+        self, resource_id: str, thread_id: str, sealed: bytes, expected_version: int
+    ) -> bool:
+        """Store the mapping when its stored version is still `expected_version` (0: none
+        yet), as version `expected_version + 1`; False when another writer got there first."""
+        pool = await self.pool()
+        if expected_version == 0:
+            status = await pool.execute(
+                "INSERT INTO sluicegate_pseudonyms (resource_id, thread_id, sealed, version, updated_at) "
+                "VALUES ($1, $2, $3, 1, now()) ON CONFLICT (resource_id, thread_id) DO NOTHING",
+                resource_id,
+                thread_id,
+                bytes(sealed),
+            )
+            return bool(status == "INSERT 0 1")
+        status = await pool.execute(
+            "UPDATE sluicegate_pseudonyms SET sealed = $3, version = version + 1, updated_at = now() "
+            "WHERE resource_id = $1 AND thread_id = $2 AND version = $4",
+            resource_id,
+            thread_id,
+            bytes(sealed),
+            expected_version,
+        )
+        return bool(status == "UPDATE 1")
 
     async def close(self) -> None:
         self._closed = True

@@ -348,6 +348,7 @@ class SQLiteStore(MemoryStore):
     async def delete_thread(self, thread_id: str) -> None:
         def delete(c: apsw.Connection) -> None:
             c.execute("DELETE FROM sluicegate_messages WHERE thread_id = ?", (thread_id,))
+            c.execute("DELETE FROM sluicegate_pseudonyms WHERE thread_id = ?", (thread_id,))
             c.execute("DELETE FROM sluicegate_threads WHERE id = ?", (thread_id,))
 
         await self._db.run(lambda c: write_transaction(c, delete))
@@ -564,6 +565,44 @@ class SQLiteStore(MemoryStore):
             return float(row[0])
 
         return await self._db.run(total)
+
+    # ---------------------------------------------------------------- pseudonym mappings (PIIDetector)
+
+    async def load_pseudonyms(self, resource_id: str, thread_id: str) -> tuple[bytes, int] | None:
+        """The sealed pseudonym mapping of a conversation and its version, or None."""
+
+        def load(c: apsw.Connection) -> tuple[bytes, int] | None:
+            row = c.execute(
+                "SELECT sealed, version FROM sluicegate_pseudonyms WHERE resource_id = ? AND thread_id = ?",
+                (resource_id, thread_id),
+            ).fetchone()
+            return None if row is None else (bytes(row[0]), int(row[1]))
+
+        return await self._db.run(load)
+
+    async def save_pseudonyms(
+        self, resource_id: str, thread_id: str, sealed: bytes, expected_version: int
+    ) -> bool:
+        """Store the mapping when its stored version is still `expected_version` (0: none
+        yet), as version `expected_version + 1`; False when another writer got there first."""
+
+        def save(c: apsw.Connection) -> bool:
+            now = to_micros(utc_now())
+            if expected_version == 0:
+                c.execute(
+                    "INSERT INTO sluicegate_pseudonyms (resource_id, thread_id, sealed, version, updated_at) "
+                    "VALUES (?, ?, ?, 1, ?) ON CONFLICT (resource_id, thread_id) DO NOTHING",
+                    (resource_id, thread_id, bytes(sealed), now),
+                )
+            else:
+                c.execute(
+                    "UPDATE sluicegate_pseudonyms SET sealed = ?, version = version + 1, updated_at = ? "
+                    "WHERE resource_id = ? AND thread_id = ? AND version = ?",
+                    (bytes(sealed), now, resource_id, thread_id, expected_version),
+                )
+            return bool(c.changes() == 1)
+
+        return await self._db.run(lambda c: write_transaction(c, save))
 
     async def close(self) -> None:
         await self._db.close()

@@ -45,6 +45,7 @@ PHASES: dict[str, str] = {
     "process_output_step": "output_step",
     "process_output_result": "output_result",
     "process_tool_result": "tool_result",
+    "process_tool_call": "tool_call",
 }
 
 # Processor outcomes (`sluicegate.processor.outcome`)

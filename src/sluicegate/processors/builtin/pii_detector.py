@@ -1,6 +1,7 @@
 """`PIIDetector`: an LLM finds personally identifiable information (emails, phone numbers, card
-numbers, names, addresses, ...) and the processor redacts it, drops the message, warns or
-blocks — in the input, in each streamed text chunk, and in the final response."""
+numbers, names, addresses, ...) and the processor redacts it, drops the message, warns,
+blocks or pseudonymizes it — in the input, in each streamed text chunk, in tool results and in
+the final response."""
 
 from __future__ import annotations
 
@@ -12,12 +13,17 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
+from sluicegate.errors import ConfigurationError
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import (
     ProcessInputArgs,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
     ProcessOutputResultArgs,
     ProcessOutputStreamArgs,
+    ProcessToolCallArgs,
+    ProcessToolCallResult,
     ProcessToolResultArgs,
     ProcessToolResultResult,
 )
@@ -41,6 +47,7 @@ from sluicegate.processors.builtin._detector import (
     judged,
     locate,
     map_strings,
+    message_text,
     replace_messages,
     resolve_llm,
     response_ids,
@@ -49,6 +56,14 @@ from sluicegate.processors.builtin._detector import (
     substitute,
     to_check,
     with_text,
+)
+from sluicegate.processors.builtin._pseudonyms import (
+    Pseudonymizer,
+    PseudonymMap,
+    hold_point,
+    is_token,
+    map_prompt,
+    value_pieces,
 )
 from sluicegate.processors.builtin._window import (
     DEFAULT_MAX_HOLD_MS,
@@ -60,11 +75,11 @@ from sluicegate.processors.builtin._window import (
     redaction_judgement,
 )
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
-from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.chunk import Chunk, text_delta
 
 log = logging.getLogger(__name__)
 
-PIIStrategy = Literal["block", "warn", "filter", "redact"]
+PIIStrategy = Literal["block", "warn", "filter", "redact", "pseudonymize"]
 RedactionMethod = Literal["mask", "hash", "remove", "placeholder"]
 
 DEFAULT_DETECTION_TYPES: tuple[str, ...] = (
@@ -184,11 +199,30 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     across chunks is judged whole, and with `release="vetted"` nothing reaches the client
     before a verdict covered it.
 
+    `"pseudonymize"` replaces each value with a typed, numbered token (`<EMAIL_1>`), the same
+    token for the same value throughout a conversation (a thread of a resource; without a
+    thread, one run). The model sees only tokens: in the input, in tool results, and in every
+    prompt (`process_llm_request` conceals known values in remembered history and system
+    messages too). The tokens in a tool call's arguments are restored for the tool alone
+    (`process_tool_call`): the `tool-call` chunk, the history and the client keep the tokens.
+    `restore_output=True` also restores them in the streamed answer text (a token split across
+    chunks is held until complete; a token the model made up stays as it is); what the client
+    receives is what is stored. The mapping is sealed with AES-GCM under `pseudonym_key` (the
+    `pii` extra) in `pseudonym_store`: in memory by default, or a `SQLiteStore` /
+    `PostgresStore` (then the key is required). Put the same detector in both arrays: input
+    (the user's messages) and output (tool results, tool arguments, the answer).
+
     Example::
 
         pii = PIIDetector(model="openai/gpt-5-nano", detection_types=["email", "phone", "ssn"],
                           strategy="redact", redaction_method="placeholder")
         agent = Agent(name="private", model="openai/gpt-5", input_processors=[pii])
+
+        key = new_pseudonym_key()  # keep it with the application's secrets
+        pseudo = PIIDetector(strategy="pseudonymize", restore_output=True,
+                             pseudonym_key=key, pseudonym_store=SQLiteStore("memory.db"))
+        agent = Agent(name="crm", model="openai/gpt-5", tools=[send_email],
+                      input_processors=[pseudo], output_processors=[pseudo])
     """
 
     id = "pii-detector"
@@ -216,9 +250,27 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
         release: Release | None = None,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        restore_output: bool = False,
+        pseudonym_key: bytes | str | None = None,
+        pseudonym_store: Any = None,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(PIIStrategy))
+        self.pseudonyms: Pseudonymizer | None = None
+        self.restore_output = restore_output
+        if not isinstance(restore_output, bool):
+            raise ConfigurationError(f"restore_output must be True or False, got {restore_output!r}")
+        if strategy == "pseudonymize":
+            self.pseudonyms = Pseudonymizer(key=pseudonym_key, store=pseudonym_store)
+            # Hooks only pseudonymization needs, set on this object alone: the other strategies
+            # add no hook call per model call or per tool call.
+            setattr(self, "process_llm_request", self._conceal_prompt)  # noqa: B010
+            setattr(self, "process_tool_call", self._restore_tool_args)  # noqa: B010
+        elif restore_output or pseudonym_key is not None or pseudonym_store is not None:
+            raise ConfigurationError(
+                "restore_output, pseudonym_key and pseudonym_store only apply to strategy='pseudonymize', "
+                f"not {strategy!r}"
+            )
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
         self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
@@ -268,16 +320,31 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 max_output_tokens=max_output_tokens,
             )
         )
-        self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
+        if self.restore_output or self._exact_stream is not None:
+            # These streams hold text by content, never by time: no deadline timer per chunk
+            # (a `None` stream_deadline tells the runner so).
+            setattr(self, "stream_deadline", None)  # noqa: B010
+        self.error_strategy: ErrorStrategy = default_error_strategy(
+            "redact" if strategy == "pseudonymize" else strategy, error_strategy
+        )
         self.run_in_parallel = check_parallel(strategy, run_in_parallel)
 
     # ------------------------------------------------------------------ hooks
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
-        return await self._check_messages(args.messages, to_check(args.messages, input_ids(args)), args.abort)
+        checked = to_check(args.messages, input_ids(args))
+        if self.pseudonyms is not None:
+            return await self._pseudonymize_messages(args, args.messages, checked, self.detect)
+        return await self._check_messages(args.messages, checked, args.abort)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         checked = to_check(args.messages, response_ids(args))
+        if self.pseudonyms is not None:
+            if self.restore_output:
+                return None  # the answer was restored for the user and stored as they received it
+            return await self._pseudonymize_messages(
+                args, args.messages, checked, self.response_detector(args)
+            )
         return await self._check_messages(args.messages, checked, args.abort, self.response_detector(args))
 
     async def judge_response(self, text: str, args: Any) -> PIIVerdict | None:
@@ -286,6 +353,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
         """A tool's result, checked (one detector call for all its strings) and redacted
         before the model, the history and the client see it."""
+        if self.pseudonyms is not None:
+            return await self._pseudonymize_tool_result(args)
         verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
         if verdict is None:
             return None
@@ -303,11 +372,15 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return ProcessToolResultResult(map_strings(args.result, redact_leaf))
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        if self.restore_output:
+            return await self._restore_stream(args)
         if self._exact_stream is not None:
             return self._exact_stream.process_output_stream(args)
         return await WindowedGuard.process_output_stream(self, args)
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
+        if self.restore_output:
+            return _release_held(args.state)
         if self._exact_stream is not None:
             return self._exact_stream.flush_output_stream(args)
         return await WindowedGuard.flush_output_stream(self, args)
@@ -319,6 +392,12 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
+        if self.pseudonyms is not None:
+            spans = locate(text, self._findings(verdict))
+            if not spans:
+                return Judgement(flagged=True, drop=True, reason="PII detected")
+            mapping = await self.pseudonyms.assign(args, [(text[s.start : s.end], s.type) for s in spans])
+            return Judgement(flagged=True, spans=spans, replace=_tokens_of(mapping), reason="PII detected")
         return redaction_judgement(
             self.strategy,
             lambda: locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold]),
@@ -416,3 +495,157 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 for d in verdict.detections
             ]
         enforce(self, self.strategy, message, detail, abort, label="PIIDetector", log=log)
+
+    # ------------------------------------------------------------------ pseudonymization
+
+    def _findings(self, verdict: PIIVerdict) -> list[PIIDetection]:
+        """The confident detections, minus what is a token already (a detector may report
+        `<EMAIL_1>` as an email): a value holding tokens counts as its other pieces."""
+        findings: list[PIIDetection] = []
+        for detection in verdict.detections or ():
+            if detection.confidence < self.threshold or is_token(detection.value.strip()):
+                continue
+            pieces = value_pieces(detection.value)
+            if pieces == [detection.value]:
+                findings.append(detection)
+            else:
+                findings.extend(
+                    detection.model_copy(update={"value": p, "start": -1, "end": -1}) for p in pieces
+                )
+        return findings
+
+    async def _pseudonymize_text(self, args: Any, text: str, verdict: PIIVerdict) -> str | None:
+        """`text` with each detected value replaced by its token (and known values too); None
+        when a detection cannot be located (the caller drops the text rather than pass it on)."""
+        findings = self._findings(verdict)
+        spans = locate(text, findings)
+        if not spans and (findings or not verdict.detections):
+            return None
+        assert self.pseudonyms is not None
+        mapping = await self.pseudonyms.assign(args, [(text[s.start : s.end], s.type) for s in spans])
+        return mapping.conceal(substitute(text, spans, _tokens_of(mapping)))
+
+    async def _pseudonymize_messages(
+        self,
+        args: Any,
+        messages: list[Message],
+        checked: list[Message],
+        detect: Callable[[str], Awaitable[PIIVerdict | None]],
+    ) -> list[Message] | None:
+        assert self.pseudonyms is not None
+        replaced: dict[str, Message | None] = {}
+        for message in checked:
+            text = message_text(message)
+            if not text:
+                continue
+            concealed = (await self.pseudonyms.current(args)).conceal(text)
+            verdict = await detect(concealed)
+            if verdict is not None and self.is_flagged(verdict):
+                self._handle(verdict, args.abort)
+                pseudonymized = await self._pseudonymize_text(args, concealed, verdict)
+                if pseudonymized is None:
+                    log.warning("[PIIDetector] a detection could not be located; dropping the message")
+                    replaced[message.id] = None
+                    continue
+                concealed = pseudonymized
+            if concealed != text:
+                replaced[message.id] = with_text(message, concealed)
+        return replace_messages(messages, replaced)
+
+    async def _pseudonymize_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
+        assert self.pseudonyms is not None
+        result = map_strings(args.result, (await self.pseudonyms.current(args)).conceal)
+        verdict = await flagged_text("\n".join(string_leaves(result)), self.detect, self.is_flagged)
+        if verdict is not None:
+            self._handle(verdict, args.abort)
+            findings = [d.model_copy(update={"start": -1, "end": -1}) for d in self._findings(verdict)]
+            found = [
+                (leaf[s.start : s.end], s.type)
+                for leaf in string_leaves(result)
+                for s in locate(leaf, findings)
+            ]
+            if not found and (findings or not verdict.detections):
+                return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
+            mapping = await self.pseudonyms.assign(args, found)
+            tokens = _tokens_of(mapping)
+            result = map_strings(
+                result, lambda leaf: mapping.conceal(substitute(leaf, locate(leaf, findings), tokens))
+            )
+        return None if result == args.result else ProcessToolResultResult(result)
+
+    async def _conceal_prompt(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | None:
+        """`process_llm_request` when pseudonymizing: every text of the prompt (remembered
+        history, system messages, tool calls and results) with known values and what the
+        pattern pass finds replaced by tokens, right before the model call (not stored)."""
+        assert self.pseudonyms is not None
+        found: list[tuple[str, str]] = []
+
+        def collect(text: str) -> str:
+            found.extend((d.value, d.type) for d in self.pattern_verdict(text).detections or ())
+            return text
+
+        map_prompt(args.prompt, collect)
+        mapping = await (self.pseudonyms.assign(args, found) if found else self.pseudonyms.current(args))
+        prompt = map_prompt(args.prompt, mapping.conceal)
+        return None if prompt == args.prompt else ProcessLLMRequestResult(prompt=prompt)
+
+    async def _restore_tool_args(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
+        """`process_tool_call` when pseudonymizing: the tool receives the real values of the
+        tokens in its arguments (tokens this conversation never issued stay as they are)."""
+        assert self.pseudonyms is not None
+        restored = map_strings(args.args, (await self.pseudonyms.current(args)).restore)
+        return None if restored == args.args else ProcessToolCallResult(restored)
+
+    async def _restore_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        """The answer text with tokens restored; a trailing part that may still grow into a
+        token (`<EMAIL_`) is held until the next chunk or the end of the step."""
+        part = args.part
+        state = args.state
+        if part.type != "text-delta":
+            held = _release_held(state)
+            return [*held, part] if held else part
+        if "<" not in part.payload.text and not state.get(_HELD):
+            return part  # no token in it, none being completed: as it is
+        assert self.pseudonyms is not None
+        mapping = await self.pseudonyms.current(args)
+        out: list[Chunk] = []
+        if state.get(_HELD) and state[_HELD_AT] != (part.run_id, part.payload.id):
+            out.extend(_release_held(state))  # a new text id: what was held cannot grow any more
+        text = state.pop(_HELD, "") + part.payload.text
+        cut = hold_point(text)
+        if cut < len(text):
+            state[_HELD], state[_HELD_AT] = text[cut:], (part.run_id, part.payload.id)
+        if cut:
+            out.append(text_delta(part.run_id, part.payload.id, mapping.restore(text[:cut])))
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else out
+
+
+_HELD = "restore_held"
+_HELD_AT = "restore_held_at"
+
+
+def _release_held(state: dict[str, Any]) -> list[Chunk]:
+    """The text held back by a restoring stream, as it is (it never grew into a token)."""
+    held = state.pop(_HELD, "")
+    if not held:
+        return []
+    run_id, text_id = state[_HELD_AT]
+    return [text_delta(run_id, text_id, held)]
+
+
+def _tokens_of(mapping: PseudonymMap) -> Callable[[str, str], str]:
+    """A span replacement giving each value its token (a detected value with blanks around it
+    keeps them); a value without one (never the case after `assign`) is dropped rather than
+    passed on."""
+
+    def replace(value: str, kind: str) -> str:
+        token = mapping.token(value)
+        if token is not None:
+            return token
+        stripped = value.strip()
+        token = mapping.token(stripped) if stripped else None
+        return value.replace(stripped, token, 1) if token is not None else ""
+
+    return replace

@@ -1,0 +1,92 @@
+"""`process_tool_call`: changes what one tool receives, and only that."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sluicegate import Agent, ToolContext, create_tool
+from sluicegate.errors import ProcessorError
+from sluicegate.processors import Processor, ProcessToolCallArgs, ProcessToolCallResult
+from sluicegate.testing import MockModel, text_step, tool_call_step
+
+from .helpers import collect
+
+
+def city_tool(received: list[Any]) -> Any:
+    async def execute(input: dict[str, Any], context: ToolContext) -> str:
+        received.append(dict(input))
+        return f"sunny in {input['city']}"
+
+    return create_tool(
+        id="weather",
+        input_schema={"type": "object", "properties": {"city": {"type": "string", "minLength": 3}}},
+        execute=execute,
+    )
+
+
+class Expand(Processor):
+    id = "expand"
+
+    def __init__(self, result: Any = None) -> None:
+        super().__init__()
+        self.result = result
+        self.seen: list[tuple[str, str, Any, int]] = []
+
+    def process_tool_call(self, args: ProcessToolCallArgs) -> Any:
+        self.seen.append((args.tool_name, args.tool_call_id, args.args, args.step_number))
+        if self.result is not None:
+            return self.result
+        return ProcessToolCallResult(args={"city": {"PA": "Paris"}.get(args.args["city"], args.args["city"])})
+
+
+async def test_the_tool_receives_the_new_arguments_and_nothing_else_changes() -> None:
+    received: list[Any] = []
+    hook = Expand()
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "PA"})), text_step("ok")])
+    agent = Agent("a", model=model, tools=[city_tool(received)], output_processors=[hook])
+    output = await agent.stream("weather?")
+    chunks = await collect(output)
+    assert received == [{"city": "Paris"}]  # validated after the hook: "PA" alone is too short
+    assert hook.seen == [("weather", "c1", {"city": "PA"}, 0)]
+    assert next(c for c in chunks if c.type == "tool-call").payload.args == {"city": "PA"}
+    assert next(c for c in chunks if c.type == "tool-result").payload.args == {"city": "PA"}
+    assert '"city": "PA"' in json.dumps(model.calls[1].prompt)
+    assert "Paris" not in json.dumps(
+        [p for m in model.calls[1].prompt if m["role"] == "assistant" for p in m["content"]]
+    )
+
+
+async def test_a_dict_result_works_and_a_wrong_one_is_a_processor_error() -> None:
+    received: list[Any] = []
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "Rome"})), text_step("ok")])
+    agent = Agent(
+        "a", model=model, tools=[city_tool(received)], output_processors=[Expand({"args": {"city": "Oslo"}})]
+    )
+    await agent.generate("weather?")
+    assert received == [{"city": "Oslo"}]
+
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "Rome"})), text_step("ok")])
+    agent = Agent("a", model=model, tools=[city_tool(received)], output_processors=[Expand({"argz": {}})])
+    try:
+        await agent.generate("weather?")
+    except ProcessorError as error:
+        assert "process_tool_call" in str(error)
+    else:
+        raise AssertionError("a wrong return was accepted")
+    assert received == [{"city": "Oslo"}]  # the tool did not run
+
+
+async def test_an_abort_in_the_hook_ends_the_run_before_the_tool_runs() -> None:
+    class Refuse(Processor):
+        id = "refuse"
+
+        def process_tool_call(self, args: ProcessToolCallArgs) -> None:
+            args.abort("not this tool")
+
+    received: list[Any] = []
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "Rome"})), text_step("ok")])
+    agent = Agent("a", model=model, tools=[city_tool(received)], output_processors=[Refuse()])
+    result = await agent.generate("weather?")
+    assert result.tripwire is not None and result.tripwire.reason == "not this tool"
+    assert received == []
