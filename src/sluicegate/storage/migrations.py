@@ -134,6 +134,63 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             $$""",
         ),
     ),
+    Migration(
+        3,
+        "budget reservations committed in batches (group commit)",
+        (
+            # One call, one transaction, one commit for a whole batch. The per-key advisory locks
+            # are the ones `sluicegate_reserve` takes, taken up front in lock-id order so two
+            # batches never wait on each other in a cycle. The reservations are then decided in
+            # arrival order per key; the spend is summed once per run of the same key and window
+            # and carried forward over the batch's own grants. `usage` arrives as JSON text so
+            # that one caller's payload is encoded (and can fail) on its own.
+            """CREATE OR REPLACE FUNCTION sluicegate_reserve_many(
+                p_keys TEXT[], p_amounts DOUBLE PRECISION[], p_limits DOUBLE PRECISION[],
+                p_since TIMESTAMPTZ[], p_usage TEXT[], p_at TIMESTAMPTZ[], p_seed BIGINT
+            ) RETURNS TABLE (ord INTEGER, reserved_seq BIGINT, spent DOUBLE PRECISION)
+            LANGUAGE plpgsql VOLATILE AS $$
+            DECLARE
+                lock_id BIGINT;
+                r RECORD;
+                cur_key TEXT;
+                cur_since TIMESTAMPTZ;
+                summed BOOLEAN := false;
+                running DOUBLE PRECISION;
+            BEGIN
+                FOR lock_id IN
+                    SELECT DISTINCT hashtextextended(k, p_seed) FROM unnest(p_keys) AS k ORDER BY 1
+                LOOP
+                    PERFORM pg_advisory_xact_lock(lock_id);
+                END LOOP;
+                FOR r IN
+                    SELECT u.n::INTEGER AS n, u.k, u.a, u.l, u.s, u.j, u.t
+                    FROM unnest(p_keys, p_amounts, p_limits, p_since, p_usage, p_at)
+                        WITH ORDINALITY AS u(k, a, l, s, j, t, n)
+                    ORDER BY u.k, u.n
+                LOOP
+                    IF NOT summed OR r.k <> cur_key OR r.s IS DISTINCT FROM cur_since THEN
+                        SELECT COALESCE(SUM(cost), 0) INTO running FROM sluicegate_usage
+                            WHERE key = r.k AND (r.s IS NULL OR at >= r.s);
+                        cur_key := r.k;
+                        cur_since := r.s;
+                        summed := true;
+                    END IF;
+                    ord := r.n;
+                    spent := running;
+                    reserved_seq := NULL;
+                    IF running < r.l THEN
+                        INSERT INTO sluicegate_usage (key, cost, usage, at)
+                            VALUES (r.k, r.a, r.j::jsonb, r.t) RETURNING seq INTO reserved_seq;
+                        IF r.s IS NULL OR r.t >= r.s THEN
+                            running := running + r.a;
+                        END IF;
+                    END IF;
+                    RETURN NEXT;
+                END LOOP;
+            END
+            $$""",
+        ),
+    ),
 )
 
 
