@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from datetime import datetime
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from sluicegate.storage.base import Reservation
+from sluicegate.budget import Reservation, checked_amounts
 from sluicegate.storage.codec import dumps
 from sluicegate.storage.errors import StorageError
 
@@ -61,11 +60,7 @@ def pending_reservation(
     """Check and encode one reservation on its own, so a bad one fails only its caller."""
     if not isinstance(key, str):
         raise TypeError(f"a usage key must be a string, got {type(key).__name__}")
-    amount, limit = float(amount), float(limit)
-    if not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"a reservation amount must be a finite, non-negative number, got {amount!r}")
-    if math.isnan(limit):
-        raise ValueError("a reservation limit must be a number, got nan")
+    amount, limit = checked_amounts(amount, limit)
     for name, value in (("since", since), ("at", at)):
         if value is not None and not isinstance(value, datetime):
             raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from sluicegate.budget import Reservation
+from sluicegate.budget import Reservation, checked_amounts
 from sluicegate.processors.args import (
     ProcessInputStepArgs,
     ProcessLLMRequestArgs,
@@ -105,6 +105,7 @@ class InMemoryUsageStore:
         usage: dict[str, int],
         at: datetime,
     ) -> Reservation:
+        amount, limit = checked_amounts(amount, limit)
         async with self._lock:
             spent = self._total(key, since)
             if spent >= limit:
