@@ -380,3 +380,24 @@ async def test_close_sends_the_queued_reservations_then_refuses(postgres_dsn: st
     assert all(task.done() and task.result().id is not None for task in pending)
     with pytest.raises(StorageError):
         await store.reserve("k", 1.0, limit=100.0, since=None, usage={}, at=now)
+
+
+async def test_batches_from_several_processes_hold_one_budget(postgres_dsn: str) -> None:
+    # Several stores on one database stand for several server processes: their batches run at
+    # once and only the per-key locks keep the budget.
+    dsn = await fresh_database(postgres_dsn)
+    stores = [PostgresStore(dsn, max_size=2) for _ in range(4)]
+    try:
+        now = datetime.now(UTC)
+        await asyncio.gather(*(s.schema_versions() for s in stores))
+        held = await asyncio.gather(
+            *(
+                stores[n % 4].reserve(f"k{n % 2}", 1.0, limit=20.0, since=None, usage={}, at=now)
+                for n in range(400)
+            )
+        )
+        assert sum(h.id is not None for h in held) == 40  # 20 per key, one by one
+        for key in ("k0", "k1"):
+            assert await stores[0].total(key, None) == pytest.approx(20.0)
+    finally:
+        await asyncio.gather(*(s.close() for s in stores))
