@@ -221,7 +221,8 @@ class CostGuardProcessor(Processor):
     reservation is written as a usage record, so a run that is cancelled, fails or loses its
     client before the provider reports usage is charged the estimate; when the usage arrives
     (`process_llm_response`) the record is settled to the real cost (to 0 for a cached replay).
-    A store without `reserve` (a custom `UsageStore`) falls back to check-then-record, which is
+    A run cancelled while reserving is charged if its reservation reached the store (see
+    docs/security.md). A store without `reserve` (a custom `UsageStore`) falls back to check-then-record, which is
     not atomic.
 
     Example::
