@@ -222,8 +222,8 @@ class CostGuardProcessor(Processor):
     client before the provider reports usage is charged the estimate; when the usage arrives
     (`process_llm_response`) the record is settled to the real cost (to 0 for a cached replay).
     A run cancelled while reserving is charged if its reservation reached the store (see
-    docs/security.md). A store without `reserve` (a custom `UsageStore`) falls back to check-then-record, which is
-    not atomic.
+    docs/security.md). A store without `reserve` (a custom `UsageStore`) falls back to
+    check-then-record, which is not atomic.
 
     Example::
 
