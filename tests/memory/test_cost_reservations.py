@@ -401,3 +401,41 @@ async def test_batches_from_several_processes_hold_one_budget(postgres_dsn: str)
             assert await stores[0].total(key, None) == pytest.approx(20.0)
     finally:
         await asyncio.gather(*(s.close() for s in stores))
+
+
+async def test_callers_learn_that_the_database_is_unreachable() -> None:
+    store = PostgresStore("postgresql://postgres@127.0.0.1:1/none", max_size=1)
+    now = datetime.now(UTC)
+    for _ in range(2):  # the second round is not stuck behind the failed first one
+        results = await asyncio.wait_for(
+            asyncio.gather(
+                *(store.reserve("k", 1.0, limit=9.0, since=None, usage={}, at=now) for _ in range(5)),
+                return_exceptions=True,
+            ),
+            timeout=30,
+        )
+        assert all(isinstance(r, OSError) for r in results)
+    await store.close()
+
+
+async def test_a_batch_whose_connection_is_killed_fails_and_the_next_one_works(
+    pg_usage: PostgresStore,
+) -> None:
+    now = datetime.now(UTC)
+    blocker = await hold_key(pg_usage, "k")
+    try:
+        batch = [
+            asyncio.create_task(pg_usage.reserve("k", 1.0, limit=9.0, since=None, usage={}, at=now))
+            for _ in range(3)
+        ]
+        await wait_for_lock_waiter(pg_usage)
+        await blocker.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        )
+        results = await asyncio.gather(*batch, return_exceptions=True)
+    finally:
+        await blocker.close()
+    assert all(isinstance(r, asyncpg.PostgresError | asyncpg.InterfaceError) for r in results)
+    assert await rows_of(pg_usage, "k") == []  # the killed transaction wrote nothing
+    held = await pg_usage.reserve("k", 1.0, limit=9.0, since=None, usage={}, at=now)
+    assert held.id is not None and held.spent == 0.0

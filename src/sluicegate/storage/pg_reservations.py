@@ -1,12 +1,13 @@
 """Group commit for PostgreSQL budget reservations.
 
 A reservation must be atomic (checked against the budget under the key's lock) and durable when
-`reserve` returns, so each one costs a transaction commit and a round trip. Under load that, not
-the check itself, bounds the throughput. `ReservationBatcher` keeps the guarantees and shares the
-cost: while one batch is in flight, the reservations that arrive wait in a queue; the next batch
-sends all of them in one `sluicegate_reserve_many` call (one transaction, one commit), which
-decides them in arrival order per key under the same per-key locks as a lone reservation, and
-each caller gets its own answer once the batch has committed.
+`reserve` returns. Made one call at a time, each pays a round trip (two, with the pool's reset
+on release), a transaction and its commit, and the client and server work around them: that,
+not the budget check, is what bounded the throughput. `ReservationBatcher` keeps the guarantees
+and shares those costs: while one batch is in flight, the reservations that arrive wait in a
+queue; the next batch sends all of them in one `sluicegate_reserve_many` call (one transaction,
+one commit), which decides them in arrival order per key under the same per-key locks as a lone
+reservation, and each caller gets its own answer once the batch has committed.
 
 Cancellation: a reservation withdrawn (its caller cancelled) while it still waits in the queue is
 never written. Once its batch was sent it is committed with the batch and stands as the charge,
@@ -16,6 +17,7 @@ exactly like a run that ends before the provider reported its usage.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -61,9 +63,10 @@ def pending_reservation(
     if not isinstance(key, str):
         raise TypeError(f"a usage key must be a string, got {type(key).__name__}")
     amount, limit = checked_amounts(amount, limit)
-    for name, value in (("since", since), ("at", at)):
-        if value is not None and not isinstance(value, datetime):
-            raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
+    if since is not None and not isinstance(since, datetime):
+        raise TypeError(f"since must be a datetime or None, got {type(since).__name__}")
+    if not isinstance(at, datetime):
+        raise TypeError(f"at must be a datetime, got {type(at).__name__}")
     return PendingReservation(
         key, amount, limit, since, dumps(usage), at, asyncio.get_running_loop().create_future()
     )
@@ -129,8 +132,16 @@ class ReservationBatcher:
         try:
             pool = await self._pool()
             while batch := self._next_batch():
-                async with pool.acquire() as conn:
+                try:
+                    conn = await pool.acquire()
+                except BaseException:
+                    self._queue.extendleft(reversed(batch))  # unsent: failed below with the rest
+                    raise
+                try:
                     await self._send(conn, batch)
+                finally:
+                    with contextlib.suppress(Exception):  # the pool discards what it cannot reset
+                        await pool.release(conn)
         except Exception as error:  # no connection to be had: every waiting caller learns why
             while self._queue:
                 _fail(self._queue.popleft(), error)
