@@ -309,10 +309,17 @@ async def hold_key(store: PostgresStore, key: str) -> asyncpg.Connection:
     return conn
 
 
+_WAITING_HERE = (
+    "locktype = 'advisory' AND NOT granted "
+    "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+"""A session of this test's database waiting for a reservation lock."""
+
+
 async def wait_for_lock_waiter(store: PostgresStore) -> None:
     pool = await store.pool()
     for _ in range(500):
-        if await pool.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"):
+        if await pool.fetchval(f"SELECT count(*) FROM pg_locks WHERE {_WAITING_HERE}"):
             return
         await asyncio.sleep(0.01)
     raise AssertionError("the batch never waited on the held key")
@@ -429,9 +436,7 @@ async def test_a_batch_whose_connection_is_killed_fails_and_the_next_one_works(
             for _ in range(3)
         ]
         await wait_for_lock_waiter(pg_usage)
-        await blocker.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-        )
+        await blocker.execute(f"SELECT pg_terminate_backend(pid) FROM pg_locks WHERE {_WAITING_HERE}")
         results = await asyncio.gather(*batch, return_exceptions=True)
     finally:
         await blocker.close()
