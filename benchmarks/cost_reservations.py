@@ -2,7 +2,13 @@
 record the estimate in one step) each usage store makes per second, with 50 concurrent callers
 spread over 100 budget keys. Targets: >= 2,000/s on SQLite, >= 5,000/s on PostgreSQL.
 
-    uv run python benchmarks/cost_reservations.py      # starts a throwaway PostgreSQL when it can
+Without a DSN it starts two throwaway PostgreSQL servers: one configured like the tests' (no
+WAL flush: `fsync=off`, `synchronous_commit=off`) and one with PostgreSQL's durable defaults,
+where every commit waits for its WAL flush, as in production. For PostgreSQL it also prints how
+many transactions committed the reservations (`PostgresStore` commits concurrent reservations
+in batches).
+
+    uv run python benchmarks/cost_reservations.py      # starts throwaway PostgreSQL servers
     SLUICEGATE_BENCH_DSN=postgresql://... uv run python benchmarks/cost_reservations.py
 """
 
@@ -29,7 +35,7 @@ TESTKIT = str(Path(__file__).resolve().parent.parent / "tests" / "memory")
 """Where `memory_pg_server` (the throwaway PostgreSQL starter the tests use) lives."""
 
 
-async def bench(name: str, store: Any, target: float | None) -> None:
+async def bench(name: str, store: Any, target: float | None) -> float:
     now = datetime.now(UTC)
     usage = {"input_tokens": 100, "output_tokens": 256, "total_tokens": 356, "reserved": 1}
     # Warm up (opens connections, applies migrations).
@@ -55,8 +61,9 @@ async def bench(name: str, store: Any, target: float | None) -> None:
         if target is None
         else ("  (target >= {:,.0f}/s: {})".format(target, "met" if rate >= target else "MISSED"))
     )
-    print(f"{name:<12} {rate:>9,.0f} reservations/s  ({RESERVATIONS:,} in {elapsed:.2f} s){verdict}")
+    print(f"{name:<22} {rate:>9,.0f} reservations/s  ({RESERVATIONS:,} in {elapsed:.2f} s){verdict}")
     assert refused == 0
+    return rate
 
 
 async def round_trip_ceiling(dsn: str) -> None:
@@ -74,7 +81,21 @@ async def round_trip_ceiling(dsn: str) -> None:
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
     rate = RESERVATIONS / (time.perf_counter() - start)
     await pool.close()
-    print(f"{'(SELECT 1)':<12} {rate:>9,.0f} round trips/s  (the ceiling on this machine right now)")
+    print(f"{'(SELECT 1)':<22} {rate:>9,.0f} round trips/s  (one round trip per call, for scale)")
+
+
+async def bench_postgres(name: str, dsn: str) -> None:
+    await round_trip_ceiling(dsn)
+    store = PostgresStore(dsn, max_size=POOL)
+    try:
+        await bench(name, store, 5_000)
+        pool = await store.pool()
+        commits = await pool.fetchval(
+            "SELECT count(DISTINCT xmin::text) FROM sluicegate_usage WHERE key LIKE 'resource:u%'"
+        )
+        print(f"{'':<22} {commits:>9,} transactions committed them ({commits / RESERVATIONS:.3f} each)")
+    finally:
+        await store.close()
 
 
 async def main() -> None:
@@ -85,24 +106,23 @@ async def main() -> None:
         await store.close()
 
     dsn = os.environ.get("SLUICEGATE_BENCH_DSN")
-    stop: Callable[[], None] | None = None
-    if dsn is None:
-        sys.path.insert(0, TESTKIT)
-        from memory_pg_server import PostgresUnavailable, start_postgres
+    if dsn is not None:
+        await bench_postgres("PostgreSQL", dsn)
+        return
+    sys.path.insert(0, TESTKIT)
+    from memory_pg_server import PostgresUnavailable, start_postgres
 
+    for name, durable in (("PostgreSQL (no flush)", False), ("PostgreSQL (durable)", True)):
+        stop: Callable[[], None] | None = None
         try:
-            dsn, stop = start_postgres()
+            dsn, stop = start_postgres(durable=durable)
+            await bench_postgres(name, dsn)
         except PostgresUnavailable as error:
             print(f"PostgreSQL skipped: {error}")
             return
-    try:
-        await round_trip_ceiling(dsn)
-        pg_store = PostgresStore(dsn, max_size=POOL)
-        await bench("PostgreSQL", pg_store, 5_000)
-        await pg_store.close()
-    finally:
-        if stop is not None:
-            stop()
+        finally:
+            if stop is not None:
+                stop()
 
 
 if __name__ == "__main__":

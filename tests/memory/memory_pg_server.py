@@ -74,8 +74,17 @@ def _run_as_owner(args: list[str], owner: str | None) -> subprocess.CompletedPro
     return result
 
 
-def start_postgres() -> tuple[str, Callable[[], None]]:
-    """Initialise a cluster in a temp dir, start it on a free port; returns (dsn, stop)."""
+FAST_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+"""The tests' default: nothing is flushed to disk (a throwaway cluster needs no durability)."""
+DURABLE_SETTINGS = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
+"""PostgreSQL's own defaults: every commit waits for its WAL flush, as in production."""
+
+
+def start_postgres(durable: bool = False, **settings: str) -> tuple[str, Callable[[], None]]:
+    """Initialise a cluster in a temp dir, start it on a free port; returns (dsn, stop).
+
+    `durable=True` keeps PostgreSQL's flush-on-commit defaults (for benchmarks that must count
+    WAL flushes); `settings` adds server settings (`shared_buffers="256MB"`, ...)."""
     bindir = find_postgres_bindir()
     if bindir is None:
         raise PostgresUnavailable(
@@ -96,6 +105,7 @@ def start_postgres() -> tuple[str, Callable[[], None]]:
         entry = pwd.getpwnam(owner)
         os.chown(root, entry.pw_uid, entry.pw_gid)
     data, port = root / "data", _free_port()
+    options = {**(DURABLE_SETTINGS if durable else FAST_SETTINGS), **settings}
     try:
         _run_as_owner(
             [
@@ -122,8 +132,8 @@ def start_postgres() -> tuple[str, Callable[[], None]]:
                 "-t",
                 "60",
                 "-o",
-                f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+                f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200 "
+                + " ".join(f"-c {name}={value}" for name, value in options.items()),
                 "start",
             ],
             owner,

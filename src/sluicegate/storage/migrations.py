@@ -151,6 +151,89 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         3,
+        "budget reservations committed in batches (group commit)",
+        (
+            # One call, one transaction, one commit for a whole batch. The per-key advisory locks
+            # are the ones `sluicegate_reserve` takes, taken up front in lock-id order so two
+            # batches never wait on each other in a cycle. Then one query reads, under those
+            # locks, the spend of every (key, window) of the batch as committed before it, and
+            # the reservations are decided in memory in arrival order per key, each one's spend
+            # being that base plus the batch's own earlier grants in its window. The grants are
+            # written by one INSERT with sequence numbers drawn in decision order. `usage`
+            # arrives as JSON text so that one caller's payload is encoded (and fails) alone.
+            """CREATE OR REPLACE FUNCTION sluicegate_reserve_many(
+                p_keys TEXT[], p_amounts DOUBLE PRECISION[], p_limits DOUBLE PRECISION[],
+                p_since TIMESTAMPTZ[], p_usage TEXT[], p_at TIMESTAMPTZ[], p_seed BIGINT
+            ) RETURNS TABLE (ord INTEGER, reserved_seq BIGINT, spent DOUBLE PRECISION)
+            LANGUAGE plpgsql VOLATILE AS $$
+            DECLARE
+                lock_id BIGINT;
+                e RECORD;
+                seqs BIGINT[] := array_fill(NULL::BIGINT, ARRAY[cardinality(p_keys)]);
+                spents DOUBLE PRECISION[] := array_fill(0::DOUBLE PRECISION, ARRAY[cardinality(p_keys)]);
+                cur_key TEXT;
+                cur_since TIMESTAMPTZ;
+                running DOUBLE PRECISION;
+                grant_amounts DOUBLE PRECISION[];
+                grant_ats TIMESTAMPTZ[];
+                i INTEGER;
+                seq_name TEXT := pg_get_serial_sequence('sluicegate_usage', 'seq');
+            BEGIN
+                FOR lock_id IN
+                    SELECT DISTINCT hashtextextended(k, p_seed) FROM unnest(p_keys) AS k ORDER BY 1
+                LOOP
+                    PERFORM pg_advisory_xact_lock(lock_id);
+                END LOOP;
+                FOR e IN
+                    SELECT u.n::INTEGER AS n, u.k, u.a, u.l, u.s, u.t, w.base
+                    FROM unnest(p_keys, p_amounts, p_limits, p_since, p_at)
+                        WITH ORDINALITY AS u(k, a, l, s, t, n)
+                    JOIN (
+                        SELECT v.k, v.s, (
+                            SELECT COALESCE(SUM(x.cost), 0) FROM sluicegate_usage x
+                            WHERE x.key = v.k AND (v.s IS NULL OR x.at >= v.s)
+                        ) AS base
+                        FROM (SELECT DISTINCT k, s FROM unnest(p_keys, p_since) AS d(k, s)) AS v
+                    ) AS w ON w.k = u.k AND w.s IS NOT DISTINCT FROM u.s
+                    ORDER BY u.k, u.n
+                LOOP
+                    IF e.k IS DISTINCT FROM cur_key THEN
+                        cur_key := e.k;
+                        grant_amounts := '{}';
+                        grant_ats := '{}';
+                        running := NULL;
+                    END IF;
+                    IF running IS NULL OR e.s IS DISTINCT FROM cur_since THEN
+                        running := e.base;
+                        FOR i IN 1 .. COALESCE(array_length(grant_amounts, 1), 0) LOOP
+                            IF e.s IS NULL OR grant_ats[i] >= e.s THEN
+                                running := running + grant_amounts[i];
+                            END IF;
+                        END LOOP;
+                        cur_since := e.s;
+                    END IF;
+                    spents[e.n] := running;
+                    IF running < e.l THEN
+                        seqs[e.n] := nextval(seq_name);
+                        grant_amounts := grant_amounts || e.a;
+                        grant_ats := grant_ats || e.t;
+                        IF e.s IS NULL OR e.t >= e.s THEN
+                            running := running + e.a;
+                        END IF;
+                    END IF;
+                END LOOP;
+                INSERT INTO sluicegate_usage (seq, key, cost, usage, at)
+                    SELECT q, k, a, j::jsonb, t FROM unnest(seqs, p_keys, p_amounts, p_usage, p_at)
+                        AS g(q, k, a, j, t)
+                    WHERE q IS NOT NULL;
+                RETURN QUERY
+                    SELECT r.n::INTEGER, r.q, r.sp FROM unnest(seqs, spents) WITH ORDINALITY AS r(q, sp, n);
+            END
+            $$""",
+        ),
+    ),
+    Migration(
+        4,
         "sealed pseudonym mappings of PIIDetector, per resource and thread",
         (
             """CREATE TABLE sluicegate_pseudonyms (

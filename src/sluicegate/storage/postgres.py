@@ -32,6 +32,7 @@ from sluicegate.storage.codec import (
 )
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, pending
+from sluicegate.storage.pg_reservations import ReservationBatcher
 from sluicegate.storage.types import MessageInclude, Resource, Thread, utc_now
 
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
@@ -118,6 +119,7 @@ class PostgresStore(MemoryStore):
         self._pool: asyncpg.Pool | None = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._reservations = ReservationBatcher(self.pool, _USAGE_LOCK_SEED)
 
     def __repr__(self) -> str:
         return "PostgresStore(...)"
@@ -386,24 +388,13 @@ class PostgresStore(MemoryStore):
         usage: dict[str, int],
         at: datetime,
     ) -> Reservation:
-        """Record `amount` under `key` unless the spend since `since` already reached `limit`, in
-        one round trip (`sluicegate_reserve`): a transaction-scoped advisory lock per key
-        serialises concurrent reservations of one key (other keys do not wait)."""
-        pool = await self.pool()
-        row = _required(
-            await pool.fetchrow(
-                "SELECT reserved_seq, spent FROM sluicegate_reserve($1, $2, $3, $4, $5, $6, $7)",
-                key,
-                float(amount),
-                float(limit),
-                since,
-                usage,
-                at,
-                _USAGE_LOCK_SEED,
-            )
-        )
-        seq = row["reserved_seq"]
-        return Reservation(str(seq) if seq is not None else None, float(row["spent"]))
+        """Record `amount` under `key` unless the spend since `since` already reached `limit`.
+
+        Concurrent reservations are committed together (`ReservationBatcher`, one
+        `sluicegate_reserve_many` call per batch), each still checked under its key's lock in
+        arrival order and durable when this returns. A reservation whose caller is cancelled
+        before its batch was sent is never written; once sent, it stands as the charge."""
+        return await self._reservations.reserve(key, amount, limit=limit, since=since, usage=usage, at=at)
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
         """Replace a reservation's estimate with the real cost and usage."""
@@ -466,6 +457,7 @@ class PostgresStore(MemoryStore):
         return bool(status == "UPDATE 1")
 
     async def close(self) -> None:
+        await self._reservations.close()
         self._closed = True
         if self._pool is not None:
             pool, self._pool = self._pool, None

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import apsw
 
+from sluicegate.budget import checked_amounts
 from sluicegate.messages.message import Message
 from sluicegate.storage.base import MemoryStore, Reservation
 from sluicegate.storage.codec import (
@@ -518,7 +519,8 @@ class SQLiteStore(MemoryStore):
     ) -> Reservation:
         """Record `amount` under `key` unless the spend since `since` already reached `limit`;
         check and insert share one write transaction, so concurrent reservations serialise."""
-        row = (key, float(amount), dumps(usage), to_micros(at))
+        amount, limit = checked_amounts(amount, limit)
+        row = (key, amount, dumps(usage), to_micros(at))
         since_micros = to_micros(since) if since is not None else None
 
         def reserve(c: apsw.Connection) -> Reservation:

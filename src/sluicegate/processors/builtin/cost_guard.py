@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from sluicegate.budget import Reservation
+from sluicegate.budget import Reservation, checked_amounts
 from sluicegate.processors.args import (
     ProcessInputStepArgs,
     ProcessLLMRequestArgs,
@@ -105,6 +105,7 @@ class InMemoryUsageStore:
         usage: dict[str, int],
         at: datetime,
     ) -> Reservation:
+        amount, limit = checked_amounts(amount, limit)
         async with self._lock:
             spent = self._total(key, since)
             if spent >= limit:
@@ -220,8 +221,9 @@ class CostGuardProcessor(Processor):
     reservation is written as a usage record, so a run that is cancelled, fails or loses its
     client before the provider reports usage is charged the estimate; when the usage arrives
     (`process_llm_response`) the record is settled to the real cost (to 0 for a cached replay).
-    A store without `reserve` (a custom `UsageStore`) falls back to check-then-record, which is
-    not atomic.
+    A run cancelled while reserving is charged if its reservation reached the store (see
+    docs/security.md). A store without `reserve` (a custom `UsageStore`) falls back to
+    check-then-record, which is not atomic.
 
     Example::
 
