@@ -2,10 +2,10 @@
 
 `InputProcessor`, `OutputProcessor` and `ErrorProcessor` are what the three arrays of an
 `Agent` hold: a `Processor` (or any object with an `id` and the hooks) or a committed processor
-workflow. `ProcessorStepSchema` (defined in `sluicegate.processors.step_schema`, loaded on first use)
-describes the data dict of a workflow step, for
+workflow. `ProcessorStepSchema` describes the data dict of a workflow step, for
 `create_workflow(input_schema=ProcessorStepSchema, output_schema=ProcessorStepSchema)` as in
-the documents' workflow example.
+the documents' workflow example (a pydantic model, in `sluicegate.processors.step_schema`, built
+on first use).
 """
 
 from __future__ import annotations
