@@ -37,6 +37,9 @@ DEFERRED = (
     "sluicegate.tracing.spans",
     "sluicegate.models.openai_compatible",  # adapters load when a model string resolves to them
     "sluicegate.models.openai_chat",
+    "sluicegate.models.structured_outputs",
+    "sluicegate.registry",  # `Sluicegate`, and the storage types it names
+    "sluicegate.storage",
     "email.utils",  # Retry-After HTTP-dates
     "difflib",  # "did you mean" hints
 )
@@ -98,14 +101,19 @@ def test_deferred_names_still_import_and_list() -> None:
     result = run(
         """
 import json
-import sluicegate.models, sluicegate.processors, sluicegate.tracing
+import sluicegate, sluicegate.models, sluicegate.processors, sluicegate.tracing
 processors = sluicegate.processors
 lazy = {*processors._BUILTINS, *processors._DEFERRED}
-listed = lazy <= set(processors.__all__) and lazy <= set(dir(processors))
+listed = (
+    lazy <= set(processors.__all__) and lazy <= set(dir(processors))
+    and "Sluicegate" in dir(sluicegate) and "OpenAICompatible" in dir(sluicegate.models)
+    and "TracingContext" in dir(sluicegate.tracing)
+)
 from sluicegate.processors import ProcessorStepSchema
 from sluicegate.processors.types import ProcessorStepSchema as FromTypes
 from sluicegate.models import OpenAICompatible
 from sluicegate.tracing import TracingContext, configure
+from sluicegate import Sluicegate
 import sluicegate.tracing.configure
 from sluicegate.tracing import configure as again
 print(json.dumps({
@@ -115,6 +123,7 @@ print(json.dumps({
     "schema_phase": ProcessorStepSchema(phase="process_input").phase,
     "compatible": OpenAICompatible.__name__,
     "tracing_context": TracingContext.__name__,
+    "registry": Sluicegate.__name__,
     "configure_is_function": callable(configure) and configure is again,
 }))
 """
@@ -126,6 +135,7 @@ print(json.dumps({
         "schema_phase": "process_input",
         "compatible": "OpenAICompatible",
         "tracing_context": "TracingContext",
+        "registry": "Sluicegate",
         "configure_is_function": True,
     }
 

@@ -25,3 +25,7 @@ __all__ = [
 ]
 
 from sluicegate.models import providers as _providers  # noqa: F401  (registers the model strings)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -8,8 +8,10 @@ the Chat Completions adapter: that happens when such a model is first resolved.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sluicegate.models.structured_outputs import StructuredOutputs
+if TYPE_CHECKING:
+    from sluicegate.models.structured_outputs import StructuredOutputs
 
 
 @dataclass(frozen=True)

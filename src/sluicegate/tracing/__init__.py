@@ -25,3 +25,7 @@ __all__ = ["Telemetry", "TracingContext", "configure", "format_span_tree"]
 # `spans` imports OpenTelemetry, which a process that never traces does not load (see
 # `sluicegate.tracing.run_start`): imported on first use.
 __getattr__ = lazy_attributes(__name__, {"TracingContext": "spans"})
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
