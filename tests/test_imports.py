@@ -53,17 +53,17 @@ def test_import_and_an_untraced_run_do_no_deferred_work() -> None:
 import json, sys
 import sluicegate
 from sluicegate import Agent
-from sluicegate.processors import Processor, ProcessInputArgs
+from sluicegate.processors import Processor
 from sluicegate.testing import MockModel
 from sluicegate.testing.mock_model import text_step
 at_import = [m for m in {DEFERRED!r} if m in sys.modules]
 
-class Upper(Processor):
-    id = "upper"
+class Passthrough(Processor):
+    id = "passthrough"
     def process_output_result(self, args):
         return None
 
-agent = Agent("plain", model=MockModel([text_step("hi")]), output_processors=[Upper()])
+agent = Agent("plain", model=MockModel([text_step("hi")]), output_processors=[Passthrough()])
 text = agent.generate_sync("x").text
 after_run = [m for m in {DEFERRED!r} if m in sys.modules]
 print(json.dumps({{"at_import": at_import, "after_run": after_run, "text": text}}))
