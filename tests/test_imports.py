@@ -28,6 +28,134 @@ def run(code: str) -> dict[str, object]:
     return result
 
 
+DEFERRED = (
+    "pydantic",  # tools and structured output import it when a schema is built
+    "pydantic_core",
+    "opentelemetry",  # only `configure()`, a provider or a propagated trace context brings it
+    "importlib.metadata",  # pydantic's plugin lookup, at its first model
+    "sluicegate.processors.step_schema",  # the one pydantic model of `sluicegate.processors`
+    "sluicegate.tracing.spans",
+    "sluicegate.models.openai_compatible",  # adapters load when a model string resolves to them
+    "sluicegate.models.openai_chat",
+    "sluicegate.models.structured_outputs",
+    "sluicegate.registry",  # `Sluicegate`, and the storage types it names
+    "sluicegate.storage",
+    "email.utils",  # Retry-After HTTP-dates
+    "difflib",  # "did you mean" hints
+)
+
+
+def test_import_and_an_untraced_run_do_no_deferred_work() -> None:
+    """`import sluicegate` and a plain run (no tools, no schema, no tracing) build no pydantic
+    model, load no OpenTelemetry and no provider adapter: they are paid for where they are used."""
+    result = run(
+        f"""
+import json, sys
+import sluicegate
+from sluicegate import Agent
+from sluicegate.processors import Processor
+from sluicegate.testing import MockModel
+from sluicegate.testing.mock_model import text_step
+at_import = [m for m in {DEFERRED!r} if m in sys.modules]
+
+class Passthrough(Processor):
+    id = "passthrough"
+    def process_output_result(self, args):
+        return None
+
+agent = Agent("plain", model=MockModel([text_step("hi")]), output_processors=[Passthrough()])
+text = agent.generate_sync("x").text
+after_run = [m for m in {DEFERRED!r} if m in sys.modules]
+print(json.dumps({{"at_import": at_import, "after_run": after_run, "text": text}}))
+"""
+    )
+    assert result == {"at_import": [], "after_run": [], "text": "hi"}
+
+
+def test_tracing_configured_after_an_untraced_run_records_the_next_run() -> None:
+    """Whether OpenTelemetry is in use is decided per run, not at import."""
+    result = run(
+        """
+import json, sys
+from sluicegate import Agent
+from sluicegate.testing import MockModel
+from sluicegate.testing.mock_model import text_step
+agent = Agent("late", model=MockModel([text_step("one"), text_step("two")]))
+first = agent.generate_sync("x")
+loaded_before = "opentelemetry" in sys.modules
+from sluicegate.tracing import configure
+telemetry = configure(in_memory=True, set_global=False)
+second = agent.generate_sync("y")
+names = [span.name for span in telemetry.spans()]
+telemetry.shutdown()
+print(json.dumps({"loaded_before": loaded_before, "first": first.trace_id, "second": bool(second.trace_id),
+                  "run_span": "invoke_agent late" in names}))
+"""
+    )
+    assert result == {"loaded_before": False, "first": "", "second": True, "run_span": True}
+
+
+def test_deferred_names_still_import_and_list() -> None:
+    """The lazily exported names resolve to the real objects, appear in `dir()` before first
+    use, and `from ... import` works for each of them."""
+    result = run(
+        """
+import json
+import sluicegate, sluicegate.models, sluicegate.processors, sluicegate.tracing
+processors = sluicegate.processors
+lazy = {*processors._BUILTINS, *processors._DEFERRED}
+listed = (
+    lazy <= set(processors.__all__) and lazy <= set(dir(processors))
+    and "Sluicegate" in dir(sluicegate) and "OpenAICompatible" in dir(sluicegate.models)
+    and "TracingContext" in dir(sluicegate.tracing)
+)
+from sluicegate.processors import ProcessorStepSchema
+from sluicegate.processors.types import ProcessorStepSchema as FromTypes
+from sluicegate.models import OpenAICompatible
+from sluicegate.tracing import TracingContext, configure
+from sluicegate import Sluicegate
+import sluicegate.tracing.configure
+from sluicegate.tracing import configure as again
+print(json.dumps({
+    "listed": listed,
+    "same_schema": ProcessorStepSchema is FromTypes,
+    "is_model": hasattr(ProcessorStepSchema, "model_validate"),
+    "schema_phase": ProcessorStepSchema(phase="process_input").phase,
+    "compatible": OpenAICompatible.__name__,
+    "tracing_context": TracingContext.__name__,
+    "registry": Sluicegate.__name__,
+    "configure_is_function": callable(configure) and configure is again,
+}))
+"""
+    )
+    assert result == {
+        "listed": True,
+        "same_schema": True,
+        "is_model": True,
+        "schema_phase": "process_input",
+        "compatible": "OpenAICompatible",
+        "tracing_context": "TracingContext",
+        "registry": "Sluicegate",
+        "configure_is_function": True,
+    }
+
+
+def test_a_provider_named_in_the_environment_makes_runs_ask_opentelemetry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenTelemetry's API builds a global provider from `OTEL_PYTHON_TRACER_PROVIDER` on first
+    ask, so a process that never imported it is still asked when that is set."""
+    from sluicegate.tracing import state
+
+    monkeypatch.delitem(sys.modules, "opentelemetry", raising=False)  # as if never imported
+    for name in state.PROVIDER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert not state.opentelemetry_in_use()
+    assert not state.enabled()
+    monkeypatch.setenv("OTEL_PYTHON_TRACER_PROVIDER", "sdk_tracer_provider")
+    assert state.opentelemetry_in_use()
+
+
 def test_core_imports_load_no_heavy_module() -> None:
     result = run(
         f"""

@@ -55,3 +55,11 @@ def test_a_misspelt_option_is_a_type_error(tmp_path: Path) -> None:
     assert 'Unexpected keyword argument "max_step"' in result.stdout
     assert 'did you mean "max_steps"' in result.stdout
     assert "typo_option.py:12: error: No overload variant" in result.stdout  # max_steps="3"
+
+
+def test_lazily_imported_names_keep_their_types(tmp_path: Path) -> None:
+    result = mypy(CASES / "lazy_exports.py", cwd=tmp_path)
+    assert result.returncode == 1
+    assert 'lazy_exports.py:9: error: Argument "limit" to "TokenLimiterProcessor"' in result.stdout
+    assert 'lazy_exports.py:10: error: Argument 1 to "OpenAICompatible"' in result.stdout
+    assert "lazy_exports.py:12: error: Incompatible types in assignment" in result.stdout

@@ -50,7 +50,7 @@ from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
 from sluicegate.tools import Tool, ToolContext, normalize_tools
 from sluicegate.tools.tool import ToolInputError
-from sluicegate.tracing.spans import begin_run
+from sluicegate.tracing.run_start import begin_run
 
 log = logging.getLogger("sluicegate.agent")
 

@@ -12,12 +12,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pydantic
-
 from sluicegate.errors import ConfigurationError, SluicegateError, StructuredOutputError
 
 if TYPE_CHECKING:
     import jsonschema
+    import pydantic
+
+# pydantic is imported by the functions that need it: `import sluicegate` does not load it.
 
 DEFAULT_OUTPUT_RETRIES = 1
 """How many times the model is asked again when its answer does not match (pydantic-ai's
@@ -55,6 +56,8 @@ class OutputSchema:
                 errors=[f"(root): not valid JSON ({exc.msg} at position {exc.pos})"],
             ) from exc
         if self.model is not None:
+            import pydantic  # loaded already: `self.model` is a pydantic model
+
             try:
                 return self.model.model_validate(value)
             except pydantic.ValidationError as exc:
@@ -85,6 +88,8 @@ def output_schema(structured_output: Any) -> OutputSchema:
                 f"structured_output: unknown option(s) {sorted(unknown)}; known: ['schema']"
             )
         schema = schema["schema"]
+    import pydantic
+
     if isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
         return OutputSchema(schema.model_json_schema(), schema, None)
     if isinstance(schema, dict):

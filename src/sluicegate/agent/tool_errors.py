@@ -5,8 +5,7 @@ libraries the tool uses)."""
 from __future__ import annotations
 
 import re
-
-import pydantic
+import sys
 
 _DOCS_LINK = re.compile(r"\s*For further information visit https?://\S+")
 
@@ -14,7 +13,9 @@ _DOCS_LINK = re.compile(r"\s*For further information visit https?://\S+")
 def error_text(error: object) -> str:
     """What the model reads about a failed call: the error's message without the documentation
     links libraries append (pydantic's "For further information visit https://errors...")."""
-    if isinstance(error, pydantic.ValidationError):
+    # pydantic's ValidationError is pydantic_core's; not imported here, as none exists before it is
+    pydantic_core = sys.modules.get("pydantic_core")
+    if pydantic_core is not None and isinstance(error, pydantic_core.ValidationError):
         problems = "; ".join(
             f"{'/'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}"
             for e in error.errors(include_url=False, include_context=False)

@@ -69,7 +69,7 @@ def _local(model_id: str) -> LanguageModel:
 
 
 def register_builtin_providers() -> None:
-    from sluicegate.models.openai_compatible import COMPATIBLE_PROVIDERS
+    from sluicegate.models.compatible_providers import COMPATIBLE_PROVIDERS
 
     register_provider("openai", _openai)
     register_provider("openai.chat", _openai_chat)

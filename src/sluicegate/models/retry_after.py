@@ -6,7 +6,6 @@ always capped by the caller: a large (or hostile) header must not wedge a run.
 
 from __future__ import annotations
 
-import email.utils
 import re
 import time
 from typing import Any
@@ -47,6 +46,8 @@ def parse_retry_after(value: str, now: float | None = None) -> float | None:
         return float(value) * 1000
     if _NUMBER_LIKE.fullmatch(value):  # "-3", "1.5": malformed, not a date
         return None
+    import email.utils  # only HTTP-date values need it (and it is slow to import)
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

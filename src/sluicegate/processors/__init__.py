@@ -7,7 +7,7 @@ built-in's optional dependencies load only when it is used.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluicegate.errors import TripWire
 from sluicegate.processors.args import (
@@ -30,7 +30,34 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, implements
-from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor, ProcessorStepSchema
+from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor
+
+if TYPE_CHECKING:
+    from sluicegate.processors.builtin.batch_parts import BatchPartsProcessor
+    from sluicegate.processors.builtin.cost_guard import CostGuardProcessor, InMemoryUsageStore
+    from sluicegate.processors.builtin.language_detector import LanguageDetector
+    from sluicegate.processors.builtin.message_history import MessageHistory
+    from sluicegate.processors.builtin.moderation import ModerationProcessor
+    from sluicegate.processors.builtin.pii_detector import PIIDetector
+    from sluicegate.processors.builtin.prefill_error_handler import PrefillErrorHandler
+    from sluicegate.processors.builtin.prompt_injection_detector import PromptInjectionDetector
+    from sluicegate.processors.builtin.provider_history_compat import CompatRule, ProviderHistoryCompat
+    from sluicegate.processors.builtin.regex_filter import RegexFilter, RegexFilterProcessor
+    from sluicegate.processors.builtin.response_cache import ResponseCache, build_response_cache_key
+    from sluicegate.processors.builtin.semantic_recall import SemanticRecall
+    from sluicegate.processors.builtin.stream_error_retry import (
+        RetryMatcher,
+        StreamErrorRetryProcessor,
+        is_bad_request_error,
+        is_retryable_openai_responses_stream_error,
+    )
+    from sluicegate.processors.builtin.system_prompt_scrubber import SystemPromptScrubber
+    from sluicegate.processors.builtin.token_limiter import TokenLimiter, TokenLimiterProcessor
+    from sluicegate.processors.builtin.tool_call_filter import ToolCallFilter
+    from sluicegate.processors.builtin.tool_search import ToolSearchProcessor
+    from sluicegate.processors.builtin.unicode_normalizer import UnicodeNormalizer
+    from sluicegate.processors.builtin.working_memory import WorkingMemory
+    from sluicegate.processors.step_schema import ProcessorStepSchema
 
 _BUILTINS: dict[str, str] = {
     "UnicodeNormalizer": "unicode_normalizer",
@@ -67,20 +94,40 @@ _BUILTINS: dict[str, str] = {
 }
 
 
+_DEFERRED: dict[str, str] = {
+    # A pydantic model: built when first named, not by every `import sluicegate`.
+    "ProcessorStepSchema": "step_schema",
+}
+
+
 def __getattr__(name: str) -> Any:
-    module = _BUILTINS.get(name)
+    builtin = _BUILTINS.get(name)
+    module = f"builtin.{builtin}" if builtin is not None else _DEFERRED.get(name)
     if module is None:
         raise AttributeError(f"module 'sluicegate.processors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"sluicegate.processors.builtin.{module}"), name)
+    value = getattr(importlib.import_module(f"sluicegate.processors.{module}"), name)
     globals()[name] = value
     return value
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
 __all__ = [
+    "BatchPartsProcessor",
+    "CompatRule",
+    "CostGuardProcessor",
     "ErrorProcessor",
+    "InMemoryUsageStore",
     "InputProcessor",
+    "LanguageDetector",
+    "MessageHistory",
+    "ModerationProcessor",
     "OutputProcessor",
     "OutputResult",
+    "PIIDetector",
+    "PrefillErrorHandler",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
     "ProcessInputArgs",
@@ -99,7 +146,24 @@ __all__ = [
     "Processor",
     "ProcessorStepSchema",
     "ProcessorViolation",
+    "PromptInjectionDetector",
+    "ProviderHistoryCompat",
+    "RegexFilter",
+    "RegexFilterProcessor",
+    "ResponseCache",
+    "RetryMatcher",
+    "SemanticRecall",
+    "StreamErrorRetryProcessor",
+    "SystemPromptScrubber",
+    "TokenLimiter",
+    "TokenLimiterProcessor",
+    "ToolCallFilter",
+    "ToolSearchProcessor",
     "TripWire",
+    "UnicodeNormalizer",
+    "WorkingMemory",
+    "build_response_cache_key",
     "implements",
-    *_BUILTINS,
+    "is_bad_request_error",
+    "is_retryable_openai_responses_stream_error",
 ]

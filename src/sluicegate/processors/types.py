@@ -4,17 +4,17 @@
 `Agent` hold: a `Processor` (or any object with an `id` and the hooks) or a committed processor
 workflow. `ProcessorStepSchema` describes the data dict of a workflow step, for
 `create_workflow(input_schema=ProcessorStepSchema, output_schema=ProcessorStepSchema)` as in
-the documents' workflow example.
+the documents' workflow example (a pydantic model, in `sluicegate.processors.step_schema`, built
+on first use).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict
-
 if TYPE_CHECKING:
     from sluicegate.processors.base import Processor
+    from sluicegate.processors.step_schema import ProcessorStepSchema as ProcessorStepSchema
     from sluicegate.workflows.processor_workflow import ProcessorWorkflow
 
 InputProcessor: TypeAlias = "Processor | ProcessorWorkflow"
@@ -25,22 +25,10 @@ ErrorProcessor: TypeAlias = "Processor"
 """An entry of `error_processors` (`process_api_error`)."""
 
 
-class ProcessorStepSchema(BaseModel):
-    """The data a processor workflow hands from step to step. `phase` is the hook being run
-    (`"process_input"`, ..., `"process_tool_result"`); the other fields are there when that
-    hook has them. Extra keys (a step's own) are kept."""
+def __getattr__(name: str) -> Any:
+    # `ProcessorStepSchema` is a pydantic model: built on first use, not by every import.
+    if name == "ProcessorStepSchema":
+        from sluicegate.processors.step_schema import ProcessorStepSchema
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
-
-    phase: str
-    messages: list[Any] | None = None
-    system_messages: list[dict[str, Any]] | None = None
-    part: Any = None
-    step_number: int | None = None
-    text: str | None = None
-    finish_reason: str | None = None
-    tool_calls: list[Any] | None = None
-    result: Any = None
-    tool_name: str | None = None
-    tool_call_id: str | None = None
-    tool_args: Any = None
+        return ProcessorStepSchema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

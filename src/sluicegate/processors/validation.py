@@ -7,7 +7,6 @@ called; a step result with a typo (`{"modle": ...}`) would silently change nothi
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -110,6 +109,8 @@ def check_step_result_keys(result: dict[str, Any], pid: str, hook: str) -> None:
     unknown = [key for key in result if key not in STEP_RESULT_KEYS and key not in _STEP_RESULT_CAMEL]
     if not unknown:
         return
+    import difflib  # only a mistake needs suggestions
+
     hints = []
     for key in unknown:
         close = difflib.get_close_matches(key, sorted(STEP_RESULT_KEYS), n=1)

@@ -15,11 +15,10 @@ import asyncio
 import functools
 import inspect
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
-
-import pydantic
 
 from sluicegate.errors import ToolError
 from sluicegate.request_context import RequestContext
@@ -30,6 +29,10 @@ R = TypeVar("R")
 
 if TYPE_CHECKING:
     import jsonschema
+    import pydantic
+
+# pydantic is imported where a schema is built or checked, not at module level: `import
+# sluicegate` does not load it, and an agent without pydantic tools never does.
 
 
 @dataclass
@@ -80,9 +83,7 @@ class Tool:
 
             jsonschema.Draft202012Validator.check_schema(input_schema)
             self._validator = jsonschema.Draft202012Validator(input_schema)
-        elif input_schema is not None and not (
-            isinstance(input_schema, type) and issubclass(input_schema, pydantic.BaseModel)
-        ):
+        elif input_schema is not None and not _is_pydantic_model(input_schema):
             raise ToolError(f"tool {id!r}: input_schema must be a pydantic model or a JSON-schema dict")
 
     def __repr__(self) -> str:
@@ -124,6 +125,8 @@ class Tool:
                 raise ToolInputError(f"invalid input for tool {self.id!r}: {detail}")
             return args
         assert not isinstance(self.input_schema, dict)
+        import pydantic  # loaded already: the schema is a pydantic model
+
         try:
             return self.input_schema.model_validate(args)
         except pydantic.ValidationError as exc:
@@ -143,7 +146,8 @@ class Tool:
             result = await asyncio.to_thread(self._execute, input, context)
         if inspect.isawaitable(result):
             result = await result
-        if isinstance(result, pydantic.BaseModel):
+        pydantic = sys.modules.get("pydantic")  # a result can only be a model once pydantic is loaded
+        if pydantic is not None and isinstance(result, pydantic.BaseModel):
             return result.model_dump(mode="json")
         return result
 
@@ -205,6 +209,8 @@ def tool(
     thread; an `async def` on the event loop."""
 
     def build(fn: Callable[P, R]) -> FunctionTool[P, R]:
+        import pydantic
+
         hints = get_type_hints(fn)
         signature = inspect.signature(fn)
         doc = parse_docstring(inspect.cleandoc(fn.__doc__) if fn.__doc__ else "")  # own, not inherited
@@ -254,6 +260,12 @@ def tool(
         )
 
     return build(func) if func is not None else build
+
+
+def _is_pydantic_model(schema: Any) -> bool:
+    import pydantic
+
+    return isinstance(schema, type) and issubclass(schema, pydantic.BaseModel)
 
 
 def _is_async(function: Callable[..., Any]) -> bool:

@@ -11,8 +11,21 @@ until a tracer or meter provider exists: call `configure(...)` or install your o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from sluicegate._lazy import lazy_attributes
 from sluicegate.tracing.configure import Telemetry, configure
-from sluicegate.tracing.spans import TracingContext
 from sluicegate.tracing.tree import format_span_tree
 
+if TYPE_CHECKING:
+    from sluicegate.tracing.spans import TracingContext
+
 __all__ = ["Telemetry", "TracingContext", "configure", "format_span_tree"]
+
+# `spans` imports OpenTelemetry, which a process that never traces does not load (see
+# `sluicegate.tracing.run_start`): imported on first use.
+__getattr__ = lazy_attributes(__name__, {"TracingContext": "spans"})
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlparse
 
-from opentelemetry import metrics, trace
-
 from sluicegate.errors import ConfigurationError
 from sluicegate.tracing.state import STATE, is_default_meter_provider, is_default_tracer_provider
 
@@ -118,6 +116,9 @@ def configure(
             )
     if not isinstance(service_name, str) or not service_name:
         raise ConfigurationError("configure(service_name=...) must be a non-empty string")
+    # Here, not at module level: `import sluicegate` must not load OpenTelemetry.
+    from opentelemetry import metrics, trace
+
     try:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import (

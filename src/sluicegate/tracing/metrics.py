@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluicegate.tracing import attributes as attr
-from sluicegate.tracing.state import meter_provider
+from sluicegate.tracing.state import meter_provider, opentelemetry_in_use
 
 SCOPE = "sluicegate"
 
@@ -62,8 +62,10 @@ def instruments() -> Instruments:
 
 
 def record_violation(processor_id: str) -> None:
-    instruments().violations.add(1, {attr.PROCESSOR_ID: processor_id})
+    if opentelemetry_in_use():  # else there is no meter provider to count with
+        instruments().violations.add(1, {attr.PROCESSOR_ID: processor_id})
 
 
 def record_detector_call(processor_id: str) -> None:
-    instruments().detector_calls.add(1, {attr.PROCESSOR_ID: processor_id})
+    if opentelemetry_in_use():
+        instruments().detector_calls.add(1, {attr.PROCESSOR_ID: processor_id})
