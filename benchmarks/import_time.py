@@ -25,7 +25,7 @@ HEAVY = (
     "numpy",
     "redis",
     "sqlite_vec",
-    "llama_cpp",
+    "xllamacpp",
     "onnxruntime",
     "jsonschema",
 )
