@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from sluicegate import Agent, tool
-from sluicegate.errors import ConfigurationError
+from sluicegate.errors import APICallError, ConfigurationError
 from sluicegate.models import resolve_model
 from sluicegate.models._llama_chat import (
     function_calling_messages,
@@ -461,13 +461,16 @@ def test_the_runtime_http_port_refuses_requests_without_its_key() -> None:
         assert caught.value.code == 401, path
 
 
-def test_response_format_becomes_a_json_schema_grammar() -> None:
-    assert llama_response_format(None) is None
-    assert llama_response_format({"type": "text"}) is None
-    assert llama_response_format({"type": "json"}) == {"type": "json_object"}
-    assert llama_response_format({"type": "json", "schema": PERSON_SCHEMA}) == {
-        "type": "json_schema",
-        "json_schema": {"schema": PERSON_SCHEMA},
+def test_response_format_becomes_a_grammar() -> None:
+    assert llama_response_format(None) == {}
+    assert llama_response_format({"type": "text"}) == {}
+    assert llama_response_format({"type": "json"})["grammar"].startswith("space ::=")
+    grammar = llama_response_format({"type": "json", "schema": PERSON_SCHEMA})["grammar"]
+    assert '"\\"" char{0,20} "\\"" space' in grammar and "{0,2}" in grammar
+    # a schema the compact grammar does not cover goes to llama.cpp's own conversion
+    patterned = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x+$"}}}
+    assert llama_response_format({"type": "json", "schema": patterned}) == {
+        "response_format": {"type": "json_schema", "json_schema": {"schema": patterned}}
     }
 
 
@@ -515,3 +518,15 @@ def test_function_calling_prompt_lists_tools_and_shows_earlier_calls() -> None:
     assert grammar == (
         'root ::= functions | "message:"\nfunctions ::= "functions.get_weather:" | "functions.odd\\"name:"\n'
     )
+
+
+@pytest.mark.integration
+@needs_local
+async def test_a_prompt_longer_than_the_context_is_a_non_retryable_error() -> None:
+    model = LocalModel()
+    options = CallOptions(prompt=[{"role": "user", "content": [{"type": "text", "text": "word " * 3000}]}])
+    parts = [p async for p in (await model.do_stream(options)).stream]
+    error = parts[-1]["error"]
+    assert parts[-1]["type"] == "error" and isinstance(error, APICallError)
+    assert "prompt is too long for the local model" in str(error) and "context length 2048" in str(error)
+    assert error.is_retryable is False

@@ -3,8 +3,8 @@
 Two ways through llama.cpp (`_llama_runtime`), chosen per call:
 
 - No tools: an OpenAI-style chat completion rendered with the chat template stored in the GGUF,
-  with the caller's stop sequences, streamed, and a JSON `response_format` passed as llama.cpp's
-  `json_schema` response format, so the sampler can only emit JSON matching the schema (any JSON
+  with the caller's stop sequences, streamed, and a JSON `response_format` turned into a
+  grammar (`_json_grammar`), so the sampler can only emit JSON matching the schema (any JSON
   value when there is no schema).
 - Tools (ChatML models only; SmolLM2 is one): the `functions.<name>:` protocol. The tools are
   described in the system message; with `tool_choice` auto a short grammar-constrained step lets
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sluicegate.models._json_grammar import schema_grammar
 from sluicegate.models._prompt_parts import tool_input_json, tool_output_text
 from sluicegate.models.base import CallOptions
 
@@ -130,14 +131,21 @@ def sampling_arguments(options: CallOptions, max_tokens: int) -> dict[str, Any]:
     return arguments
 
 
-def llama_response_format(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A V2 `response_format` as llama.cpp's (a schema becomes a sampling grammar)."""
+def llama_response_format(response_format: dict[str, Any] | None) -> dict[str, Any]:
+    """A V2 `response_format` as llama.cpp request fields: a compact grammar built from the
+    schema (`_json_grammar`), or llama.cpp's own `json_schema` conversion for schemas that grammar
+    does not cover. Without a schema, any JSON value."""
     if not response_format or response_format.get("type") != "json":
-        return None
-    schema = response_format.get("schema")
-    if schema is None:
-        return {"type": "json_object"}
-    return {"type": "json_schema", "json_schema": {"schema": schema}}
+        return {}
+    return schema_constraint(response_format.get("schema", True))
+
+
+def schema_constraint(schema: Any) -> dict[str, Any]:
+    """Request fields that make llama.cpp produce only JSON matching `schema`."""
+    grammar = schema_grammar(schema)
+    if grammar is not None:
+        return {"grammar": grammar}
+    return {"response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
 
 
 def llama_tools(options: CallOptions) -> tuple[list[dict[str, Any]], Any, list[dict[str, Any]]]:

@@ -45,6 +45,7 @@ from sluicegate.models._llama_chat import (
     llama_tools,
     named_tool,
     sampling_arguments,
+    schema_constraint,
     tool_decision_grammar,
 )
 from sluicegate.models._llama_runtime import LlamaRuntime, load_runtime, loaded, missing_runtime
@@ -174,7 +175,7 @@ class LocalModel:
         else:
             request = {
                 "messages": chat_messages(options.prompt),
-                "response_format": llama_response_format(options.response_format),
+                **llama_response_format(options.response_format),
                 **arguments,
             }
             job = _StreamJob(runtime, request)
@@ -442,11 +443,8 @@ class _ToolCallJob(_Job):
                 return answer.reason, decision.tokens("prompt_tokens"), _output_tokens([decision, answer])
         call = self._complete(
             self.arguments
-            | {
-                "prompt": f"{self.prompt}functions.{name}:\n",
-                "json_schema": self.schemas[name],
-                "stop": [_END_OF_TURN],
-            },
+            | schema_constraint(self.schemas[name])
+            | {"prompt": f"{self.prompt}functions.{name}:\n", "stop": [_END_OF_TURN]},
             stop,
             None,
         )
