@@ -10,7 +10,7 @@
 Each command installs what it needs first: `uv` (from PyPI, into .tools/ when it is not on
 PATH) and the locked environment in .venv/ (`uv sync --frozen --all-extras`). Every locked
 package installs from a prebuilt wheel (the embedded model runs on xllamacpp's prebuilt
-llama.cpp), so the first sync is downloads only: about 1.5 GB, a minute or two. While it runs,
+llama.cpp), so the first sync is downloads only (about 0.5 GB of wheels, under a minute). Meanwhile
 the elapsed time (and any package being built from source) is printed every 20 seconds; later
 runs start in seconds.
 """
