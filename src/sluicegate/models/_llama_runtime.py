@@ -3,9 +3,9 @@
 `xllamacpp` (the `local` extra) ships llama.cpp prebuilt as a manylinux/macOS/Windows wheel, so
 installing the local model compiles nothing. It wraps llama.cpp's own C++ server: requests are
 OpenAI-style chat-completion (or raw completion) dicts handled in-process, with the GGUF's chat
-template, llama.cpp's stop handling, streaming through a callback, usage counts and JSON-schema
-grammars (LLGuidance). Generation releases the GIL, so a worker thread can run it while the event
-loop keeps going.
+template, llama.cpp's stop handling, streaming through a callback, usage counts and grammars
+(GBNF, or JSON schemas through LLGuidance). Generation releases the GIL, so a worker thread can
+run it while the event loop keeps going.
 
 That server also always listens on a loopback port. Nothing here uses it for generation, and it
 is locked: a random API key is set per process (every endpoint but `/health` and `/models` then
