@@ -37,7 +37,7 @@ HEAVY = (
     "numpy",
     "redis",
     "sqlite_vec",
-    "llama_cpp",
+    "xllamacpp",
     "onnxruntime",
     "jsonschema",
 )

@@ -16,7 +16,7 @@ HEAVY = (
     "numpy",
     "redis",
     "sqlite_vec",
-    "llama_cpp",
+    "xllamacpp",
     "onnxruntime",
     "jsonschema",
 )
@@ -207,7 +207,7 @@ else:
             "anthropic",
         ),
         (
-            ["llama_cpp"],
+            ["xllamacpp"],
             "from sluicegate.models import resolve_model; resolve_model('local/smollm2-135m')",
             "local",
         ),

