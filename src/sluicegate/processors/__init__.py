@@ -33,6 +33,12 @@ from sluicegate.processors.base import Processor, implements
 from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor
 
 if TYPE_CHECKING:
+    from sluicegate.processors.builtin._pseudonyms import (
+        InMemoryPseudonymStore,
+        PseudonymKeyError,
+        PseudonymStore,
+        new_pseudonym_key,
+    )
     from sluicegate.processors.builtin.batch_parts import BatchPartsProcessor
     from sluicegate.processors.builtin.cost_guard import CostGuardProcessor, InMemoryUsageStore
     from sluicegate.processors.builtin.language_detector import LanguageDetector
@@ -119,6 +125,7 @@ __all__ = [
     "CompatRule",
     "CostGuardProcessor",
     "ErrorProcessor",
+    "InMemoryPseudonymStore",
     "InMemoryUsageStore",
     "InputProcessor",
     "LanguageDetector",
@@ -148,6 +155,8 @@ __all__ = [
     "ProcessorViolation",
     "PromptInjectionDetector",
     "ProviderHistoryCompat",
+    "PseudonymKeyError",
+    "PseudonymStore",
     "RegexFilter",
     "RegexFilterProcessor",
     "ResponseCache",
@@ -166,4 +175,5 @@ __all__ = [
     "implements",
     "is_bad_request_error",
     "is_retryable_openai_responses_stream_error",
+    "new_pseudonym_key",
 ]
