@@ -1,0 +1,90 @@
+"""The model stream interleaved with deadline markers, for stream processors that release
+held chunks on time (`BatchPartsProcessor`'s `max_wait_time`, the guardrails' window verdicts
+and `max_hold_ms`).
+
+One reader task drains the model stream (one part ahead at most); the consumer waits on one
+future per part, with a timer only while a processor has a deadline. A task and an
+`asyncio.wait` per part cost several event-loop turns per chunk, which slowed every stream
+with a windowed guardrail by a fifth of a millisecond per chunk on a busy machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+
+class _Reader:
+    __slots__ = ("done", "error", "room", "wake")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.error: BaseException | None = None
+        self.wake: asyncio.Future[None] | None = None
+        """The consumer waits on it: a part, the end, or a deadline."""
+        self.room: asyncio.Future[None] | None = None
+        """The reader waits on it until the consumer took the part it read."""
+
+
+def _resolve(future: asyncio.Future[None] | None) -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
+async def with_deadlines(
+    stream: AsyncIterator[Any], next_deadline: Callable[[], float | None], marker: Any
+) -> AsyncIterator[Any]:
+    """`stream`'s parts, with `marker` yielded whenever `next_deadline()` (a `time.monotonic()`
+    time, or None) passes while the model is silent. The model's own error is raised as is."""
+    loop = asyncio.get_running_loop()
+    parts: deque[Any] = deque()
+    reader = _Reader()
+
+    async def read() -> None:
+        try:
+            async for part in stream:
+                parts.append(part)
+                _resolve(reader.wake)
+                room = reader.room = loop.create_future()
+                await room
+        except Exception as exc:
+            reader.error = exc
+        finally:
+            reader.done = True
+            _resolve(reader.wake)
+
+    def wake() -> None:
+        _resolve(reader.wake)
+
+    task = asyncio.ensure_future(read())
+    try:
+        while True:
+            if parts:
+                part = parts.popleft()
+                _resolve(reader.room)
+                yield part
+                continue
+            if reader.done:
+                if reader.error is not None:
+                    raise reader.error
+                return
+            waiter = reader.wake = loop.create_future()
+            deadline = next_deadline()
+            if deadline is None:
+                await waiter
+            else:
+                timer = loop.call_later(max(0.0, deadline - time.monotonic()), wake)
+                try:
+                    await waiter
+                finally:
+                    timer.cancel()
+            reader.wake = None
+            if not parts and not reader.done:
+                yield marker
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
