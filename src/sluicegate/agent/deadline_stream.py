@@ -11,10 +11,13 @@ with a windowed guardrail by a fifth of a millisecond per chunk on a busy machin
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 class _Reader:
@@ -55,6 +58,12 @@ async def with_deadlines(
         finally:
             reader.done = True
             _resolve(reader.wake)
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()  # the consumer stopped: end the provider call now
+                except Exception:
+                    log.debug("closing the model stream failed", exc_info=True)
 
     def wake() -> None:
         _resolve(reader.wake)
