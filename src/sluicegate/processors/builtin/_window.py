@@ -588,7 +588,11 @@ class WindowedStream:
         self._speculate()
         out: list[Chunk] = []
         for channel in self.channels.values():
-            await self._collect(channel, wait=True, final=True)
+            try:
+                await self._collect(channel, wait=True, final=True)
+            except BaseException:
+                self._text_done(None)  # the run ends here: no whole-response check is wanted
+                raise
             if self.vetting:
                 # Every member judged all of the text now: release the rest, redacted.
                 out.extend(self._release(channel, channel.total))
@@ -614,14 +618,17 @@ class WindowedStream:
             if member.on_text_done is not None:
                 member.on_text_done(text, member.args)
 
-    def _text_done(self, released: str) -> None:
+    def _text_done(self, released: str | None) -> None:
+        """Start the whole-response checks on the released text (None: the run is ending),
+        cancelling a speculative one that was started on other text."""
         speculated, self._speculated = self._speculated, None
         for member in self.members:
             if member.on_text_done is None:
                 continue
-            if speculated is not None and speculated.strip() != released.strip():
+            if speculated is not None and (released is None or speculated.strip() != released.strip()):
                 _drop_prefetch(member.args.state, speculated.strip())
-            member.on_text_done(released, member.args)
+            if released is not None:
+                member.on_text_done(released, member.args)
 
     def deadline(self) -> float | None:
         earliest: float | None = None
