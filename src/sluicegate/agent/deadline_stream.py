@@ -69,6 +69,10 @@ async def with_deadlines(
         _resolve(reader.wake)
 
     task = asyncio.ensure_future(read())
+    timer: asyncio.TimerHandle | None = None
+    armed_for: float | None = None
+    """The deadline `timer` wakes the consumer at: kept while the deadline stays the same (one
+    timer per deadline, not one per part)."""
     try:
         while True:
             if parts:
@@ -80,20 +84,25 @@ async def with_deadlines(
                 if reader.error is not None:
                     raise reader.error
                 return
-            waiter = reader.wake = loop.create_future()
             deadline = next_deadline()
-            if deadline is None:
-                await waiter
-            else:
-                timer = loop.call_later(max(0.0, deadline - time.monotonic()), wake)
-                try:
-                    await waiter
-                finally:
-                    timer.cancel()
+            if deadline is not None:
+                delay = deadline - time.monotonic()
+                if delay <= 0:
+                    yield marker  # due, and the model has nothing for us
+                    continue
+                if deadline != armed_for:
+                    if timer is not None:
+                        timer.cancel()
+                    timer = loop.call_later(delay, wake)
+                    armed_for = deadline
+            waiter = reader.wake = loop.create_future()
+            await waiter
             reader.wake = None
             if not parts and not reader.done:
                 yield marker
     finally:
+        if timer is not None:
+            timer.cancel()
         if not task.done():
             task.cancel()
             await asyncio.wait({task})

@@ -286,11 +286,15 @@ class WindowedStream:
         self.failure: tuple[int, Exception] | None = None
         """A later member's failed verdict (position, error), raised by that member's hook."""
         self._speculated: str | None = None
+        self._looked = 0.0
+        """When verdicts were last looked for: at each chunk, or at a poll while the model is
+        silent."""
 
     # ------------------------------------------------------------------ stream events
 
     async def on_chunk(self, args: Any) -> Chunk | list[Chunk] | None:
         part: Chunk = args.part
+        self._looked = time.monotonic()
         if self.failure is not None:
             return self._stop(part.run_id)
         try:
@@ -631,11 +635,14 @@ class WindowedStream:
                 member.on_text_done(released, member.args)
 
     def deadline(self) -> float | None:
+        """When the loop should look again while the model is silent: a verdict may be in
+        (`_POLL` seconds after the last look while windows are judged: a flowing stream is
+        looked at with every chunk and never polled), or unjudged text waited `max_hold_ms`."""
         earliest: float | None = None
         for channel in self.channels.values():
             for member, lane in zip(self.members, channel.lanes, strict=True):
                 if lane.windows:
-                    candidate = time.monotonic() + _POLL
+                    candidate = self._looked + _POLL
                 elif lane.held_since is not None and channel.total > lane.judged_to:
                     candidate = lane.held_since + member.max_hold
                 else:
@@ -645,6 +652,7 @@ class WindowedStream:
         return earliest
 
     async def on_deadline(self) -> list[Chunk]:
+        self._looked = time.monotonic()
         if self.failure is not None:
             return [self._stop(self.channels["text"].run_id)]
         try:
