@@ -66,3 +66,15 @@ async def test_it_reads_at_most_one_part_ahead_and_closes_the_model_stream() -> 
     assert first == "a" and read == ["a", "b"]
     await stream.aclose()  # type: ignore[attr-defined]
     assert closed == [True] and read == ["a", "b"]
+
+
+async def test_a_deadline_left_in_the_past_does_not_starve_the_model() -> None:
+    parts: list[object] = []
+    markers = 0
+    async for part in with_deadlines(paced(["a", "b", "c"], 0.01, [], []), lambda: 0.0, MARK):
+        if part is MARK:
+            markers += 1
+            assert markers < 1_000_000, "the model's parts never came"
+        else:
+            parts.append(part)
+    assert parts == ["a", "b", "c"]

@@ -3,9 +3,9 @@ held chunks on time (`BatchPartsProcessor`'s `max_wait_time`, the guardrails' wi
 and `max_hold_ms`).
 
 One reader task drains the model stream (one part ahead at most); the consumer waits on one
-future per part, with a timer only while a processor has a deadline. A task and an
-`asyncio.wait` per part cost several event-loop turns per chunk, which slowed every stream
-with a windowed guardrail by a fifth of a millisecond per chunk on a busy machine.
+future per part, with one timer per deadline (not one per part). A task and an
+`asyncio.wait` per part, as before, cost about twice the CPU per chunk (measured with a
+deadline that never fires: 10 µs against 18 µs per part).
 """
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ async def with_deadlines(
             if deadline is not None:
                 delay = deadline - time.monotonic()
                 if delay <= 0:
-                    yield marker  # due, and the model has nothing for us
+                    await asyncio.sleep(0)  # one turn of the loop: a part already read goes first
+                    if not parts and not reader.done:
+                        yield marker  # due, and the model has nothing for us
                     continue
                 if deadline != armed_for:
                     if timer is not None:
