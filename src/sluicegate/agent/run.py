@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
 from contextlib import aclosing
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluicegate.agent.abort import abortable
+from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
@@ -807,32 +807,10 @@ class AgentRun:
         invocation["state"] = "result"
         invocation["result"] = chunk.payload.get("result")
 
-    async def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
         buffered chunks are due (see `BatchPartsProcessor`)."""
-        iterator = stream.__aiter__()
-        pending: asyncio.Future[Any] | None = None
-        try:
-            while True:
-                if pending is None:
-                    pending = asyncio.ensure_future(iterator.__anext__())
-                deadline = self.runner.next_stream_deadline()
-                if deadline is None:
-                    done, _ = await asyncio.wait({pending})
-                else:
-                    done, _ = await asyncio.wait({pending}, timeout=max(0.0, deadline - time.monotonic()))
-                if not done:
-                    yield _DEADLINE
-                    continue
-                try:
-                    part = pending.result()
-                except StopAsyncIteration:
-                    return
-                pending = None
-                yield part
-        finally:
-            if pending is not None and not pending.done():
-                pending.cancel()
+        return with_deadlines(stream, self.runner.next_stream_deadline, _DEADLINE)
 
     # ------------------------------------------------------------------ tools
 

@@ -59,6 +59,7 @@ from sluicegate.processors.hook_timeout import (
     processor_timeout,
 )
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
+from sluicegate.processors.judge_panels import link_judge_panels
 from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
@@ -563,6 +564,7 @@ class ProcessorRunner:
             for entry in self._output_stream
         ]
         self._stream_entries = entries
+        link_judge_panels([(e.entry.processor, e.args) for e in entries])
         return self._make_pipeline(entries)
 
     def _make_pipeline(self, entries: list[_StreamEntry]) -> StreamPipeline:

@@ -1,6 +1,7 @@
 """Stream safety of the guardrails: for any chunking, no fragment of a secret reaches the client
 or the stored response — on text, reasoning and tool results, for `RegexFilter`, `PIIDetector`
-(with a detector that only reports a secret it sees whole) and both chained."""
+(with a detector that only reports a secret it sees whole), both chained, and two such judges
+side by side, each knowing only some of the secrets."""
 
 from __future__ import annotations
 
@@ -24,14 +25,15 @@ SECRETS = [*EMAILS, *CARDS, *KEYS]
 FILLER = ["Hello", "there,", "the", "answer", "is", "here:", "thanks.", "ok", "and", "then", "\n"]
 
 
-def whole_secret_detector(calls: int = 200) -> MockModel:
-    """A PII detector that reports each secret it sees whole in its content, and nothing else."""
+def whole_secret_detector(calls: int = 200, secrets: list[str] = SECRETS) -> MockModel:
+    """A PII detector that reports each of `secrets` it sees whole in its content, and nothing
+    else."""
 
     def step(options: Any) -> list[dict[str, Any]]:
         prompt = detector_prompt(options)
         found = [
             {"type": "email" if "@" in s else "api-key", "value": s, "confidence": 0.99}
-            for s in SECRETS
+            for s in secrets
             if s in prompt
         ]
         return verdict({"detections": found} if found else {})
@@ -48,6 +50,22 @@ def guards(kind: str) -> list[Any]:
         window_chars=48,
         overlap_chars=32,
     )
+    if kind == "emails+keys":
+        # two judges side by side (one panel): one knows only the emails, the other the rest
+        emails = PIIDetector(
+            model=whole_secret_detector(secrets=EMAILS),
+            redaction_method="placeholder",
+            window_chars=48,
+            overlap_chars=32,
+        )
+        others = PIIDetector(
+            model=whole_secret_detector(secrets=[*CARDS, *KEYS]),
+            redaction_method="hash",
+            window_chars=40,
+            overlap_chars=30,
+        )
+        others.id = "pii-detector-cards-and-keys"
+        return [emails, others]
     return {"regex": [regex], "pii": [pii], "regex+pii": [regex, pii], "pii+regex": [pii, regex]}[kind]
 
 
@@ -65,7 +83,7 @@ def split(text: str, cuts: list[int]) -> list[str]:
 
 
 texts = st.lists(st.sampled_from(FILLER + SECRETS), min_size=1, max_size=16).map(" ".join)
-kinds = st.sampled_from(["regex", "pii", "regex+pii", "pii+regex"])
+kinds = st.sampled_from(["regex", "pii", "regex+pii", "pii+regex", "emails+keys"])
 
 
 def delta_parts(kind: str, pieces: list[str]) -> list[dict[str, Any]]:

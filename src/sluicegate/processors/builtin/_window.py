@@ -17,15 +17,20 @@ With `release="vetted"` text reaches the client only after a verdict covered it;
 `data-guardrail-retraction` chunk, then aborts the run.
 
 For a stream of N characters this makes at most ceil(N / window_chars) + 1 detector calls.
+
+Adjacent guardrails of an output chain form one panel (`form_panel`, called by the runner):
+they all see the model's text as it comes and judge their windows at the same time, and a
+channel releases text up to the lowest point every `vetted` member has vetted, with all their
+redactions applied. A chain of three judges so costs about one judge latency, not three.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from sluicegate.errors import TripWire
 from sluicegate.processors.builtin._detector import Span
@@ -101,43 +106,77 @@ def _consume(task: asyncio.Task[Any]) -> None:
         task.exception()
 
 
+def _remove(value: str, kind: str) -> str:
+    return ""
+
+
+class _Redaction:
+    """A rewrite of channel text `[start, end)` decided by one member's verdict."""
+
+    __slots__ = ("end", "kind", "member", "replace", "start")
+
+    def __init__(
+        self, start: int, end: int, kind: str, replace: Callable[[str, str], str] | None, member: int
+    ) -> None:
+        self.start = start
+        self.end = end
+        self.kind = kind
+        self.replace = replace
+        self.member = member
+
+
+class _Lane:
+    """One member's windows over one channel: what it judged, what it vetted, and the
+    redactions its verdicts asked for that are not released yet."""
+
+    __slots__ = ("chunks_since", "held_since", "judged_to", "redactions", "vetted_to", "windows")
+
+    def __init__(self) -> None:
+        self.judged_to = 0
+        self.vetted_to = 0
+        """The member's own release point: no verdict of its still to come can change text
+        before it."""
+        self.windows: list[_Window] = []
+        self.redactions: list[_Redaction] = []
+        self.held_since: float | None = None
+        self.chunks_since = 0
+
+
 class _Channel:
-    """One text channel's windows: its text so far, what was judged and what released."""
+    """One text channel (text or reasoning) as the model wrote it, shared by the members:
+    what was released, the text ids, the held `*-start`/`*-end` markers, and one lane per
+    member."""
 
     __slots__ = (
-        "chunks_since",
-        "held_since",
-        "judged_to",
+        "altered",
+        "lanes",
         "make",
         "markers",
+        "name",
         "out",
-        "pending_spans",
         "pieces",
         "released",
         "run_id",
         "segments",
         "total",
-        "windows",
     )
 
-    def __init__(self, make: Callable[[str, str, str], Chunk]) -> None:
+    def __init__(self, name: str, make: Callable[[str, str, str], Chunk], members: int) -> None:
+        self.name = name
         self.make = make
+        self.lanes = [_Lane() for _ in range(members)]
         self.pieces: list[str] = []
         self.total = 0
-        self.judged_to = 0
         self.released = 0
-        self.windows: list[_Window] = []
         self.segments: list[tuple[int, str]] = []
         """(offset where a text id starts, the id)."""
         self.markers: list[tuple[int, Chunk]] = []
         """`*-start`/`*-end` chunks held with the text, at the offset they arrived."""
-        self.pending_spans: list[Span] = []
-        """Spans (in channel offsets) found by a verdict and not yet released."""
-        self.held_since: float | None = None
-        self.chunks_since = 0
         self.run_id = ""
         self.out: list[str] = []
         """The text released so far (vetted release)."""
+        self.altered = False
+        """Whether a redaction changed released text (the released text is not the raw text)."""
 
     def text(self) -> str:
         if len(self.pieces) > 1:
@@ -151,6 +190,20 @@ class _Channel:
                 break
             current = id_
         return current
+
+    def reset(self) -> None:
+        self.pieces = []
+        self.total = self.released = 0
+        self.segments = []
+        self.markers = []
+        self.out = []
+        self.altered = False
+        for lane in self.lanes:
+            lane.judged_to = lane.vetted_to = 0
+            lane.windows = []
+            lane.redactions = []
+            lane.held_since = None
+            lane.chunks_since = 0
 
 
 def _reasoning_delta(run_id: str, id: str, text: str) -> Chunk:
@@ -166,153 +219,307 @@ _MARKERS = {
 }
 
 
-class WindowedStream:
-    """The per-request windowing of one guardrail (kept in its `args.state`)."""
+class _Member:
+    """One guardrail of a panel: its judge, its window options and its stream hook arguments."""
+
+    __slots__ = (
+        "args",
+        "chunk_window",
+        "judge",
+        "max_hold",
+        "on_text_done",
+        "optimistic",
+        "overlap",
+        "position",
+        "processor_id",
+        "window_chars",
+    )
 
     def __init__(
         self,
         judge: Judge,
+        args: Any,
         *,
+        position: int,
         window_chars: int,
         overlap_chars: int,
         max_hold_ms: float,
         release: Release,
-        chunk_window: int = 0,
+        chunk_window: int,
         processor_id: str,
-        on_text_done: Callable[[str, Any], None] | None = None,
+        on_text_done: Callable[[str, Any], None] | None,
     ) -> None:
         self.judge = judge
-        self.on_text_done = on_text_done
-        """Called with the text released by a finished run of text (see `WindowedGuard`)."""
-        self.prefetched: dict[str, asyncio.Task[Any]] = {}
+        self.args = args
+        self.position = position
         self.window_chars = window_chars
         self.overlap = overlap_chars
         self.max_hold = max_hold_ms / 1000
-        self.release = release
+        self.optimistic = release == "optimistic"
         self.chunk_window = chunk_window
         self.processor_id = processor_id
-        self.channels = {"text": _Channel(text_delta), "reasoning": _Channel(_reasoning_delta)}
+        self.on_text_done = on_text_done
+        """Called with the text released by a finished run of text (see `WindowedGuard`)."""
+
+
+class _Deferred(Exception):
+    """A later member's verdict failed; its own stream hook raises it (see `follow`)."""
+
+
+class WindowedStream:
+    """The windowing of one request's panel of guardrails (kept in each member's `args.state`).
+
+    A panel is one guardrail, or several adjacent ones in the output chain (see
+    `sluicegate.processors.judge_panels`). Every member sees the text as the model wrote it and
+    judges its own windows, all at once; the channel releases text up to the lowest point that
+    every `vetted` member has vetted, with every member's redactions applied."""
+
+    def __init__(self, members: list[_Member]) -> None:
+        self.members = members
+        self.vetting = [m.position for m in members if not m.optimistic]
+        """Members whose verdicts hold text back; with none, text goes out at once."""
+        self.channels = {
+            "text": _Channel("text", text_delta, len(members)),
+            "reasoning": _Channel("reasoning", _reasoning_delta, len(members)),
+        }
         self.calls = 0
+        self.failure: tuple[int, Exception] | None = None
+        """A later member's failed verdict (position, error), raised by that member's hook."""
+        self._speculated: str | None = None
+        self._looked = 0.0
+        """When verdicts were last looked for: at each chunk, or at a poll while the model is
+        silent."""
 
     # ------------------------------------------------------------------ stream events
 
     async def on_chunk(self, args: Any) -> Chunk | list[Chunk] | None:
         part: Chunk = args.part
+        self._looked = time.monotonic()
+        if self.failure is not None:
+            return self._stop(part.run_id)
+        try:
+            return await self._chunk(part)
+        except _Deferred:
+            return self._stop(part.run_id)
+
+    def follow(self, position: int, part: Chunk) -> Chunk:
+        """A later member's stream hook: what the panel released passes (its text was judged
+        by every member already), unless this member's own verdict failed."""
+        failure = self.failure
+        if failure is not None and failure[0] == position:
+            raise failure[1]
+        return part
+
+    def _stop(self, run_id: str) -> Chunk:
+        """An empty delta for the failed member's hook to raise on (nothing else is released)."""
+        return text_delta(run_id, "", "")
+
+    async def _chunk(self, part: Chunk) -> Chunk | list[Chunk] | None:
         name = _CHANNELS.get(part.type)
         if name is not None:
-            return await self._delta(args, self.channels[name], part)
+            return await self._delta(self.channels[name], part)
         marker = _MARKERS.get(part.type)
-        if marker is not None and part.type.endswith("-end"):
+        if marker is not None:
             channel = self.channels[marker]
-            if channel.total > channel.judged_to:
-                self._launch(args, channel)  # the run of text is over: judge its rest now
-        if marker is not None and self.release == "vetted":
-            channel = self.channels[marker]
-            if channel.released < channel.total or channel.markers:
+            if part.type.endswith("-end"):
+                for member, lane in zip(self.members, channel.lanes, strict=True):
+                    if channel.total > lane.judged_to:
+                        self._launch(member, channel, lane)  # the run of text is over: judge its rest now
+            if self.vetting and (channel.released < channel.total or channel.markers):
                 channel.markers.append((channel.total, part))
                 return None
             return part
-        if marker is not None:
-            return part
-        out = await self.flush(args)
+        out = await self.flush()
         out.append(part)
         return out[0] if len(out) == 1 else out
 
-    async def _delta(self, args: Any, channel: _Channel, part: Chunk) -> Chunk | list[Chunk] | None:
+    async def _delta(self, channel: _Channel, part: Chunk) -> Chunk | list[Chunk] | None:
         text: str = part.payload.text
         if not text:
-            return part if self.release == "optimistic" or channel.released == channel.total else None
+            return part if not self.vetting or channel.released == channel.total else None
         channel.run_id = part.run_id
         if not channel.segments or channel.segments[-1][1] != part.payload.id:
             channel.segments.append((channel.total, part.payload.id))
         channel.pieces.append(text)
         channel.total += len(text)
-        channel.chunks_since += 1
-        if channel.held_since is None:
-            channel.held_since = time.monotonic()
-        unjudged = channel.total - channel.judged_to
-        if unjudged >= self.window_chars or (self.chunk_window and channel.chunks_since > self.chunk_window):
-            self._launch(args, channel)
-        out = await self._collect(args, channel, wait=False)
-        if self.release == "optimistic":
+        launched = False
+        for member, lane in zip(self.members, channel.lanes, strict=True):
+            lane.chunks_since += 1
+            if lane.held_since is None:
+                lane.held_since = time.monotonic()
+            if channel.total - lane.judged_to >= member.window_chars or (
+                member.chunk_window and lane.chunks_since > member.chunk_window
+            ):
+                self._launch(member, channel, lane)
+                launched = True
+            elif lane.windows and lane.windows[0].task.done():
+                launched = True
+        if not self.vetting:
+            if launched:
+                await self._collect(channel, wait=False)
+            channel.released = channel.total
             return part
+        if not launched:
+            return None
+        await self._collect(channel, wait=False)
+        out = self._release(channel, self._release_point(channel))
         if not out:
             return None
         return out[0] if len(out) == 1 else out
 
-    def _launch(self, args: Any, channel: _Channel, *, timed: bool = False) -> None:
-        """Start judging everything not judged yet, with the carried-over overlap before it."""
-        start = max(channel.released, channel.judged_to - self.overlap, 0)
+    def _launch(self, member: _Member, channel: _Channel, lane: _Lane, *, timed: bool = False) -> None:
+        """Start judging everything the member has not judged yet, with the carried-over
+        overlap before it."""
+        start = max(lane.vetted_to, lane.judged_to - member.overlap, 0)
         end = channel.total
         window_text = channel.text()[start:end]
-        channel.judged_to = end
-        channel.held_since = None
-        channel.chunks_since = 0
+        lane.judged_to = end
+        lane.held_since = None
+        lane.chunks_since = 0
         self.calls += 1
-        task = asyncio.ensure_future(self.judge(window_text, args))
+        task = asyncio.ensure_future(member.judge(window_text, member.args))
         task.add_done_callback(_consume)
-        channel.windows.append(_Window(start, end, task, timed))
+        lane.windows.append(_Window(start, end, task, timed))
 
-    async def _collect(self, args: Any, channel: _Channel, *, wait: bool, final: bool = False) -> list[Chunk]:
-        """Apply the verdicts that are in, in window order (waiting for all with `wait`)."""
-        out: list[Chunk] = []
-        while channel.windows and (wait or channel.windows[0].task.done()):
-            window = channel.windows.pop(0)
-            try:
-                judgement = await window.task
-            except TripWire:
-                if self.release == "optimistic":
-                    await self._retract(args, channel, window, "blocked")
-                raise
-            last = final and not channel.windows and channel.judged_to == channel.total
-            out.extend(self._apply(args, channel, window, judgement, last))
-            if self.release == "optimistic" and judgement.flagged and (judgement.drop or judgement.spans):
-                await self._retract(args, channel, window, judgement.reason)
-                args.abort(
-                    f"{judgement.reason or 'Guardrail violation'} (after release; retracted)",
-                    metadata={"retracted": {"start": window.start, "end": window.end}},
-                )
-        return out
+    async def _collect(self, channel: _Channel, *, wait: bool, final: bool = False) -> None:
+        """Apply each member's verdicts that are in, in window order (waiting for all of them
+        with `wait`; they were all started before, so the members are waited on together)."""
+        for member, lane in zip(self.members, channel.lanes, strict=True):
+            while lane.windows and (wait or lane.windows[0].task.done()):
+                window = lane.windows.pop(0)
+                try:
+                    judgement = await window.task
+                except Exception as exc:
+                    if member.optimistic and isinstance(exc, TripWire):
+                        await self._retract(member, channel, window, "blocked")
+                    self._fail(member, exc)
+                last = final and not lane.windows and lane.judged_to == channel.total
+                self._apply(member, channel, lane, window, judgement, last)
+                if member.optimistic and judgement.flagged and (judgement.drop or judgement.spans):
+                    await self._retract(member, channel, window, judgement.reason)
+                    try:
+                        member.args.abort(
+                            f"{judgement.reason or 'Guardrail violation'} (after release; retracted)",
+                            metadata={"retracted": {"start": window.start, "end": window.end}},
+                        )
+                    except Exception as exc:
+                        self._fail(member, exc)
+
+    def _fail(self, member: _Member, exc: Exception) -> NoReturn:
+        """Raise a member's failure from the hook that owns it: the first member's is raised
+        here, a later one's by that member's own hook (so its `on_violation`, tripwire and
+        error name the right processor)."""
+        if member.position == 0:
+            raise exc
+        self.failure = (member.position, exc)
+        raise _Deferred from exc
 
     def _apply(
-        self, args: Any, channel: _Channel, window: _Window, judgement: Judgement, last: bool
-    ) -> list[Chunk]:
-        if self.release == "optimistic":
-            channel.released = channel.total
-            return []
-        release_to = window.end if last else max(channel.released, window.end - self.overlap)
+        self,
+        member: _Member,
+        channel: _Channel,
+        lane: _Lane,
+        window: _Window,
+        judgement: Judgement,
+        last: bool,
+    ) -> None:
+        """Move the member's release point past a judged window, keeping back the overlap the
+        next window judges again, and record the redactions the verdict asked for."""
+        vetted = window.end if last else max(lane.vetted_to, window.end - member.overlap)
         if window.timed and not last:
             # A slow stream: release what was judged up to the last whitespace, so the text
             # keeps flowing; a value still being written after it waits for the next window.
             text = channel.text()
-            space = max(text.rfind(" ", release_to, window.end), text.rfind("\n", release_to, window.end))
+            space = max(text.rfind(" ", vetted, window.end), text.rfind("\n", vetted, window.end))
             if space >= 0:
-                release_to = space + 1
-        spans = [Span(s.start + window.start, s.end + window.start, s.type) for s in judgement.spans]
+                vetted = space + 1
+        found: list[_Redaction] = []
         if judgement.flagged and judgement.drop:
             # The window's text is withheld; what the next window still judges starts after it.
-            spans = [Span(channel.released, window.end, "dropped")]
-            release_to = window.end
-            channel.judged_to = max(channel.judged_to, window.end)
-        pending = [s for s in channel.pending_spans if s.end > channel.released] + spans
-        for span in pending:
-            if span.start < release_to < span.end:
-                release_to = span.end
-        channel.pending_spans = [s for s in pending if s.end > release_to]
-        drop = judgement.flagged and judgement.drop
-        replace = judgement.replace if not drop else (lambda value, kind: "")
-        return self._render(channel, release_to, pending, replace)
+            found = [
+                _Redaction(min(lane.vetted_to, window.start), window.end, "dropped", _remove, member.position)
+            ]
+            vetted = window.end
+            lane.judged_to = max(lane.judged_to, window.end)
+        elif judgement.flagged and judgement.spans:
+            found = [
+                _Redaction(
+                    s.start + window.start, s.end + window.start, s.type, judgement.replace, member.position
+                )
+                for s in judgement.spans
+            ]
+        if member.optimistic:
+            lane.vetted_to = max(vetted, lane.vetted_to)
+            return  # a flagged window aborts the run (see `_collect`)
+        pending = [r for r in lane.redactions if r.end > channel.released] + found
+        for redaction in pending:
+            if redaction.start < vetted < redaction.end:
+                vetted = redaction.end
+        lane.redactions = pending
+        lane.vetted_to = max(vetted, lane.vetted_to)
 
-    def _render(
-        self, channel: _Channel, release_to: int, spans: list[Span], replace: Callable[[str, str], str] | None
-    ) -> list[Chunk]:
-        """Chunks for the channel's text from `released` to `release_to`, with `spans`
-        rewritten, interleaved with the markers held in that range."""
+    def _release_point(self, channel: _Channel) -> int:
+        """The lowest point every vetting member vetted, moved back before any redaction that
+        straddles it (a redaction goes out whole)."""
+        lanes = channel.lanes
+        point = min(lanes[position].vetted_to for position in self.vetting)
+        if point <= channel.released:
+            return channel.released
+        moved = True
+        while moved:
+            moved = False
+            for position in self.vetting:
+                for redaction in lanes[position].redactions:
+                    if redaction.start < point < redaction.end:
+                        point = redaction.start
+                        moved = True
+        return max(point, channel.released)
+
+    def _clusters(self, channel: _Channel, release_to: int) -> list[tuple[int, int, str]]:
+        """The redactions of every member in `[released, release_to)` as (start, end,
+        replacement). Overlapping ones merge into one: the merged text is replaced once, by the
+        member whose redaction covers most of it (the later one in the chain on a tie), so no
+        replacement is nested in another and nothing any member flagged is released."""
+        found = [
+            r
+            for position in self.vetting
+            for r in channel.lanes[position].redactions
+            if r.start < release_to and r.end > channel.released
+        ]
+        if not found:
+            return []
+        found.sort(key=lambda r: (r.start, r.end))
+        text = channel.text()
+        clusters: list[tuple[int, int, str]] = []
+        group: list[_Redaction] = []
+        end = -1
+
+        def close() -> None:
+            start = group[0].start
+            winner = max(group, key=lambda r: (r.end - r.start, r.member))
+            value = text[start:end]
+            replacement = winner.replace(value, winner.kind) if winner.replace is not None else ""
+            clusters.append((start, end, replacement))
+
+        for redaction in found:
+            if group and redaction.start >= end:
+                close()
+                group = []
+            if not group:
+                end = redaction.end
+            group.append(redaction)
+            end = max(end, redaction.end)
+        close()
+        return clusters
+
+    def _release(self, channel: _Channel, release_to: int) -> list[Chunk]:
+        """Chunks for the channel's text from `released` to `release_to`, redacted, interleaved
+        with the markers held in that range."""
         start = channel.released
         if release_to <= start and not channel.markers:
             return []
         text = channel.text()
-        spans = sorted(spans, key=lambda s: s.start)
+        clusters = self._clusters(channel, release_to) if release_to > start else []
         out: list[Chunk] = []
         cuts = sorted({o for o, _ in channel.markers if start < o < release_to} | {release_to})
         cursor = start
@@ -325,14 +532,14 @@ class WindowedStream:
                 continue
             pieces: list[str] = []
             position = cursor
-            for span in spans:
-                if span.end <= position or span.start >= cut:
+            for begin, finish, replacement in clusters:
+                if finish <= position or begin >= cut:
                     continue
-                if span.start >= position:
-                    pieces.append(text[position : span.start])
-                    value = text[span.start : span.end]
-                    pieces.append(replace(value, span.type) if replace is not None else "")
-                position = min(span.end, cut)
+                if begin >= position:
+                    pieces.append(text[position:begin])
+                    pieces.append(replacement)
+                    channel.altered = True
+                position = min(finish, cut)
             if position < cut:
                 pieces.append(text[position:cut])
             piece = "".join(pieces)
@@ -341,19 +548,23 @@ class WindowedStream:
                 out.append(channel.make(channel.run_id, channel.id_at(cursor), piece))
             cursor = cut
         channel.released = max(release_to, channel.released)
+        for position in self.vetting:
+            lane = channel.lanes[position]
+            if lane.redactions:
+                lane.redactions = [r for r in lane.redactions if r.end > channel.released]
         for offset, marker in list(channel.markers):
             if offset <= channel.released and channel.released >= channel.total:
                 out.append(marker)
                 channel.markers.remove((offset, marker))
         return out
 
-    async def _retract(self, args: Any, channel: _Channel, window: _Window, reason: str) -> None:
-        await args.writer.custom(
+    async def _retract(self, member: _Member, channel: _Channel, window: _Window, reason: str) -> None:
+        await member.args.writer.custom(
             {
                 "type": RETRACTION,
                 "data": {
-                    "processorId": self.processor_id,
-                    "channel": "text" if channel is self.channels["text"] else "reasoning",
+                    "processorId": member.processor_id,
+                    "channel": channel.name,
                     "start": window.start,
                     "end": window.end,
                     "reason": reason,
@@ -363,62 +574,148 @@ class WindowedStream:
 
     # ------------------------------------------------------------------ flushing and deadlines
 
-    async def flush(self, args: Any) -> list[Chunk]:
-        """Judge what is left and release everything (a non-text chunk or the end is next)."""
+    async def flush(self) -> list[Chunk]:
+        """Judge what is left and release everything (a non-text chunk or the end is next).
+        Every member's last windows, on every channel, are started before any is waited for."""
+        if self.failure is not None:
+            return [self._stop(self.channels["text"].run_id)]
+        try:
+            return await self._flush()
+        except _Deferred:
+            return [self._stop(self.channels["text"].run_id)]
+
+    async def _flush(self) -> list[Chunk]:
+        for channel in self.channels.values():
+            for member, lane in zip(self.members, channel.lanes, strict=True):
+                if channel.total > lane.judged_to:
+                    self._launch(member, channel, lane)
+        self._speculate()
         out: list[Chunk] = []
         for channel in self.channels.values():
-            if channel.total > channel.judged_to:
-                self._launch(args, channel)
-            out.extend(await self._collect(args, channel, wait=True, final=True))
-            if self.release == "vetted":
-                if channel.released < channel.total:
-                    out.extend(self._render(channel, channel.total, channel.pending_spans, None))
+            try:
+                await self._collect(channel, wait=True, final=True)
+            except BaseException:
+                self._text_done(None)  # the run ends here: no whole-response check is wanted
+                raise
+            if self.vetting:
+                # Every member judged all of the text now: release the rest, redacted.
+                out.extend(self._release(channel, channel.total))
                 out.extend(marker for _, marker in channel.markers)
-            if channel is self.channels["text"] and self.on_text_done is not None and channel.total:
-                released = "".join(channel.out) if self.release == "vetted" else channel.text()
-                self.on_text_done(released, args)
-            self._reset(channel)
+            if channel.name == "text" and channel.total:
+                released = "".join(channel.out) if self.vetting else channel.text()
+                self._text_done(released)
+            channel.reset()
         return out
 
-    @staticmethod
-    def _reset(channel: _Channel) -> None:
-        channel.pieces = []
-        channel.total = channel.judged_to = channel.released = 0
-        channel.segments = []
-        channel.markers = []
-        channel.pending_spans = []
-        channel.held_since = None
-        channel.chunks_since = 0
-        channel.out = []
+    def _speculate(self) -> None:
+        """The run of text is over and no verdict changed any of it so far: start each member's
+        whole-response check on it now, alongside the last windows' verdicts, as the released
+        text will most likely be exactly this text (see `WindowedGuard.response_detector`)."""
+        channel = self.channels["text"]
+        if not channel.total or channel.altered:
+            return
+        if any(channel.lanes[position].redactions for position in self.vetting):
+            return
+        text = channel.text()
+        self._speculated = text
+        for member in self.members:
+            if member.on_text_done is not None:
+                member.on_text_done(text, member.args)
+
+    def _text_done(self, released: str | None) -> None:
+        """Start the whole-response checks on the released text (None: the run is ending),
+        cancelling a speculative one that was started on other text."""
+        speculated, self._speculated = self._speculated, None
+        for member in self.members:
+            if member.on_text_done is None:
+                continue
+            if speculated is not None and (released is None or speculated.strip() != released.strip()):
+                _drop_prefetch(member.args.state, speculated.strip())
+            if released is not None:
+                member.on_text_done(released, member.args)
 
     def deadline(self) -> float | None:
+        """When the loop should look again while the model is silent: a verdict may be in
+        (`_POLL` seconds after the last look while windows are judged: a flowing stream is
+        looked at with every chunk and never polled), or unjudged text waited `max_hold_ms`."""
         earliest: float | None = None
         for channel in self.channels.values():
-            if channel.windows:
-                candidate = time.monotonic() + _POLL
-            elif channel.held_since is not None and channel.total > channel.judged_to:
-                candidate = channel.held_since + self.max_hold
-            else:
-                continue
-            if earliest is None or candidate < earliest:
-                earliest = candidate
+            for member, lane in zip(self.members, channel.lanes, strict=True):
+                if lane.windows:
+                    candidate = self._looked + _POLL
+                elif lane.held_since is not None and channel.total > lane.judged_to:
+                    candidate = lane.held_since + member.max_hold
+                else:
+                    continue
+                if earliest is None or candidate < earliest:
+                    earliest = candidate
         return earliest
 
-    async def on_deadline(self, args: Any) -> list[Chunk]:
+    async def on_deadline(self) -> list[Chunk]:
+        self._looked = time.monotonic()
+        if self.failure is not None:
+            return [self._stop(self.channels["text"].run_id)]
+        try:
+            return await self._on_deadline()
+        except _Deferred:
+            return [self._stop(self.channels["text"].run_id)]
+
+    async def _on_deadline(self) -> list[Chunk]:
         out: list[Chunk] = []
         now = time.monotonic()
         for channel in self.channels.values():
-            if (
-                channel.held_since is not None
-                and channel.total > channel.judged_to
-                and now - channel.held_since >= self.max_hold
-            ):
-                self._launch(args, channel, timed=True)
-            out.extend(await self._collect(args, channel, wait=False))
+            for member, lane in zip(self.members, channel.lanes, strict=True):
+                if (
+                    lane.held_since is not None
+                    and channel.total > lane.judged_to
+                    and now - lane.held_since >= member.max_hold
+                ):
+                    self._launch(member, channel, lane, timed=True)
+            await self._collect(channel, wait=False)
+            if self.vetting:
+                out.extend(self._release(channel, self._release_point(channel)))
         return out
 
 
 _STATE_KEY = "windowed_stream"
+_POSITION_KEY = "windowed_stream_position"
+_PREFETCH_KEY = "windowed_stream_prefetched"
+
+
+def _drop_prefetch(state: dict[str, Any], key: str) -> None:
+    """Cancel a whole-response check started on text that was not released as it was."""
+    task = state.get(_PREFETCH_KEY, {}).pop(key, None)
+    if task is not None:
+        task.cancel()
+
+
+def _member(processor: WindowedGuard, args: Any, position: int) -> _Member:
+    return _Member(
+        processor.judge_window,
+        args,
+        position=position,
+        window_chars=processor.window_chars,
+        overlap_chars=processor.overlap_chars,
+        max_hold_ms=processor.max_hold_ms,
+        release=processor.release,
+        chunk_window=processor.chunk_window,
+        processor_id=str(getattr(processor, "id", type(processor).__name__)),
+        on_text_done=processor._prefetch,
+    )
+
+
+def form_panel(members: Sequence[tuple[WindowedGuard, Any]]) -> WindowedStream:
+    """One windowing shared by adjacent guardrails of an output chain (their stream hook
+    arguments given): each judges the model's text as it comes, all at once, and text is
+    released once every one vetted it. The first one's hooks drive the panel; the others'
+    pass on what it released."""
+    stream = WindowedStream(
+        [_member(processor, args, index) for index, (processor, args) in enumerate(members)]
+    )
+    for index, (_, args) in enumerate(members):
+        args.state[_STATE_KEY] = stream
+        args.state[_POSITION_KEY] = index
+    return stream
 
 
 class WindowedGuard:
@@ -452,6 +749,11 @@ class WindowedGuard:
         self.release = release
         self.chunk_window = chunk_window
 
+    def judges_windows(self) -> bool:
+        """Whether the stream hooks judge windows, so the guardrail can share a panel with
+        adjacent ones (see `sluicegate.processors.judge_panels`)."""
+        return True
+
     async def judge_window(self, text: str, args: Any) -> Judgement:
         raise NotImplementedError(f"{type(self).__name__} must implement judge_window")
 
@@ -462,21 +764,21 @@ class WindowedGuard:
     def _prefetch(self, text: str, args: Any) -> None:
         """A run of text is over: start the whole-response check on what was released now, so
         `process_output_result` (and the other guardrails' checks) need not wait for it."""
-        stream: WindowedStream | None = args.state.get(_STATE_KEY)
+        prefetched: dict[str, asyncio.Task[Any]] = args.state.setdefault(_PREFETCH_KEY, {})
         key = text.strip()
-        if stream is None or not key or key in stream.prefetched:
+        if not key or key in prefetched:
             return
         task = asyncio.ensure_future(self.judge_response(key, args))
         task.add_done_callback(_consume)
-        stream.prefetched[key] = task
+        prefetched[key] = task
 
     def response_detector(self, args: Any) -> Callable[[str], Awaitable[Any]]:
         """`detect(text)` for `process_output_result`: the prefetched verdict when the message
         holds exactly the text that was streamed, a fresh one otherwise."""
-        stream: WindowedStream | None = args.state.get(_STATE_KEY)
+        prefetched: dict[str, asyncio.Task[Any]] | None = args.state.get(_PREFETCH_KEY)
 
         async def detect(text: str) -> Any:
-            task = stream.prefetched.pop(text, None) if stream is not None else None
+            task = prefetched.pop(text, None) if prefetched is not None else None
             if task is not None:
                 return await task
             return await self.judge_response(text, args)
@@ -486,28 +788,31 @@ class WindowedGuard:
     def _windows(self, args: Any) -> WindowedStream:
         stream: WindowedStream | None = args.state.get(_STATE_KEY)
         if stream is None:
-            stream = args.state[_STATE_KEY] = WindowedStream(
-                self.judge_window,
-                window_chars=self.window_chars,
-                overlap_chars=self.overlap_chars,
-                max_hold_ms=self.max_hold_ms,
-                release=self.release,
-                chunk_window=self.chunk_window,
-                processor_id=str(getattr(self, "id", type(self).__name__)),
-                on_text_done=self._prefetch,
-            )
+            stream = args.state[_STATE_KEY] = WindowedStream([_member(self, args, 0)])
+        elif not args.state.get(_POSITION_KEY):
+            stream.members[0].args = args
         return stream
 
     async def process_output_stream(self, args: Any) -> Chunk | list[Chunk] | None:
-        return await self._windows(args).on_chunk(args)
+        stream = self._windows(args)
+        position = args.state.get(_POSITION_KEY)
+        if position:
+            return stream.follow(position, args.part)
+        return await stream.on_chunk(args)
 
     async def flush_output_stream(self, args: Any) -> list[Chunk]:
         stream: WindowedStream | None = args.state.get(_STATE_KEY)
-        return [] if stream is None else await stream.flush(args)
+        if stream is None or args.state.get(_POSITION_KEY):
+            return []
+        return await stream.flush()
 
     def stream_deadline(self, state: dict[str, Any]) -> float | None:
         stream: WindowedStream | None = state.get(_STATE_KEY)
-        return None if stream is None else stream.deadline()
+        if stream is None or state.get(_POSITION_KEY):
+            return None
+        return stream.deadline()
 
     async def on_stream_deadline(self, args: Any) -> list[Chunk]:
-        return await self._windows(args).on_deadline(args)
+        if args.state.get(_POSITION_KEY):
+            return []
+        return await self._windows(args).on_deadline()

@@ -385,6 +385,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             return self._exact_stream.flush_output_stream(args)
         return await WindowedGuard.flush_output_stream(self, args)
 
+    def judges_windows(self) -> bool:
+        return self._exact_stream is None
+
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): spans to redact, or the window
         withheld (filter, or a redaction that cannot be located)."""
