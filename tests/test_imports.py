@@ -74,6 +74,7 @@ print(json.dumps({{"at_import": at_import, "after_run": after_run, "text": text}
 
 def test_tracing_configured_after_an_untraced_run_records_the_next_run() -> None:
     """Whether OpenTelemetry is in use is decided per run, not at import."""
+    pytest.importorskip("opentelemetry.sdk", reason="the `otel` extra is not installed")
     result = run(
         """
 import json, sys
