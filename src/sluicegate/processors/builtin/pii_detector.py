@@ -50,6 +50,7 @@ from sluicegate.processors.builtin._detector import (
     to_check,
     with_text,
 )
+from sluicegate.processors.builtin._judge_schema import JudgeLimits
 from sluicegate.processors.builtin._window import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
@@ -119,7 +120,21 @@ def default_instructions(detection_types: Sequence[str]) -> str:
         "locate sensitive personal information in text for privacy compliance.\n\n"
         f"Detect and analyze these PII types:\n{listed}\n\n"
         "IMPORTANT: include only PII types that are actually present. When there is no PII, return "
-        "empty arrays for categories and detections."
+        "empty arrays for categories and detections. List each PII value once, copied exactly "
+        "from the text."
+    )
+
+
+def judge_limits(detection_types: Sequence[str]) -> JudgeLimits:
+    """How the judge's schema is bounded (see `_judge_schema`): the detections decide and come
+    first; the redaction is sluicegate's own, so the redacted copies and the per-type scores
+    (read only when there are no detections) are not asked for."""
+    return JudgeLimits(
+        order=("detections", "categories", "redacted_content"),
+        findings={"detections": 16},
+        lengths={"value": 100},
+        enums={"type": detection_types},
+        null_only=("categories", "redacted_value", "redacted_content"),
     )
 
 
@@ -261,6 +276,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 instructions=instructions or default_instructions(self.detection_types),
                 schema=PIIVerdict,
                 json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
+                judge_limits=judge_limits(self.detection_types),
                 schema_name="pii_detection_result",
                 provider_options=provider_options,
                 json_prompt_injection=json_prompt_injection,
