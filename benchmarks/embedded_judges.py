@@ -135,7 +135,9 @@ async def main() -> None:
     names = options.only or ["moderation", "language", "pii", "injection", "scrubber"]
     # warm-up: load the model once so the first guardrail's latency is not the load time
     await resolve_model("local/smollm2-135m").do_generate(
-        CallOptions(prompt=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}], max_output_tokens=1)
+        CallOptions(
+            prompt=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}], max_output_tokens=1
+        )
     )
     print(f"embedded-model verdicts on {len(texts)} texts (default strategies, max_output_tokens default)")
     for name in names:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,7 +169,7 @@ def max_verdict_chars(schema: Mapping[str, Any]) -> int:
         if kind == "array":
             if "maxItems" not in node:
                 raise ValueError("an array without maxItems has no longest value")
-            count = node["maxItems"]
+            count = int(node["maxItems"])
             return 2 + count * size(node["items"]) + max(0, count - 1)
         if kind == "string":
             if "maxLength" not in node:
