@@ -11,9 +11,11 @@ it allows is a valid verdict, in Mastra's shape), so mock detectors that answer 
 shape and providers that ignore the extra keywords are unaffected; answers are still parsed and
 validated by the verdict's pydantic model, the same path for every provider.
 
-- Every property is required (Mastra's answer objects list every key; absent values are `null`)
-  and the decision comes first (`order`), so a model commits to its verdict before any
-  explanation.
+- The decision comes first (`order`) and is required, so a model commits to its verdict before
+  any explanation; the other top-level keys may follow or be left out (read as `null`). Making
+  them required too backfires: SmolLM2 wants to close `{"findings": []}` with one `]}` token,
+  and when the grammar forbids that it fills the array instead. Inside a finding every key is
+  required, as in Mastra.
 - `null_only` fields must be `null`: values sluicegate computes itself (a redacted copy of the
   text, a redacted value) are not worth the judge's tokens.
 - A score between 0 and 1 becomes a choice on a 0.05 grid for grammar-constrained models
@@ -36,8 +38,10 @@ characters per token on JSON, but digits (card numbers, offsets) often cost one 
 SCORE_GRID: tuple[float, ...] = tuple(round(step / 20, 2) for step in range(21))
 """The scores a grammar-constrained judge may give: 0, 0.05, ..., 1."""
 
-_NUMBER_CHARS = 6
-"""Room for a number the model writes (a score like `0.85`, an offset like `12345`)."""
+_INTEGER_CHARS = 17
+"""The longest integer llama.cpp's JSON grammar allows: a sign and 16 digits."""
+_NUMBER_CHARS = 52
+"""The longest number it allows: a sign, 16 digits, a point, 16 decimals, an exponent of 16."""
 
 
 class VerdictTooLong(ValueError):
@@ -50,7 +54,8 @@ class JudgeLimits:
     at the top level and in `$defs`)."""
 
     order: Sequence[str]
-    """Top-level properties, decision first; the rest keep their place after these."""
+    """Top-level properties, decision first (the only required one); the rest keep their place
+    after these."""
     findings: Mapping[str, int] = field(default_factory=dict)
     """Arrays of findings and the most items worth reporting in one verdict (fewer when the
     token budget is smaller)."""
@@ -79,7 +84,7 @@ def judge_schema(schema: Mapping[str, Any], limits: JudgeLimits) -> dict[str, An
     tight["properties"] = {
         name: root_props[name] for name in [*ordered, *(n for n in root_props if n not in ordered)]
     }
-    tight["required"] = list(tight["properties"])
+    tight["required"] = ordered[:1]
     for name, count in limits.findings.items():
         _set(tight, name, "array", "maxItems", count)
     return tight
@@ -150,7 +155,9 @@ def score_grid(schema: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def max_verdict_chars(schema: Mapping[str, Any]) -> int:
-    """The length of the longest compact JSON `schema` allows (strings without escapes).
+    """The length of the longest JSON text `schema` allows as llama.cpp's converter writes its
+    grammar: strings without escapes, one optional space after every token (`space ::= " "?`),
+    integers of up to 17 characters and numbers of up to 52 (its `integer` and `number` rules).
     Raises ValueError for a schema with an unbounded array or string."""
     defs = schema.get("$defs", {})
 
@@ -160,27 +167,30 @@ def max_verdict_chars(schema: Mapping[str, Any]) -> int:
         if "anyOf" in node:
             return max(size(branch) for branch in node["anyOf"])
         if "enum" in node:
-            return max(len(json.dumps(value)) for value in node["enum"])
+            return max(len(json.dumps(value)) for value in node["enum"]) + 1
         kind = node.get("type")
         if kind == "object":
             props = node.get("properties", {})
-            inner = sum(len(json.dumps(name)) + 1 + size(prop) for name, prop in props.items())
-            return 2 + inner + max(0, len(props) - 1)
+            # "{" " " ( "key" " " ":" " " value )* separated by "," " ", then "}" " "
+            inner = sum(len(json.dumps(name)) + 3 + size(prop) for name, prop in props.items())
+            return 4 + inner + 2 * max(0, len(props) - 1)
         if kind == "array":
             if "maxItems" not in node:
                 raise ValueError("an array without maxItems has no longest value")
             count = int(node["maxItems"])
-            return 2 + count * size(node["items"]) + max(0, count - 1)
+            return 4 + count * size(node["items"]) + 2 * max(0, count - 1)
         if kind == "string":
             if "maxLength" not in node:
                 raise ValueError("a string without maxLength has no longest value")
-            return 2 + int(node["maxLength"])
-        if kind in ("number", "integer"):
-            return _NUMBER_CHARS
+            return 3 + int(node["maxLength"])
+        if kind == "integer":
+            return _INTEGER_CHARS + 1
+        if kind == "number":
+            return _NUMBER_CHARS + 1
         if kind == "boolean":
-            return 5
+            return 6
         if kind == "null":
-            return 4
+            return 5
         raise ValueError(f"no longest value for schema {dict(node)!r}")
 
     return size(schema)
