@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.processors.guardrails.conftest import verdict
 
 from sluicegate.processors import (
     LanguageDetector,
@@ -25,7 +26,6 @@ from sluicegate.processors import (
 )
 from sluicegate.processors.builtin._judge_schema import SCORE_GRID, max_verdict_chars
 from sluicegate.testing import MockModel
-from tests.processors.guardrails.conftest import verdict
 
 EMBEDDED = "local/smollm2-135m"
 
