@@ -115,7 +115,10 @@ class DetectorModel(Generic[VerdictT]):
     `instructions`, the prompt as a user message, `temperature=0` and a JSON `response_format`
     built from `schema` (see `restrict_enum`). Models without a native JSON mode can be told the
     schema in the system message instead (`json_prompt_injection`, Mastra's
-    `structuredOutputOptions.jsonPromptInjection`).
+    `structuredOutputOptions.jsonPromptInjection`). With `judge_limits` the schema sent is
+    bounded (see `_judge_schema`): `json_schema` for every judge, and for the embedded model a
+    `constrained_schema` sized so a complete verdict fits `max_output_tokens` (a cap too small
+    for one is a ValueError when the judge is the embedded model, checked at construction).
     """
 
     def __init__(
