@@ -97,7 +97,7 @@ def fit_to_budget(
     and, under a token cap, the finding arrays and open text sized so that the longest verdict
     the grammar allows fits `max_output_tokens` (counting one token per character, which holds
     for ASCII text whatever the tokenizer). Raises `VerdictTooLong` when not even one finding
-    fits."""
+    fits. Without a cap only the natural limits apply (and open text stays open)."""
     fitted = score_grid(schema)
     if max_output_tokens is None:
         return fitted
@@ -126,6 +126,9 @@ def fit_to_budget(
         left = budget - max_verdict_chars(fitted)
         count = min(limits.findings[name], left // (_item_chars(fitted, name) + 1))
         _set(fitted, name, "array", "maxItems", count)
+        while max_verdict_chars(fitted) > budget:  # separators between items
+            count -= 1
+            _set(fitted, name, "array", "maxItems", count)
     for name in free:
         left = budget - max_verdict_chars(fitted)
         _set(fitted, name, "string", "maxLength", min(limits.free_text_chars, left // len(free)))
