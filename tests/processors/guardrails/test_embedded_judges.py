@@ -102,7 +102,11 @@ async def test_the_embedded_model_answers_valid_verdicts(name: str, cls: Any, as
     guard.on_violation = reports.append
     processors = {"input_processors": [guard]} if as_input else {"output_processors": [guard]}
     agent = Agent(
-        name="e2e", instructions=INSTRUCTIONS, model=MockModel([text_step(LEAKY_ANSWER)]), **processors
+        name="e2e",
+        instructions=INSTRUCTIONS,
+        model=MockModel([text_step(LEAKY_ANSWER)]),
+        processor_timeout=600,  # validity is checked here, not speed (a busy CI machine is slow)
+        **processors,
     )
 
     result = await agent.generate(QUESTION)
