@@ -8,6 +8,7 @@ import pytest
 
 from sluicegate import Agent
 from sluicegate.processors import SystemPromptScrubber
+from sluicegate.processors.builtin.system_prompt_scrubber import SystemPromptDetection, SystemPromptVerdict
 from sluicegate.testing import MockModel, text_step
 
 from .conftest import (
@@ -159,3 +160,15 @@ async def test_detector_failure_fails_open() -> None:
     scrubber = SystemPromptScrubber(model=MockModel([RuntimeError("down")] * 3), error_strategy="allow")
     text, chunks = await stream(scrubber, LEAK)
     assert text == LEAK and chunks[-1].type == "finish"
+
+
+def test_a_finding_that_cannot_be_located_redacts_the_whole_text() -> None:
+    """The judge is not asked for a redacted copy (`redacted_content: null`), so a finding it
+    misquoted is not let through: the whole text is redacted instead."""
+    scrubber = SystemPromptScrubber(model=MockModel([]), redaction_method="placeholder")
+    misquoted = SystemPromptVerdict(
+        detections=[SystemPromptDetection(type="system-prompt", value="not in the text")]
+    )
+    assert scrubber.redact(LEAK, misquoted) == "[SYSTEM_PROMPT]"
+    masked = SystemPromptScrubber(model=MockModel([])).redact(LEAK, misquoted)
+    assert masked == "*" * len(LEAK)

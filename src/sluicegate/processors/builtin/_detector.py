@@ -28,6 +28,7 @@ from sluicegate.messages.part import Part
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import known_providers, resolve_model
 from sluicegate.processors.base import Processor, notify_violation
+from sluicegate.processors.builtin._judge_schema import JudgeLimits, fit_to_budget, judge_schema, score_grid
 from sluicegate.tracing.metrics import record_detector_call
 
 log = logging.getLogger("sluicegate.processors.guardrails")
@@ -114,7 +115,10 @@ class DetectorModel(Generic[VerdictT]):
     `instructions`, the prompt as a user message, `temperature=0` and a JSON `response_format`
     built from `schema` (see `restrict_enum`). Models without a native JSON mode can be told the
     schema in the system message instead (`json_prompt_injection`, Mastra's
-    `structuredOutputOptions.jsonPromptInjection`).
+    `structuredOutputOptions.jsonPromptInjection`). With `judge_limits` the schema sent is
+    bounded (see `_judge_schema`): `json_schema` for every judge, and for the embedded model a
+    `constrained_schema` sized so a complete verdict fits `max_output_tokens` (a cap too small
+    for one is a ValueError when the judge is the embedded model, checked at construction).
     """
 
     def __init__(
@@ -129,6 +133,7 @@ class DetectorModel(Generic[VerdictT]):
         json_prompt_injection: bool = False,
         label: str,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        judge_limits: JudgeLimits | None = None,
     ) -> None:
         if max_output_tokens is not None and max_output_tokens < 1:
             raise ValueError(f"{label}: max_output_tokens must be positive, got {max_output_tokens!r}")
@@ -152,12 +157,18 @@ class DetectorModel(Generic[VerdictT]):
         self.max_output_tokens = max_output_tokens
         self.instructions = instructions
         self.schema = schema
-        self.json_schema = json_schema if json_schema is not None else schema.model_json_schema()
+        base_schema = json_schema if json_schema is not None else schema.model_json_schema()
+        self.json_schema = base_schema if judge_limits is None else judge_schema(base_schema, judge_limits)
+        self._judge_limits = judge_limits
+        self._constrained_schema: dict[str, Any] | None = None
         self.schema_name = schema_name
         self.provider_options = provider_options
         self.json_prompt_injection = json_prompt_injection
         self.label = label
         self.processor_id: str | None = None  # set by tracing: the guardrail this detector serves
+        if _is_embedded(model):
+            # Sized now, so a cap too small for a complete verdict is an error at construction.
+            self._constrained_schema = self._fit_to_budget()
 
     @property
     def model(self) -> LanguageModel:
@@ -165,12 +176,36 @@ class DetectorModel(Generic[VerdictT]):
             self._model = resolve_model(self._model_config)
         return self._model
 
+    @property
+    def constrained_schema(self) -> dict[str, Any]:
+        """The schema for a grammar-constrained judge (the embedded model): scores on a grid
+        and findings sized so that a complete verdict fits `max_output_tokens`."""
+        if self._constrained_schema is None:
+            self._constrained_schema = self._fit_to_budget()
+        return self._constrained_schema
+
+    def _fit_to_budget(self) -> dict[str, Any]:
+        if self._judge_limits is None:
+            return score_grid(self.json_schema)
+        return fit_to_budget(self.json_schema, self._judge_limits, self.max_output_tokens, label=self.label)
+
+    def wire_schema(self) -> dict[str, Any]:
+        """The schema as sent: `json_schema`, or `constrained_schema` for the embedded model,
+        whose llama.cpp grammar binds every token to the schema (see `_judge_schema`)."""
+        if _is_embedded(self._model):
+            try:
+                return self.constrained_schema
+            except ValueError as exc:
+                raise ConfigurationError(str(exc)) from exc
+        return self.json_schema
+
     def call_options(self, prompt: str) -> CallOptions:
         system = self.instructions
+        schema = self.wire_schema()
         if self.json_prompt_injection:
             system += (
                 "\n\nRespond with only a JSON object (no prose, no code fence) matching this JSON schema:\n"
-                + json.dumps(self.json_schema)
+                + json.dumps(schema)
             )
         return CallOptions(
             prompt=[
@@ -179,7 +214,7 @@ class DetectorModel(Generic[VerdictT]):
             ],
             temperature=0,
             max_output_tokens=self.max_output_tokens,
-            response_format={"type": "json", "schema": self.json_schema, "name": self.schema_name},
+            response_format={"type": "json", "schema": schema, "name": self.schema_name},
             provider_options=self.provider_options,
         )
 
@@ -203,6 +238,13 @@ class DetectorModel(Generic[VerdictT]):
             raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:
             raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _is_embedded(model: Any) -> bool:
+    """Whether `model` (a model string or instance) is the embedded llama.cpp model."""
+    if isinstance(model, str):
+        return model.startswith("local/")
+    return model is not None and getattr(model, "provider", None) == "local"
 
 
 async def judged(

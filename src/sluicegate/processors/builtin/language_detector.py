@@ -33,6 +33,7 @@ from sluicegate.processors.builtin._detector import (
     with_text,
 )
 from sluicegate.processors.builtin._deterministic import detect_language
+from sluicegate.processors.builtin._judge_schema import JudgeLimits
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +156,12 @@ class LanguageDetector(Processor):
         schema = LanguageVerdict.model_json_schema()
         if strategy != "translate":
             schema["properties"].pop("translated_text", None)
+        codes = list(dict.fromkeys([*LANGUAGE_NAMES, *(language_code(t) for t in self.target_languages)]))
+        limits = JudgeLimits(
+            order=("iso_code", "confidence", "translated_text"),
+            enums={"iso_code": [c for c in codes if c != "unknown"]},
+            free_text=("translated_text",),
+        )
         self.detector: DetectorModel[LanguageVerdict] | None = (
             None
             if self.llm == "never"
@@ -163,6 +170,7 @@ class LanguageDetector(Processor):
                 instructions=instructions or DEFAULT_INSTRUCTIONS,
                 schema=LanguageVerdict,
                 json_schema=schema,
+                judge_limits=limits,
                 schema_name="language_detection_result",
                 provider_options=provider_options,
                 json_prompt_injection=json_prompt_injection,

@@ -34,6 +34,7 @@ from sluicegate.processors.builtin._detector import (
     restrict_enum,
     to_check,
 )
+from sluicegate.processors.builtin._judge_schema import JudgeLimits
 from sluicegate.processors.builtin._window import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
@@ -92,7 +93,8 @@ def default_instructions(categories: Sequence[str]) -> str:
         "- Consider context and intent\n"
         "- Educational, historical or creative content may be fine even when it touches sensitive topics\n"
         "- Focus on content that could cause real harm\n"
-        "- Give a brief reason when any category is flagged"
+        "- Give a brief reason when any category is flagged\n"
+        "- List each category at most once"
     )
 
 
@@ -166,6 +168,12 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
             schema=ModerationVerdict,
             json_schema=restrict_enum(
                 ModerationVerdict.model_json_schema(), "CategoryScore", "category", self.categories
+            ),
+            judge_limits=JudgeLimits(
+                order=("category_scores", "reason"),
+                findings={"category_scores": len(self.categories)},
+                enums={"category": self.categories},
+                lengths={"reason": 160},
             ),
             schema_name="moderation_result",
             provider_options=provider_options,

@@ -57,6 +57,7 @@ from sluicegate.processors.builtin._detector import (
     to_check,
     with_text,
 )
+from sluicegate.processors.builtin._judge_schema import JudgeLimits
 from sluicegate.processors.builtin._pseudonyms import (
     Pseudonymizer,
     PseudonymMap,
@@ -134,7 +135,21 @@ def default_instructions(detection_types: Sequence[str]) -> str:
         "locate sensitive personal information in text for privacy compliance.\n\n"
         f"Detect and analyze these PII types:\n{listed}\n\n"
         "IMPORTANT: include only PII types that are actually present. When there is no PII, return "
-        "empty arrays for categories and detections."
+        "empty arrays for categories and detections. List each PII value once, copied exactly "
+        "from the text."
+    )
+
+
+def judge_limits(detection_types: Sequence[str]) -> JudgeLimits:
+    """How the judge's schema is bounded (see `_judge_schema`): the detections decide and come
+    first; the redaction is sluicegate's own, so the redacted copies and the per-type scores
+    (read only when there are no detections) are not asked for."""
+    return JudgeLimits(
+        order=("detections", "categories", "redacted_content"),
+        findings={"detections": 16},
+        lengths={"value": 100},
+        enums={"type": detection_types},
+        null_only=("categories", "redacted_value", "redacted_content"),
     )
 
 
@@ -313,6 +328,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 instructions=instructions or default_instructions(self.detection_types),
                 schema=PIIVerdict,
                 json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
+                judge_limits=judge_limits(self.detection_types),
                 schema_name="pii_detection_result",
                 provider_options=provider_options,
                 json_prompt_injection=json_prompt_injection,

@@ -36,6 +36,7 @@ from sluicegate.processors.builtin._detector import (
     with_text,
 )
 from sluicegate.processors.builtin._deterministic import shared_spans
+from sluicegate.processors.builtin._judge_schema import JudgeLimits
 from sluicegate.processors.builtin._window import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
@@ -85,7 +86,8 @@ def default_instructions(custom_patterns: Sequence[str]) -> str:
     if custom_patterns:
         text += f"\nAdditional custom patterns to detect: {', '.join(custom_patterns)}\n"
     return (
-        text + "\nBe thorough but avoid false positives. Only flag content that is a genuine security risk."
+        text + "\nBe thorough but avoid false positives. Only flag content that is a genuine security risk. "
+        "When nothing is found, return an empty array for detections; list each finding once."
     )
 
 
@@ -167,6 +169,12 @@ class SystemPromptScrubber(WindowedGuard, Processor):
                 instructions=instructions or default_instructions(self.custom_patterns),
                 schema=SystemPromptVerdict,
                 json_schema=schema,
+                judge_limits=JudgeLimits(
+                    order=("detections", "reason", "redacted_content"),
+                    findings={"detections": 8},
+                    lengths={"type": 32, "value": 120, "reason": 120},
+                    null_only=("redacted_content",),
+                ),
                 schema_name="system_prompt_detection_result",
                 provider_options=provider_options,
                 json_prompt_injection=json_prompt_injection,
@@ -239,10 +247,13 @@ class SystemPromptScrubber(WindowedGuard, Processor):
 
     def redact(self, text: str, verdict: SystemPromptVerdict) -> str:
         """`text` with each finding replaced by `redaction_method`; the detector's own
-        `redacted_content` when no finding can be located in the text."""
+        `redacted_content` when no finding can be located in the text, else all of `text`
+        redacted (a finding that cannot be located is not let through)."""
         spans = locate(text, verdict.detections or ())
         if not spans:
-            return verdict.redacted_content if verdict.redacted_content is not None else text
+            if verdict.redacted_content is not None:
+                return verdict.redacted_content
+            return self._replacement(text, "system-prompt")
         return substitute(text, spans, self._replacement)
 
     def _replacement(self, value: str, kind: str) -> str:
