@@ -210,6 +210,16 @@ def test_processors_catalogue_and_execute(client: TestClient) -> None:
     assert wrong.status_code == 400 and wrong.json()["field"] == "phase"
 
 
+def test_every_hook_a_processor_implements_is_listed() -> None:
+    """The catalogue names every hook, `process_tool_call` included (the base class's list)."""
+    from sluicegate.processors import PIIDetector, UnicodeNormalizer
+    from sluicegate.server.serialize import processor_hooks
+
+    hooks = processor_hooks(PIIDetector(strategy="pseudonymize", pseudonym_key=b"k" * 32))
+    assert "process_tool_call" in hooks and "process_tool_result" in hooks
+    assert processor_hooks(UnicodeNormalizer()) == ["process_input"]
+
+
 def test_tools_list_and_execute(client: TestClient) -> None:
     assert "add" in client.get("/api/tools").json()
     assert client.post("/api/tools/add/execute", json={"data": {"a": 2, "b": 3}}).json() == {"sum": 5}

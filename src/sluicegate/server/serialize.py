@@ -8,7 +8,7 @@ from typing import Any
 
 from sluicegate.agent import Agent
 from sluicegate.agent.results import FullOutput, StepResult
-from sluicegate.processors.base import implements, processor_id
+from sluicegate.processors.base import HOOKS, implements, processor_id
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.payload import to_json
@@ -23,17 +23,6 @@ PHASE_HOOKS: dict[str, str] = {
     "outputStep": "process_output_step",
     "toolResult": "process_tool_result",
 }
-ALL_HOOKS = (
-    "process_input",
-    "process_input_step",
-    "process_llm_request",
-    "process_llm_response",
-    "process_api_error",
-    "process_output_stream",
-    "process_output_step",
-    "process_tool_result",
-    "process_output_result",
-)
 
 
 def superjson(value: Any) -> str:
@@ -112,7 +101,7 @@ def processor_phases(processor: Any) -> list[str]:
 
 
 def processor_hooks(processor: Any) -> list[str]:
-    return [hook for hook in ALL_HOOKS if implements(processor, hook)]
+    return [hook for hook in HOOKS if implements(processor, hook)]
 
 
 def _is_workflow(processor: Any) -> bool:

@@ -121,6 +121,29 @@ async def test_a_detector_reporting_a_token_does_not_nest_tokens() -> None:
     assert user_texts(model.calls[0]) == ["mail <EMAIL_1> please"]
 
 
+async def test_a_full_mapping_redacts_new_values_for_good(caplog: pytest.LogCaptureFixture) -> None:
+    pii = PIIDetector(strategy="pseudonymize", max_pseudonyms=2)
+    memory = Memory(storage=SQLiteStore(":memory:"))
+    model = MockModel([text_step("ok"), text_step("ok again")])
+    agent = agent_with(pii, model, memory=memory)
+    where = {"thread": "t1", "resource": "u1"}
+    carol = "carol@example.net"
+
+    await agent.generate(f"Write to {ADA} and {BOB}", memory=where)
+    with caplog.at_level("WARNING", logger="sluicegate.processors.pii"):
+        await agent.generate(f"Now {carol}, and {ADA} again", memory=where)
+
+    assert user_texts(model.calls[1])[-1] == "Now <EMAIL>, and <EMAIL_1> again"
+    assert carol not in prompt_text(model)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any("limit of 2 values" in w and "1 new value" in w for w in warnings)
+    assert pii.pseudonyms is not None
+    sealed = await pii.pseudonyms.store.load(("u1", "t1"))
+    assert sealed is not None
+    mapping = PseudonymMap.from_json(pii.pseudonyms.cipher.open(sealed.data, ("u1", "t1")))
+    assert len(mapping) == 2 and mapping.token(carol) is None
+
+
 # ---------------------------------------------------------------------- tenancy
 
 
@@ -389,6 +412,9 @@ async def test_a_store_that_keeps_losing_the_race_fails_closed() -> None:
         {"strategy": "pseudonymize", "pseudonym_store": object()},
         {"strategy": "pseudonymize", "pseudonym_store": SQLiteStore(":memory:")},  # persistent, no key
         {"strategy": "pseudonymize", "run_in_parallel": True},
+        {"strategy": "pseudonymize", "max_pseudonyms": 0},
+        {"strategy": "pseudonymize", "max_pseudonyms": 2.5},
+        {"strategy": "redact", "max_pseudonyms": 5},
     ],
 )
 def test_options_that_cannot_work_are_refused(options: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ import asyncio
 import base64
 import binascii
 import json
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -40,10 +41,15 @@ MIN_CONCEAL_CHARS = 3
 """Known values shorter than this are replaced only where a detector found them, not wherever
 the characters occur (a two-letter name must not turn every "Al" in "Algebra" into a token)."""
 _MAX_SAVE_ATTEMPTS = 8
+DEFAULT_MAX_PSEUDONYMS = 10_000
+"""Values one conversation's mapping holds at most: it is sealed, stored and searched on every
+model call, so a caller sending endless distinct values must not grow it without bound."""
 _STATE_KEY = "pseudonyms"
 _MAGIC = b"SGP1"
 _NONCE_BYTES = 12
 _KEY_SIZES = (16, 24, 32)
+
+logger = logging.getLogger("sluicegate.processors.pii")
 
 Scope = tuple[str, str]
 """`(resource_id, thread_id)`: whose mapping."""
@@ -118,15 +124,18 @@ class PseudonymMap:
     def value(self, token: str) -> str | None:
         return self._by_token.get(token)
 
-    def with_new(self, found: Iterable[tuple[str, str]]) -> PseudonymMap | None:
-        """A copy with a fresh token for each `(value, pii_type)` not mapped yet; None when
-        every value already has one."""
+    def with_new(self, found: Iterable[tuple[str, str]], limit: int | None = None) -> PseudonymMap | None:
+        """A copy with a fresh token for each `(value, pii_type)` not mapped yet, up to `limit`
+        tokens in all (the values past it get none); None when nothing was added."""
         added: dict[str, str] = {}
         seen: set[str] = set()
         counters = dict(self._counters)
+        room = None if limit is None else limit - len(self._by_token)
         for value, pii_type in found:
             if not value or value in self._by_value or value in seen or is_token(value):
                 continue
+            if room is not None and len(added) >= room:
+                break
             seen.add(value)
             label = token_label(pii_type)
             counters[label] = counters.get(label, 0) + 1
@@ -373,7 +382,17 @@ class Pseudonymizer:
     """The mappings of one `PIIDetector`: which conversation a run belongs to, loading its
     mapping once per run, and adding tokens for new values (stored before they are used)."""
 
-    def __init__(self, *, key: bytes | str | None, store: Any, label: str = "PIIDetector") -> None:
+    def __init__(
+        self,
+        *,
+        key: bytes | str | None,
+        store: Any,
+        label: str = "PIIDetector",
+        max_values: int = DEFAULT_MAX_PSEUDONYMS,
+    ) -> None:
+        if type(max_values) is not int or max_values < 1:
+            raise ConfigurationError(f"{label}: max_pseudonyms must be a positive int, got {max_values!r}")
+        self.max_values = max_values
         self.store = resolve_store(store)
         if key is None and self.store.persistent:
             raise ConfigurationError(
@@ -405,15 +424,18 @@ class Pseudonymizer:
         run = await self._run(args)
         async with run.lock:
             for _ in range(_MAX_SAVE_ATTEMPTS):
-                updated = run.mapping.with_new(wanted)
+                updated = run.mapping.with_new(wanted, self.max_values)
                 if updated is None:
+                    self._warn_if_full(run, wanted)
                     return run.mapping
                 if run.scope is None:
                     run.mapping = updated
+                    self._warn_if_full(run, wanted)
                     return updated
                 sealed = self.cipher.seal(updated.to_json(), run.scope)
                 if await self.store.save(run.scope, sealed, expected_version=run.version):
                     run.mapping, run.version = updated, run.version + 1
+                    self._warn_if_full(run, wanted)
                     return updated
                 run.mapping, run.version = await self._load(run.scope)  # another writer won: retry
         thread = run.scope[1] if run.scope is not None else None
@@ -421,6 +443,21 @@ class Pseudonymizer:
             f"{self.label}: the pseudonym mapping of thread {thread!r} kept changing under "
             f"{_MAX_SAVE_ATTEMPTS} attempts to extend it; nothing was passed on"
         )
+
+    def _warn_if_full(self, run: _RunMapping, wanted: list[tuple[str, str]]) -> None:
+        """Values past `max_values` get no token: they are redacted for good (`<EMAIL>`),
+        never passed on in clear. Said loudly, as the conversation has lost reversibility."""
+        missing = sum(1 for value, _ in wanted if run.mapping.token(value) is None and not is_token(value))
+        if missing:
+            thread = run.scope[1] if run.scope is not None else None
+            logger.warning(
+                "%s: the pseudonym mapping of thread %r holds its limit of %d values; %d new "
+                "value(s) were redacted without a token and cannot be restored",
+                self.label,
+                thread,
+                self.max_values,
+                missing,
+            )
 
     async def _run(self, args: Any) -> _RunMapping:
         run: _RunMapping | None = args.state.get(_STATE_KEY)

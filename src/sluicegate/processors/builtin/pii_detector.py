@@ -59,11 +59,13 @@ from sluicegate.processors.builtin._detector import (
 )
 from sluicegate.processors.builtin._judge_schema import JudgeLimits
 from sluicegate.processors.builtin._pseudonyms import (
+    DEFAULT_MAX_PSEUDONYMS,
     Pseudonymizer,
     PseudonymMap,
     hold_point,
     is_token,
     map_prompt,
+    token_label,
     value_pieces,
 )
 from sluicegate.processors.builtin._window import (
@@ -268,6 +270,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         restore_output: bool = False,
         pseudonym_key: bytes | str | None = None,
         pseudonym_store: Any = None,
+        max_pseudonyms: int = DEFAULT_MAX_PSEUDONYMS,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(PIIStrategy))
@@ -276,14 +279,22 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if not isinstance(restore_output, bool):
             raise ConfigurationError(f"restore_output must be True or False, got {restore_output!r}")
         if strategy == "pseudonymize":
-            self.pseudonyms = Pseudonymizer(key=pseudonym_key, store=pseudonym_store)
+            self.pseudonyms = Pseudonymizer(
+                key=pseudonym_key, store=pseudonym_store, max_values=max_pseudonyms
+            )
             # Hooks only pseudonymization needs, set on this object alone: the other strategies
             # add no hook call per model call or per tool call.
             setattr(self, "process_llm_request", self._conceal_prompt)  # noqa: B010
             setattr(self, "process_tool_call", self._restore_tool_args)  # noqa: B010
-        elif restore_output or pseudonym_key is not None or pseudonym_store is not None:
+        elif (
+            restore_output
+            or pseudonym_key is not None
+            or pseudonym_store is not None
+            or max_pseudonyms != DEFAULT_MAX_PSEUDONYMS
+        ):
             raise ConfigurationError(
-                "restore_output, pseudonym_key and pseudonym_store only apply to strategy='pseudonymize', "
+                "restore_output, pseudonym_key, pseudonym_store and max_pseudonyms only apply to "
+                "strategy='pseudonymize', "
                 f"not {strategy!r}"
             )
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
@@ -656,8 +667,8 @@ def _release_held(state: dict[str, Any]) -> list[Chunk]:
 
 def _tokens_of(mapping: PseudonymMap) -> Callable[[str, str], str]:
     """A span replacement giving each value its token (a detected value with blanks around it
-    keeps them); a value without one (never the case after `assign`) is dropped rather than
-    passed on."""
+    keeps them); a value without one (the mapping is full: `max_pseudonyms`) becomes its
+    unnumbered label (`<EMAIL>`), redacted for good rather than passed on."""
 
     def replace(value: str, kind: str) -> str:
         token = mapping.token(value)
@@ -665,6 +676,8 @@ def _tokens_of(mapping: PseudonymMap) -> Callable[[str, str], str]:
             return token
         stripped = value.strip()
         token = mapping.token(stripped) if stripped else None
-        return value.replace(stripped, token, 1) if token is not None else ""
+        if token is None:
+            token = f"<{token_label(kind)}>"
+        return value.replace(stripped, token, 1) if stripped else value
 
     return replace
