@@ -10,11 +10,7 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
-from sluicegate.messages import Message
-from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs
-from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
+from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
     ErrorStrategy,
@@ -32,8 +28,12 @@ from sluicegate.processors.builtin._detector import (
     with_metadata,
     with_text,
 )
-from sluicegate.processors.builtin._deterministic import detect_language
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
+from sluicegate.guardrails.deterministic import detect_language
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import ProcessInputArgs
+from sluicegate.processors.base import Processor
 
 log = logging.getLogger(__name__)
 

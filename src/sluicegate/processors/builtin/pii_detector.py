@@ -14,21 +14,7 @@ from typing import Any, Literal, get_args
 import pydantic
 
 from sluicegate.errors import ConfigurationError
-from sluicegate.messages import Message
-from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import (
-    ProcessInputArgs,
-    ProcessLLMRequestArgs,
-    ProcessLLMRequestResult,
-    ProcessOutputResultArgs,
-    ProcessOutputStreamArgs,
-    ProcessToolCallArgs,
-    ProcessToolCallResult,
-    ProcessToolResultArgs,
-    ProcessToolResultResult,
-)
-from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
+from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     WITHHELD_TOOL_RESULT,
     ChecksInputOnly,
@@ -57,8 +43,8 @@ from sluicegate.processors.builtin._detector import (
     to_check,
     with_text,
 )
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
-from sluicegate.processors.builtin._pseudonyms import (
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.pseudonyms import (
     DEFAULT_MAX_PSEUDONYMS,
     Pseudonymizer,
     PseudonymMap,
@@ -68,7 +54,7 @@ from sluicegate.processors.builtin._pseudonyms import (
     token_label,
     value_pieces,
 )
-from sluicegate.processors.builtin._window import (
+from sluicegate.guardrails.windows import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
     DEFAULT_WINDOW_CHARS,
@@ -77,6 +63,20 @@ from sluicegate.processors.builtin._window import (
     WindowedGuard,
     redaction_judgement,
 )
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import (
+    ProcessInputArgs,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
+    ProcessOutputResultArgs,
+    ProcessOutputStreamArgs,
+    ProcessToolCallArgs,
+    ProcessToolCallResult,
+    ProcessToolResultArgs,
+    ProcessToolResultResult,
+)
+from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 from sluicegate.stream.chunk import Chunk, text_delta
 
@@ -143,7 +143,7 @@ def default_instructions(detection_types: Sequence[str]) -> str:
 
 
 def judge_limits(detection_types: Sequence[str]) -> JudgeLimits:
-    """How the judge's schema is bounded (see `_judge_schema`): the detections decide and come
+    """How the judge's schema is bounded (see `guardrails.judge_schema`): the detections decide and come
     first; the redaction is sluicegate's own, so the redacted copies and the per-type scores
     (read only when there are no detections) are not asked for."""
     return JudgeLimits(
@@ -416,7 +416,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return self._exact_stream is None
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
-        """One streamed window's verdict (see `_window`): spans to redact, or the window
+        """One streamed window's verdict (see `guardrails.windows`): spans to redact, or the window
         withheld (filter, or a redaction that cannot be located)."""
         verdict = await flagged_text(text, self.detect, self.is_flagged)
         if verdict is None:

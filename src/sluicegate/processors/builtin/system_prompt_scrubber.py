@@ -10,11 +10,7 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
-from sluicegate.messages import Message
-from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessOutputResultArgs
-from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
+from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
     ErrorStrategy,
@@ -35,9 +31,9 @@ from sluicegate.processors.builtin._detector import (
     to_check,
     with_text,
 )
-from sluicegate.processors.builtin._deterministic import shared_spans
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
-from sluicegate.processors.builtin._window import (
+from sluicegate.guardrails.deterministic import shared_spans
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.windows import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
     DEFAULT_WINDOW_CHARS,
@@ -46,6 +42,10 @@ from sluicegate.processors.builtin._window import (
     WindowedGuard,
     redaction_judgement,
 )
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import ProcessOutputResultArgs
+from sluicegate.processors.base import Processor
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
-        """One streamed window's verdict (see `_window`)."""
+        """One streamed window's verdict (see `guardrails.windows`)."""
         verdict = await flagged_text(
             text, lambda window: self.detect(window, system_prompt_text(args)), self.is_flagged
         )

@@ -23,12 +23,12 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import pydantic
 
 from sluicegate.errors import APICallError, ConfigurationError, TripWire, UnknownModelError
+from sluicegate.guardrails.judge_schema import JudgeLimits, fit_to_budget, judge_schema, score_grid
 from sluicegate.messages import Message
 from sluicegate.messages.part import Part
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import known_providers, resolve_model
 from sluicegate.processors.base import Processor, notify_violation
-from sluicegate.processors.builtin._judge_schema import JudgeLimits, fit_to_budget, judge_schema, score_grid
 from sluicegate.tracing.metrics import record_detector_call
 
 log = logging.getLogger("sluicegate.processors.guardrails")
@@ -116,7 +116,7 @@ class DetectorModel(Generic[VerdictT]):
     built from `schema` (see `restrict_enum`). Models without a native JSON mode can be told the
     schema in the system message instead (`json_prompt_injection`, Mastra's
     `structuredOutputOptions.jsonPromptInjection`). With `judge_limits` the schema sent is
-    bounded (see `_judge_schema`): `json_schema` for every judge, and for the embedded model a
+    bounded (see `guardrails.judge_schema`): `json_schema` for every judge, and for the embedded model a
     `constrained_schema` sized so a complete verdict fits `max_output_tokens` (a cap too small
     for one is a ValueError when the judge is the embedded model, checked at construction).
     """
@@ -191,7 +191,7 @@ class DetectorModel(Generic[VerdictT]):
 
     def wire_schema(self) -> dict[str, Any]:
         """The schema as sent: `json_schema`, or `constrained_schema` for the embedded model,
-        whose llama.cpp grammar binds every token to the schema (see `_judge_schema`)."""
+        whose llama.cpp grammar binds every token to the schema (see `guardrails.judge_schema`)."""
         if _is_embedded(self._model):
             try:
                 return self.constrained_schema

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 from sluicegate.errors import TripWire
-from sluicegate.processors.builtin._detector import Span
+from sluicegate.guardrails.detector import Span
 from sluicegate.stream.chunk import Chunk, TextPayload, text_delta
 
 Release = Literal["vetted", "optimistic"]
@@ -270,7 +270,7 @@ class WindowedStream:
     """The windowing of one request's panel of guardrails (kept in each member's `args.state`).
 
     A panel is one guardrail, or several adjacent ones in the output chain (see
-    `sluicegate.processors.judge_panels`). Every member sees the text as the model wrote it and
+    `sluicegate.guardrails.judge_panels`). Every member sees the text as the model wrote it and
     judges its own windows, all at once; the channel releases text up to the lowest point that
     every `vetted` member has vetted, with every member's redactions applied."""
 
@@ -751,7 +751,7 @@ class WindowedGuard:
 
     def judges_windows(self) -> bool:
         """Whether the stream hooks judge windows, so the guardrail can share a panel with
-        adjacent ones (see `sluicegate.processors.judge_panels`)."""
+        adjacent ones (see `sluicegate.guardrails.judge_panels`)."""
         return True
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
