@@ -31,14 +31,14 @@ from sluicegate.guardrails.detector import (
     to_check,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
-from sluicegate.guardrails.windows import (
+from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
     DEFAULT_WINDOW_CHARS,
     Judgement,
     Release,
-    WindowedGuard,
 )
+from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs

@@ -44,6 +44,14 @@ from sluicegate.guardrails.detector import (
     with_text,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.judgement import (
+    DEFAULT_MAX_HOLD_MS,
+    DEFAULT_OVERLAP_CHARS,
+    DEFAULT_WINDOW_CHARS,
+    Judgement,
+    Release,
+    redaction_judgement,
+)
 from sluicegate.guardrails.pseudonyms import (
     DEFAULT_MAX_PSEUDONYMS,
     Pseudonymizer,
@@ -54,15 +62,7 @@ from sluicegate.guardrails.pseudonyms import (
     token_label,
     value_pieces,
 )
-from sluicegate.guardrails.windows import (
-    DEFAULT_MAX_HOLD_MS,
-    DEFAULT_OVERLAP_CHARS,
-    DEFAULT_WINDOW_CHARS,
-    Judgement,
-    Release,
-    WindowedGuard,
-    redaction_judgement,
-)
+from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import (

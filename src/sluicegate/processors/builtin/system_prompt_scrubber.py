@@ -33,15 +33,15 @@ from sluicegate.guardrails.detector import (
 )
 from sluicegate.guardrails.deterministic import shared_spans
 from sluicegate.guardrails.judge_schema import JudgeLimits
-from sluicegate.guardrails.windows import (
+from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
     DEFAULT_WINDOW_CHARS,
     Judgement,
     Release,
-    WindowedGuard,
     redaction_judgement,
 )
+from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessOutputResultArgs
