@@ -1,5 +1,4 @@
-"""What the LLM guardrails share: asking a detector model for a JSON verdict, reading message
-text, rewriting it, choosing which messages to check, and reporting violations.
+"""Asking a detector model for a JSON verdict, as the LLM guardrails do.
 
 The guardrails (`ModerationProcessor`, `PIIDetector`, `PromptInjectionDetector`,
 `LanguageDetector`, `SystemPromptScrubber`) each ask a small model for a verdict in a JSON
@@ -15,31 +14,23 @@ from __future__ import annotations
 
 import json
 import logging
-import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 import pydantic
 
 from sluicegate.errors import APICallError, ConfigurationError, TripWire, UnknownModelError
 from sluicegate.guardrails.judge_schema import JudgeLimits, fit_to_budget, judge_schema, score_grid
-from sluicegate.messages import Message
-from sluicegate.messages.part import Part
+from sluicegate.guardrails.violations import report
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import known_providers, resolve_model
-from sluicegate.processors.base import Processor, notify_violation
+from sluicegate.processors.base import Processor
 from sluicegate.tracing.metrics import record_detector_call
 
 log = logging.getLogger("sluicegate.processors.guardrails")
 
 VerdictT = TypeVar("VerdictT", bound=pydantic.BaseModel)
 
-ErrorStrategy = Literal["block", "allow", "fallback"]
-LLMMode = Literal["always", "when-unsure", "never"]
-"""When a guardrail with a deterministic pass asks its model: `"always"` (the model decides),
-`"when-unsure"` (only when the deterministic pass found nothing) or `"never"` (offline)."""
-ERROR_STRATEGIES: tuple[str, ...] = ("block", "allow", "fallback")
 DEFAULT_MAX_OUTPUT_TOKENS = 512
 """Verdicts are short: a cap keeps a confused detector from rambling on the caller's bill."""
 
@@ -50,55 +41,6 @@ _MISCONFIGURED = (401, 403, 404)
 
 class DetectorError(Exception):
     """The detector model's call failed or its answer was not a valid verdict."""
-
-
-def resolve_llm(label: str, model: Any, llm: str | None) -> LLMMode:
-    """`llm`, checked: `"never"` by default without a `model`, `"always"` with one."""
-    if llm is None:
-        return "never" if model is None else "always"
-    check_choice("llm", llm, ("always", "when-unsure", "never"))
-    if llm != "never" and model is None:
-        raise ValueError(
-            f"{label} with llm={llm!r} needs a `model`; use llm='never' for the offline pass only"
-        )
-    return llm  # type: ignore[return-value]
-
-
-def system_prompt_text(args: Any) -> str:
-    """The request's system messages as one text (empty when there is no message list)."""
-    message_list = getattr(args, "message_list", None)
-    if message_list is None:
-        return ""
-    return "\n".join(str(m.get("content", "")) for m in message_list.get_system_messages())
-
-
-def default_error_strategy(strategy: str, error_strategy: str | None) -> ErrorStrategy:
-    """`error_strategy`, checked; by default `"block"` for guardrails that block or redact
-    (fail closed) and `"allow"` for those that only warn or filter."""
-    if error_strategy is None:
-        return "block" if strategy in ("block", "redact", "rewrite") else "allow"
-    check_choice("error_strategy", error_strategy, ERROR_STRATEGIES)
-    return error_strategy  # type: ignore[return-value]
-
-
-def check_parallel(strategy: str, run_in_parallel: bool) -> bool:
-    """`run_in_parallel`, checked: only a guardrail that blocks or warns (a check only) may run
-    concurrently with the first model call."""
-    if run_in_parallel and strategy not in ("block", "warn"):
-        raise ValueError(f"run_in_parallel needs strategy 'block' or 'warn' (a check only), got {strategy!r}")
-    return run_in_parallel
-
-
-class ChecksInputOnly:
-    """Mix-in for guardrails whose block and warn strategies only check the input."""
-
-    strategy: str
-
-    @property
-    def checks_input_only(self) -> bool:
-        """Blocking or warning never changes the input, so this guard may run concurrently with
-        other checks (see `input_guards`)."""
-        return self.strategy in ("block", "warn")
 
 
 class Verdict(pydantic.BaseModel):
@@ -303,256 +245,3 @@ def restrict_enum(
     if prop is not None and values:
         prop["enum"] = list(values)
     return schema
-
-
-def message_text(message: Message) -> str:
-    """A message's text parts joined by spaces (the legacy string when there are none), trimmed."""
-    texts = [
-        p["text"] for p in message.content.parts if p.get("type") == "text" and isinstance(p.get("text"), str)
-    ]
-    text = " ".join(texts).strip()
-    if not text and isinstance(message.content.content, str):
-        text = message.content.content.strip()
-    return text
-
-
-def with_text(message: Message, text: str) -> Message:
-    """A copy of `message` (same id, so it replaces the original) whose text is `text`.
-
-    The text parts become one part with `text`, in the place of the first; other parts (files,
-    tool invocations) are kept, unlike Mastra, which drops them.
-    """
-    parts: list[Part] = []
-    placed = False
-    for part in message.content.parts:
-        if part.get("type") == "text":
-            if not placed:
-                parts.append(Part(type="text", text=text))
-                placed = True
-            continue
-        parts.append(part)
-    if not placed:
-        parts.insert(0, Part(type="text", text=text))
-    copy = Message(
-        role=message.role,
-        content=type(message.content)(
-            parts=parts,
-            content=text,
-            metadata=dict(message.content.metadata) if message.content.metadata else message.content.metadata,
-            format=message.content.format,
-            extra=dict(message.content.extra),
-        ),
-        id=message.id,
-        created_at=message.created_at,
-        thread_id=message.thread_id,
-        resource_id=message.resource_id,
-        type=message.type,
-    )
-    return copy
-
-
-def with_metadata(message: Message, key: str, value: Any) -> Message:
-    """`message` with `content.metadata[key] = value` (set in place; the message is returned)."""
-    metadata = dict(message.content.metadata or {})
-    metadata[key] = value
-    message.content.metadata = metadata
-    return message
-
-
-def input_ids(args: Any) -> set[str] | None:
-    """Ids of the messages an input guardrail checks: this request's input (not remembered
-    history, which was checked when it arrived); None means every message."""
-    message_list = getattr(args, "message_list", None)
-    if message_list is None:
-        return None
-    return {m.id for m in message_list.get.input.db()}
-
-
-def response_ids(args: Any) -> set[str] | None:
-    """Ids of the messages an output guardrail checks at the end: this run's response."""
-    message_list = getattr(args, "message_list", None)
-    if message_list is None:
-        return None
-    return {m.id for m in message_list.get.response.db()}
-
-
-def to_check(
-    messages: Iterable[Message], ids: set[str] | None, roles: Iterable[str] | None = None
-) -> list[Message]:
-    wanted_roles = set(roles) if roles is not None else None
-    return [
-        m
-        for m in messages
-        if m.role != "system"
-        and (ids is None or m.id in ids)
-        and (wanted_roles is None or m.role in wanted_roles)
-    ]
-
-
-def report(processor: Processor, message: str, detail: Any) -> None:
-    """Tell `processor.on_violation` about a warn-strategy detection; its errors are swallowed."""
-    notify_violation(processor, message, detail)
-
-
-def check_choice(option: str, value: Any, choices: Sequence[str]) -> None:
-    """Raise ValueError unless `value` is one of `choices` (a guardrail option's allowed values)."""
-    if value not in choices:
-        listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
-        raise ValueError(f"{option} must be {listed}, got {value!r}")
-
-
-def check_threshold(threshold: float) -> None:
-    if not 0 <= threshold <= 1:
-        raise ValueError(f"threshold must be between 0 and 1, got {threshold!r}")
-
-
-def enforce(
-    processor: Processor,
-    strategy: str,
-    message: str,
-    detail: dict[str, Any],
-    abort: Any,
-    *,
-    label: str,
-    log: logging.Logger,
-) -> None:
-    """Act on a detection: `"block"` aborts with `detail` as tripwire metadata, `"warn"` logs and
-    reports to `on_violation`; any other strategy (the caller then drops or rewrites the
-    content) is logged at info level."""
-    if strategy == "block":
-        abort(message, metadata=detail)
-    elif strategy == "warn":
-        log.warning("[%s] %s", label, message)
-        report(processor, message, detail)
-    else:
-        log.info("[%s] %s (%s)", label, message, strategy)
-
-
-async def flagged_text(
-    text: str,
-    detect: Callable[[str], Awaitable[VerdictT | None]],
-    is_flagged: Callable[[VerdictT], bool],
-) -> VerdictT | None:
-    """The detector's verdict on `text` when it flags it; None for blank text (not asked), a
-    verdict that flags nothing, or a failed detector that was allowed through."""
-    if not text.strip():
-        return None
-    verdict = await detect(text)
-    return verdict if verdict is not None and is_flagged(verdict) else None
-
-
-async def flagged_messages(
-    messages: Iterable[Message],
-    detect: Callable[[str], Awaitable[VerdictT | None]],
-    is_flagged: Callable[[VerdictT], bool],
-) -> AsyncIterator[tuple[Message, str, VerdictT]]:
-    """Each message with text that the detector flags, with its text and the verdict."""
-    for message in messages:
-        text = message_text(message)
-        if not text:
-            continue
-        verdict = await detect(text)
-        if verdict is not None and is_flagged(verdict):
-            yield message, text, verdict
-
-
-def replace_messages(messages: list[Message], replaced: Mapping[str, Message | None]) -> list[Message] | None:
-    """`messages` with the ones named in `replaced` swapped (None drops them); None when
-    nothing changed, so the runner leaves the list alone."""
-    if not replaced:
-        return None
-    out: list[Message] = []
-    for message in messages:
-        if message.id not in replaced:
-            out.append(message)
-        elif (substitute := replaced[message.id]) is not None:
-            out.append(substitute)
-    return out
-
-
-class Finding(Protocol):
-    """A located detection in a verdict: what it is, its text, where the model says it is."""
-
-    @property
-    def type(self) -> str: ...
-    @property
-    def value(self) -> str: ...
-    @property
-    def start(self) -> int: ...
-    @property
-    def end(self) -> int: ...
-
-
-@dataclass(slots=True)
-class Span:
-    start: int
-    end: int
-    type: str
-
-
-def locate(content: str, findings: Iterable[Finding]) -> list[Span]:
-    """Where the findings sit in `content`, overlapping spans merged (the longest finding names
-    the merged span). Every occurrence of a finding's value counts (models often miscount
-    characters, and a value repeated in the text is just as sensitive), plus the model's own
-    offsets when they point at the value."""
-    found: list[Span] = []
-    for finding in findings:
-        value = finding.value
-        if 0 <= finding.start < finding.end <= len(content) and (
-            not value or content[finding.start : finding.end] == value
-        ):
-            found.append(Span(finding.start, finding.end, finding.type))
-        if value:
-            found.extend(
-                Span(m.start(), m.end(), finding.type) for m in re.finditer(re.escape(value), content)
-            )
-    found.sort(key=lambda s: (s.start, s.start - s.end))
-    merged: list[Span] = []
-    longest = 0
-    for span in found:
-        if merged and span.start < merged[-1].end:
-            current = merged[-1]
-            if span.end - span.start > longest:
-                current.type, longest = span.type, span.end - span.start
-            current.end = max(current.end, span.end)
-        else:
-            merged.append(Span(span.start, span.end, span.type))
-            longest = span.end - span.start
-    return merged
-
-
-def substitute(content: str, spans: Sequence[Span], replacement: Any) -> str:
-    """`content` with each span replaced by `replacement(span_text, span_type)`."""
-    out: list[str] = []
-    cursor = 0
-    for span in spans:
-        out.append(content[cursor : span.start])
-        out.append(replacement(content[span.start : span.end], span.type))
-        cursor = span.end
-    out.append(content[cursor:])
-    return "".join(out)
-
-
-def string_leaves(value: Any) -> list[str]:
-    """Every non-blank string inside `value` (through dicts, lists and tuples), in order."""
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in string_leaves(item)]
-    if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in string_leaves(item)]
-    return []
-
-
-def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    """`value` with every string inside it replaced by `fn(string)` (containers copied)."""
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, dict):
-        return {key: map_strings(item, fn) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(map_strings(item, fn) for item in value)
-    return value
-
-
-WITHHELD_TOOL_RESULT = "[tool result withheld by {label}]"

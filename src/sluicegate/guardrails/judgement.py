@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from sluicegate.guardrails.detector import Span
+from sluicegate.guardrails.spans import Span
 
 Release = Literal["vetted", "optimistic"]
 

@@ -12,23 +12,18 @@ import pydantic
 
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
-    ChecksInputOnly,
     DetectorModel,
-    ErrorStrategy,
     Verdict,
+    judged,
+    restrict_enum,
+)
+from sluicegate.guardrails.guard_options import (
+    ChecksInputOnly,
+    ErrorStrategy,
     check_choice,
     check_parallel,
     check_threshold,
     default_error_strategy,
-    enforce,
-    flagged_messages,
-    flagged_text,
-    input_ids,
-    judged,
-    replace_messages,
-    response_ids,
-    restrict_enum,
-    to_check,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.judgement import (
@@ -38,6 +33,15 @@ from sluicegate.guardrails.judgement import (
     Judgement,
     Release,
 )
+from sluicegate.guardrails.message_checks import (
+    flagged_messages,
+    flagged_text,
+    input_ids,
+    replace_messages,
+    response_ids,
+    to_check,
+)
+from sluicegate.guardrails.violations import enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel

@@ -16,32 +16,20 @@ import pydantic
 from sluicegate.errors import ConfigurationError
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
-    WITHHELD_TOOL_RESULT,
-    ChecksInputOnly,
     DetectorModel,
+    Verdict,
+    judged,
+    restrict_enum,
+)
+from sluicegate.guardrails.guard_options import (
+    ChecksInputOnly,
     ErrorStrategy,
     LLMMode,
-    Verdict,
     check_choice,
     check_parallel,
     check_threshold,
     default_error_strategy,
-    enforce,
-    flagged_messages,
-    flagged_text,
-    input_ids,
-    judged,
-    locate,
-    map_strings,
-    message_text,
-    replace_messages,
     resolve_llm,
-    response_ids,
-    restrict_enum,
-    string_leaves,
-    substitute,
-    to_check,
-    with_text,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.judgement import (
@@ -51,6 +39,16 @@ from sluicegate.guardrails.judgement import (
     Judgement,
     Release,
     redaction_judgement,
+)
+from sluicegate.guardrails.message_checks import (
+    flagged_messages,
+    flagged_text,
+    input_ids,
+    message_text,
+    replace_messages,
+    response_ids,
+    to_check,
+    with_text,
 )
 from sluicegate.guardrails.pseudonyms import (
     DEFAULT_MAX_PSEUDONYMS,
@@ -62,6 +60,8 @@ from sluicegate.guardrails.pseudonyms import (
     token_label,
     value_pieces,
 )
+from sluicegate.guardrails.spans import locate, map_strings, string_leaves, substitute
+from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel

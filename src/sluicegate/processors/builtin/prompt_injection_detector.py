@@ -13,30 +13,33 @@ import pydantic
 
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
-    WITHHELD_TOOL_RESULT,
-    ChecksInputOnly,
     DetectorModel,
+    Verdict,
+    judged,
+    restrict_enum,
+)
+from sluicegate.guardrails.deterministic import injection_scores
+from sluicegate.guardrails.guard_options import (
+    ChecksInputOnly,
     ErrorStrategy,
     LLMMode,
-    Verdict,
     check_choice,
     check_parallel,
     check_threshold,
     default_error_strategy,
-    enforce,
+    resolve_llm,
+)
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.message_checks import (
     flagged_messages,
     flagged_text,
     input_ids,
-    judged,
     replace_messages,
-    resolve_llm,
-    restrict_enum,
-    string_leaves,
     to_check,
     with_text,
 )
-from sluicegate.guardrails.deterministic import injection_scores
-from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.spans import string_leaves
+from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs, ProcessToolResultArgs, ProcessToolResultResult

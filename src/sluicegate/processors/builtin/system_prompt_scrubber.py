@@ -10,28 +10,15 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
-from sluicegate.guardrails.detector import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
-    DetectorModel,
+from sluicegate.guardrails.detector import DEFAULT_MAX_OUTPUT_TOKENS, DetectorModel, Verdict, judged
+from sluicegate.guardrails.deterministic import shared_spans
+from sluicegate.guardrails.guard_options import (
     ErrorStrategy,
     LLMMode,
-    Verdict,
     check_choice,
     default_error_strategy,
-    enforce,
-    flagged_messages,
-    flagged_text,
-    judged,
-    locate,
-    replace_messages,
     resolve_llm,
-    response_ids,
-    substitute,
-    system_prompt_text,
-    to_check,
-    with_text,
 )
-from sluicegate.guardrails.deterministic import shared_spans
 from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
@@ -41,6 +28,17 @@ from sluicegate.guardrails.judgement import (
     Release,
     redaction_judgement,
 )
+from sluicegate.guardrails.message_checks import (
+    flagged_messages,
+    flagged_text,
+    replace_messages,
+    response_ids,
+    system_prompt_text,
+    to_check,
+    with_text,
+)
+from sluicegate.guardrails.spans import locate, substitute
+from sluicegate.guardrails.violations import enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
