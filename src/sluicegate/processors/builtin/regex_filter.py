@@ -144,9 +144,6 @@ class RegexFilterProcessor(Processor):
         self.replacement_for: Callable[[str, RegexRule], str] | None = None
         """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
         self._matcher = RuleMatcher(self.rules)
-        # The stream calls these once per chunk: bound here, no lookup through the matcher.
-        self._hold_from = self._matcher.hold_from
-        self._settle = self._matcher.settle
 
     # ------------------------------------------------------------------ matching
 
@@ -382,10 +379,10 @@ class RegexFilterProcessor(Processor):
         buffer = context + carry + text if (context or carry) else text
         pos = len(context)
         size = len(buffer)
-        cut = self._hold_from(buffer, pos, size)
+        cut = self._matcher.hold_from(buffer, pos, size)
         regions: list[_Region] = []
         if cut < 0:  # a complete match: settle which matches are final, rule by rule
-            cut, regions = self._settle(buffer, pos)
+            cut, regions = self._matcher.settle(buffer, pos)
         elif cut == size and not carry:
             # Nothing can match or start anywhere in this chunk: it goes out as it is.
             stream.context = text[-_CONTEXT:] if len(text) >= _CONTEXT else buffer[-_CONTEXT:]
