@@ -50,14 +50,16 @@ from sluicegate.guardrails.message_checks import (
     to_check,
     with_text,
 )
+from sluicegate.guardrails.pseudonym_tokens import HELD as _HELD
+from sluicegate.guardrails.pseudonym_tokens import HELD_AT as _HELD_AT
+from sluicegate.guardrails.pseudonym_tokens import release_held as _release_held
+from sluicegate.guardrails.pseudonym_tokens import tokens_of as _tokens_of
 from sluicegate.guardrails.pseudonyms import (
     DEFAULT_MAX_PSEUDONYMS,
     Pseudonymizer,
-    PseudonymMap,
     hold_point,
     is_token,
     map_prompt,
-    token_label,
     value_pieces,
 )
 from sluicegate.guardrails.spans import locate, map_strings, string_leaves, substitute
@@ -650,34 +652,3 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if not out:
             return None
         return out[0] if len(out) == 1 else out
-
-
-_HELD = "restore_held"
-_HELD_AT = "restore_held_at"
-
-
-def _release_held(state: dict[str, Any]) -> list[Chunk]:
-    """The text held back by a restoring stream, as it is (it never grew into a token)."""
-    held = state.pop(_HELD, "")
-    if not held:
-        return []
-    run_id, text_id = state[_HELD_AT]
-    return [text_delta(run_id, text_id, held)]
-
-
-def _tokens_of(mapping: PseudonymMap) -> Callable[[str, str], str]:
-    """A span replacement giving each value its token (a detected value with blanks around it
-    keeps them); a value without one (the mapping is full: `max_pseudonyms`) becomes its
-    unnumbered label (`<EMAIL>`), redacted for good rather than passed on."""
-
-    def replace(value: str, kind: str) -> str:
-        token = mapping.token(value)
-        if token is not None:
-            return token
-        stripped = value.strip()
-        token = mapping.token(stripped) if stripped else None
-        if token is None:
-            token = f"<{token_label(kind)}>"
-        return value.replace(stripped, token, 1) if stripped else value
-
-    return replace
