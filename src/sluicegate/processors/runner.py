@@ -19,6 +19,7 @@ from html import escape
 from typing import Any, NoReturn
 
 from sluicegate.errors import AccessDeniedError, ProcessorError, TripWire
+from sluicegate.guardrails.judge_panels import link_judge_panels
 from sluicegate.messages import Message, MessageList
 from sluicegate.messages.message import MessageContent
 from sluicegate.messages.part import Part
@@ -59,7 +60,6 @@ from sluicegate.processors.hook_timeout import (
     processor_timeout,
 )
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
-from sluicegate.processors.judge_panels import link_judge_panels
 from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
