@@ -210,13 +210,16 @@ class CostGuardProcessor(Processor):
     - `on_violation`: called with a `ProcessorViolation` whose `detail` holds the usage.
     - `store`: a `UsageStore` (default `InMemoryUsageStore()`; `SQLiteStore` and `PostgresStore`
       work too).
-    - `default_output_tokens`: the output a call is expected to produce when the request sets no
-      `max_output_tokens` (default 256).
+    - `default_output_tokens`: the output reserved for, and the cap of, a call whose request sets
+      no `max_output_tokens` (default 256).
 
     Before each model call (`process_llm_request`) the guard counts the prompt's tokens with the
-    model's tokenizer, adds the expected output, and reserves that cost atomically in the store:
-    the reservation is refused once the spend (open reservations included) reached `max_cost`,
-    so N concurrent requests overshoot the budget by at most one in-flight estimate. The
+    model's tokenizer, adds the output limit the call is sent with, and reserves that cost
+    atomically in the store: the reservation is refused once the spend (open reservations
+    included) reached `max_cost`. The call is capped at the output its reservation covers
+    (`max_output_tokens_for`), so N concurrent requests overshoot the budget by at most one
+    call's reservation, whatever the model answers. Usage with a negative, NaN or infinite
+    count is not priced (the reservation stands; logged and reported on the step). The
     reservation is written as a usage record, so a run that is cancelled, fails or loses its
     client before the provider reports usage is charged the estimate; when the usage arrives
     (`process_llm_response`) the record is settled to the real cost (to 0 for a cached replay).
