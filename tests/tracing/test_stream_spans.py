@@ -15,7 +15,7 @@ from sluicegate.stream import Chunk
 from sluicegate.testing import MockModel
 from sluicegate.testing.mock_model import text_step
 from sluicegate.tracing import Telemetry, configure
-from sluicegate.tracing.stream import EXACT_CHUNKS, SAMPLE_MASK
+from sluicegate.processors.stream_counts import EXACT_CHUNKS, SAMPLE_MASK
 
 ACTIONS = ("pass", "modify", "drop", "fan", "fan-data")
 
