@@ -62,7 +62,7 @@ from sluicegate.processors.hook_timeout import (
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
 from sluicegate.processors.judge_panels import link_judge_panels
 from sluicegate.processors.offload import offload_sync_hook
-from sluicegate.processors.stream_counts import PipelineCounts
+from sluicegate.processors.stream_counts import EXACT_CHUNKS, SAMPLE_MASK, PipelineCounts
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
@@ -582,8 +582,14 @@ class ProcessorRunner:
             is_data = chunk.type.startswith("data-")
             timed = False
             if counts is not None:  # a traced run: see sluicegate.processors.stream_counts
-                timed = counts.chunk_in(is_data)
+                calls = counts.calls + 1
+                counts.calls = calls
+                if is_data:
+                    counts.data_calls += 1
+                timed = not (calls & counts.mask)
                 if timed:
+                    if calls >= EXACT_CHUNKS:
+                        counts.mask = SAMPLE_MASK
                     start = clock()
             for index, stream_entry in enumerate(entries):
                 if is_data and not stream_entry.data_parts:

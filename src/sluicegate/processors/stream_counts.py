@@ -5,7 +5,8 @@
 chunk for them. `sluicegate.tracing.stream` turns the counters into one `output_stream` span per
 processor per step. Nothing here knows OpenTelemetry.
 
-Per chunk the loop adds one to `calls` (and `data_calls` for a `data-*` chunk); drops,
+Per chunk the loop adds one to `calls` (and `data_calls` for a `data-*` chunk; it does so
+inline, as it decides whether to time the chunk, to keep the traced per-chunk cost down); drops,
 replacements, fan-outs and failures are counted only when they happen. A processor's chunks
 seen are derived at the end of the step from the chunks that entered the pipeline minus those
 that earlier processors stopped (dropped, fanned out or failed on).
@@ -65,17 +66,6 @@ class PipelineCounts:
         self.mask = 0
         for counts in self.counts:
             counts.reset()
-
-    def chunk_in(self, is_data: bool) -> bool:
-        """Count a chunk entering the pipeline; whether to time its hooks."""
-        calls = self.calls + 1
-        self.calls = calls
-        if is_data:
-            self.data_calls += 1
-        timed = not (calls & self.mask)
-        if timed and calls >= EXACT_CHUNKS:
-            self.mask = SAMPLE_MASK
-        return timed
 
     def timed(self, index: int, elapsed_ns: int) -> None:
         counts = self.counts[index]
