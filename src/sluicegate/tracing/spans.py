@@ -39,9 +39,7 @@ from sluicegate.tracing import attributes as attr
 from sluicegate.tracing import state
 from sluicegate.tracing.metrics import Instruments, instruments
 from sluicegate.tracing.processors import instrument
-from sluicegate.tracing.record import TracingContext as TracingContext
-from sluicegate.tracing.record import set_error as set_error
-from sluicegate.tracing.record import to_json as to_json
+from sluicegate.tracing.record import TracingContext, set_error, to_json
 from sluicegate.tracing.stream import StreamTracker
 
 if TYPE_CHECKING:
