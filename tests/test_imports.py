@@ -37,7 +37,9 @@ DEFERRED = (
     "opentelemetry",  # only `configure()`, a provider or a propagated trace context brings it
     "importlib.metadata",  # pydantic's plugin lookup, at its first model
     "sluicegate.processors.step_schema",  # the one pydantic model of `sluicegate.processors`
-    "sluicegate.tracing.spans",
+    "sluicegate.tracing.spans",  # the tracing glue: the runner counts nothing untraced
+    "sluicegate.tracing.stream",
+    "sluicegate.tracing.record",
     "sluicegate.models.openai_compatible",  # adapters load when a model string resolves to them
     "sluicegate.models.openai_chat",
     "sluicegate.models.structured_outputs",
