@@ -13,6 +13,7 @@ per process keeps file locking sound when both open the same file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -36,6 +37,7 @@ from sluicegate.storage.codec import (
 )
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
+from sluicegate.storage.sqlite_files import DatabaseFiles
 from sluicegate.storage.types import MessageInclude, Resource, Thread, from_micros, to_micros, utc_now
 
 T = TypeVar("T")
@@ -90,39 +92,38 @@ class SQLiteConnection:
         self._conn: apsw.Connection | None = None
         self._closed = False
         self._on_disk = path != ":memory:" and not path.startswith("file:") and path != ""
-        self._identity: tuple[int, int] | None = None
-
-    def _check_file(self) -> None:
-        """Refuse to go on when the database file was deleted or replaced while open: SQLite
-        would keep writing into the unlinked inode and every write would be silently lost."""
-        if not self._on_disk or self._identity is None:
-            return
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            raise StorageError(
-                f"SQLite database {self.path!r} was deleted while the store was open; "
-                "nothing more is written (open a new store)"
-            ) from None
-        if (st.st_dev, st.st_ino) != self._identity:
-            raise StorageError(
-                f"SQLite database {self.path!r} was replaced by another file while the store was open; "
-                "nothing more is written (open a new store)"
-            )
+        self._files = DatabaseFiles(path) if self._on_disk else None
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
+            if self._files is not None:
+                self._files.require_writable()
             conn = apsw.Connection(self.path)
-            if self._on_disk:
-                st = os.stat(self.path)
-                self._identity = (st.st_dev, st.st_ino)
             conn.set_busy_timeout(self._busy_timeout_ms)
+            # Memory-mapped reads of the database file would crash the process on a file cut
+            # under the mapping (SIGBUS); plain reads see a short file and report it instead.
+            conn.execute("PRAGMA mmap_size=0")
             if self.path != ":memory:" and not self.path.startswith("file::memory:"):
                 self._enable_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
             self._setup(conn)
+            if self._files is not None:
+                self._files.remember()
             self._conn = conn
         return self._conn
+
+    def _check_files(self, conn: apsw.Connection) -> None:
+        """Refuse to go on when a file of the database was deleted, replaced or cut while open
+        (see `sqlite_files`): SQLite would lose writes into an unlinked file, split the WAL
+        index with other processes, or crash on a cut `-shm` mapping. Closing then skips the
+        checkpoint, which would read that mapping."""
+        if self._files is None:
+            return
+        try:
+            self._files.check()
+        except StorageError:
+            conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+            raise
 
     def _enable_wal(self, conn: apsw.Connection) -> None:
         """Switch to WAL. The switch needs a moment alone with the file, and SQLite reports a
@@ -140,8 +141,11 @@ class SQLiteConnection:
     def _call(self, fn: Callable[[apsw.Connection], T]) -> T:
         try:
             conn = self._connection()
-            self._check_file()
-            return fn(conn)
+            self._check_files(conn)
+            result = fn(conn)
+            if self._files is not None:
+                self._files.note_growth()
+            return result
         except apsw.Error as exc:
             raise StorageError(
                 f"SQLite database {self.path!r}: {type(exc).__name__}: {exc}"
@@ -161,6 +165,8 @@ class SQLiteConnection:
 
         def shut() -> None:
             if self._conn is not None:
+                with contextlib.suppress(StorageError):
+                    self._check_files(self._conn)
                 self._conn.close()
                 self._conn = None
 
