@@ -38,7 +38,15 @@ from sluicegate.storage.codec import (
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
 from sluicegate.storage.sqlite_files import DatabaseFiles
-from sluicegate.storage.types import MessageInclude, Resource, Thread, from_micros, to_micros, utc_now
+from sluicegate.storage.types import (
+    MessageInclude,
+    PseudonymChange,
+    Resource,
+    Thread,
+    from_micros,
+    to_micros,
+    utc_now,
+)
 
 T = TypeVar("T")
 
@@ -611,6 +619,37 @@ class SQLiteStore(MemoryStore):
             return bool(c.changes() == 1)
 
         return await self._db.run(lambda c: write_transaction(c, save))
+
+    async def update_pseudonyms(self, resource_id: str, thread_id: str, change: PseudonymChange) -> int:
+        """Replace the mapping with `change(current)` (None: keep it) while holding the write
+        lock, so concurrent writers, in this process or another, apply their changes one after
+        the other instead of racing; returns the version stored afterwards."""
+
+        def update(c: apsw.Connection) -> int:
+            row = c.execute(
+                "SELECT sealed, version FROM sluicegate_pseudonyms WHERE resource_id = ? AND thread_id = ?",
+                (resource_id, thread_id),
+            ).fetchone()
+            current = None if row is None else (bytes(row[0]), int(row[1]))
+            sealed = change(current)
+            if sealed is None:
+                return 0 if current is None else current[1]
+            now = to_micros(utc_now())
+            if current is None:
+                c.execute(
+                    "INSERT INTO sluicegate_pseudonyms (resource_id, thread_id, sealed, version, updated_at) "
+                    "VALUES (?, ?, ?, 1, ?)",
+                    (resource_id, thread_id, bytes(sealed), now),
+                )
+                return 1
+            c.execute(
+                "UPDATE sluicegate_pseudonyms SET sealed = ?, version = ?, updated_at = ? "
+                "WHERE resource_id = ? AND thread_id = ?",
+                (bytes(sealed), current[1] + 1, now, resource_id, thread_id),
+            )
+            return current[1] + 1
+
+        return await self._db.run(lambda c: write_transaction(c, update))
 
     async def close(self) -> None:
         await self._db.close()
