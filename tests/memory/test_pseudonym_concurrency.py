@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +19,7 @@ from sluicegate.errors import StorageError
 from sluicegate.processors import InMemoryPseudonymStore, PIIDetector, new_pseudonym_key
 from sluicegate.processors.builtin._pseudonyms import _CONVERSATION_LOCKS, Pseudonymizer, PseudonymMap
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY
-from sluicegate.storage import MemoryStore
+from sluicegate.storage import MemoryStore, SQLiteStore
 from sluicegate.testing import MockModel, text_step
 
 RUNS = 30
@@ -199,3 +201,51 @@ def test_a_mapping_giving_one_value_two_tokens_does_not_open() -> None:
         PseudonymMap({"<EMAIL_1>": ADA, "<EMAIL_2>": ADA})
     with pytest.raises(ValueError):
         PseudonymMap.from_json(json.dumps({"v": 1, "tokens": {"<EMAIL_1>": ADA, "<EMAIL_2>": ADA}}).encode())
+
+
+_PROCESS = """
+import asyncio, sys
+from sluicegate.processors.builtin._pseudonyms import Pseudonymizer
+from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
+from sluicegate.storage import SQLiteStore
+
+path, key, name = sys.argv[1:4]
+
+
+class Run:
+    def __init__(self):
+        self.state = {}
+        self.request_context = RequestContext()
+        self.request_context.set(THREAD_ID_KEY, "t1")
+        self.request_context.set(RESOURCE_ID_KEY, "u1")
+
+
+async def main():
+    store = SQLiteStore(path)
+    pseudonyms = Pseudonymizer(key=key, store=store)
+    shared = ("shared.person@example.com", "email")
+    found = [[(f"{name}-{i}@example.com", "email"), shared] for i in range(10)]
+    await asyncio.gather(*(pseudonyms.assign(Run(), values) for values in found))
+    await store.close()
+
+
+asyncio.run(main())
+"""
+
+
+async def test_processes_sharing_a_sqlite_file_never_fail_or_clash(tmp_path: Path) -> None:
+    path, key = tmp_path / "m.db", new_pseudonym_key()
+    names = ["a", "b", "c"]
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _PROCESS, str(path), key, name, stderr=asyncio.subprocess.PIPE
+        )
+        for name in names
+    ]
+    for child in children:
+        _, stderr = await child.communicate()
+        assert child.returncode == 0, stderr.decode()
+    store = SQLiteStore(path)
+    final = await Pseudonymizer(key=key, store=store).current(Run())
+    assert_one_to_one(final, [SHARED, *(f"{name}-{i}@example.com" for name in names for i in range(10))])
+    await store.close()
