@@ -6,6 +6,7 @@ the test run."""
 
 from __future__ import annotations
 
+import gc
 import signal
 import subprocess
 import sys
@@ -18,11 +19,13 @@ import pytest
 
 from sluicegate.errors import StorageError
 from sluicegate.storage import SQLiteStore, Thread
+from sluicegate.storage.sqlite_files import _MAPPINGS
 
 _PRELUDE = """
 import asyncio, os, sys
 from sluicegate.errors import StorageError
 from sluicegate.storage import SQLiteStore, Thread
+from sluicegate.storage.sqlite_files import _MAPPINGS
 
 path = sys.argv[1]
 shm, wal = path + "-shm", path + "-wal"
@@ -90,8 +93,10 @@ def test_every_store_of_the_process_on_a_truncated_shm_refuses(tmp_path: Path) -
             os.truncate(shm, 0)
             await attempt("first", first.get_thread("t1"))
             await attempt("second", second.get_thread("t2"))
-            await first.close()
-            await second.close()
+            third = SQLiteStore(path)  # a new connection would share the cut mapping
+            await attempt("third", third.get_thread("t3"))
+            for store in (first, second, third):
+                await store.close()
             print("closed", flush=True)
 
         asyncio.run(main())
@@ -99,7 +104,12 @@ def test_every_store_of_the_process_on_a_truncated_shm_refuses(tmp_path: Path) -
         tmp_path / "m.db",
     )
     assert_exited_normally(child)
-    assert child.stdout.startswith("first StorageError") and "\nsecond StorageError" in child.stdout
+    lines = child.stdout.splitlines()
+    assert [line.split(" ")[:2] for line in lines[:3]] == [
+        ["first", "StorageError"],
+        ["second", "StorageError"],
+        ["third", "StorageError"],
+    ]
     assert child.stdout.rstrip().endswith("closed")
 
 
@@ -189,6 +199,26 @@ async def test_other_stores_opening_and_closing_the_file_are_not_mistaken_for_ta
     reopened = SQLiteStore(path)
     assert len(await reopened.list_threads("u1")) == 4
     await reopened.close()
+
+
+async def test_what_the_process_knows_of_a_shm_file_goes_with_its_last_store(tmp_path: Path) -> None:
+    # Kept while open, so a store opening later still sees a cut; gone after, so a new file
+    # that reuses the inode number is not mistaken for the old one.
+    path = tmp_path / "m.db"
+    first, second = SQLiteStore(path), SQLiteStore(path)
+    await first.create_thread(Thread(id="t1", resource_id="u1"))
+    await second.get_thread("t1")
+    assert [m.stores for m in _MAPPINGS.values()] == [2]
+    await first.close()
+    assert [m.stores for m in _MAPPINGS.values()] == [1]
+    await second.close()
+    assert _MAPPINGS == {}
+    never_closed = SQLiteStore(path)
+    await never_closed.get_thread("t1")
+    assert len(_MAPPINGS) == 1
+    del never_closed
+    gc.collect()
+    assert _MAPPINGS == {}
 
 
 async def test_a_database_with_damaged_pages_is_a_storage_error(tmp_path: Path) -> None:

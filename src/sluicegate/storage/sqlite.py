@@ -105,7 +105,7 @@ class SQLiteConnection:
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
             if self._files is not None:
-                self._files.require_writable()
+                self._files.before_open()
             conn = apsw.Connection(self.path)
             conn.set_busy_timeout(self._busy_timeout_ms)
             # Memory-mapped reads of the database file would crash the process on a file cut
@@ -177,6 +177,8 @@ class SQLiteConnection:
                     self._check_files(self._conn)
                 self._conn.close()
                 self._conn = None
+                if self._files is not None:
+                    self._files.forget()
 
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, shut)
