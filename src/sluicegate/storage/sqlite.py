@@ -3,7 +3,9 @@
 Every SQLite call runs on one dedicated worker thread per store, so the event loop never blocks
 and the connection is only ever touched by that thread. The file is in WAL mode with a busy
 timeout, so several stores (or processes) on the same file wait for each other instead of failing;
-writes take the lock up front (`BEGIN IMMEDIATE`) so two writers cannot deadlock.
+writes take the lock up front (`BEGIN IMMEDIATE`) so two writers cannot deadlock. The files are
+watched for changes made behind the store's back (`sqlite_files`), which would otherwise lose
+writes or crash the process.
 
 SQLite is reached through `apsw`, which (unlike some builds of the standard `sqlite3`) can load
 extensions; `sluicegate.vector.SQLiteVector` needs that for `sqlite-vec`, and one SQLite library
