@@ -17,7 +17,7 @@ from tests.memory.memory_testkit import KeywordEmbedder, prompt_texts
 from sluicegate import Agent, Sluicegate
 from sluicegate.memory import Memory, MemoryConfigurationError, MemoryOptions
 from sluicegate.memory.errors import MemoryOptionError
-from sluicegate.memory.narrowing import narrow
+from sluicegate.processors.memory_narrowing import narrow
 from sluicegate.server import Identity, ServerSettings, create_app
 from sluicegate.storage import SQLiteStore
 from sluicegate.testing import MockModel, text_step

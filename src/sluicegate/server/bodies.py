@@ -15,11 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sluicegate.agent import Agent
 from sluicegate.errors import SluicegateError
 from sluicegate.memory.errors import MemoryOptionError
-from sluicegate.memory.memory import Memory
-from sluicegate.memory.narrowing import narrow
 from sluicegate.messages import Message
 from sluicegate.messages.validate import validate_input
 from sluicegate.models.settings import ModelSettingsError, check_provider_options, normalize_model_settings
+from sluicegate.processors.memory import Memory
+from sluicegate.processors.memory_narrowing import narrow
 from sluicegate.request_context import RequestContext
 from sluicegate.server.errors import bad_request
 from sluicegate.server.plain_json import check_plain_json
@@ -196,7 +196,7 @@ def _memory(body: AgentCallBody) -> dict[str, Any] | None:
 def narrow_memory_options(agent: Agent, body: AgentCallBody, options: dict[str, Any]) -> None:
     """Replace the call's memory options with the agent's configured ones narrowed by the body:
     a request may turn memory features off or make them smaller, never widen them (400 naming
-    the option otherwise; see `sluicegate.memory.narrowing`)."""
+    the option otherwise; see `sluicegate.processors.memory_narrowing`)."""
     memory = options.get("memory")
     overrides = memory.get("options") if memory is not None else None
     if memory is None or overrides is None or agent.memory is None:

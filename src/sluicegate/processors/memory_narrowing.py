@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from sluicegate.memory.errors import MemoryOptionError
-from sluicegate.memory.memory import (
+from sluicegate.processors.memory import (
     OPTION_ALIASES,
     MemoryOptions,
     SemanticRecallOptions,
