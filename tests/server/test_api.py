@@ -126,7 +126,7 @@ def test_memory_on_agent_without_memory_is_400(client: TestClient) -> None:
     assert "memory" in response.json()["error"]
 
 
-def test_thread_of_another_resource_is_403(client: TestClient) -> None:
+def test_thread_of_another_resource_is_not_available(client: TestClient) -> None:
     client.post(
         "/api/agents/echo/generate",
         json={"messages": "x", "memory": {"thread": "owned", "resource": "alice"}},
@@ -135,7 +135,8 @@ def test_thread_of_another_resource_is_403(client: TestClient) -> None:
         "/api/agents/echo/generate",
         json={"messages": "x", "memory": {"thread": "owned", "resource": "mallory"}},
     )
-    assert response.status_code == 403
+    assert response.status_code == 409
+    assert "alice" not in response.text
     hidden = client.get("/api/memory/threads/owned", params={"agentId": "echo", "resourceId": "mallory"})
     assert hidden.status_code == 404
 

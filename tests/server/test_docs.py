@@ -28,7 +28,7 @@ def test_server_doc_blocks_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
         os.chdir(cwd)
     out = capsys.readouterr().out
     assert "Echo: hi" in out and "data: [DONE]" in out
-    assert "1\n403\n404\n403\n401\n" in out  # the identity hook's example
+    assert "1\n403\n404\n409\n401\n" in out  # the identity hook's example
 
 
 def test_deploy_doc_blocks_compile() -> None:

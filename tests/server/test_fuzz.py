@@ -1,12 +1,27 @@
-"""Fuzzing the API from its own OpenAPI schema: no input may produce a 500 or a response that
-contradicts the schema."""
+"""Fuzzing the API: no input may produce a 500.
+
+Two passes, both in-process (ASGI, no network) and deterministic, so CI sees the same cases on
+every run:
+
+- schemathesis generates requests from the app's own OpenAPI schema, valid and invalid, and
+  checks the answers against the schema too;
+- a grid puts each hostile value (a lone surrogate, NaN, huge or negative numbers, wrong types,
+  deep nesting) into each field of a valid body of every route that takes one, one at a time.
+  The schema cannot lead schemathesis there: it never generates lone surrogates, and the
+  free-form fields (messages, metadata, tool data, memory options) have no schema to follow.
+"""
 
 from __future__ import annotations
 
+import copy
 import importlib
+import json
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 import schemathesis
+from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -31,6 +46,142 @@ CHECKS = (not_a_server_error, status_code_conformance, content_type_conformance,
 
 
 @schema.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 def test_api_never_fails(case: Any) -> None:
     case.call_and_validate(checks=CHECKS)
+
+
+# ----------------------------------------------------------------------------- the hostile grid
+
+HOSTILE: list[Any] = [
+    "\ud800",
+    "a\udc00b",
+    {"\udfff": 1},
+    {"a": [{"b": "\ud800"}]},
+    float("nan"),
+    float("-inf"),
+    2**70,
+    -(2**70),
+    -1e20,
+    1e300,
+    -1,
+    0,
+    1.5,
+    True,
+    None,
+    "",
+    "x" * 300,
+    "2026-13-45",
+    [],
+    {},
+    [[[[[[[[1]]]]]]]],
+]
+
+MESSAGES = [
+    {"id": "m-1", "role": "user", "content": "hi", "createdAt": 1700000000000},
+    {"role": "assistant", "content": [{"type": "text", "text": "yo"}], "createdAt": "2026-01-01T00:00:00Z"},
+    {"role": "user", "content": {"format": 2, "parts": [{"type": "text", "text": "hey"}]}, "createdAt": 5},
+]
+
+# (method, path, a valid body): every route that takes a body, with every field it reads
+BODIES: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "POST",
+        "/api/agents/echo/generate",
+        {
+            "messages": MESSAGES,
+            "memory": {
+                "thread": "t-fuzz",
+                "resource": "u1",
+                "options": {
+                    "lastMessages": 5,
+                    "semanticRecall": False,
+                    "workingMemory": {"enabled": False, "scope": "thread", "template": None},
+                    "readOnly": False,
+                },
+                "readOnly": False,
+            },
+            "requestContext": {"k": "v"},
+            "maxSteps": 2,
+            "maxProcessorRetries": 1,
+            "toolChoice": "auto",
+            "activeTools": ["add"],
+            "modelSettings": {"temperature": 0.5},
+            "providerOptions": {"openai": {"user": "x"}},
+            "runId": "r-1",
+            "tracingOptions": {"a": 1},
+        },
+    ),
+    (
+        "POST",
+        "/api/agents/echo/stream",
+        {
+            "messages": MESSAGES[:2],
+            "memory": {"thread": {"id": "t-fuzz"}, "resource": "u1", "options": {"lastMessages": 1}},
+            "toolChoice": {"type": "tool", "toolName": "add"},
+        },
+    ),
+    ("POST", "/api/agents/echo/generate", {"messages": "hi", "threadId": "t-fuzz", "resourceId": "u1"}),
+    ("POST", "/api/tools/add/execute", {"data": {"a": 1, "b": 2}, "requestContext": {"k": "v"}}),
+    ("POST", "/api/agents/echo/tools/add/execute", {"data": {"a": 1, "b": 2}}),
+    (
+        "POST",
+        "/api/processors/block-word/execute",
+        {"phase": "input", "messages": MESSAGES, "requestContext": {}},
+    ),
+    (
+        "POST",
+        "/api/memory/threads",
+        {"resourceId": "u1", "threadId": "t-new", "title": "t", "metadata": {"a": 1}, "requestContext": {}},
+    ),
+    ("PATCH", "/api/memory/threads/t-fuzz", {"title": "t", "metadata": {"a": {"b": 1}}, "resourceId": "u1"}),
+]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    if prefix:
+        yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, (*prefix, index))
+
+
+def _with(body: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(body)
+    target: Any = changed
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    return changed
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(_app(), raise_server_exceptions=False) as client:
+        made = client.post("/api/memory/threads", json={"resourceId": "u1", "threadId": "t-fuzz"})
+        assert made.status_code == 200
+        yield client
+
+
+def test_no_field_of_any_body_turns_hostile_input_into_a_500(client: TestClient) -> None:
+    failures: list[str] = []
+    sent = 0
+    for method, route, body in BODIES:
+        valid = client.request(method, route, json=body)
+        assert valid.status_code == 200, (route, valid.text)
+        for path in _paths(body):
+            for value in HOSTILE:
+                raw = json.dumps(_with(body, path, value))  # surrogates escaped, NaN as NaN
+                response = client.request(
+                    method, route, content=raw, headers={"content-type": "application/json"}
+                )
+                sent += 1
+                if response.status_code >= 500 and response.status_code not in (502, 504):
+                    failures.append(f"{method} {route} {'.'.join(map(str, path))}={value!r}: {response.text}")
+    assert sent > 1500
+    assert not failures, f"{len(failures)} of {sent} requests failed:\n" + "\n".join(failures[:20])

@@ -146,22 +146,22 @@ NAMING_BOB: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/api/memory/threads/{threadId}/messages", {"params": {"resourceId": "bob"}}),
 ]
 
-# The same routes naming only bob's thread (no resource): an agent run is refused (403), a
-# memory route answers 404 as if the thread did not exist.
+# The same routes naming only bob's thread (no resource): an agent run gets the 409 a taken
+# thread id gets when creating one, a memory route answers 404 as if the thread did not exist.
 BOBS_THREAD_ONLY: list[tuple[str, str, dict[str, Any], int]] = [
     (
         "POST",
         "/api/agents/{agentId}/generate",
         {"json": {"messages": "hi", "memory": {"thread": "t-bob"}}},
-        403,
+        409,
     ),
     (
         "POST",
         "/api/agents/{agentId}/stream",
         {"json": {"messages": "hi", "memory": {"thread": "t-bob"}}},
-        403,
+        409,
     ),
-    ("POST", "/api/agents/{agentId}/generate", {"json": {"messages": "hi", "threadId": "t-bob"}}, 403),
+    ("POST", "/api/agents/{agentId}/generate", {"json": {"messages": "hi", "threadId": "t-bob"}}, 409),
     ("GET", "/api/memory/threads/{threadId}", {}, 404),
     ("PATCH", "/api/memory/threads/{threadId}", {"json": {"title": "pwned"}}, 404),
     ("DELETE", "/api/memory/threads/{threadId}", {}, 404),

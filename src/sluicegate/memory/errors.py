@@ -22,3 +22,13 @@ class ThreadAccessError(AccessDeniedError):
 
 class MemoryConfigurationError(ConfigurationError):
     """Memory options that cannot work together (or a missing thread/resource id)."""
+
+
+class MemoryOptionError(MemoryConfigurationError):
+    """One per-call memory option is malformed, or asks for more than the memory was configured
+    with; `option` names it as the caller spelled it (`semanticRecall.topK`)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"memory option {option}: {message}")
+        self.option = option
+        self.reason = message

@@ -7,6 +7,7 @@ another resource, and returns the memory processors and tools for that one reque
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from sluicegate.embeddings.base import Embedder
 from sluicegate.memory.binding import MemoryBinding
 from sluicegate.memory.context import set_memory_context
-from sluicegate.memory.errors import MemoryConfigurationError, ThreadAccessError
+from sluicegate.memory.errors import MemoryConfigurationError, MemoryOptionError, ThreadAccessError
 from sluicegate.memory.signals import is_signal_message
 from sluicegate.messages.message import Message
 from sluicegate.processors.builtin.message_history import MessageHistory
@@ -33,7 +34,7 @@ from sluicegate.storage.sqlite import SQLiteStore
 from sluicegate.storage.types import Thread
 from sluicegate.vector.base import VectorStore
 
-_ALIASES = {
+OPTION_ALIASES = {
     "lastMessages": "last_messages",
     "semanticRecall": "semantic_recall",
     "workingMemory": "working_memory",
@@ -45,7 +46,7 @@ _ALIASES = {
 
 
 def _snake(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {_ALIASES.get(k, k): v for k, v in options.items()}
+    return {OPTION_ALIASES.get(k, k): v for k, v in options.items()}
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,7 @@ def _semantic(value: Any, current: SemanticRecallOptions | None) -> SemanticReca
         return base
     if not isinstance(value, Mapping):
         raise MemoryConfigurationError(f"semantic_recall must be a bool or a dict, got {value!r}")
-    fields = _snake(value)
-    unknown = set(fields) - {"top_k", "message_range", "scope", "threshold", "index_name"}
-    if unknown:
-        raise MemoryConfigurationError(f"unknown semantic_recall options: {sorted(unknown)}")
-    return replace(base, **fields)
+    return replace(base, **semantic_fields(value, "semantic_recall"))
 
 
 def _working(value: Any, current: WorkingMemoryOptions) -> WorkingMemoryOptions:
@@ -125,13 +122,96 @@ def _working(value: Any, current: WorkingMemoryOptions) -> WorkingMemoryOptions:
         return replace(current, enabled=value)
     if not isinstance(value, Mapping):
         raise MemoryConfigurationError(f"working_memory must be a bool or a dict, got {value!r}")
-    fields = _snake(value)
-    unknown = set(fields) - {"enabled", "scope", "template"}
-    if unknown:
-        raise MemoryConfigurationError(f"unknown working_memory options: {sorted(unknown)}")
-    result = replace(current, **fields)
-    resolve_template(result.template)  # fail now on a bad template
-    return result
+    return replace(current, **working_fields(value, "working_memory"))
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _top_k(value: Any, where: str) -> int:
+    if not _whole(value, 1):
+        raise MemoryOptionError(where, f"must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _message_range(value: Any, where: str) -> int | dict[str, int]:
+    if _whole(value, 0):
+        return int(value)
+    if (
+        isinstance(value, Mapping)
+        and set(value) <= {"before", "after"}
+        and all(_whole(v, 0) for v in value.values())
+    ):
+        return {str(k): int(v) for k, v in value.items()}
+    raise MemoryOptionError(
+        where, f"must be a non-negative integer or {{before, after}} of them, got {value!r}"
+    )
+
+
+def _scope(value: Any, where: str) -> Scope:
+    if value not in ("thread", "resource"):
+        raise MemoryOptionError(where, f"must be 'thread' or 'resource', got {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def _threshold(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise MemoryOptionError(where, f"must be a number, got {value!r}")
+    return float(value)
+
+
+def _index_name(value: Any, where: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise MemoryOptionError(where, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _enabled(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise MemoryOptionError(where, f"must be true or false, got {value!r}")
+    return value
+
+
+def _template(value: Any, where: str) -> Any:
+    try:
+        resolve_template(value)
+    except MemoryConfigurationError as exc:
+        raise MemoryOptionError(where, str(exc)) from None
+    return value
+
+
+_SEMANTIC_FIELDS: dict[str, Any] = {
+    "top_k": _top_k,
+    "message_range": _message_range,
+    "scope": _scope,
+    "threshold": _threshold,
+    "index_name": _index_name,
+}
+_WORKING_FIELDS: dict[str, Any] = {"enabled": _enabled, "scope": _scope, "template": _template}
+
+
+def _fields(value: Mapping[str, Any], where: str, checks: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        check = checks.get(OPTION_ALIASES.get(key, key))
+        if check is None:
+            raise MemoryOptionError(f"{where}.{key}", f"unknown option; known: {sorted(checks)}")
+        out[OPTION_ALIASES.get(key, key)] = check(item, f"{where}.{key}")
+    return out
+
+
+def semantic_fields(value: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The semantic recall options of `value`, snake_case and checked (`MemoryOptionError`
+    naming `where.<key>` otherwise)."""
+    return _fields(value, where, _SEMANTIC_FIELDS)
+
+
+def working_fields(value: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The working memory options of `value`, snake_case and checked."""
+    return _fields(value, where, _WORKING_FIELDS)
 
 
 class Memory:
@@ -175,9 +255,11 @@ class Memory:
         thread_id: str,
         resource_id: str | None,
         request_context: RequestContext,
-        options: dict[str, Any] | None = None,
+        options: Mapping[str, Any] | MemoryOptions | None = None,
     ) -> MemoryBinding:
-        """Create or check the thread, then return this request's memory processors and tools."""
+        """Create or check the thread, then return this request's memory processors and tools.
+        `options` is a dict of overrides, or complete `MemoryOptions` (as the server passes after
+        narrowing them)."""
         config = self.options.merged(options)
         if not resource_id:
             raise MemoryConfigurationError(

@@ -18,9 +18,10 @@ from sluicegate.errors import (
     ProcessorError,
     SluicegateError,
 )
-from sluicegate.server.bodies import AgentCallBody, call_options
+from sluicegate.memory.errors import ThreadAccessError
+from sluicegate.server.bodies import AgentCallBody, call_options, narrow_memory_options
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
-from sluicegate.server.errors import ApiError, log
+from sluicegate.server.errors import ApiError, log, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
@@ -72,17 +73,26 @@ def run_error(exc: BaseException) -> ApiError:
     raise exc
 
 
+def _refusal(exc: BaseException, body: AgentCallBody) -> ApiError:
+    """`run_error`, except that another resource's thread gets the answer creating a thread with
+    a taken id gets on every route (not a 403 that would confirm whose it is)."""
+    if isinstance(exc, ThreadAccessError):
+        return thread_unavailable("memory.thread" if body.memory is not None else "threadId", exc.thread_id)
+    return run_error(exc)
+
+
 async def _start(
     agent: Agent, body: AgentCallBody, request: Request, *, stream: bool
 ) -> tuple[Any, dict[str, Any]]:
     messages, options = call_options(body, settings_of(request))
+    narrow_memory_options(agent, body, options)
     bind_run(request, body, options, has_memory=agent.memory is not None)
     try:
         if stream:
             return await agent.stream(messages, **options), options
         return messages, options
     except Exception as exc:
-        raise run_error(exc) from exc
+        raise _refusal(exc, body) from exc
 
 
 @router.post(
@@ -119,7 +129,7 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     try:
         result = task.result()
     except Exception as exc:
-        raise run_error(exc) from exc
+        raise _refusal(exc, body) from exc
     return JSONResponse(output_json(result), headers=trace_headers(span))
 
 

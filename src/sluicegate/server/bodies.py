@@ -2,20 +2,27 @@
 keyword options of `Agent.generate` / `Agent.stream`.
 
 The models forbid unknown fields, so a typo or an option this server cannot honour is a 400
-naming the field instead of being silently ignored.
+naming the field instead of being silently ignored; and every body is plain JSON
+(`sluicegate.server.plain_json`) before a route sees it.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sluicegate.agent import Agent
 from sluicegate.errors import SluicegateError
+from sluicegate.memory.errors import MemoryOptionError
 from sluicegate.messages import Message
+from sluicegate.messages.validate import validate_input
 from sluicegate.models.settings import ModelSettingsError, check_provider_options, normalize_model_settings
+from sluicegate.processors.memory import Memory
+from sluicegate.processors.memory_narrowing import narrow
 from sluicegate.request_context import RequestContext
 from sluicegate.server.errors import bad_request
+from sluicegate.server.plain_json import check_plain_json
 from sluicegate.server.settings import ServerSettings
 
 RESERVED_CONTEXT_PREFIXES = ("mastra__", "sluicegate__")
@@ -23,6 +30,12 @@ RESERVED_CONTEXT_PREFIXES = ("mastra__", "sluicegate__")
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_json(cls, data: Any) -> Any:
+        """Every body, whatever its fields: no lone surrogate, NaN or Infinity anywhere."""
+        return check_plain_json(data)
 
 
 class ThreadRef(BaseModel):
@@ -81,8 +94,14 @@ class AgentCallBody(_Body):
 def _messages(value: str | list[Any]) -> list[Message]:
     if isinstance(value, list) and not value:
         raise bad_request("messages", "at least one message is required")
+    return read_messages(value)
+
+
+def read_messages(value: str | list[Any]) -> list[Message]:
+    """The messages, checked as `Agent.generate` checks its input (ids, dates, parts, text):
+    a 400 naming the message and field at fault."""
     try:
-        return Message.coerce_many(value)
+        return validate_input(value)
     except (SluicegateError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise bad_request("messages", f"unreadable message ({exc})") from None
 
@@ -172,6 +191,25 @@ def _memory(body: AgentCallBody) -> dict[str, Any] | None:
     if body.resourceId is not None:
         raise bad_request("resourceId", "needs threadId (or memory.thread) as well")
     return None
+
+
+def narrow_memory_options(agent: Agent, body: AgentCallBody, options: dict[str, Any]) -> None:
+    """Replace the call's memory options with the agent's configured ones narrowed by the body:
+    a request may turn memory features off or make them smaller, never widen them (400 naming
+    the option otherwise; see `sluicegate.processors.memory_narrowing`)."""
+    memory = options.get("memory")
+    overrides = memory.get("options") if memory is not None else None
+    if memory is None or overrides is None or agent.memory is None:
+        return  # no memory on the agent: the run refuses `memory` itself
+    if not isinstance(agent.memory, Memory):  # cannot tell narrowing from widening: refuse
+        raise bad_request("memory.options", "this agent's memory takes no per-request options")
+    try:
+        memory["options"] = narrow(agent.memory.options, overrides)
+    except MemoryOptionError as exc:
+        field = f"memory.options.{exc.option}"
+        if exc.option == "read_only" and body.memory is not None and body.memory.readOnly is not None:
+            field = "memory.readOnly"
+        raise bad_request(field, exc.reason) from None
 
 
 class CreateThreadBody(_Body):

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sluicegate.errors import AccessDeniedError, SluicegateError
+from sluicegate.server.plain_json import ERROR_TYPE as PLAIN_JSON_ERROR
 
 log = logging.getLogger("sluicegate.server")
 
@@ -32,6 +33,12 @@ def bad_request(field: str, message: str) -> ApiError:
 
 def not_found(kind: str, ident: str) -> ApiError:
     return ApiError(404, f"{kind} {ident!r} not found")
+
+
+def thread_unavailable(field: str, thread_id: str) -> ApiError:
+    """Creating (or running on) a thread id another resource owns: one answer on every route,
+    which says the id is taken and nothing about whose it is (docs/security.md)."""
+    return ApiError(409, f"{field}: thread id {thread_id!r} is not available; use another", field=field)
 
 
 def error_body(message: str, field: str | None = None) -> dict[str, Any]:
@@ -68,6 +75,9 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str]:
     kind = first.get("type", "")
     if kind == "json_invalid":
         return "body", f"malformed JSON ({first.get('ctx', {}).get('error', 'parse error')})"
+    context = first.get("ctx") or {}
+    if kind == PLAIN_JSON_ERROR:  # the body check names the exact field itself
+        return str(context["field"]), str(context["message"])
     where = _location(first.get("loc", ()))
     return where, str(first.get("msg", "invalid value"))
 

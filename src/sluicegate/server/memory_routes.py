@@ -2,8 +2,10 @@
 
 Threads live in the agent's memory store (`?agentId=`) or the registry's `storage`; the server
 keeps none of them itself. A `resourceId` given on a thread route must own the thread, and a
-thread of another resource answers 404, as if it did not exist. With an identity hook every
-route works on the authenticated resource (and pinned thread): naming another one is a 403.
+thread of another resource answers 404 with the body an unknown id gets. Creating a thread whose
+id another resource owns is the 409 of `thread_unavailable`, the same on every route. With an
+identity hook every route works on the authenticated resource (and pinned thread): naming
+another one is a 403.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from fastapi import APIRouter, Query, Request
 from sluicegate.messages import MessageList
 from sluicegate.server.bodies import CreateThreadBody, UpdateThreadBody
 from sluicegate.server.deps import ERRORS, registry_of
-from sluicegate.server.errors import ApiError, bad_request, not_found
+from sluicegate.server.errors import bad_request, not_found, thread_unavailable
 from sluicegate.server.identity import bound_resource, bound_thread
 from sluicegate.storage.base import MemoryStore
 from sluicegate.storage.types import Thread
@@ -102,7 +104,7 @@ async def create_thread(
     )
     stored = await store.create_thread(wanted)
     if stored.resource_id != resource_id:
-        raise ApiError(409, f"thread {thread_id!r} already exists", field="threadId")
+        raise thread_unavailable("threadId", thread_id)
     return stored.to_dict()
 
 

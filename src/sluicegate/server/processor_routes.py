@@ -8,12 +8,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from sluicegate.errors import ProcessorError, SluicegateError, TripWire
-from sluicegate.messages import Message, MessageList
+from sluicegate.errors import ProcessorError, TripWire
+from sluicegate.messages import MessageList
 from sluicegate.processors.args import OutputResult
 from sluicegate.processors.base import implements
 from sluicegate.processors.runner import ProcessorRunner
-from sluicegate.server.bodies import ProcessorExecuteBody, request_context_from
+from sluicegate.server.bodies import ProcessorExecuteBody, read_messages, request_context_from
 from sluicegate.server.deps import ERRORS, registry_of
 from sluicegate.server.errors import bad_request, not_found
 from sluicegate.server.identity import bind_context
@@ -43,18 +43,6 @@ def _processor(request: Request, pid: str) -> Any:
 @router.get("/{processorId}", responses=ERRORS)
 async def get_processor(processorId: str, request: Request) -> dict[str, Any]:
     return processor_detail(registry_of(request), processorId, _processor(request, processorId))
-
-
-def _messages(raw: list[dict[str, Any]]) -> list[Message]:
-    out = []
-    for index, item in enumerate(raw):
-        try:
-            out.append(
-                Message.from_dict(item) if isinstance(item.get("content"), dict) else Message.coerce(item)
-            )
-        except (SluicegateError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise bad_request(f"messages.{index}", f"unreadable message ({exc})") from None
-    return out
 
 
 async def _run_stream(
@@ -94,7 +82,7 @@ async def execute_processor(processorId: str, body: ProcessorExecuteBody, reques
         raise bad_request("phase", f"{phase!r} needs a live run; this endpoint runs {', '.join(RUNNABLE)}")
     if not implements(processor, PHASE_HOOKS[phase]):
         raise bad_request("phase", f"processor {processorId!r} has no {PHASE_HOOKS[phase]} hook")
-    messages = _messages(body.messages)
+    messages = read_messages(body.messages) if body.messages else []
     message_list = MessageList()
     for message in messages:
         message_list.add(message, "response" if message.role == "assistant" else "input")

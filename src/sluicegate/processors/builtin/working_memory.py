@@ -4,6 +4,7 @@ system instruction every turn and rewrites with the `update_working_memory` tool
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from sluicegate.memory.errors import MemoryConfigurationError, ThreadAccessError
@@ -47,6 +48,11 @@ def resolve_template(template: WorkingMemoryTemplate | dict[str, Any] | str | No
         return DEFAULT_TEMPLATE
     if isinstance(template, str):
         return {"format": "markdown", "content": template}
+    if not isinstance(template, Mapping):
+        raise MemoryConfigurationError(
+            "working memory template must be a string or a {format, content} object, "
+            f"got {type(template).__name__}"
+        )
     fmt = template.get("format", "markdown")
     if fmt not in ("markdown", "json"):
         raise MemoryConfigurationError(
