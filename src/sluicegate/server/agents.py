@@ -20,7 +20,7 @@ from sluicegate.errors import (
 )
 from sluicegate.server.bodies import AgentCallBody, call_options
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
-from sluicegate.server.errors import ApiError, log
+from sluicegate.server.errors import ApiError, log, provider_error
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
@@ -58,12 +58,13 @@ def _span_attributes(request: Request, agent_key: str) -> dict[str, Any]:
     return attributes
 
 
-def run_error(exc: BaseException) -> ApiError:
-    """The HTTP answer for an error raised while starting or running an agent."""
+def run_error(exc: BaseException, *, details: bool = False) -> ApiError:
+    """The HTTP answer for an error raised while starting or running an agent (`details`: the
+    agent's `provider_error_details`)."""
     if isinstance(exc, AccessDeniedError):  # another resource's thread or message, or identity
         return ApiError(403, str(exc), field="memory")
     if isinstance(exc, APICallError):
-        return ApiError(502, f"model provider error: {exc}")
+        return provider_error(exc, details=details)
     if isinstance(exc, ProcessorError):  # a processor failed: the server's fault, not the request's
         log.error("processor failure: %s", exc, exc_info=exc)
         return ApiError(500, str(exc))
@@ -82,7 +83,7 @@ async def _start(
             return await agent.stream(messages, **options), options
         return messages, options
     except Exception as exc:
-        raise run_error(exc) from exc
+        raise run_error(exc, details=agent.provider_error_details) from exc
 
 
 @router.post(
@@ -119,8 +120,10 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     try:
         result = task.result()
     except Exception as exc:
-        raise run_error(exc) from exc
-    return JSONResponse(output_json(result), headers=trace_headers(span))
+        raise run_error(exc, details=agent.provider_error_details) from exc
+    return JSONResponse(
+        output_json(result, error_details=agent.provider_error_details), headers=trace_headers(span)
+    )
 
 
 @router.post(
@@ -151,4 +154,5 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         timeout=settings.request_timeout,
         headers=trace_headers(span),
         span=lambda: run_span(span),
+        error_details=agent.provider_error_details,
     )

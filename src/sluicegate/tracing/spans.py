@@ -36,6 +36,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from sluicegate.errors import APICallError
 from sluicegate.stream.chunk import Chunk, tag_run_id
 from sluicegate.tracing import attributes as attr
 from sluicegate.tracing import state
@@ -232,7 +233,7 @@ class RunTrace:
                             int(count), {**metric_attributes, attr.GEN_AI_TOKEN_TYPE: token_type}
                         )
         if error is not None:
-            set_error(span, error)
+            set_error(span, error, content=self.capture_content)
             metric_attributes = {**metric_attributes, attr.ERROR_TYPE: type(error).__name__}
         if not self._chat_replayed:
             self.metrics.operation_duration.record(elapsed, metric_attributes)
@@ -260,11 +261,11 @@ class RunTrace:
         try:
             result = await work
         except BaseException as exc:
-            set_error(span, exc)
+            set_error(span, exc, content=self.capture_content)
             raise
         else:
             if result.type == "tool-error":
-                set_error(span, result.payload.error)
+                set_error(span, result.payload.error, content=self.capture_content)
             elif self.capture_content:
                 span.set_attribute(attr.GEN_AI_TOOL_CALL_RESULT, to_json(result.payload.result))
             return result
@@ -302,7 +303,7 @@ class RunTrace:
             if tripwire.processor_id is not None:
                 span.set_attribute(attr.TRIPWIRE_PROCESSOR_ID, str(tripwire.processor_id))
         elif run.error is not None:
-            set_error(span, run.error)
+            set_error(span, run.error, content=self.capture_content)
         elif finish_reason is None:
             span.set_status(Status(StatusCode.ERROR, "the run stopped before it finished"))
             span.set_attribute(attr.ERROR_TYPE, "cancelled")
@@ -324,8 +325,10 @@ def _model_attributes(model: Any) -> dict[str, Any]:
     return out
 
 
-def set_error(span: Span, error: Any) -> None:
-    """Mark a span failed with the error's type and message (errors are not content)."""
+def set_error(span: Span, error: Any, *, content: bool = False) -> None:
+    """Mark a span failed with the error's type and message. A provider error's own text can
+    echo the prompt, so it is content: its public summary, unless `content` (capture_content)."""
     name = type(error).__name__ if isinstance(error, BaseException) else "Error"
-    span.set_status(Status(StatusCode.ERROR, f"{name}: {error}"))
+    message = error.log_text(details=content) if isinstance(error, APICallError) else error
+    span.set_status(Status(StatusCode.ERROR, f"{name}: {message}"))
     span.set_attribute(attr.ERROR_TYPE, name)
