@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.trace import NoOpTracerProvider
+from tests.server.helpers import sse_events
 
 from sluicegate import Agent, Sluicegate
 from sluicegate.errors import APICallError, ConfigurationError, code_of, public_error, safe_code
@@ -30,7 +31,6 @@ from sluicegate.storage import SQLiteStore
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import create_tool
 from sluicegate.tracing import configure
-from tests.server.helpers import sse_events
 
 SECRET = "card 4111 1111 1111 1111 from the prompt; gateway gw-7.internal.corp"
 PUBLIC = "provider mock-provider answered 500 (code: server_error)"
@@ -79,8 +79,11 @@ def test_public_message_names_status_provider_and_code_only() -> None:
 
 def test_public_message_without_status_or_provider() -> None:
     assert APICallError("connection reset").public_message == "the model provider could not be reached"
-    mid_stream = stream_error({"type": "error", "error": {"type": "overloaded_error", "message": SECRET}}, url=None)
-    assert mid_stream.public_message == "the model provider reported an error mid-stream (code: overloaded_error)"
+    event = {"type": "error", "error": {"type": "overloaded_error", "message": SECRET}}
+    mid_stream = stream_error(event, url=None)
+    assert mid_stream.public_message == (
+        "the model provider reported an error mid-stream (code: overloaded_error)"
+    )
     assert SECRET not in json.dumps(public_error(mid_stream))
 
 
@@ -96,8 +99,11 @@ def test_a_code_that_is_free_text_is_dropped() -> None:
 def test_sdk_errors_carry_their_code() -> None:
     class FakeStatusError(Exception):
         status_code = 429
-        body = {"error": {"message": SECRET, "type": "requests", "code": "rate_limit_exceeded"}}
         response = None
+
+        def __init__(self, message: str) -> None:
+            super().__init__(message)
+            self.body = {"error": {"message": SECRET, "type": "requests", "code": "rate_limit_exceeded"}}
 
     error = to_api_call_error(FakeStatusError(SECRET))
     assert error.code == "rate_limit_exceeded" and error.is_retryable
