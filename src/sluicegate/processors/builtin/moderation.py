@@ -12,8 +12,9 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
+from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin._data_parts import check_flag, guard_data_part
 from sluicegate.processors.builtin._detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     ChecksInputOnly,
@@ -43,6 +44,7 @@ from sluicegate.processors.builtin._window import (
     Release,
     WindowedGuard,
 )
+from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +112,10 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
     characters (a window also closes after `chunk_window` chunks when that is set, or when text
     has waited `max_hold_ms`), judged while the model keeps generating; with
     `release="vetted"` (the default except for warn) text reaches the client only once a verdict
-    covered it. `error_strategy` says what a failed detector call means (see `_detector`).
+    covered it. `data-*` chunks written to the client are moderated too (see `_data_parts`:
+    filter drops the chunk; each chunk with new strings costs a detector call per window);
+    `process_data_parts=False` leaves them alone. `error_strategy` says what a failed detector
+    call means (see `_detector`).
     `provider_options`
     go with each detector call; `json_prompt_injection` also states the answer's JSON schema in
     the detector's system message, for models without a native JSON mode.
@@ -146,9 +151,11 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
         error_strategy: ErrorStrategy | None = None,
         run_in_parallel: bool = False,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        process_data_parts: bool = True,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(ModerationStrategy))
+        self.process_data_parts = check_flag(process_data_parts)
         check_threshold(threshold)
         self.init_windows(
             strategy=strategy,
@@ -197,6 +204,11 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
 
     async def judge_response(self, text: str, args: Any) -> ModerationVerdict | None:
         return await self.moderate(text)
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        if args.part.type.startswith("data-"):
+            return await guard_data_part(self, args, WindowedGuard.process_output_stream)
+        return await WindowedGuard.process_output_stream(self, args)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`): block aborts, filter withholds it."""

@@ -12,8 +12,9 @@ import pydantic
 
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessOutputResultArgs
+from sluicegate.processors.args import ProcessOutputResultArgs, ProcessOutputStreamArgs
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin._data_parts import check_flag, guard_data_part
 from sluicegate.processors.builtin._detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
@@ -46,6 +47,7 @@ from sluicegate.processors.builtin._window import (
     WindowedGuard,
     redaction_judgement,
 )
+from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +107,8 @@ class SystemPromptScrubber(WindowedGuard, Processor):
     `error_strategy` says what a failed detector call means (by default, redact and block fail
     closed). Its deterministic pass flags runs of `min_shared_words` (default 6) or more words
     quoted from the agent's actual system prompt; `llm` says when the model is asked too
-    (`"never"`, the default without a `model`, works offline).
+    (`"never"`, the default without a `model`, works offline). `data-*` chunks written to the
+    client are checked too (see `_data_parts`); `process_data_parts=False` leaves them alone.
 
     Example::
 
@@ -138,9 +141,11 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
         release: Release | None = None,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        process_data_parts: bool = True,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(ScrubberStrategy))
+        self.process_data_parts = check_flag(process_data_parts)
         check_choice("redaction_method", redaction_method, get_args(ScrubberRedaction))
         self.init_windows(
             strategy=strategy,
@@ -183,6 +188,11 @@ class SystemPromptScrubber(WindowedGuard, Processor):
             )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        if args.part.type.startswith("data-"):
+            return await guard_data_part(self, args, WindowedGuard.process_output_stream)
+        return await WindowedGuard.process_output_stream(self, args)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `_window`)."""
