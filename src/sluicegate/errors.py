@@ -252,11 +252,28 @@ def code_of(body: Any) -> str | None:
 
 def public_error(error: BaseException, *, details: bool = False) -> dict[str, Any]:
     """An error as it may leave the process (an HTTP answer, an SSE `error` chunk): a provider
-    error becomes its `public_json`; other errors keep their message and name."""
+    error becomes its `public_json`; other errors keep their message and name, with the text
+    of a provider error they wrap (a processor that called a model) replaced by its summary."""
     if isinstance(error, APICallError):
         return error.public_json(details=details)
     name = getattr(error, "name", None)
-    return {"message": str(error), "name": name if isinstance(name, str) else type(error).__name__}
+    message = str(error) if details else public_text(error)
+    return {"message": message, "name": name if isinstance(name, str) else type(error).__name__}
+
+
+def public_text(error: BaseException) -> str:
+    """`str(error)`, with the text of every provider error in its cause chain replaced by that
+    error's `public_message`."""
+    message = str(error)
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, APICallError):
+            raw = str(cause)
+            message = message.replace(raw, cause.public_message) if raw else message
+        cause = cause.__cause__ or cause.__context__
+    return message
 
 
 def retryable_status(status_code: int | None) -> bool:

@@ -255,3 +255,40 @@ async def test_the_warning_log_has_the_detail_only_when_enabled(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(PUBLIC in message for message in warnings)
     assert any("4111" in message for message in warnings) is details
+
+
+# ---------------------------------------------------------------- wrapped provider errors
+
+
+def test_a_processor_error_wrapping_a_provider_error_shows_the_summary() -> None:
+    class Enricher(Processor):
+        id = "enricher"
+
+        def process_input(self, args: Any) -> None:
+            raise provider_failure()  # a processor that called a model itself
+
+    agent = Agent(name="wrapped", model=MockModel([text_step("x")]), input_processors=[Enricher()])
+    client = client_for(agent)
+    response = client.post("/api/agents/wrapped/generate", json={"messages": "hi"})
+    assert response.status_code == 500
+    assert "enricher" in response.json()["error"] and "answered 500" in response.json()["error"]
+    assert "4111" not in response.text
+    streamed = client.post("/api/agents/wrapped/stream", json={"messages": "hi"}).text
+    events, _ = sse_events(streamed)
+    assert events[-1]["type"] == "error" and "answered 500" in events[-1]["payload"]["error"]["message"]
+    assert "4111" not in streamed
+
+
+async def test_a_failing_judge_model_does_not_put_the_provider_text_in_the_tripwire() -> None:
+    from sluicegate.processors import ModerationProcessor
+
+    judge = MockModel([provider_failure()], provider="judge-provider")
+    guard = ModerationProcessor(model=judge, strategy="block")
+    agent = Agent(name="judged", model=MockModel([text_step("hello")]), input_processors=[guard])
+    output = await agent.stream("hi")
+    chunks = [chunk async for chunk in output.full_stream]
+    tripwire = chunks[-1]
+    assert tripwire.type == "tripwire"
+    dumped = json.dumps(tripwire.to_dict())
+    assert "provider judge-provider answered 500 (code: server_error)" in dumped
+    assert "4111" not in dumped and "internal.corp" not in dumped

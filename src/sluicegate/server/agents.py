@@ -17,6 +17,7 @@ from sluicegate.errors import (
     ConfigurationError,
     ProcessorError,
     SluicegateError,
+    public_text,
 )
 from sluicegate.server.bodies import AgentCallBody, call_options
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
@@ -65,11 +66,13 @@ def run_error(exc: BaseException, *, details: bool = False) -> ApiError:
         return ApiError(403, str(exc), field="memory")
     if isinstance(exc, APICallError):
         return provider_error(exc, details=details)
+    message = str(exc) if details else public_text(exc)
     if isinstance(exc, ProcessorError):  # a processor failed: the server's fault, not the request's
-        log.error("processor failure: %s", exc, exc_info=exc)
-        return ApiError(500, str(exc))
+        # The traceback, unless it would repeat a provider's text the agent keeps private.
+        log.error("processor failure: %s", message, exc_info=exc if message == str(exc) else None)
+        return ApiError(500, message)
     if isinstance(exc, (ConfigurationError, SluicegateError, TypeError, ValueError)):
-        return ApiError(400, str(exc))
+        return ApiError(400, message)
     raise exc
 
 
