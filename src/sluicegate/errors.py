@@ -3,6 +3,8 @@
 Every error a user can trigger is a `SluicegateError` subclass that names what was wrong, so
 callers can catch the family or one member. `APICallError` mirrors the AI SDK's error of the
 same name: provider adapters raise it, and `process_api_error` hooks receive it unchanged.
+What leaves the process (HTTP answers, SSE chunks, spans, logs) is its `public_message`
+(status, provider, code): the provider's own text can echo the prompt (see `public_error`).
 `TripWire` is not an error in the usual sense: it is how `abort()` stops a run.
 """
 
@@ -183,7 +185,7 @@ class APICallError(SluicegateError):
         if self.status_code is not None and self.status_code >= 400:
             what = f"{who} answered {self.status_code}"
         elif self.data is not None or self.status_code is not None:
-            what = f"{who} reported an error mid-stream"
+            what = f"{who} reported an error"  # inside a 200 answer or its stream
         else:
             what = f"{who} could not be reached"
         return f"{what} (code: {self.code})" if self.code else what

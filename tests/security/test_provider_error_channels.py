@@ -81,9 +81,7 @@ def test_public_message_without_status_or_provider() -> None:
     assert APICallError("connection reset").public_message == "the model provider could not be reached"
     event = {"type": "error", "error": {"type": "overloaded_error", "message": SECRET}}
     mid_stream = stream_error(event, url=None)
-    assert mid_stream.public_message == (
-        "the model provider reported an error mid-stream (code: overloaded_error)"
-    )
+    assert mid_stream.public_message == ("the model provider reported an error (code: overloaded_error)")
     assert SECRET not in json.dumps(public_error(mid_stream))
 
 
