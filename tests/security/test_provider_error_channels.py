@@ -290,3 +290,18 @@ async def test_a_failing_judge_model_does_not_put_the_provider_text_in_the_tripw
     dumped = json.dumps(tripwire.to_dict())
     assert "provider judge-provider answered 500 (code: server_error)" in dumped
     assert "4111" not in dumped and "internal.corp" not in dumped
+
+
+async def test_retry_and_tool_failure_logs_hold_the_summary(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="sluicegate")
+    retryable = provider_failure()
+    retryable.is_retryable = True
+    retryable.response_headers = {"retry-after-ms": "1"}
+    agent = Agent(name="retrying", model=MockModel([retryable, text_step("ok")]), max_retries=1)
+    assert (await agent.generate("hi")).text == "ok"
+    tool_agent, _ = _tool_agent()
+    await tool_agent.generate("hi")
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("retry 1 of 1" in m and "answered 500 (code: server_error)" in m for m in logged)
+    assert any("tool 'lookup' failed: the model provider answered 500" in m for m in logged)
+    assert not any("4111" in m for m in logged)

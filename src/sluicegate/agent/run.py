@@ -915,7 +915,7 @@ class AgentRun:
             except ToolInputError as exc:
                 error = exc
             except Exception as exc:
-                log.info("tool %r failed: %s", name, exc)
+                log.info("tool %r failed: %s", name, error_text(exc, details=self.provider_error_details))
                 error = exc
         if error is None and self.runner.handles_tool_result:
             result = await self.runner.run_tool_result(
