@@ -239,8 +239,9 @@ def safe_code(value: Any) -> str | None:
 
 
 def code_of(body: Any) -> str | None:
-    """The `code` (else `type`) of a provider error body: `{"error": {...}}`, OpenAI Responses'
-    `{"response": {"error": {...}}}`, or the error object itself."""
+    """The error code of a provider error body (`{"error": {...}}`, OpenAI Responses'
+    `{"response": {"error": {...}}}`, or the error object itself): its `code`, `type` or
+    `status` (Gemini's `RESOURCE_EXHAUSTED`), a name preferred to a number."""
     if not isinstance(body, dict):
         return None
     inner = body.get("error")
@@ -249,7 +250,10 @@ def code_of(body: Any) -> str | None:
         inner = response.get("error") if isinstance(response, dict) else None
     if not isinstance(inner, dict):
         inner = body
-    return safe_code(inner.get("code")) or safe_code(inner.get("type"))
+    found = [code for code in (safe_code(inner.get(key)) for key in ("code", "type", "status")) if code]
+    named = [code for code in found if not code.isdigit()]
+    chosen = named or found
+    return chosen[0] if chosen else None
 
 
 def public_error(error: BaseException, *, details: bool = False) -> dict[str, Any]:

@@ -305,3 +305,9 @@ async def test_retry_and_tool_failure_logs_hold_the_summary(caplog: pytest.LogCa
     assert any("retry 1 of 1" in m and "answered 500 (code: server_error)" in m for m in logged)
     assert any("tool 'lookup' failed: the model provider answered 500" in m for m in logged)
     assert not any("4111" in m for m in logged)
+
+
+def test_gemini_status_names_are_preferred_to_numbers() -> None:
+    body = {"error": {"code": 429, "message": SECRET, "status": "RESOURCE_EXHAUSTED"}}
+    assert code_of(body) == "RESOURCE_EXHAUSTED"
+    assert code_of({"error": {"code": 500, "message": SECRET}}) == "500"

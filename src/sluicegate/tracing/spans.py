@@ -36,7 +36,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from sluicegate.errors import APICallError
+from sluicegate.errors import APICallError, public_text
 from sluicegate.stream.chunk import Chunk, tag_run_id
 from sluicegate.tracing import attributes as attr
 from sluicegate.tracing import state
@@ -329,6 +329,9 @@ def set_error(span: Span, error: Any, *, content: bool = False) -> None:
     """Mark a span failed with the error's type and message. A provider error's own text can
     echo the prompt, so it is content: its public summary, unless `content` (capture_content)."""
     name = type(error).__name__ if isinstance(error, BaseException) else "Error"
-    message = error.log_text(details=content) if isinstance(error, APICallError) else error
+    if isinstance(error, APICallError):
+        message: Any = error.log_text(details=content)
+    else:
+        message = error if content or not isinstance(error, BaseException) else public_text(error)
     span.set_status(Status(StatusCode.ERROR, f"{name}: {message}"))
     span.set_attribute(attr.ERROR_TYPE, name)
