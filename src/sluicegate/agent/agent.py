@@ -16,14 +16,16 @@ from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
-from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
+from sluicegate.agent.output import ModelOutput
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
 from sluicegate.agent.sync_loop import run_sync
+from sluicegate.agent.sync_output import SyncModelOutput
 from sluicegate.errors import AbortError, ConfigurationError, InvalidInputError, SluicegateError
+from sluicegate.memory.binding import AgentMemory, MemoryBinding
 from sluicegate.messages import MessageList
 from sluicegate.messages.validate import (
     DEFAULT_MAX_INPUT_CHARS,
@@ -34,11 +36,10 @@ from sluicegate.messages.validate import (
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
+from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
-from sluicegate.stream.output import ModelOutput
-from sluicegate.stream.sync_output import SyncModelOutput
 from sluicegate.tools import Tool, normalize_tools
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
@@ -255,6 +256,8 @@ class Agent(Generic[Out]):
             )
         if options.get("structured_output") is not None:
             output_schema(options["structured_output"])  # fail early on a bad value
+        model_settings = normalize_model_settings(options.get("model_settings"))
+        check_provider_options(options.get("provider_options"))
 
         input_array = await self._resolve_array("input_processors", options, request_context)
         output_array = await self._resolve_array("output_processors", options, request_context)
@@ -285,7 +288,7 @@ class Agent(Generic[Out]):
             max_processor_retries=retries,
             tool_choice=tool_choice,
             active_tools=options.get("active_tools"),
-            model_settings=options.get("model_settings"),
+            model_settings=model_settings or None,
             provider_options=options.get("provider_options"),
             processor_timeout=check_timeout(
                 "processor_timeout", options.get("processor_timeout", self.processor_timeout)

@@ -40,6 +40,7 @@ from sluicegate.messages.part import to_snake
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
+from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.args import OutputResult
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.input_guards import gated
@@ -64,23 +65,11 @@ _DEADLINE = {"type": "__deadline__"}
 MISSING_TOOL_NAME = "unknown-tool"
 """The name a tool call without one is recorded under (providers reject an empty name in the
 history); the call itself becomes a `tool-error`."""
-_SETTINGS = {
-    "temperature": "temperature",
-    "max_output_tokens": "max_output_tokens",
-    "maxOutputTokens": "max_output_tokens",
-    "max_tokens": "max_output_tokens",
-    "top_p": "top_p",
-    "topP": "top_p",
-    "top_k": "top_k",
-    "topK": "top_k",
-    "stop_sequences": "stop_sequences",
-    "stopSequences": "stop_sequences",
-    "seed": "seed",
-    "presence_penalty": "presence_penalty",
-    "presencePenalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "frequencyPenalty": "frequency_penalty",
-}
+
+
+def _lower_output_limit(options: CallOptions, cap: int | None) -> None:
+    if cap is not None and (options.max_output_tokens is None or cap < options.max_output_tokens):
+        options.max_output_tokens = cap
 
 
 class _ModelStreamError(Exception):
@@ -432,10 +421,9 @@ class AgentRun:
         options = CallOptions(
             prompt=prompt, tools=tool_defs, tool_choice=tool_choice, provider_options=config.provider_options
         )
-        for key, value in (config.model_settings or {}).items():
-            attr = _SETTINGS.get(key)
-            if attr is None:
-                raise SluicegateError(f"unknown model setting {key!r}; known: {sorted(set(_SETTINGS))}")
+        # Normalised again here: a processor may have edited the settings dict in place.
+        check_provider_options(config.provider_options)
+        for attr, value in normalize_model_settings(config.model_settings).items():
             setattr(options, attr, value)
         if config.structured_output is not None:
             options.response_format = {
@@ -464,11 +452,7 @@ class AgentRun:
         message_list = self.message_list
         model = resolve_model(config.model)
         call_options = self._call_options(config, message_list.to_prompt())
-        cap = runner.output_token_cap()
-        if cap is not None and (
-            call_options.max_output_tokens is None or cap < call_options.max_output_tokens
-        ):
-            call_options.max_output_tokens = cap
+        _lower_output_limit(call_options, runner.output_token_cap())
         prompt, replay = await runner.run_llm_request(
             call_options.prompt,
             model=model,
@@ -477,8 +461,11 @@ class AgentRun:
             step_number=step_number,
             steps=self.steps,
             message_list=message_list,
+            max_output_tokens=call_options.max_output_tokens,
         )
         call_options.prompt = prompt
+        # What request processors priced (the cost guard's reservation) caps what is sent.
+        _lower_output_limit(call_options, runner.output_token_cap(request=True))
         if self.trace is not None:
             self.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
         step = StepRecorder(step_number)
@@ -600,6 +587,7 @@ class AgentRun:
                 from_cache=replay is not None,
                 accepted=accepted,
                 message_list=message_list,
+                warnings=step.warnings,
             )
 
         try:

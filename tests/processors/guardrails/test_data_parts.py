@@ -14,6 +14,9 @@ import pytest
 
 from sluicegate import Agent
 from sluicegate.errors import ConfigurationError
+from sluicegate.guardrails.data_parts import OWN_DATA_TYPES, check_data
+from sluicegate.guardrails.judgement import Judgement
+from sluicegate.guardrails.spans import Span
 from sluicegate.processors import (
     ModerationProcessor,
     PIIDetector,
@@ -21,9 +24,6 @@ from sluicegate.processors import (
     RegexFilter,
     SystemPromptScrubber,
 )
-from sluicegate.processors.builtin._data_parts import OWN_DATA_TYPES, check_data
-from sluicegate.processors.builtin._detector import Span
-from sluicegate.processors.builtin._window import Judgement
 from sluicegate.stream.chunk import Chunk
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import ToolContext, create_tool
@@ -227,7 +227,7 @@ async def test_long_data_is_judged_in_overlapping_windows_covering_everything() 
 
 
 async def test_own_data_chunks_are_not_judged() -> None:
-    from sluicegate.processors.builtin._data_parts import guard_data_part
+    from sluicegate.guardrails.data_parts import guard_data_part
 
     guard = CountingGuard("x")
     args = Args()
