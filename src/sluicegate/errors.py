@@ -3,11 +3,14 @@
 Every error a user can trigger is a `SluicegateError` subclass that names what was wrong, so
 callers can catch the family or one member. `APICallError` mirrors the AI SDK's error of the
 same name: provider adapters raise it, and `process_api_error` hooks receive it unchanged.
+What leaves the process (HTTP answers, SSE chunks, spans, logs) is its `public_message`
+(status, provider, code): the provider's own text can echo the prompt (see `public_error`).
 `TripWire` is not an error in the usual sense: it is how `abort()` stops a run.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -149,6 +152,8 @@ class APICallError(SluicegateError):
         response_headers: dict[str, str] | None = None,
         cause: BaseException | None = None,
         data: Any = None,
+        provider: str | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.url = url
@@ -159,6 +164,12 @@ class APICallError(SluicegateError):
         self.response_headers = response_headers
         self.cause = cause
         self.data = data
+        self.provider = provider
+        """The provider that failed (`openai.chat`, ...); the agent loop fills it in when the
+        adapter did not."""
+        self.code = safe_code(code) or code_of(data)
+        """The provider's error code or type (`server_error`, `rate_limit_error`), when it sent
+        one that is a plain identifier."""
         if cause is not None:
             self.__cause__ = cause
 
@@ -166,9 +177,109 @@ class APICallError(SluicegateError):
     def name(self) -> str:
         return "AI_APICallError"
 
+    @property
+    def public_message(self) -> str:
+        """What a client may read: status, provider and code, never the provider's own text
+        (it can echo the prompt, account details or internal hosts)."""
+        who = f"provider {self.provider}" if self.provider else "the model provider"
+        if self.status_code is not None and self.status_code >= 400:
+            what = f"{who} answered {self.status_code}"
+        elif self.data is not None or self.status_code is not None:
+            what = f"{who} reported an error"  # inside a 200 answer or its stream
+        else:
+            what = f"{who} could not be reached"
+        return f"{what} (code: {self.code})" if self.code else what
+
+    def log_text(self, *, details: bool = False) -> str:
+        """`public_message`, and with `details` the provider's text and response body."""
+        if not details:
+            return self.public_message
+        body = f"; response body: {self.response_body}" if self.response_body else ""
+        return f"{self.public_message}: {self}{body}"
+
+    def public_json(self, *, details: bool = False) -> dict[str, Any]:
+        """The error as a client sees it: `message` is `public_message`; with `details` (an
+        application's explicit opt-in) the provider's `detail` text and response body too."""
+        out: dict[str, Any] = {
+            "message": self.public_message,
+            "name": self.name,
+            "isRetryable": self.is_retryable,
+        }
+        for key, value in (
+            ("provider", self.provider),
+            ("statusCode", self.status_code),
+            ("code", self.code),
+        ):
+            if value is not None:
+                out[key] = value
+        if details:
+            out["detail"] = str(self)
+            if self.response_body is not None:
+                out["responseBody"] = self.response_body
+        return out
+
     def __repr__(self) -> str:
         status = f"status_code={self.status_code!r}, is_retryable={self.is_retryable!r}"
         return f"APICallError({str(self)!r}, {status})"
+
+
+_CODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+
+
+def safe_code(value: Any) -> str | None:
+    """`value` as an error code when it is a plain identifier (or a number); anything else
+    (free text a provider or a proxy put where a code belongs) is dropped."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and _CODE.fullmatch(value):
+        return value
+    return None
+
+
+def code_of(body: Any) -> str | None:
+    """The error code of a provider error body (`{"error": {...}}`, OpenAI Responses'
+    `{"response": {"error": {...}}}`, or the error object itself): its `code`, `type` or
+    `status` (Gemini's `RESOURCE_EXHAUSTED`), a name preferred to a number."""
+    if not isinstance(body, dict):
+        return None
+    inner = body.get("error")
+    if not isinstance(inner, dict):
+        response = body.get("response")
+        inner = response.get("error") if isinstance(response, dict) else None
+    if not isinstance(inner, dict):
+        inner = body
+    found = [code for code in (safe_code(inner.get(key)) for key in ("code", "type", "status")) if code]
+    named = [code for code in found if not code.isdigit()]
+    chosen = named or found
+    return chosen[0] if chosen else None
+
+
+def public_error(error: BaseException, *, details: bool = False) -> dict[str, Any]:
+    """An error as it may leave the process (an HTTP answer, an SSE `error` chunk): a provider
+    error becomes its `public_json`; other errors keep their message and name, with the text
+    of a provider error they wrap (a processor that called a model) replaced by its summary."""
+    if isinstance(error, APICallError):
+        return error.public_json(details=details)
+    name = getattr(error, "name", None)
+    message = str(error) if details else public_text(error)
+    return {"message": message, "name": name if isinstance(name, str) else type(error).__name__}
+
+
+def public_text(error: BaseException) -> str:
+    """`str(error)`, with the text of every provider error in its cause chain replaced by that
+    error's `public_message`."""
+    message = str(error)
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, APICallError):
+            raw = str(cause)
+            message = message.replace(raw, cause.public_message) if raw else message
+        cause = cause.__cause__ or cause.__context__
+    return message
 
 
 def retryable_status(status_code: int | None) -> bool:

@@ -77,6 +77,7 @@ class Agent(Generic[Out]):
         max_input_chars: int = DEFAULT_MAX_INPUT_CHARS,
         structured_output: type[Out] | JSONSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        provider_error_details: bool = False,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -102,6 +103,14 @@ class Agent(Generic[Out]):
             output_schema(structured_output)  # fail at construction on a bad schema
         self.structured_output = structured_output
         self.output_retries = check_output_retries(output_retries)
+        if not isinstance(provider_error_details, bool):
+            raise ConfigurationError(
+                f"provider_error_details must be True or False, got {provider_error_details!r}"
+            )
+        self.provider_error_details = provider_error_details
+        """Let a provider's own error text (message, response body) reach the WARNING log, tool
+        errors (the model and memory) and, under `sluicegate serve`, clients; off: only the
+        status, provider and code leave the process (see docs/security.md)."""
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -301,6 +310,7 @@ class Agent(Generic[Out]):
             options=run_options,
             prepare_step=prepare_step,
         )
+        run.provider_error_details = self.provider_error_details
         if self.auto_error_processors:
             run.runner.auto_error_processors = auto_error_processors(input_array, output_array, error_array)
         return run

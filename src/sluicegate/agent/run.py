@@ -168,6 +168,8 @@ class AgentRun:
         self.finish_reason: str | None = None
         self.tripwire: Tripwire | None = None
         self.error: BaseException | None = None
+        self.provider_error_details = False
+        """Whether logs and tool errors may carry a provider's own error text (`Agent`)."""
         self.object: Any = None
         self._accepted_text: list[str] = []
         self._current: StepRecorder | None = None
@@ -315,6 +317,11 @@ class AgentRun:
                 yield chunk
             self.error = failed.error
             self.finish_reason = "error"
+            if isinstance(failed.error, APICallError):
+                details = self.provider_error_details
+                log.warning(
+                    "agent %r run %s: %s", self.agent_id, self.run_id, failed.error.log_text(details=details)
+                )
             yield self._chunk("error", error=failed.error)
             yield self._chunk(
                 "step-finish",
@@ -540,6 +547,8 @@ class AgentRun:
             raise
         except Exception as exc:
             error = exc.error if isinstance(exc, _ModelStreamError) else exc
+            if isinstance(error, APICallError) and error.provider is None:
+                error.provider = getattr(model, "provider", None)
             if self.trace is not None:
                 self.trace.end_chat(step, error)
             async for chunk in self._recover(error, step):
@@ -894,7 +903,7 @@ class AgentRun:
             except ToolInputError as exc:
                 error = exc
             except Exception as exc:
-                log.info("tool %r failed: %s", name, exc)
+                log.info("tool %r failed: %s", name, error_text(exc, details=self.provider_error_details))
                 error = exc
         if error is None and self.runner.handles_tool_result:
             result = await self.runner.run_tool_result(
@@ -911,7 +920,7 @@ class AgentRun:
         if invocation is not None:
             invocation["state"] = "result"
             if error is not None:
-                invocation["result"] = error_text(error)
+                invocation["result"] = error_text(error, details=self.provider_error_details)
                 invocation["isError"] = True
             else:
                 invocation["result"] = result

@@ -172,12 +172,15 @@ class DetectorModel(Generic[VerdictT]):
         except (ConfigurationError, TripWire):
             raise
         except APICallError as exc:
+            # Its summary only: the provider's text can echo the judged content into a tripwire.
+            exc.provider = exc.provider or getattr(self.model, "provider", None)
             if exc.status_code in _MISCONFIGURED:
                 # A wrong key, a model that does not exist: no retry or fallback can fix that.
                 raise ConfigurationError(
-                    f"{self.label}: the detector model rejected the call (HTTP {exc.status_code}): {exc}"
+                    f"{self.label}: the detector model rejected the call (HTTP {exc.status_code}): "
+                    f"{exc.public_message}"
                 ) from exc
-            raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
+            raise DetectorError(f"{type(exc).__name__}: {exc.public_message}") from exc
         except Exception as exc:
             raise DetectorError(f"{type(exc).__name__}: {exc}") from exc
 

@@ -70,7 +70,7 @@ async def open_stream(model: Any, options: CallOptions, max_retries: int) -> Str
             log.info(
                 "%s failed (%s); retry %d of %d in %.2f s",
                 model_label(model),
-                error,
+                error.public_message,  # the provider's own text is not for logs (docs/security.md)
                 attempt,
                 max_retries,
                 delay / 1000,

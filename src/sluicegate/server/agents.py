@@ -17,11 +17,12 @@ from sluicegate.errors import (
     ConfigurationError,
     ProcessorError,
     SluicegateError,
+    public_text,
 )
 from sluicegate.memory.errors import ThreadAccessError
 from sluicegate.server.bodies import AgentCallBody, call_options, narrow_memory_options
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
-from sluicegate.server.errors import ApiError, log, thread_unavailable
+from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
@@ -59,26 +60,29 @@ def _span_attributes(request: Request, agent_key: str) -> dict[str, Any]:
     return attributes
 
 
-def run_error(exc: BaseException) -> ApiError:
-    """The HTTP answer for an error raised while starting or running an agent."""
+def run_error(exc: BaseException, *, details: bool = False) -> ApiError:
+    """The HTTP answer for an error raised while starting or running an agent (`details`: the
+    agent's `provider_error_details`)."""
     if isinstance(exc, AccessDeniedError):  # another resource's thread or message, or identity
         return ApiError(403, str(exc), field="memory")
     if isinstance(exc, APICallError):
-        return ApiError(502, f"model provider error: {exc}")
+        return provider_error(exc, details=details)
+    message = str(exc) if details else public_text(exc)
     if isinstance(exc, ProcessorError):  # a processor failed: the server's fault, not the request's
-        log.error("processor failure: %s", exc, exc_info=exc)
-        return ApiError(500, str(exc))
+        # The traceback, unless it would repeat a provider's text the agent keeps private.
+        log.error("processor failure: %s", message, exc_info=exc if message == str(exc) else None)
+        return ApiError(500, message)
     if isinstance(exc, (ConfigurationError, SluicegateError, TypeError, ValueError)):
-        return ApiError(400, str(exc))
+        return ApiError(400, message)
     raise exc
 
 
-def _refusal(exc: BaseException, body: AgentCallBody) -> ApiError:
+def _refusal(exc: BaseException, body: AgentCallBody, *, details: bool) -> ApiError:
     """`run_error`, except that another resource's thread gets the answer creating a thread with
     a taken id gets on every route (not a 403 that would confirm whose it is)."""
     if isinstance(exc, ThreadAccessError):
         return thread_unavailable("memory.thread" if body.memory is not None else "threadId", exc.thread_id)
-    return run_error(exc)
+    return run_error(exc, details=details)
 
 
 async def _start(
@@ -92,7 +96,7 @@ async def _start(
             return await agent.stream(messages, **options), options
         return messages, options
     except Exception as exc:
-        raise _refusal(exc, body) from exc
+        raise _refusal(exc, body, details=agent.provider_error_details) from exc
 
 
 @router.post(
@@ -129,8 +133,10 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     try:
         result = task.result()
     except Exception as exc:
-        raise _refusal(exc, body) from exc
-    return JSONResponse(output_json(result), headers=trace_headers(span))
+        raise _refusal(exc, body, details=agent.provider_error_details) from exc
+    return JSONResponse(
+        output_json(result, error_details=agent.provider_error_details), headers=trace_headers(span)
+    )
 
 
 @router.post(
@@ -161,4 +167,5 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         timeout=settings.request_timeout,
         headers=trace_headers(span),
         span=lambda: run_span(span),
+        error_details=agent.provider_error_details,
     )

@@ -11,20 +11,33 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sluicegate.errors import AccessDeniedError, SluicegateError
+from sluicegate.errors import AccessDeniedError, APICallError, SluicegateError
 from sluicegate.server.plain_json import ERROR_TYPE as PLAIN_JSON_ERROR
 
 log = logging.getLogger("sluicegate.server")
 
 
 class ApiError(Exception):
-    """An error answer: HTTP status, a message, and optionally the request field at fault."""
+    """An error answer: HTTP status, a message, optionally the request field at fault, and
+    extra typed fields for the body."""
 
-    def __init__(self, status: int, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, field: str | None = None, extra: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.field = field
+        self.extra = extra
+
+
+def provider_error(exc: APICallError, *, details: bool = False) -> ApiError:
+    """502 for a provider that failed: `error` is the public summary, with `provider`,
+    `statusCode`, `code`, `isRetryable` beside it; the provider's own text only with `details`
+    (the agent's `provider_error_details`)."""
+    public = exc.public_json(details=details)
+    extra = {k: v for k, v in public.items() if k != "message"}
+    return ApiError(502, f"model provider error: {public['message']}", extra=extra)
 
 
 def bad_request(field: str, message: str) -> ApiError:
@@ -41,10 +54,12 @@ def thread_unavailable(field: str, thread_id: str) -> ApiError:
     return ApiError(409, f"{field}: thread id {thread_id!r} is not available; use another", field=field)
 
 
-def error_body(message: str, field: str | None = None) -> dict[str, Any]:
+def error_body(message: str, field: str | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"error": message}
     if field is not None:
         body["field"] = field
+    if extra:
+        body.update(extra)
     return body
 
 
@@ -85,7 +100,7 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(error_body(exc.message, exc.field), status_code=exc.status)
+        return JSONResponse(error_body(exc.message, exc.field, exc.extra), status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from sluicegate.errors import ProcessorError, TripWire
+from sluicegate.errors import ProcessorError, TripWire, public_text
 from sluicegate.messages import MessageList
 from sluicegate.processors.args import OutputResult
 from sluicegate.processors.base import implements
@@ -125,7 +125,7 @@ async def execute_processor(processorId: str, body: ProcessorExecuteBody, reques
             tripwire={"triggered": True, "reason": tripwire.reason, "metadata": tripwire.metadata},
         )
     except ProcessorError as exc:
-        out.update(success=False, error=str(exc))
+        out.update(success=False, error=public_text(exc))
     final = [m.to_dict() for m in message_list.get.all.db()]
     out["messages"] = final
     out["messageList"] = {"messages": final}

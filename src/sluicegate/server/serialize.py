@@ -8,6 +8,7 @@ from typing import Any
 
 from sluicegate.agent import Agent
 from sluicegate.agent.results import FullOutput, StepResult
+from sluicegate.errors import public_error
 from sluicegate.processors.base import HOOKS, implements, processor_id
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
@@ -161,8 +162,9 @@ def _step_json(step: StepResult) -> dict[str, Any]:
     }
 
 
-def output_json(result: FullOutput) -> dict[str, Any]:
-    """A `generate` result as Mastra's server returns it (camelCase `FullOutput`)."""
+def output_json(result: FullOutput, *, error_details: bool = False) -> dict[str, Any]:
+    """A `generate` result as Mastra's server returns it (camelCase `FullOutput`); a provider
+    error in it is its public summary unless `error_details` (see `public_error`)."""
     usage = result.usage.to_dict()
     out: dict[str, Any] = {
         "text": result.text,
@@ -183,7 +185,7 @@ def output_json(result: FullOutput) -> dict[str, Any]:
     if result.tripwire is not None:
         out["tripwire"] = result.tripwire.to_dict()
     if result.error is not None:
-        out["error"] = to_json(result.error)
+        out["error"] = public_error(result.error, details=error_details)
     trace_id = getattr(result, "trace_id", None)
     if trace_id:
         out["traceId"] = trace_id

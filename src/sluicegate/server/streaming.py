@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from starlette.responses import Response
 
+from sluicegate.errors import public_error
 from sluicegate.server.auth import Receive, Scope, Send
 
 DONE = b"data: [DONE]\n\n"
@@ -36,6 +37,21 @@ def error_event(run_id: str, message: str, name: str) -> dict[str, Any]:
         "from": "AGENT",
         "payload": {"error": {"message": message, "name": name}},
     }
+
+
+_ERROR_CHUNKS = frozenset(("error", "tool-error"))
+
+
+def chunk_event(chunk: Any, error_details: bool) -> dict[str, Any]:
+    """A chunk's JSON for the client. An `error` / `tool-error` chunk's error goes out as
+    `public_error` (a provider's own text only with `error_details`): the in-process chunk keeps
+    the exception itself, for the application's code."""
+    event: dict[str, Any] = chunk.to_dict()
+    if chunk.type in _ERROR_CHUNKS:
+        error = chunk.payload.get("error")
+        if isinstance(error, BaseException):
+            event["payload"]["error"] = public_error(error, details=error_details)
+    return event
 
 
 async def wait_for_disconnect(receive: Receive) -> None:
@@ -58,6 +74,7 @@ class ChunkStreamResponse(Response):
         timeout: float | None,
         headers: dict[str, str] | None = None,
         span: Callable[[], AbstractContextManager[Any]] | None = None,
+        error_details: bool = False,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -67,6 +84,7 @@ class ChunkStreamResponse(Response):
         self._timeout = timeout
         self._extra_headers = headers or {}
         self._span = span
+        self._error_details = error_details
         self.cancelled_by: str | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -135,17 +153,19 @@ class ChunkStreamResponse(Response):
                     return
 
         writing = asyncio.ensure_future(writer())
+        details = self._error_details
         try:
             try:
                 async for chunk in chunks:
-                    pending.append(sse(chunk.to_dict()))
+                    pending.append(sse(chunk_event(chunk, details)))
                     ready.set()
                     if writing.done():
                         writing.result()  # the client is gone: stop the run
             except (asyncio.CancelledError, OSError):
                 raise
             except Exception as exc:  # the run failed outside its own error handling
-                pending.append(sse(error_event(self._run_id, str(exc), type(exc).__name__)))
+                public = public_error(exc, details=details)
+                pending.append(sse(error_event(self._run_id, public["message"], public["name"])))
             finished = True
             ready.set()
             await writing

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from sluicegate.errors import AccessDeniedError
+from sluicegate.errors import AccessDeniedError, APICallError
 from sluicegate.server.bodies import ToolExecuteBody, request_context_from
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of
 from sluicegate.server.errors import ApiError, bad_request, not_found
@@ -53,7 +53,8 @@ async def _execute(tool: Tool, body: ToolExecuteBody, request: Request) -> Any:
     except AccessDeniedError:
         raise  # another resource's data: 403, not a tool failure
     except Exception as exc:
-        raise ApiError(502, f"tool {tool.id!r} failed: {exc}") from None
+        detail = exc.public_message if isinstance(exc, APICallError) else exc
+        raise ApiError(502, f"tool {tool.id!r} failed: {detail}") from None
 
 
 @router.post("/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})

@@ -9,6 +9,7 @@ from typing import Any
 
 from opentelemetry.trace import Span, Status, StatusCode
 
+from sluicegate.errors import APICallError, public_text
 from sluicegate.tracing import attributes as attr
 
 
@@ -38,8 +39,13 @@ def _encode(value: Any) -> Any:
     return str(value)
 
 
-def set_error(span: Span, error: Any) -> None:
-    """Mark a span failed with the error's type and message (errors are not content)."""
+def set_error(span: Span, error: Any, *, content: bool = False) -> None:
+    """Mark a span failed with the error's type and message. A provider error's own text can
+    echo the prompt, so it is content: its public summary, unless `content` (capture_content)."""
     name = type(error).__name__ if isinstance(error, BaseException) else "Error"
-    span.set_status(Status(StatusCode.ERROR, f"{name}: {error}"))
+    if isinstance(error, APICallError):
+        message: Any = error.log_text(details=content)
+    else:
+        message = error if content or not isinstance(error, BaseException) else public_text(error)
+    span.set_status(Status(StatusCode.ERROR, f"{name}: {message}"))
     span.set_attribute(attr.ERROR_TYPE, name)

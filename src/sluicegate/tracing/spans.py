@@ -215,7 +215,7 @@ class RunTrace:
                             int(count), {**metric_attributes, attr.GEN_AI_TOKEN_TYPE: token_type}
                         )
         if error is not None:
-            set_error(span, error)
+            set_error(span, error, content=self.capture_content)
             metric_attributes = {**metric_attributes, attr.ERROR_TYPE: type(error).__name__}
         if not self._chat_replayed:
             self.metrics.operation_duration.record(elapsed, metric_attributes)
@@ -243,11 +243,11 @@ class RunTrace:
         try:
             result = await work
         except BaseException as exc:
-            set_error(span, exc)
+            set_error(span, exc, content=self.capture_content)
             raise
         else:
             if result.type == "tool-error":
-                set_error(span, result.payload.error)
+                set_error(span, result.payload.error, content=self.capture_content)
             elif self.capture_content:
                 span.set_attribute(attr.GEN_AI_TOOL_CALL_RESULT, to_json(result.payload.result))
             return result
@@ -285,7 +285,7 @@ class RunTrace:
             if tripwire.processor_id is not None:
                 span.set_attribute(attr.TRIPWIRE_PROCESSOR_ID, str(tripwire.processor_id))
         elif run.error is not None:
-            set_error(span, run.error)
+            set_error(span, run.error, content=self.capture_content)
         elif finish_reason is None:
             span.set_status(Status(StatusCode.ERROR, "the run stopped before it finished"))
             span.set_attribute(attr.ERROR_TYPE, "cancelled")

@@ -10,6 +10,7 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
+from sluicegate.guardrails.data_parts import check_flag, guard_data_part
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
@@ -45,8 +46,9 @@ from sluicegate.guardrails.violations import enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
+from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
 from sluicegate.processors.base import Processor
+from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +116,10 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
     characters (a window also closes after `chunk_window` chunks when that is set, or when text
     has waited `max_hold_ms`), judged while the model keeps generating; with
     `release="vetted"` (the default except for warn) text reaches the client only once a verdict
-    covered it. `error_strategy` says what a failed detector call means (see `guardrails.detector`).
+    covered it. `data-*` chunks written to the client are moderated too (see
+    `guardrails.data_parts`: filter drops the chunk; each chunk with new strings costs a
+    detector call per window); `process_data_parts=False` leaves them alone. `error_strategy`
+    says what a failed detector call means (see `guardrails.detector`).
     `provider_options`
     go with each detector call; `json_prompt_injection` also states the answer's JSON schema in
     the detector's system message, for models without a native JSON mode.
@@ -150,9 +155,11 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
         error_strategy: ErrorStrategy | None = None,
         run_in_parallel: bool = False,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        process_data_parts: bool = True,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(ModerationStrategy))
+        self.process_data_parts = check_flag(process_data_parts)
         check_threshold(threshold)
         self.init_windows(
             strategy=strategy,
@@ -201,6 +208,11 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
 
     async def judge_response(self, text: str, args: Any) -> ModerationVerdict | None:
         return await self.moderate(text)
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        if args.part.type.startswith("data-"):
+            return await guard_data_part(self, args, WindowedGuard.process_output_stream)
+        return await WindowedGuard.process_output_stream(self, args)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `guardrails.windows`): block aborts, filter withholds it."""

@@ -14,6 +14,7 @@ from typing import Any, Literal, get_args
 import pydantic
 
 from sluicegate.errors import ConfigurationError
+from sluicegate.guardrails.data_parts import check_flag, guard_data_part
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
@@ -216,7 +217,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
     stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
     across chunks is judged whole, and with `release="vetted"` nothing reaches the client
-    before a verdict covered it.
+    before a verdict covered it. `data-*` chunks (what tools and processors write to the client)
+    are checked too, their strings judged like text (see `guardrails.data_parts`; a chunk to filter is
+    dropped); `process_data_parts=False` leaves them alone.
 
     `"pseudonymize"` replaces each value with a typed, numbered token (`<EMAIL_1>`), the same
     token for the same value throughout a conversation (a thread of a resource; without a
@@ -273,9 +276,11 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         pseudonym_key: bytes | str | None = None,
         pseudonym_store: Any = None,
         max_pseudonyms: int = DEFAULT_MAX_PSEUDONYMS,
+        process_data_parts: bool = True,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(PIIStrategy))
+        self.process_data_parts = check_flag(process_data_parts)
         self.pseudonyms: Pseudonymizer | None = None
         self.restore_output = restore_output
         if not isinstance(restore_output, bool):
@@ -329,7 +334,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         self._exact_stream: RegexFilterProcessor | None = None
         if self.llm == "never" and strategy == "redact" and wanted:
             # Offline redaction streams like RegexFilter: exact hold-back, no windows.
-            self._exact_stream = RegexFilterProcessor(rules=wanted, strategy="redact")
+            self._exact_stream = RegexFilterProcessor(
+                rules=wanted, strategy="redact", process_data_parts=True
+            )
             self._exact_stream.replacement_for = lambda value, rule: self.redact_value(
                 value, _PATTERN_TYPES.get(rule.name, "api-key")
             )
@@ -405,6 +412,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             return await self._restore_stream(args)
         if self._exact_stream is not None:
             return self._exact_stream.process_output_stream(args)
+        if args.part.type.startswith("data-"):
+            return await guard_data_part(self, args, WindowedGuard.process_output_stream)
         return await WindowedGuard.process_output_stream(self, args)
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:

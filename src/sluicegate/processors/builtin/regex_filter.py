@@ -92,11 +92,12 @@ class RegexFilterProcessor(Processor):
     - `stream_carryover_size`: the most characters the stream holds back while a match may
       still be forming (default 128, as in Mastra): held text never waits longer than that, and
       a long unbroken token costs linear time. `None` holds exactly as long as a match needs.
-    - `process_data_parts`: also check `data-*` chunks (off by default, as in Mastra).
+    - `process_data_parts`: also check `data-*` chunks (on by default, unlike Mastra: what a
+      tool writes to the client leaks as much as the answer; `False` opts out).
 
     Streaming covers every channel the client sees: text and reasoning deltas (a match split
     across chunks, or across two text ids, is held until it is settled), tool-call arguments as
-    they stream and in the final `tool-call` chunk, `tool-result` payloads, and (opt-in)
+    they stream and in the final `tool-call` chunk, `tool-result` payloads, and
     `data-*` chunks. What the stream releases is what the stored response holds.
 
     Example::
@@ -118,7 +119,7 @@ class RegexFilterProcessor(Processor):
         phase: Phase = "all",
         include_redacted_values: bool = False,
         stream_carryover_size: int | None = DEFAULT_CARRYOVER,
-        process_data_parts: bool = False,
+        process_data_parts: bool = True,
     ) -> None:
         super().__init__()
         collected: list[RegexRule] = []
@@ -140,6 +141,8 @@ class RegexFilterProcessor(Processor):
         self.phase: Phase = phase
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = stream_carryover_size
+        if not isinstance(process_data_parts, bool):
+            raise ValueError(f"process_data_parts must be True or False, got {process_data_parts!r}")
         self.process_data_parts = process_data_parts
         self.replacement_for: Callable[[str, RegexRule], str] | None = None
         """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
@@ -450,7 +453,7 @@ class RegexFilterProcessor(Processor):
 
     def _structured(self, args: ProcessOutputStreamArgs, part: Chunk) -> Chunk | None:
         """A chunk carrying a whole value the client sees (tool-call arguments, a tool
-        result, opted-in `data-*` data), with every string in it checked."""
+        result, `data-*` data unless opted out), with every string in it checked."""
         kind = part.type
         if kind == "tool-call":
             field_name = "args"

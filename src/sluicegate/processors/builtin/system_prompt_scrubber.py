@@ -10,6 +10,7 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
+from sluicegate.guardrails.data_parts import check_flag, guard_data_part
 from sluicegate.guardrails.detector import DEFAULT_MAX_OUTPUT_TOKENS, DetectorModel, Verdict, judged
 from sluicegate.guardrails.deterministic import shared_spans
 from sluicegate.guardrails.guard_options import (
@@ -42,8 +43,9 @@ from sluicegate.guardrails.violations import enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessOutputResultArgs
+from sluicegate.processors.args import ProcessOutputResultArgs, ProcessOutputStreamArgs
 from sluicegate.processors.base import Processor
+from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,8 @@ class SystemPromptScrubber(WindowedGuard, Processor):
     `error_strategy` says what a failed detector call means (by default, redact and block fail
     closed). Its deterministic pass flags runs of `min_shared_words` (default 6) or more words
     quoted from the agent's actual system prompt; `llm` says when the model is asked too
-    (`"never"`, the default without a `model`, works offline).
+    (`"never"`, the default without a `model`, works offline). `data-*` chunks written to the
+    client are checked too (see `guardrails.data_parts`); `process_data_parts=False` leaves them alone.
 
     Example::
 
@@ -136,9 +139,11 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
         release: Release | None = None,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        process_data_parts: bool = True,
     ) -> None:
         super().__init__()
         check_choice("strategy", strategy, get_args(ScrubberStrategy))
+        self.process_data_parts = check_flag(process_data_parts)
         check_choice("redaction_method", redaction_method, get_args(ScrubberRedaction))
         self.init_windows(
             strategy=strategy,
@@ -181,6 +186,11 @@ class SystemPromptScrubber(WindowedGuard, Processor):
             )
         )
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
+
+    async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
+        if args.part.type.startswith("data-"):
+            return await guard_data_part(self, args, WindowedGuard.process_output_stream)
+        return await WindowedGuard.process_output_stream(self, args)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
         """One streamed window's verdict (see `guardrails.windows`)."""
