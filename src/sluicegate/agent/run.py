@@ -23,6 +23,7 @@ from typing import Any
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.results import Response, StepResult, Tripwire
+from sluicegate.agent.run_state import RunState
 from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
 from sluicegate.agent.tool_errors import error_text
@@ -174,46 +175,62 @@ class AgentRun:
         )
         if self.trace is not None:
             self.trace.attach(self.runner)
-        self.steps: list[StepResult] = []
-        self.usage = Usage()
-        self.finish_reason: str | None = None
-        self.tripwire: Tripwire | None = None
-        self.error: BaseException | None = None
-        self.object: Any = None
-        self._accepted_text: list[str] = []
-        self._current: StepRecorder | None = None
-        self._system_base: list[tuple[dict[str, Any], str | None]] = []
-        self._feedback: list[tuple[dict[str, Any], str | None]] = []
+        self.state = RunState()
         self._pipeline: Any = None
-        self.aborted = False
-        self._finishing = False  # in process_output_result (memory saves there): not cancelled midway
         self.runner.abort_signal = options.abort_signal
         self._output_schema: OutputSchema | None = None
-        self._output_attempts = 0
-        self._object_ready = False
-        self._input_gate: asyncio.Future[Any] | None = None
+
+    # ------------------------------------------------------------------ the state, as read outside
+
+    @property
+    def steps(self) -> list[StepResult]:
+        return self.state.steps
+
+    @property
+    def usage(self) -> Usage:
+        return self.state.usage
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.state.finish_reason
+
+    @property
+    def tripwire(self) -> Tripwire | None:
+        return self.state.tripwire
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.state.error
+
+    @property
+    def object(self) -> Any:
+        return self.state.object
+
+    @property
+    def aborted(self) -> bool:
+        return self.state.aborted
 
     # ------------------------------------------------------------------ results
 
     def stream_text(self) -> str:
         """Accepted steps' text plus what an interrupted step had already emitted."""
-        current = self._current.current_text() if self._current is not None else ""
-        return "".join(self._accepted_text) + current
+        current = self.state.current.current_text() if self.state.current is not None else ""
+        return "".join(self.state.accepted_text) + current
 
     def final_text(self) -> str:
-        return "" if self.tripwire is not None else "".join(self._accepted_text)
+        return "" if self.state.tripwire is not None else "".join(self.state.accepted_text)
 
     def reasoning_text(self) -> str:
-        return "".join(s.reasoning_text for s in self.steps if s.finish_reason != "retry")
+        return "".join(s.reasoning_text for s in self.state.steps if s.finish_reason != "retry")
 
     def all_tool_calls(self) -> list[Chunk]:
-        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_calls]
+        return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_calls]
 
     def all_tool_results(self) -> list[Chunk]:
-        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_results]
+        return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_results]
 
     def all_tool_errors(self) -> list[Chunk]:
-        return [c for s in self.steps if s.finish_reason != "retry" for c in s.tool_errors]
+        return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_errors]
 
     def response(self) -> Response:
         messages = self.message_list.get.response.db()
@@ -231,7 +248,7 @@ class AgentRun:
 
     def _add_feedback(self, reason: str) -> None:
         # Applied after the step's own system messages (see `_prepare_step`), as Mastra orders them.
-        self._feedback.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
+        self.state.feedback.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
 
     # ------------------------------------------------------------------ the loop
 
@@ -243,12 +260,12 @@ class AgentRun:
         signal = self.options.abort_signal
         if signal is None:
             return self._events()
-        return abortable(self._events(), signal, self._on_abort, lambda: not self._finishing)
+        return abortable(self._events(), signal, self._on_abort, lambda: not self.state.finishing)
 
     def _on_abort(self) -> Chunk:
         """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
-        self.aborted = True
-        self.finish_reason = "abort"
+        self.state.aborted = True
+        self.state.finish_reason = "abort"
         return self._chunk("abort")
 
     async def _events(self) -> AsyncGenerator[Chunk, None]:
@@ -258,51 +275,49 @@ class AgentRun:
         try:
             self._pipeline = runner.stream_pipeline(message_list)
             await runner.run_input(message_list)
-            self._input_gate = runner.parallel_input(message_list)
+            self.state.input_gate = runner.parallel_input(message_list)
             for chunk in await self._drain_processed():
                 yield chunk
-            self._system_base = message_list.system_snapshot()
-            step_number = 0
-            completed = 0
+            self.state.system_base = message_list.system_snapshot()
             while True:
-                config = await self._prepare_step(step_number)
+                config = await self._prepare_step(self.state.step_number)
                 if config is None:  # an input-step retry: the attempt never reached the model
                     continue
-                step_chunks = self._model_step(step_number, config)
-                if self._input_gate is not None:  # held until the parallel input guards pass
-                    step_chunks = gated(step_chunks, self._input_gate)
+                step_chunks = self._model_step(self.state.step_number, config)
+                if self.state.input_gate is not None:  # held until the parallel input guards pass
+                    step_chunks = gated(step_chunks, self.state.input_gate)
                 async with aclosing(step_chunks) as chunks:
                     async for chunk in chunks:
                         yield chunk
-                self._input_gate = None
-                step = self._current
+                self.state.input_gate = None
+                step = self.state.current
                 assert step is not None
                 if step.finish_reason == "retry":
-                    step_number += 1
+                    self.state.step_number += 1
                     continue
-                completed += 1
+                self.state.completed += 1
                 if (
                     not (step.finish_reason == "tool-calls" and step.tool_calls)
-                    or completed >= self.options.max_steps
+                    or self.state.completed >= self.options.max_steps
                 ):
                     if self._structured_output_retry(step):
-                        step_number += 1
+                        self.state.step_number += 1
                         continue
                     break
-                step_number += 1
-            self.finish_reason = self.steps[-1].finish_reason if self.steps else None
-            self._current = None  # its text is accepted: an abort from here on must not count it twice
-            self._finishing = True
+                self.state.step_number += 1
+            self.state.finish_reason = self.state.steps[-1].finish_reason if self.state.steps else None
+            self.state.current = None  # its text is accepted: an abort from here on must not count it twice
+            self.state.finishing = True
             try:
                 await self._run_output_result()
             finally:
-                self._finishing = False
+                self.state.finishing = False
             for chunk in self._drain_pending():
                 yield chunk
             finish = self._chunk(
                 "finish",
-                step_result=Payload(reason=self.finish_reason, warnings=[]),
-                output=Payload(usage=self.usage),
+                step_result=Payload(reason=self.state.finish_reason, warnings=[]),
+                output=Payload(usage=self.state.usage),
                 response=Payload(ui_messages=self.response().ui_messages),
             )
             for chunk in await self._emit_processed(finish):
@@ -310,10 +325,10 @@ class AgentRun:
         except TripWire as tripwire:
             for chunk in self._drain_pending():
                 yield chunk
-            self.tripwire = Tripwire(
+            self.state.tripwire = Tripwire(
                 tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id
             )
-            self.finish_reason = "other"
+            self.state.finish_reason = "other"
             yield self._chunk(
                 "tripwire",
                 reason=tripwire.reason,
@@ -324,8 +339,8 @@ class AgentRun:
         except _UnrecoveredError as failed:
             for chunk in self._drain_pending():
                 yield chunk
-            self.error = failed.error
-            self.finish_reason = "error"
+            self.state.error = failed.error
+            self.state.finish_reason = "error"
             yield self._chunk("error", error=failed.error)
             yield self._chunk(
                 "step-finish",
@@ -335,13 +350,13 @@ class AgentRun:
             yield self._chunk(
                 "finish",
                 step_result=Payload(reason="error", warnings=[]),
-                output=Payload(usage=self.usage),
+                output=Payload(usage=self.state.usage),
             )
         except Exception as exc:
             for chunk in self._drain_pending():
                 yield chunk
-            self.error = exc
-            self.finish_reason = "error"
+            self.state.error = exc
+            self.state.finish_reason = "error"
             yield self._chunk("error", error=exc)
         finally:
             if self.trace is not None:
@@ -384,7 +399,7 @@ class AgentRun:
 
     async def _prepare_step(self, step_number: int) -> StepConfig | None:
         """System reset and `process_input_step`; None when a processor asked to retry."""
-        self.message_list.restore_system(self._system_base)
+        self.message_list.restore_system(self.state.system_base)
         config = StepConfig(
             model=self.model,
             tools=dict(self.tools),
@@ -399,11 +414,11 @@ class AgentRun:
                 self.message_list,
                 config,
                 step_number=step_number,
-                steps=self.steps,
+                steps=self.state.steps,
                 resolve=self._resolve_step_value,
             )
-            if self._feedback:
-                self.message_list.restore_system([*self.message_list.system_snapshot(), *self._feedback])
+            if self.state.feedback:
+                self.message_list.restore_system([*self.message_list.system_snapshot(), *self.state.feedback])
             return config
         except TripWire as tripwire:
             if tripwire.retry and self._can_retry(self._step_retry_cap()):
@@ -452,7 +467,7 @@ class AgentRun:
         return {name: tool for name, tool in config.tools.items() if name in allowed}
 
     async def _model_step(self, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
-        """One model call and its tools. Leaves the outcome in `self._current`."""
+        """One model call and its tools. Leaves the outcome in `self.state.current`."""
         runner = self.runner
         message_list = self.message_list
         model = resolve_model(config.model)
@@ -468,14 +483,14 @@ class AgentRun:
             tools=call_options.tools,
             tool_choice=call_options.tool_choice,
             step_number=step_number,
-            steps=self.steps,
+            steps=self.state.steps,
             message_list=message_list,
         )
         call_options.prompt = prompt
         if self.trace is not None:
             self.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
         step = StepRecorder(step_number)
-        self._current = step
+        self.state.current = step
         for chunk in await self._emit_processed(self._chunk("step-start", message_id=str(uuid.uuid4()))):
             yield chunk
 
@@ -540,8 +555,8 @@ class AgentRun:
                 if pending:
                     for extra in await self._drain_processed():
                         yield extra
-            if self._input_gate is not None:
-                await self._input_gate  # no tool runs before the parallel input guards pass
+            if self.state.input_gate is not None:
+                await self.state.input_gate  # no tool runs before the parallel input guards pass
             if pipeline is not None and runner.flushes_stream:
                 # The step's text is over: processors holding some back release it now.
                 for flushed in await runner.flush_stream():
@@ -570,8 +585,8 @@ class AgentRun:
         if self.trace is not None:
             self.trace.end_chat(step)
 
-        usage_before = self.usage
-        self.usage = self.usage + step.usage
+        usage_before = self.state.usage
+        self.state.usage = self.state.usage + step.usage
         step.model_chunks.append(
             self._chunk(
                 "finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage)
@@ -587,7 +602,7 @@ class AgentRun:
                 step.model_chunks,
                 model=model,
                 step_number=step_number,
-                steps=self.steps,
+                steps=self.state.steps,
                 from_cache=replay is not None,
                 accepted=accepted,
                 message_list=message_list,
@@ -601,7 +616,7 @@ class AgentRun:
                 tool_calls=step.tool_calls,
                 text=step.text(),
                 usage=step.usage,
-                steps=self.steps,
+                steps=self.state.steps,
             )
         except TripWire as tripwire:
             await llm_response(accepted=False)
@@ -633,10 +648,10 @@ class AgentRun:
             except TripWire:
                 # As Mastra records it: a step interrupted while its tools run has not
                 # finished, so its usage is not reported.
-                self.usage = usage_before
+                self.state.usage = usage_before
                 raise
 
-        self.steps.append(
+        self.state.steps.append(
             StepResult(
                 step_number=step_number,
                 text=step.text(),
@@ -651,7 +666,7 @@ class AgentRun:
                 from_cache=replay is not None,
             )
         )
-        self._accepted_text.append(step.text())
+        self.state.accepted_text.append(step.text())
         finish = self._chunk(
             "step-finish",
             step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
@@ -670,12 +685,12 @@ class AgentRun:
 
     async def _recover(self, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
         """A failed model call: ask the error processors, retry or give up."""
-        self.usage = self.usage + step.usage
+        self.state.usage = self.state.usage + step.usage
         retry = await self.runner.run_api_error(
             error,
             message_list=self.message_list,
             step_number=step.step_number,
-            steps=self.steps,
+            steps=self.state.steps,
             model=self.model,
         )
         cap = self.options.max_processor_retries
@@ -690,7 +705,9 @@ class AgentRun:
 
     async def _finish_retried(self, step: StepRecorder) -> AsyncIterator[Chunk]:
         step.finish_reason = "retry"
-        self.steps.append(StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage))
+        self.state.steps.append(
+            StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage)
+        )
         finish = self._chunk(
             "step-finish",
             step_result=Payload(reason="retry", warnings=[], is_continued=True),
@@ -864,7 +881,7 @@ class AgentRun:
             tool_args=payload.get("args"),
             provider_executed=True,
             step_number=step.step_number,
-            steps=self.steps,
+            steps=self.state.steps,
             message_list=self.message_list,
         )
 
@@ -890,7 +907,7 @@ class AgentRun:
                     tool_name=name,
                     tool_call_id=payload.tool_call_id,
                     step_number=step.step_number,
-                    steps=self.steps,
+                    steps=self.state.steps,
                     message_list=self.message_list,
                 )
             try:
@@ -916,7 +933,7 @@ class AgentRun:
                 tool_args=payload.args,
                 provider_executed=False,
                 step_number=step.step_number,
-                steps=self.steps,
+                steps=self.state.steps,
                 message_list=self.message_list,
             )
         invocation = step.invocation(payload.tool_call_id)
@@ -955,26 +972,26 @@ class AgentRun:
         if self.options.structured_output is None or step.finish_reason == "tool-calls":
             return False
         try:
-            self.object = self._schema_for(self.options.structured_output).parse(step.text())
+            self.state.object = self._schema_for(self.options.structured_output).parse(step.text())
         except StructuredOutputError as exc:
-            self._output_attempts += 1
-            exc.attempts = self._output_attempts
-            if self._output_attempts > self.options.output_retries:
+            self.state.output_attempts += 1
+            exc.attempts = self.state.output_attempts
+            if self.state.output_attempts > self.options.output_retries:
                 raise
-            self._accepted_text.pop()
+            self.state.accepted_text.pop()
             self.message_list.add(Message.text_message("user", retry_feedback(exc)), "response")
             return True
-        self._object_ready = True
+        self.state.object_ready = True
         return False
 
     async def _run_output_result(self) -> None:
-        if self.options.structured_output is not None and not self._object_ready:
-            self.object = self._parse_object()
+        if self.options.structured_output is not None and not self.state.object_ready:
+            self.state.object = self._parse_object()
         result = OutputResult(
             text=self.final_text(),
-            usage=self.usage,
-            finish_reason=self.finish_reason,
-            steps=self.steps,
+            usage=self.state.usage,
+            finish_reason=self.state.finish_reason,
+            steps=self.state.steps,
             tool_calls=self.all_tool_calls(),
             tool_results=self.all_tool_results(),
         )
@@ -982,7 +999,7 @@ class AgentRun:
 
     def _parse_object(self) -> Any:
         schema = self._schema_for(self.options.structured_output)
-        return schema.parse(self._accepted_text[-1] if self._accepted_text else "")
+        return schema.parse(self.state.accepted_text[-1] if self.state.accepted_text else "")
 
     def _schema_for(self, structured_output: Any) -> OutputSchema:
         """The run's schema, read once; a step's own (from `process_input_step`) read per step."""
