@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluicegate.agent.abort import abortable
+from sluicegate.agent.call_options import active_tools, build_call_options, normalize_tool_choice
 from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
@@ -30,7 +31,6 @@ from sluicegate.agent.tool_errors import error_text
 from sluicegate.errors import (
     APICallError,
     ProcessorError,
-    SluicegateError,
     StructuredOutputError,
     ToolError,
     TripWire,
@@ -38,7 +38,7 @@ from sluicegate.errors import (
 from sluicegate.messages import Message, MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.messages.part import to_snake
-from sluicegate.models.base import CallOptions, LanguageModel
+from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
 from sluicegate.processors.args import OutputResult
@@ -53,6 +53,8 @@ from sluicegate.tools import Tool, ToolContext, normalize_tools
 from sluicegate.tools.tool import ToolInputError
 from sluicegate.tracing.run_start import begin_run
 
+__all__ = ["DEFAULT_MAX_STEPS", "AgentRun", "RunOptions", "normalize_tool_choice"]
+
 log = logging.getLogger("sluicegate.agent")
 
 DEFAULT_MAX_STEPS = 5
@@ -65,23 +67,6 @@ _DEADLINE = {"type": "__deadline__"}
 MISSING_TOOL_NAME = "unknown-tool"
 """The name a tool call without one is recorded under (providers reject an empty name in the
 history); the call itself becomes a `tool-error`."""
-_SETTINGS = {
-    "temperature": "temperature",
-    "max_output_tokens": "max_output_tokens",
-    "maxOutputTokens": "max_output_tokens",
-    "max_tokens": "max_output_tokens",
-    "top_p": "top_p",
-    "topP": "top_p",
-    "top_k": "top_k",
-    "topK": "top_k",
-    "stop_sequences": "stop_sequences",
-    "stopSequences": "stop_sequences",
-    "seed": "seed",
-    "presence_penalty": "presence_penalty",
-    "presencePenalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "frequencyPenalty": "frequency_penalty",
-}
 
 
 class _ModelStreamError(Exception):
@@ -114,28 +99,6 @@ class RunOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
     abort_signal: Any = None
     output_retries: int = DEFAULT_OUTPUT_RETRIES
-
-
-def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
-    """`"auto" | "none" | "required" | {"type": "tool", "tool_name": ...}` -> the V2 dict."""
-    if choice is None:
-        return None
-    if isinstance(choice, str):
-        if choice not in ("auto", "none", "required"):
-            raise SluicegateError(
-                f"tool_choice must be 'auto', 'none', 'required' or a tool dict, got {choice!r}"
-            )
-        return {"type": choice}
-    if isinstance(choice, dict):
-        kind = choice.get("type")
-        if kind == "tool":
-            name = choice.get("tool_name") or choice.get("toolName")
-            if not name:
-                raise SluicegateError("tool_choice {'type': 'tool'} needs a tool_name")
-            return {"type": "tool", "toolName": name}
-        if kind in ("auto", "none", "required"):
-            return {"type": kind}
-    raise SluicegateError(f"tool_choice must be 'auto', 'none', 'required' or a tool dict, got {choice!r}")
 
 
 class AgentRun:
@@ -435,43 +398,12 @@ class AgentRun:
             return normalize_tools(value)
         return value
 
-    def _call_options(self, config: StepConfig, prompt: list[dict[str, Any]]) -> CallOptions:
-        tool_defs, tool_choice = self._tool_definitions(config)
-        options = CallOptions(
-            prompt=prompt, tools=tool_defs, tool_choice=tool_choice, provider_options=config.provider_options
-        )
-        for key, value in (config.model_settings or {}).items():
-            attr = _SETTINGS.get(key)
-            if attr is None:
-                raise SluicegateError(f"unknown model setting {key!r}; known: {sorted(set(_SETTINGS))}")
-            setattr(options, attr, value)
-        if config.structured_output is not None:
-            options.response_format = {
-                "type": "json",
-                "schema": self._schema_for(config.structured_output).json_schema,
-            }
-        return options
-
-    def _tool_definitions(self, config: StepConfig) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        choice = normalize_tool_choice(config.tool_choice)
-        tools = self._active_tools(config)
-        if not tools or (choice is not None and choice["type"] == "none"):
-            return [], None
-        return [tool.to_v2(name) for name, tool in tools.items()], choice or {"type": "auto"}
-
-    @staticmethod
-    def _active_tools(config: StepConfig) -> dict[str, Tool]:
-        if config.active_tools is None:
-            return config.tools
-        allowed = set(config.active_tools)
-        return {name: tool for name, tool in config.tools.items() if name in allowed}
-
     async def _model_step(self, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
         """One model call and its tools. Leaves the outcome in `self.state.current`."""
         runner = self.runner
         message_list = self.message_list
         model = resolve_model(config.model)
-        call_options = self._call_options(config, message_list.to_prompt())
+        call_options = build_call_options(config, message_list.to_prompt(), self._schema_for)
         cap = runner.output_token_cap()
         if cap is not None and (
             call_options.max_output_tokens is None or cap < call_options.max_output_tokens
@@ -844,7 +776,7 @@ class AgentRun:
             return
         queue: asyncio.Queue[Chunk] = asyncio.Queue()
         writer = Writer(self.run_id, queue.put_nowait)
-        tools = self._active_tools(config)
+        tools = active_tools(config)
         tasks = [asyncio.ensure_future(self._traced_tool(call, tools, writer, step)) for call in calls]
         gathered: asyncio.Future[list[Chunk]] = asyncio.gather(*tasks)
         try:
