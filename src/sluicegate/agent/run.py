@@ -26,6 +26,7 @@ from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
 from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
+from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.errors import (
@@ -58,11 +59,6 @@ __all__ = ["DEFAULT_MAX_STEPS", "AgentRun", "RunOptions", "normalize_tool_choice
 log = logging.getLogger("sluicegate.agent")
 
 DEFAULT_MAX_STEPS = 5
-DEFAULT_RETRY_CAP = 10
-FEEDBACK = (
-    "[Processor Feedback] Your previous response was not accepted: {reason}. "
-    "Please try again with the feedback in mind."
-)
 _DEADLINE = {"type": "__deadline__"}
 MISSING_TOOL_NAME = "unknown-tool"
 """The name a tool call without one is recorded under (providers reject an empty name in the
@@ -198,20 +194,6 @@ class AgentRun:
     def response(self) -> Response:
         messages = self.message_list.get.response.db()
         return Response(messages=messages, ui_messages=to_ui_messages(messages))
-
-    # ------------------------------------------------------------------ retry policy
-
-    def _step_retry_cap(self) -> int | None:
-        if self.options.max_processor_retries is not None:
-            return self.options.max_processor_retries
-        return DEFAULT_RETRY_CAP if self.runner.has_error_processors else None
-
-    def _can_retry(self, cap: int | None) -> bool:
-        return cap is not None and self.runner.retry_count < cap
-
-    def _add_feedback(self, reason: str) -> None:
-        # Applied after the step's own system messages (see `_prepare_step`), as Mastra orders them.
-        self.state.feedback.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
 
     # ------------------------------------------------------------------ the loop
 
@@ -384,9 +366,9 @@ class AgentRun:
                 self.message_list.restore_system([*self.message_list.system_snapshot(), *self.state.feedback])
             return config
         except TripWire as tripwire:
-            if tripwire.retry and self._can_retry(self._step_retry_cap()):
+            if tripwire.retry and can_retry(self, step_retry_cap(self)):
                 self.runner.retry_count += 1
-                self._add_feedback(tripwire.reason)
+                add_feedback(self.state, tripwire.reason)
                 return None
             raise
 
@@ -552,12 +534,12 @@ class AgentRun:
             )
         except TripWire as tripwire:
             await llm_response(accepted=False)
-            if not (tripwire.retry and self._can_retry(self._step_retry_cap())):
+            if not (tripwire.retry and can_retry(self, step_retry_cap(self))):
                 raise
             self.runner.retry_count += 1
             if response is not None:
                 message_list.remove_by_ids([response.id])
-            self._add_feedback(tripwire.reason)
+            add_feedback(self.state, tripwire.reason)
             async for chunk in self._finish_retried(step):
                 yield chunk
             return
