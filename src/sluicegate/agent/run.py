@@ -23,14 +23,14 @@ from typing import Any
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.call_options import active_tools, build_call_options, normalize_tool_choice
 from sluicegate.agent.deadline_stream import with_deadlines
+from sluicegate.agent.model_parts import MISSING_TOOL_NAME, ModelStreamError, convert
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
-from sluicegate.agent.step import StepRecorder, UnparsedArgs, parse_args
+from sluicegate.agent.step import StepRecorder, UnparsedArgs
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.errors import (
-    APICallError,
     ProcessorError,
     StructuredOutputError,
     ToolError,
@@ -38,7 +38,6 @@ from sluicegate.errors import (
 )
 from sluicegate.messages import Message, MessageList
 from sluicegate.messages.convert import to_ui_messages
-from sluicegate.messages.part import to_snake
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
@@ -60,17 +59,6 @@ log = logging.getLogger("sluicegate.agent")
 
 DEFAULT_MAX_STEPS = 5
 _DEADLINE = {"type": "__deadline__"}
-MISSING_TOOL_NAME = "unknown-tool"
-"""The name a tool call without one is recorded under (providers reject an empty name in the
-history); the call itself becomes a `tool-error`."""
-
-
-class _ModelStreamError(Exception):
-    """An `error` part inside a model stream, carried out of the chunk loop."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class _UnrecoveredError(Exception):
@@ -437,7 +425,7 @@ class AgentRun:
                             self._record(flushed, step)
                             yield flushed
                         continue
-                    converted = self._convert(part, step)
+                    converted = convert(part, step, run_id)
                     if converted is None:
                         continue
                     if converted.type == "tool-result" and runner.handles_tool_result:
@@ -481,7 +469,7 @@ class AgentRun:
         except (TripWire, ProcessorError):
             raise
         except Exception as exc:
-            error = exc.error if isinstance(exc, _ModelStreamError) else exc
+            error = exc.error if isinstance(exc, ModelStreamError) else exc
             if self.trace is not None:
                 self.trace.end_chat(step, error)
             async for chunk in self._recover(error, step):
@@ -629,114 +617,6 @@ class AgentRun:
         )
         for chunk in await self._emit_processed(finish):
             yield chunk
-
-    def _convert(self, part: Any, step: StepRecorder) -> Chunk | None:
-        """A model part (V2 dict) or a replayed chunk -> a chunk to emit, or None for bookkeeping."""
-        if isinstance(part, Chunk):
-            return self._replayed(part, step)
-        if isinstance(part, dict) and "payload" in part and "delta" not in part:
-            return self._replayed(Chunk.from_dict(part), step)
-        kind = part.get("type")
-        run_id = self.run_id
-        if kind in ("text-start", "text-end", "reasoning-start", "reasoning-end"):
-            return Chunk(
-                kind, run_id, Payload(id=part.get("id"), provider_metadata=part.get("providerMetadata"))
-            )
-        if kind == "reasoning-delta":
-            return Chunk(kind, run_id, TextPayload(part.get("id", ""), part.get("delta", "")))
-        if kind == "tool-call":
-            return Chunk(
-                kind,
-                run_id,
-                Payload(
-                    tool_call_id=part.get("toolCallId") or f"call_{uuid.uuid4().hex[:24]}",
-                    tool_name=_tool_name(part.get("toolName")),
-                    args=parse_args(part.get("input")),
-                    provider_executed=part.get("providerExecuted"),
-                    provider_metadata=part.get("providerMetadata"),
-                ),
-            )
-        if kind == "finish":
-            step.finish_reason = part.get("finishReason", "unknown")
-            step.usage = Usage.from_v2(part.get("usage"))
-            step.provider_metadata = part.get("providerMetadata")
-            return None
-        if kind == "stream-start":
-            step.warnings = list(part.get("warnings") or [])
-            return None
-        if kind == "response-metadata":
-            step.response.update({k: v for k, v in part.items() if k != "type"})
-            return None
-        if kind == "error":
-            raw = part.get("error")
-            if isinstance(raw, BaseException):
-                raise _ModelStreamError(raw)
-            message = raw.get("message") if isinstance(raw, dict) else None
-            raise _ModelStreamError(APICallError(message or str(raw), data=raw))
-        if kind == "tool-input-start":
-            return Chunk(
-                "tool-call-input-streaming-start",
-                run_id,
-                Payload(tool_call_id=part.get("id"), tool_name=part.get("toolName")),
-            )
-        if kind == "tool-input-delta":
-            return Chunk(
-                "tool-call-delta",
-                run_id,
-                Payload(tool_call_id=part.get("id"), args_text_delta=part.get("delta", "")),
-            )
-        if kind == "tool-input-end":
-            return Chunk("tool-call-input-streaming-end", run_id, Payload(tool_call_id=part.get("id")))
-        if kind == "tool-result":
-            return Chunk(
-                kind,
-                run_id,
-                Payload(
-                    tool_call_id=part["toolCallId"],
-                    tool_name=part["toolName"],
-                    result=part.get("result"),
-                    is_error=bool(part.get("isError")),
-                    provider_executed=True,
-                ),
-            )
-        if kind == "file":
-            return Chunk(kind, run_id, Payload(data=part.get("data"), media_type=part.get("mediaType")))
-        if kind == "raw":
-            return None
-        return Chunk(str(kind), run_id, Payload(**{to_snake(k): v for k, v in part.items() if k != "type"}))
-
-    def _replayed(self, chunk: Chunk, step: StepRecorder) -> Chunk | None:
-        if chunk.type == "finish":
-            payload = chunk.payload
-            step_result = payload.get("step_result")
-            output = payload.get("output")
-            step.finish_reason = step_result.get("reason") if step_result is not None else "stop"
-            usage = output.get("usage") if output is not None else None
-            step.usage = (
-                usage
-                if isinstance(usage, Usage)
-                else Usage.from_v2(usage.to_dict() if isinstance(usage, Payload) else usage)
-            )
-            return None
-        if chunk.type == "response-metadata":
-            step.response.update(vars(chunk.payload))
-            return None
-        chunk.run_id = self.run_id
-        if chunk.type == "tool-result" and not chunk.payload.get("provider_executed"):
-            self._replayed_tool_result(chunk, step)
-        return chunk
-
-    @staticmethod
-    def _replayed_tool_result(chunk: Chunk, step: StepRecorder) -> None:
-        """A cached response's result of one of its own tool calls: recorded as if the tool had
-        just returned it, and the tool is not run again (its side effects must not repeat)."""
-        call_id = chunk.payload.get("tool_call_id")
-        invocation = step.invocation(call_id) if isinstance(call_id, str) else None
-        if invocation is None:
-            return
-        step.replayed_results[call_id] = chunk
-        invocation["state"] = "result"
-        invocation["result"] = chunk.payload.get("result")
 
     def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
         """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
@@ -922,10 +802,6 @@ class AgentRun:
         if self._output_schema is None:
             self._output_schema = output_schema(structured_output)
         return self._output_schema
-
-
-def _tool_name(name: Any) -> str:
-    return name if isinstance(name, str) and name else MISSING_TOOL_NAME
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:
