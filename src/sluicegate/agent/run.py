@@ -12,28 +12,26 @@ layer, no per-chunk validation or copying.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from sluicegate.agent.abort import abortable
-from sluicegate.agent.call_options import active_tools, build_call_options, normalize_tool_choice
+from sluicegate.agent.call_options import build_call_options, normalize_tool_choice
 from sluicegate.agent.deadline_stream import with_deadlines
-from sluicegate.agent.model_parts import MISSING_TOOL_NAME, ModelStreamError, convert
+from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
-from sluicegate.agent.step import StepRecorder, UnparsedArgs
+from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
-from sluicegate.agent.tool_errors import error_text
+from sluicegate.agent.tool_phase import provider_tool_result, run_tools
 from sluicegate.errors import (
     ProcessorError,
     StructuredOutputError,
-    ToolError,
     TripWire,
 )
 from sluicegate.messages import Message, MessageList
@@ -44,13 +42,12 @@ from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
 from sluicegate.processors.args import OutputResult
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.input_guards import gated
-from sluicegate.processors.runner import ProcessorRunner, StepConfig, Writer
+from sluicegate.processors.runner import ProcessorRunner, StepConfig
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk, TextPayload
 from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
-from sluicegate.tools import Tool, ToolContext, normalize_tools
-from sluicegate.tools.tool import ToolInputError
+from sluicegate.tools import Tool, normalize_tools
 from sluicegate.tracing.run_start import begin_run
 
 __all__ = ["DEFAULT_MAX_STEPS", "AgentRun", "RunOptions", "normalize_tool_choice"]
@@ -429,7 +426,7 @@ class AgentRun:
                     if converted is None:
                         continue
                     if converted.type == "tool-result" and runner.handles_tool_result:
-                        await self._provider_tool_result(converted, step)
+                        await provider_tool_result(self, converted, step)
                     chunk = converted
                 if model_chunks_append is not None:
                     model_chunks_append(chunk if pipeline is None else chunk.copy())
@@ -539,7 +536,7 @@ class AgentRun:
         tool_errors: list[Chunk] = []
         if step.tool_calls:
             try:
-                async with aclosing(self._run_tools(step, config)) as tool_chunks:
+                async with aclosing(run_tools(self, step, config)) as tool_chunks:
                     async for chunk in tool_chunks:
                         if chunk.type == "tool-result":
                             tool_results.append(chunk)
@@ -622,141 +619,6 @@ class AgentRun:
         """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
         buffered chunks are due (see `BatchPartsProcessor`)."""
         return with_deadlines(stream, self.runner.next_stream_deadline, _DEADLINE)
-
-    # ------------------------------------------------------------------ tools
-
-    async def _run_tools(self, step: StepRecorder, config: StepConfig) -> AsyncGenerator[Chunk, None]:
-        """Run the step's tool calls concurrently, streaming their data chunks as they come,
-        then their results in call order."""
-        replayed = step.replayed_results
-        calls = [
-            c
-            for c in step.tool_calls
-            if not c.payload.get("provider_executed") and c.payload.tool_call_id not in replayed
-        ]
-        if not calls:
-            return
-        queue: asyncio.Queue[Chunk] = asyncio.Queue()
-        writer = Writer(self.run_id, queue.put_nowait)
-        tools = active_tools(config)
-        tasks = [asyncio.ensure_future(self._traced_tool(call, tools, writer, step)) for call in calls]
-        gathered: asyncio.Future[list[Chunk]] = asyncio.gather(*tasks)
-        try:
-            while not gathered.done():
-                getter: asyncio.Future[Any] = asyncio.ensure_future(queue.get())
-                await asyncio.wait({getter, gathered}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-            while not queue.empty():
-                yield queue.get_nowait()
-            for chunk in gathered.result():
-                yield chunk
-        finally:
-            for task in tasks:
-                task.cancel()
-
-    def _traced_tool(
-        self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
-    ) -> Awaitable[Chunk]:
-        work = self._call_tool(call, tools, writer, step)
-        return work if self.trace is None else self.trace.tool_call(call, step.step_number, work)
-
-    async def _provider_tool_result(self, chunk: Chunk, step: StepRecorder) -> None:
-        """A provider-executed tool's result through `process_tool_result`, in place."""
-        payload = chunk.payload
-        if payload.get("is_error"):
-            return
-        payload.result = await self.runner.run_tool_result(
-            payload.get("result"),
-            tool_name=payload.tool_name,
-            tool_call_id=payload.tool_call_id,
-            tool_args=payload.get("args"),
-            provider_executed=True,
-            step_number=step.step_number,
-            steps=self.state.steps,
-            message_list=self.message_list,
-        )
-
-    async def _call_tool(
-        self, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
-    ) -> Chunk:
-        payload = call.payload
-        name = payload.tool_name
-        tool = tools.get(name)
-        error: BaseException | None = None
-        result: Any = None
-        if name == MISSING_TOOL_NAME and tool is None:
-            error = ToolError(f"the tool call names no tool; available tools: {sorted(tools) or 'none'}")
-        elif tool is None:
-            error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
-        elif isinstance(payload.args, UnparsedArgs):
-            error = ToolInputError(f"invalid input for tool {name!r}: the arguments {payload.args.reason}")
-        else:
-            tool_args = payload.args  # what the tool receives; the chunk and history keep payload.args
-            if self.runner.handles_tool_call:
-                tool_args = await self.runner.run_tool_call(
-                    tool_args,
-                    tool_name=name,
-                    tool_call_id=payload.tool_call_id,
-                    step_number=step.step_number,
-                    steps=self.state.steps,
-                    message_list=self.message_list,
-                )
-            try:
-                validated = tool.validate(tool_args)
-                context = ToolContext(
-                    tool_call_id=payload.tool_call_id,
-                    messages=self.message_list.get.all.db(),
-                    request_context=self.request_context,
-                    writer=writer,
-                    tool_name=name,
-                )
-                result = await tool.execute(validated, context)
-            except ToolInputError as exc:
-                error = exc
-            except Exception as exc:
-                log.info("tool %r failed: %s", name, exc)
-                error = exc
-        if error is None and self.runner.handles_tool_result:
-            result = await self.runner.run_tool_result(
-                result,
-                tool_name=name,
-                tool_call_id=payload.tool_call_id,
-                tool_args=payload.args,
-                provider_executed=False,
-                step_number=step.step_number,
-                steps=self.state.steps,
-                message_list=self.message_list,
-            )
-        invocation = step.invocation(payload.tool_call_id)
-        if invocation is not None:
-            invocation["state"] = "result"
-            if error is not None:
-                invocation["result"] = error_text(error)
-                invocation["isError"] = True
-            else:
-                invocation["result"] = result
-                if tool is not None and tool.to_model_output is not None:
-                    invocation["modelOutput"] = tool.to_model_output(result)
-        if error is not None:
-            return Chunk(
-                "tool-error",
-                self.run_id,
-                Payload(tool_call_id=payload.tool_call_id, tool_name=name, args=payload.args, error=error),
-            )
-        return Chunk(
-            "tool-result",
-            self.run_id,
-            Payload(
-                tool_call_id=payload.tool_call_id,
-                tool_name=name,
-                args=payload.args,
-                result=result,
-                is_error=False,
-            ),
-        )
 
     # ------------------------------------------------------------------ the end
 
