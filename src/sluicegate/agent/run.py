@@ -106,21 +106,21 @@ class AgentRun:
         self.tools = tools
         self.options = options
         self.request_context = request_context
-        self._pending: list[Chunk] = []
+        self.pending: list[Chunk] = []
         self.runner = ProcessorRunner(
             input_processors=input_processors,
             output_processors=output_processors,
             error_processors=error_processors,
             request_context=request_context,
             run_id=self.run_id,
-            emit=self._pending.append,
+            emit=self.pending.append,
             prepare_step=prepare_step,
             processor_timeout=options.processor_timeout,
         )
         if self.trace is not None:
             self.trace.attach(self.runner)
         self.state = RunState()
-        self._pipeline: Any = None
+        self.pipeline: Any = None
         self.runner.abort_signal = options.abort_signal
         self._output_schema: OutputSchema | None = None
 
@@ -182,7 +182,7 @@ class AgentRun:
 
     # ------------------------------------------------------------------ the loop
 
-    def _chunk(self, kind: str, **payload: Any) -> Chunk:
+    def chunk(self, kind: str, **payload: Any) -> Chunk:
         return Chunk(kind, self.run_id, Payload(**payload))
 
     def events(self) -> AsyncGenerator[Chunk, None]:
@@ -196,17 +196,17 @@ class AgentRun:
         """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
         self.state.aborted = True
         self.state.finish_reason = "abort"
-        return self._chunk("abort")
+        return self.chunk("abort")
 
     async def _events(self) -> AsyncGenerator[Chunk, None]:
         runner = self.runner
         message_list = self.message_list
-        yield self._chunk("start")
+        yield self.chunk("start")
         try:
-            self._pipeline = runner.stream_pipeline(message_list)
+            self.pipeline = runner.stream_pipeline(message_list)
             await runner.run_input(message_list)
             self.state.input_gate = runner.parallel_input(message_list)
-            for chunk in await self._drain_processed():
+            for chunk in await self.drain_processed():
                 yield chunk
             self.state.system_base = message_list.system_snapshot()
             while True:
@@ -242,24 +242,24 @@ class AgentRun:
                 await self._run_output_result()
             finally:
                 self.state.finishing = False
-            for chunk in self._drain_pending():
+            for chunk in self.drain_pending():
                 yield chunk
-            finish = self._chunk(
+            finish = self.chunk(
                 "finish",
                 step_result=Payload(reason=self.state.finish_reason, warnings=[]),
                 output=Payload(usage=self.state.usage),
                 response=Payload(ui_messages=self.response().ui_messages),
             )
-            for chunk in await self._emit_processed(finish):
+            for chunk in await self.emit_processed(finish):
                 yield chunk
         except TripWire as tripwire:
-            for chunk in self._drain_pending():
+            for chunk in self.drain_pending():
                 yield chunk
             self.state.tripwire = Tripwire(
                 tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id
             )
             self.state.finish_reason = "other"
-            yield self._chunk(
+            yield self.chunk(
                 "tripwire",
                 reason=tripwire.reason,
                 retry=tripwire.retry,
@@ -267,65 +267,65 @@ class AgentRun:
                 processor_id=tripwire.processor_id,
             )
         except _UnrecoveredError as failed:
-            for chunk in self._drain_pending():
+            for chunk in self.drain_pending():
                 yield chunk
             self.state.error = failed.error
             self.state.finish_reason = "error"
-            yield self._chunk("error", error=failed.error)
-            yield self._chunk(
+            yield self.chunk("error", error=failed.error)
+            yield self.chunk(
                 "step-finish",
                 step_result=Payload(reason="error", warnings=failed.step.warnings, is_continued=False),
                 output=Payload(usage=failed.step.usage),
             )
-            yield self._chunk(
+            yield self.chunk(
                 "finish",
                 step_result=Payload(reason="error", warnings=[]),
                 output=Payload(usage=self.state.usage),
             )
         except Exception as exc:
-            for chunk in self._drain_pending():
+            for chunk in self.drain_pending():
                 yield chunk
             self.state.error = exc
             self.state.finish_reason = "error"
-            yield self._chunk("error", error=exc)
+            yield self.chunk("error", error=exc)
         finally:
             if self.trace is not None:
                 self.trace.end_run(self)
 
-    def _drain_pending(self) -> list[Chunk]:
-        if not self._pending:
+    def drain_pending(self) -> list[Chunk]:
+        if not self.pending:
             return []
-        chunks = list(self._pending)
-        self._pending.clear()
+        chunks = list(self.pending)
+        self.pending.clear()
         return chunks
 
-    async def _drain_processed(self) -> list[Chunk]:
+    async def drain_processed(self) -> list[Chunk]:
         """Chunks processors wrote, with each `data-*` one passed through the stream processors
         that opted in (`process_data_parts`). What they write meanwhile goes out as it is, so
         two processors cannot feed each other forever."""
-        chunks = self._drain_pending()
-        if not chunks or self._pipeline is None or not self.runner.has_data_part_processors:
+        chunks = self.drain_pending()
+        if not chunks or self.pipeline is None or not self.runner.has_data_part_processors:
             return chunks
         out: list[Chunk] = []
         for chunk in chunks:
             if not chunk.type.startswith("data-"):
                 out.append(chunk)
                 continue
-            result = await self._pipeline(chunk)
+            result = await self.pipeline(chunk)
             if isinstance(result, list):
                 out.extend(result)
             elif result is not None:
                 out.append(result)
-            out.extend(self._drain_pending())
+            out.extend(self.drain_pending())
         return out
 
-    async def _emit_processed(self, chunk: Chunk) -> list[Chunk]:
+    async def emit_processed(self, chunk: Chunk) -> list[Chunk]:
         """A lifecycle chunk through the stream processors (off the hot path)."""
-        if self._pipeline is None:
+        if self.pipeline is None:
             return [chunk]
-        result = await self._pipeline(chunk)
+        result = await self.pipeline(chunk)
         out = [] if result is None else result if isinstance(result, list) else [result]
-        return [*out, *await self._drain_processed()]
+        return [*out, *await self.drain_processed()]
 
     async def _prepare_step(self, step_number: int) -> StepConfig | None:
         """System reset and `process_input_step`; None when a processor asked to retry."""
@@ -370,7 +370,7 @@ class AgentRun:
         runner = self.runner
         message_list = self.message_list
         model = resolve_model(config.model)
-        call_options = build_call_options(config, message_list.to_prompt(), self._schema_for)
+        call_options = build_call_options(config, message_list.to_prompt(), self.schema_for)
         cap = runner.output_token_cap()
         if cap is not None and (
             call_options.max_output_tokens is None or cap < call_options.max_output_tokens
@@ -390,12 +390,12 @@ class AgentRun:
             self.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
         step = StepRecorder(step_number)
         self.state.current = step
-        for chunk in await self._emit_processed(self._chunk("step-start", message_id=str(uuid.uuid4()))):
+        for chunk in await self.emit_processed(self.chunk("step-start", message_id=str(uuid.uuid4()))):
             yield chunk
 
         run_id = self.run_id
-        pipeline = self._pipeline
-        pending = self._pending
+        pipeline = self.pipeline
+        pending = self.pending
         # Model-level chunks are kept only for processors that read them in
         # `process_llm_response`, as copies when stream processors could change them in place.
         model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
@@ -434,7 +434,7 @@ class AgentRun:
                     result = await pipeline(chunk)
                     if result is None:
                         if pending:
-                            for extra in await self._drain_processed():
+                            for extra in await self.drain_processed():
                                 yield extra
                         continue
                     if result.__class__ is not Chunk:
@@ -452,7 +452,7 @@ class AgentRun:
                     record(chunk)
                 yield chunk
                 if pending:
-                    for extra in await self._drain_processed():
+                    for extra in await self.drain_processed():
                         yield extra
             if self.state.input_gate is not None:
                 await self.state.input_gate  # no tool runs before the parallel input guards pass
@@ -461,7 +461,7 @@ class AgentRun:
                 for flushed in await runner.flush_stream():
                     self._record(flushed, step)
                     yield flushed
-                for extra in await self._drain_processed():
+                for extra in await self.drain_processed():
                     yield extra
         except (TripWire, ProcessorError):
             raise
@@ -487,7 +487,7 @@ class AgentRun:
         usage_before = self.state.usage
         self.state.usage = self.state.usage + step.usage
         step.model_chunks.append(
-            self._chunk(
+            self.chunk(
                 "finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage)
             )
         )
@@ -529,7 +529,7 @@ class AgentRun:
                 yield chunk
             return
         await llm_response(accepted=True)
-        for chunk in await self._drain_processed():
+        for chunk in await self.drain_processed():
             yield chunk
 
         tool_results: list[Chunk] = list(step.replayed_results.values())
@@ -542,7 +542,7 @@ class AgentRun:
                             tool_results.append(chunk)
                         elif chunk.type == "tool-error":
                             tool_errors.append(chunk)
-                        for out in await self._emit_processed(chunk):
+                        for out in await self.emit_processed(chunk):
                             yield out
             except TripWire:
                 # As Mastra records it: a step interrupted while its tools run has not
@@ -566,13 +566,13 @@ class AgentRun:
             )
         )
         self.state.accepted_text.append(step.text())
-        finish = self._chunk(
+        finish = self.chunk(
             "step-finish",
             step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
             output=Payload(usage=step.usage),
             metadata=Payload(**step.response),
         )
-        for chunk in await self._emit_processed(finish):
+        for chunk in await self.emit_processed(finish):
             yield chunk
 
     def _record(self, chunk: Chunk, step: StepRecorder) -> None:
@@ -595,7 +595,7 @@ class AgentRun:
         cap = self.options.max_processor_retries
         if retry and self.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
             self.runner.retry_count += 1
-            for chunk in await self._drain_processed():
+            for chunk in await self.drain_processed():
                 yield chunk
             async for chunk in self._finish_retried(step):
                 yield chunk
@@ -607,12 +607,12 @@ class AgentRun:
         self.state.steps.append(
             StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage)
         )
-        finish = self._chunk(
+        finish = self.chunk(
             "step-finish",
             step_result=Payload(reason="retry", warnings=[], is_continued=True),
             output=Payload(usage=step.usage),
         )
-        for chunk in await self._emit_processed(finish):
+        for chunk in await self.emit_processed(finish):
             yield chunk
 
     def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -628,7 +628,7 @@ class AgentRun:
         if self.options.structured_output is None or step.finish_reason == "tool-calls":
             return False
         try:
-            self.state.object = self._schema_for(self.options.structured_output).parse(step.text())
+            self.state.object = self.schema_for(self.options.structured_output).parse(step.text())
         except StructuredOutputError as exc:
             self.state.output_attempts += 1
             exc.attempts = self.state.output_attempts
@@ -654,10 +654,10 @@ class AgentRun:
         await self.runner.run_output_result(self.message_list, result)
 
     def _parse_object(self) -> Any:
-        schema = self._schema_for(self.options.structured_output)
+        schema = self.schema_for(self.options.structured_output)
         return schema.parse(self.state.accepted_text[-1] if self.state.accepted_text else "")
 
-    def _schema_for(self, structured_output: Any) -> OutputSchema:
+    def schema_for(self, structured_output: Any) -> OutputSchema:
         """The run's schema, read once; a step's own (from `process_input_step`) read per step."""
         if structured_output is not self.options.structured_output:
             return output_schema(structured_output)
