@@ -14,23 +14,20 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from sluicegate.agent.abort import abortable
-from sluicegate.agent.call_options import build_call_options, normalize_tool_choice
-from sluicegate.agent.deadline_stream import with_deadlines
-from sluicegate.agent.model_parts import ModelStreamError, convert
+from sluicegate.agent.call_options import normalize_tool_choice
+from sluicegate.agent.model_step import UnrecoveredError, model_step
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
 from sluicegate.agent.step import StepRecorder
-from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
+from sluicegate.agent.step_retry import add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema, retry_feedback
-from sluicegate.agent.tool_phase import provider_tool_result, run_tools
 from sluicegate.errors import (
-    ProcessorError,
     StructuredOutputError,
     TripWire,
 )
@@ -38,13 +35,13 @@ from sluicegate.messages import Message, MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
-from sluicegate.models.retries import DEFAULT_MAX_RETRIES, open_stream
+from sluicegate.models.retries import DEFAULT_MAX_RETRIES
 from sluicegate.processors.args import OutputResult
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.input_guards import gated
 from sluicegate.processors.runner import ProcessorRunner, StepConfig
 from sluicegate.request_context import RequestContext
-from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
 from sluicegate.tools import Tool, normalize_tools
@@ -55,16 +52,6 @@ __all__ = ["DEFAULT_MAX_STEPS", "AgentRun", "RunOptions", "normalize_tool_choice
 log = logging.getLogger("sluicegate.agent")
 
 DEFAULT_MAX_STEPS = 5
-_DEADLINE = {"type": "__deadline__"}
-
-
-class _UnrecoveredError(Exception):
-    """A failed model call that no error processor recovered: the step ends with reason `error`."""
-
-    def __init__(self, error: BaseException, step: StepRecorder) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.step = step
 
 
 @dataclass
@@ -213,7 +200,7 @@ class AgentRun:
                 config = await self._prepare_step(self.state.step_number)
                 if config is None:  # an input-step retry: the attempt never reached the model
                     continue
-                step_chunks = self._model_step(self.state.step_number, config)
+                step_chunks = model_step(self, self.state.step_number, config)
                 if self.state.input_gate is not None:  # held until the parallel input guards pass
                     step_chunks = gated(step_chunks, self.state.input_gate)
                 async with aclosing(step_chunks) as chunks:
@@ -266,7 +253,7 @@ class AgentRun:
                 metadata=tripwire.metadata,
                 processor_id=tripwire.processor_id,
             )
-        except _UnrecoveredError as failed:
+        except UnrecoveredError as failed:
             for chunk in self.drain_pending():
                 yield chunk
             self.state.error = failed.error
@@ -365,261 +352,6 @@ class AgentRun:
             return normalize_tools(value)
         return value
 
-    async def _model_step(self, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
-        """One model call and its tools. Leaves the outcome in `self.state.current`."""
-        runner = self.runner
-        message_list = self.message_list
-        model = resolve_model(config.model)
-        call_options = build_call_options(config, message_list.to_prompt(), self.schema_for)
-        cap = runner.output_token_cap()
-        if cap is not None and (
-            call_options.max_output_tokens is None or cap < call_options.max_output_tokens
-        ):
-            call_options.max_output_tokens = cap
-        prompt, replay = await runner.run_llm_request(
-            call_options.prompt,
-            model=model,
-            tools=call_options.tools,
-            tool_choice=call_options.tool_choice,
-            step_number=step_number,
-            steps=self.state.steps,
-            message_list=message_list,
-        )
-        call_options.prompt = prompt
-        if self.trace is not None:
-            self.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
-        step = StepRecorder(step_number)
-        self.state.current = step
-        for chunk in await self.emit_processed(self.chunk("step-start", message_id=str(uuid.uuid4()))):
-            yield chunk
-
-        run_id = self.run_id
-        pipeline = self.pipeline
-        pending = self.pending
-        # Model-level chunks are kept only for processors that read them in
-        # `process_llm_response`, as copies when stream processors could change them in place.
-        model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
-        record = step.record
-        closables: list[Any] = []
-        try:
-            if replay is not None:
-                source: AsyncIterator[Any] = _iterate(replay)
-            else:
-                stream = (await open_stream(model, call_options, self.options.max_retries)).stream
-                closables.append(stream)
-                source = self._with_deadlines(stream) if runner.uses_stream_deadlines else stream
-            closables.append(source)
-            async for part in source:
-                # ---- the hot path: one model part -> one chunk -> processors -> client
-                if part.__class__ is dict and part["type"] == "text-delta":
-                    chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
-                elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
-                    part.run_id = run_id
-                    chunk = part
-                else:
-                    if part is _DEADLINE:
-                        for flushed in await runner.run_stream_deadlines():
-                            self._record(flushed, step)
-                            yield flushed
-                        continue
-                    converted = convert(part, step, run_id)
-                    if converted is None:
-                        continue
-                    if converted.type == "tool-result" and runner.handles_tool_result:
-                        await provider_tool_result(self, converted, step)
-                    chunk = converted
-                if model_chunks_append is not None:
-                    model_chunks_append(chunk if pipeline is None else chunk.copy())
-                if pipeline is not None:
-                    result = await pipeline(chunk)
-                    if result is None:
-                        if pending:
-                            for extra in await self.drain_processed():
-                                yield extra
-                        continue
-                    if result.__class__ is not Chunk:
-                        for out in result:
-                            self._record(out, step)
-                            yield out
-                        continue
-                    chunk = result
-                if chunk.type == "text-delta":
-                    pieces = step.open_text
-                    if pieces is None:
-                        pieces = step.start_text()
-                    pieces.append(chunk.payload.text)
-                else:
-                    record(chunk)
-                yield chunk
-                if pending:
-                    for extra in await self.drain_processed():
-                        yield extra
-            if self.state.input_gate is not None:
-                await self.state.input_gate  # no tool runs before the parallel input guards pass
-            if pipeline is not None and runner.flushes_stream:
-                # The step's text is over: processors holding some back release it now.
-                for flushed in await runner.flush_stream():
-                    self._record(flushed, step)
-                    yield flushed
-                for extra in await self.drain_processed():
-                    yield extra
-        except (TripWire, ProcessorError):
-            raise
-        except Exception as exc:
-            error = exc.error if isinstance(exc, ModelStreamError) else exc
-            if self.trace is not None:
-                self.trace.end_chat(step, error)
-            async for chunk in self._recover(error, step):
-                yield chunk
-            return
-        finally:
-            # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
-            for closable in reversed(closables):
-                aclose = getattr(closable, "aclose", None)
-                if aclose is not None:
-                    try:
-                        await aclose()
-                    except Exception:  # already closing (a cancelled read), or a provider's own failure
-                        log.debug("closing the model stream failed", exc_info=True)
-        if self.trace is not None:
-            self.trace.end_chat(step)
-
-        usage_before = self.state.usage
-        self.state.usage = self.state.usage + step.usage
-        step.model_chunks.append(
-            self.chunk(
-                "finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage)
-            )
-        )
-        step.finalize_parts()
-        response = step.to_message(thread_id=message_list.thread_id, resource_id=message_list.resource_id)
-        if response is not None:
-            message_list.add(response, "response")
-
-        async def llm_response(accepted: bool) -> None:
-            await runner.run_llm_response(
-                step.model_chunks,
-                model=model,
-                step_number=step_number,
-                steps=self.state.steps,
-                from_cache=replay is not None,
-                accepted=accepted,
-                message_list=message_list,
-            )
-
-        try:
-            await runner.run_output_step(
-                message_list,
-                step_number=step_number,
-                finish_reason=step.finish_reason,
-                tool_calls=step.tool_calls,
-                text=step.text(),
-                usage=step.usage,
-                steps=self.state.steps,
-            )
-        except TripWire as tripwire:
-            await llm_response(accepted=False)
-            if not (tripwire.retry and can_retry(self, step_retry_cap(self))):
-                raise
-            self.runner.retry_count += 1
-            if response is not None:
-                message_list.remove_by_ids([response.id])
-            add_feedback(self.state, tripwire.reason)
-            async for chunk in self._finish_retried(step):
-                yield chunk
-            return
-        await llm_response(accepted=True)
-        for chunk in await self.drain_processed():
-            yield chunk
-
-        tool_results: list[Chunk] = list(step.replayed_results.values())
-        tool_errors: list[Chunk] = []
-        if step.tool_calls:
-            try:
-                async with aclosing(run_tools(self, step, config)) as tool_chunks:
-                    async for chunk in tool_chunks:
-                        if chunk.type == "tool-result":
-                            tool_results.append(chunk)
-                        elif chunk.type == "tool-error":
-                            tool_errors.append(chunk)
-                        for out in await self.emit_processed(chunk):
-                            yield out
-            except TripWire:
-                # As Mastra records it: a step interrupted while its tools run has not
-                # finished, so its usage is not reported.
-                self.state.usage = usage_before
-                raise
-
-        self.state.steps.append(
-            StepResult(
-                step_number=step_number,
-                text=step.text(),
-                reasoning_text=step.reasoning_text(),
-                tool_calls=list(step.tool_calls),
-                tool_results=tool_results,
-                tool_errors=tool_errors,
-                finish_reason=step.finish_reason,
-                usage=step.usage,
-                warnings=step.warnings,
-                response=step.response,
-                from_cache=replay is not None,
-            )
-        )
-        self.state.accepted_text.append(step.text())
-        finish = self.chunk(
-            "step-finish",
-            step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
-            output=Payload(usage=step.usage),
-            metadata=Payload(**step.response),
-        )
-        for chunk in await self.emit_processed(finish):
-            yield chunk
-
-    def _record(self, chunk: Chunk, step: StepRecorder) -> None:
-        if chunk.type == "text-delta":
-            pieces = step.open_text if step.open_text is not None else step.start_text()
-            pieces.append(chunk.payload.text)
-        else:
-            step.record(chunk)
-
-    async def _recover(self, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
-        """A failed model call: ask the error processors, retry or give up."""
-        self.state.usage = self.state.usage + step.usage
-        retry = await self.runner.run_api_error(
-            error,
-            message_list=self.message_list,
-            step_number=step.step_number,
-            steps=self.state.steps,
-            model=self.model,
-        )
-        cap = self.options.max_processor_retries
-        if retry and self.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
-            self.runner.retry_count += 1
-            for chunk in await self.drain_processed():
-                yield chunk
-            async for chunk in self._finish_retried(step):
-                yield chunk
-            return
-        raise _UnrecoveredError(error, step)
-
-    async def _finish_retried(self, step: StepRecorder) -> AsyncIterator[Chunk]:
-        step.finish_reason = "retry"
-        self.state.steps.append(
-            StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage)
-        )
-        finish = self.chunk(
-            "step-finish",
-            step_result=Payload(reason="retry", warnings=[], is_continued=True),
-            output=Payload(usage=step.usage),
-        )
-        for chunk in await self.emit_processed(finish):
-            yield chunk
-
-    def _with_deadlines(self, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
-        buffered chunks are due (see `BatchPartsProcessor`)."""
-        return with_deadlines(stream, self.runner.next_stream_deadline, _DEADLINE)
-
     # ------------------------------------------------------------------ the end
 
     def _structured_output_retry(self, step: StepRecorder) -> bool:
@@ -664,8 +396,3 @@ class AgentRun:
         if self._output_schema is None:
             self._output_schema = output_schema(structured_output)
         return self._output_schema
-
-
-async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:
-    for item in items:
-        yield item
