@@ -30,5 +30,5 @@ def can_retry(run: AgentRun, cap: int | None) -> bool:
 
 
 def add_feedback(state: RunState, reason: str) -> None:
-    # Applied after the step's own system messages (see `prepare_step`), as Mastra orders them.
+    # Applied after the step's own system messages (see `run_loop._prepare_step`), as Mastra orders them.
     state.feedback.append(({"role": "system", "content": FEEDBACK.format(reason=reason)}, None))
