@@ -1,13 +1,15 @@
 """`RunState`: everything about one run that changes as it progresses.
 
 `AgentRun` holds the run's wiring (model, tools, options, processor runner, trace, stream
-pipeline), built once and never changed; this holds its progress, so that a pause can later be
-stored as one value and a run resumed from it. Not everything here belongs in such a snapshot:
+pipeline), set up for the run and not moved by its progress; this holds the progress, so that
+a pause can later be stored as one value and a run resumed from it. Not all of it belongs in
+such a snapshot:
 
 - stored: `steps`, `usage`, `finish_reason`, `tripwire`, `error`, `object`, `aborted`,
   `accepted_text`, `system_base`, `feedback`, `step_number`, `completed`, `output_attempts`.
-  (The conversation itself is the `MessageList`, and the processor retry count
-  and each processor's `state` live on the `ProcessorRunner`, which processors read.)
+  Beside them a snapshot needs the conversation (the `MessageList`, with its thread and
+  resource), the request context, and what lives on the `ProcessorRunner` because processors
+  read it there: the retry count and each processor's `state`.
 - derivable: `object_ready`, whether `object` was already parsed from the final step (false in
   any run that has not reached its end).
 - ephemeral (meaningful only inside the process running the step): `current`, the step being
