@@ -17,8 +17,8 @@ import time
 from typing import Any
 
 from sluicegate import Agent
+from sluicegate.guardrails.pseudonyms import MappingCipher, PseudonymMap
 from sluicegate.processors import PIIDetector, new_pseudonym_key
-from sluicegate.processors.builtin._pseudonyms import MappingCipher, PseudonymMap
 from sluicegate.testing import MockModel
 
 

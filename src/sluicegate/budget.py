@@ -1,4 +1,5 @@
-"""The record a budget reservation returns, shared by the cost guard and the usage stores."""
+"""The record a budget reservation returns and the checks every usage store applies to the
+amounts it stores, shared by the cost guard and the usage stores."""
 
 from __future__ import annotations
 
@@ -18,9 +19,24 @@ class Reservation:
 def checked_amounts(amount: float, limit: float) -> tuple[float, float]:
     """`amount` and `limit` as floats, refused when they would corrupt a budget: a NaN or
     negative amount stored once would hide or undo spend in every later sum of its key."""
-    amount, limit = float(amount), float(limit)
-    if not math.isfinite(amount) or amount < 0:
-        raise ValueError(f"a reservation amount must be a finite, non-negative number, got {amount!r}")
+    amount, limit = _checked(amount, "a reservation amount"), float(limit)
     if math.isnan(limit):
         raise ValueError("a reservation limit must be a number, got nan")
     return amount, limit
+
+
+def checked_settlement(reservation_id: str, cost: float) -> tuple[int, float]:
+    """The row id and cost of a `settle`, refused like a reservation's amount: a settlement
+    replaces the estimate in every later sum, so it is held to the same checks."""
+    try:
+        row = int(reservation_id)
+    except (TypeError, ValueError):
+        raise ValueError(f"a reservation id must be an integer string, got {reservation_id!r}") from None
+    return row, _checked(cost, "a settled cost")
+
+
+def _checked(value: float, what: str) -> float:
+    number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{what} must be a finite, non-negative number, got {number!r}")
+    return number

@@ -444,3 +444,20 @@ async def test_a_batch_whose_connection_is_killed_fails_and_the_next_one_works(
     assert await rows_of(pg_usage, "k") == []  # the killed transaction wrote nothing
     held = await pg_usage.reserve("k", 1.0, limit=9.0, since=None, usage={}, at=now)
     assert held.id is not None and held.spent == 0.0
+
+
+@pytest.mark.parametrize("cost", [float("nan"), float("inf"), -0.5])
+async def test_a_settlement_that_would_corrupt_the_budget_is_refused(usage_store: Any, cost: float) -> None:
+    now = datetime.now(UTC)
+    held = await usage_store.reserve("k", 0.25, limit=1.0, since=None, usage={}, at=now)
+    assert held.id is not None
+    with pytest.raises(ValueError, match="settled cost must be a finite, non-negative"):
+        await usage_store.settle("k", held.id, cost, {})
+    assert await usage_store.total("k", None) == pytest.approx(0.25)
+    await usage_store.settle("k", held.id, 0.1, {"output_tokens": 1})
+    assert await usage_store.total("k", None) == pytest.approx(0.1)
+
+
+async def test_a_settlement_names_a_reservation_by_its_integer_id(usage_store: Any) -> None:
+    with pytest.raises(ValueError, match="reservation id must be an integer"):
+        await usage_store.settle("k", "run", 0.1, {})

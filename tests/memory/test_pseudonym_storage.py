@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from sluicegate.guardrails.pseudonyms import Pseudonymizer, StoragePseudonymStore
 from sluicegate.processors import new_pseudonym_key
-from sluicegate.processors.builtin._pseudonyms import Pseudonymizer, StoragePseudonymStore
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.storage import MemoryStore
 from sluicegate.storage.types import Thread

@@ -34,6 +34,7 @@ from sluicegate.messages.validate import (
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
+from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
@@ -246,6 +247,8 @@ class Agent(Generic[Out]):
             )
         if options.get("structured_output") is not None:
             output_schema(options["structured_output"])  # fail early on a bad value
+        model_settings = normalize_model_settings(options.get("model_settings"))
+        check_provider_options(options.get("provider_options"))
 
         input_array = await self._resolve_array("input_processors", options, request_context)
         output_array = await self._resolve_array("output_processors", options, request_context)
@@ -276,7 +279,7 @@ class Agent(Generic[Out]):
             max_processor_retries=retries,
             tool_choice=tool_choice,
             active_tools=options.get("active_tools"),
-            model_settings=options.get("model_settings"),
+            model_settings=model_settings or None,
             provider_options=options.get("provider_options"),
             processor_timeout=check_timeout(
                 "processor_timeout", options.get("processor_timeout", self.processor_timeout)

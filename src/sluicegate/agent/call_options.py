@@ -1,7 +1,7 @@
 """A step's `StepConfig` -> the model call's `CallOptions`: settings, tools, tool choice.
 
-`model_settings` accepts the snake_case and the AI SDK's camelCase names; an unknown one is
-rejected rather than dropped, so a typo cannot silently change nothing.
+`model_settings` are checked and put in one spelling by `models.settings` (an unknown key is
+rejected rather than dropped, so a typo cannot silently change nothing).
 """
 
 from __future__ import annotations
@@ -12,26 +12,9 @@ from typing import Any
 from sluicegate.agent.structured import OutputSchema
 from sluicegate.errors import SluicegateError
 from sluicegate.models.base import CallOptions
+from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.runner import StepConfig
 from sluicegate.tools import Tool
-
-_SETTINGS = {
-    "temperature": "temperature",
-    "max_output_tokens": "max_output_tokens",
-    "maxOutputTokens": "max_output_tokens",
-    "max_tokens": "max_output_tokens",
-    "top_p": "top_p",
-    "topP": "top_p",
-    "top_k": "top_k",
-    "topK": "top_k",
-    "stop_sequences": "stop_sequences",
-    "stopSequences": "stop_sequences",
-    "seed": "seed",
-    "presence_penalty": "presence_penalty",
-    "presencePenalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "frequencyPenalty": "frequency_penalty",
-}
 
 
 def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -64,10 +47,9 @@ def build_call_options(
     options = CallOptions(
         prompt=prompt, tools=tool_defs, tool_choice=tool_choice, provider_options=config.provider_options
     )
-    for key, value in (config.model_settings or {}).items():
-        attr = _SETTINGS.get(key)
-        if attr is None:
-            raise SluicegateError(f"unknown model setting {key!r}; known: {sorted(set(_SETTINGS))}")
+    # Normalised again here: a processor may have edited the settings dict in place.
+    check_provider_options(config.provider_options)
+    for attr, value in normalize_model_settings(config.model_settings).items():
         setattr(options, attr, value)
     if config.structured_output is not None:
         options.response_format = {

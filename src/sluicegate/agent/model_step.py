@@ -22,6 +22,7 @@ from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
 from sluicegate.errors import ProcessorError, TripWire
+from sluicegate.models.base import CallOptions
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import open_stream
 from sluicegate.processors.runner import StepConfig
@@ -34,6 +35,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.agent")
 
 _DEADLINE = {"type": "__deadline__"}
+
+
+def _lower_output_limit(options: CallOptions, cap: int | None) -> None:
+    if cap is not None and (options.max_output_tokens is None or cap < options.max_output_tokens):
+        options.max_output_tokens = cap
 
 
 class UnrecoveredError(Exception):
@@ -51,9 +57,7 @@ async def model_step(run: AgentRun, step_number: int, config: StepConfig) -> Asy
     message_list = run.message_list
     model = resolve_model(config.model)
     call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
-    cap = runner.output_token_cap()
-    if cap is not None and (call_options.max_output_tokens is None or cap < call_options.max_output_tokens):
-        call_options.max_output_tokens = cap
+    _lower_output_limit(call_options, runner.output_token_cap())
     prompt, replay = await runner.run_llm_request(
         call_options.prompt,
         model=model,
@@ -62,8 +66,11 @@ async def model_step(run: AgentRun, step_number: int, config: StepConfig) -> Asy
         step_number=step_number,
         steps=run.state.steps,
         message_list=message_list,
+        max_output_tokens=call_options.max_output_tokens,
     )
     call_options.prompt = prompt
+    # What request processors priced (the cost guard's reservation) caps what is sent.
+    _lower_output_limit(call_options, runner.output_token_cap(request=True))
     if run.trace is not None:
         run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
     step = StepRecorder(step_number)
@@ -181,6 +188,7 @@ async def model_step(run: AgentRun, step_number: int, config: StepConfig) -> Asy
             from_cache=replay is not None,
             accepted=accepted,
             message_list=message_list,
+            warnings=step.warnings,
         )
 
     try:

@@ -33,7 +33,7 @@ from sluicegate.processors.base import Processor, implements
 from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor
 
 if TYPE_CHECKING:
-    from sluicegate.processors.builtin._pseudonyms import (
+    from sluicegate.guardrails.pseudonyms import (
         InMemoryPseudonymStore,
         PseudonymKeyError,
         PseudonymStore,
@@ -90,10 +90,6 @@ _BUILTINS: dict[str, str] = {
     "WorkingMemory": "working_memory",
     "ModerationProcessor": "moderation",
     "PIIDetector": "pii_detector",
-    "new_pseudonym_key": "_pseudonyms",
-    "PseudonymKeyError": "_pseudonyms",
-    "PseudonymStore": "_pseudonyms",
-    "InMemoryPseudonymStore": "_pseudonyms",
     "PromptInjectionDetector": "prompt_injection_detector",
     "LanguageDetector": "language_detector",
     "SystemPromptScrubber": "system_prompt_scrubber",
@@ -102,16 +98,21 @@ _BUILTINS: dict[str, str] = {
 
 _DEFERRED: dict[str, str] = {
     # A pydantic model: built when first named, not by every `import sluicegate`.
-    "ProcessorStepSchema": "step_schema",
+    "ProcessorStepSchema": "sluicegate.processors.step_schema",
+    # PIIDetector's pseudonym mappings, kept with the shared guardrail machinery.
+    "new_pseudonym_key": "sluicegate.guardrails.pseudonyms",
+    "PseudonymKeyError": "sluicegate.guardrails.pseudonyms",
+    "PseudonymStore": "sluicegate.guardrails.pseudonyms",
+    "InMemoryPseudonymStore": "sluicegate.guardrails.pseudonyms",
 }
 
 
 def __getattr__(name: str) -> Any:
     builtin = _BUILTINS.get(name)
-    module = f"builtin.{builtin}" if builtin is not None else _DEFERRED.get(name)
+    module = f"sluicegate.processors.builtin.{builtin}" if builtin is not None else _DEFERRED.get(name)
     if module is None:
         raise AttributeError(f"module 'sluicegate.processors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"sluicegate.processors.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -80,6 +80,9 @@ class ProcessLLMRequestArgs(_Common):
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: dict[str, Any] | None = None
     """The V2 tool choice of this call (`{"type": "auto"}`, ...); None when no tools are sent."""
+    max_output_tokens: int | None = None
+    """The output limit this call is sent with (None: the provider's default). A processor
+    with `max_output_tokens_for(state)` may only lower it, right after this hook."""
 
 
 @dataclass(slots=True)
@@ -93,6 +96,9 @@ class ProcessLLMResponseArgs(_Common):
     """False when a `process_output_step` guardrail rejected the step (aborted or asked for a
     retry): the call happened and cost tokens, but its answer is not part of the conversation."""
     message_list: MessageList = None  # type: ignore[assignment]
+    warnings: list[Any] = field(default_factory=list)
+    """The step's warnings (AI SDK `{"type": "other", "message": ...}`); a processor appends
+    one to report a problem with the call on the step's result and `step-finish` chunk."""
 
 
 @dataclass(slots=True)

@@ -19,9 +19,11 @@ from html import escape
 from typing import Any, NoReturn
 
 from sluicegate.errors import AccessDeniedError, ProcessorError, TripWire
+from sluicegate.guardrails.judge_panels import link_judge_panels
 from sluicegate.messages import Message, MessageList
 from sluicegate.messages.message import MessageContent
 from sluicegate.messages.part import Part
+from sluicegate.models.settings import normalize_model_settings
 from sluicegate.processors.args import (
     STEP_FIELDS,
     OutputResult,
@@ -59,7 +61,6 @@ from sluicegate.processors.hook_timeout import (
     processor_timeout,
 )
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
-from sluicegate.processors.judge_panels import link_judge_panels
 from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
@@ -432,7 +433,11 @@ class ProcessorRunner:
                 self._apply_messages(entry, message_result or None, message_list)
                 for name in STEP_FIELDS:
                     if name in fields:
-                        setattr(config, name, resolve(name, fields[name]))
+                        value = fields[name]
+                        if name == "model_settings":
+                            where = f"model_settings from {entry.pid!r}"
+                            value = normalize_model_settings(value, where=where)
+                        setattr(config, name, resolve(name, value))
             else:
                 self._apply_messages(entry, result, message_list)
         return config
@@ -449,6 +454,7 @@ class ProcessorRunner:
         step_number: int,
         steps: list[Any],
         message_list: MessageList,
+        max_output_tokens: int | None = None,
     ) -> tuple[list[dict[str, Any]], list[Any] | None]:
         """The prompt to send, and a replacement response if a processor answered the call."""
         for entry in self._llm_request:
@@ -461,6 +467,7 @@ class ProcessorRunner:
                 message_list=message_list,
                 tools=tools,
                 tool_choice=tool_choice,
+                max_output_tokens=max_output_tokens,
             )
             result = await self._call(entry, args)
             if result is None:
@@ -487,6 +494,7 @@ class ProcessorRunner:
         from_cache: bool,
         message_list: MessageList,
         accepted: bool = True,
+        warnings: list[Any] | None = None,
     ) -> None:
         """After the output-step guardrails: `accepted` is False when one rejected the step."""
         for entry in self._llm_response:
@@ -499,14 +507,17 @@ class ProcessorRunner:
                 from_cache=from_cache,
                 accepted=accepted,
                 message_list=message_list,
+                warnings=warnings if warnings is not None else [],
             )
             await self._call(entry, args)
 
-    def output_token_cap(self) -> int | None:
+    def output_token_cap(self, *, request: bool = False) -> int | None:
         """The smallest `max_output_tokens` an output processor asks the next model call for
-        (see `TokenLimiter`), so the model stops generating what would be discarded."""
+        (see `TokenLimiter`), so the model stops generating what would be discarded. With
+        `request`, asked right after `process_llm_request`, of the processors that implement
+        it: the cost guard caps the call at the output its reservation covers."""
         cap: int | None = None
-        for entry in self._output_stream:
+        for entry in self._llm_request if request else self._output_stream:
             ask = getattr(entry.processor, "max_output_tokens_for", None)
             wanted = ask(entry.state) if ask is not None else None
             if isinstance(wanted, int) and wanted > 0 and (cap is None or wanted < cap):

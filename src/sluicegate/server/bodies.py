@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sluicegate.errors import SluicegateError
 from sluicegate.messages import Message
+from sluicegate.models.settings import ModelSettingsError, check_provider_options, normalize_model_settings
 from sluicegate.request_context import RequestContext
 from sluicegate.server.errors import bad_request
 from sluicegate.server.settings import ServerSettings
@@ -119,10 +120,14 @@ def call_options(body: AgentCallBody, settings: ServerSettings) -> tuple[list[Me
         )
     if body.activeTools is not None:
         options["active_tools"] = list(body.activeTools)
-    if body.modelSettings is not None:
-        options["model_settings"] = dict(body.modelSettings)
-    if body.providerOptions is not None:
-        options["provider_options"] = dict(body.providerOptions)
+    try:
+        if body.modelSettings is not None:
+            options["model_settings"] = normalize_model_settings(body.modelSettings, where="modelSettings")
+        if body.providerOptions is not None:
+            check_provider_options(body.providerOptions, where="providerOptions")
+            options["provider_options"] = dict(body.providerOptions)
+    except ModelSettingsError as exc:
+        raise bad_request(exc.field, exc.reason) from None
     if body.structuredOutput is not None:
         options["structured_output"] = {"schema": body.structuredOutput.json_schema}
     for name in ("model", "instructions", "system"):

@@ -19,6 +19,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingExtraError("asyncpg", extra="postgres", feature="PostgresStore") from exc
 
+from sluicegate.budget import checked_settlement
 from sluicegate.errors import MessageOwnershipError
 from sluicegate.messages.message import Message
 from sluicegate.storage.base import MemoryStore, Reservation
@@ -398,12 +399,13 @@ class PostgresStore(MemoryStore):
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
         """Replace a reservation's estimate with the real cost and usage."""
+        row, cost = checked_settlement(reservation_id, cost)
         pool = await self.pool()
         await pool.execute(
             "UPDATE sluicegate_usage SET cost = $1, usage = $2 WHERE seq = $3 AND key = $4",
-            float(cost),
+            cost,
             usage,
-            int(reservation_id),
+            row,
             key,
         )
 

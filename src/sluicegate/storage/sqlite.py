@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import apsw
 
-from sluicegate.budget import checked_amounts
+from sluicegate.budget import checked_amounts, checked_settlement
 from sluicegate.messages.message import Message
 from sluicegate.storage.base import MemoryStore, Reservation
 from sluicegate.storage.codec import (
@@ -541,7 +541,8 @@ class SQLiteStore(MemoryStore):
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
         """Replace a reservation's estimate with the real cost and usage."""
-        values = (float(cost), dumps(usage), int(reservation_id), key)
+        row, cost = checked_settlement(reservation_id, cost)
+        values = (cost, dumps(usage), row, key)
         await self._db.run(
             lambda c: write_transaction(
                 c,

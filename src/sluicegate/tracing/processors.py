@@ -27,6 +27,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from sluicegate.errors import TripWire
+from sluicegate.guardrails.detector import DetectorModel
 from sluicegate.messages import MessageList
 from sluicegate.processors.args import (
     ProcessAPIErrorResult,
@@ -34,7 +35,6 @@ from sluicegate.processors.args import (
     ProcessLLMRequestResult,
     step_result_fields,
 )
-from sluicegate.processors.builtin._detector import DetectorModel
 from sluicegate.tracing import attributes as attr
 from sluicegate.tracing.spans import TracingContext, set_error, to_json
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from sluicegate import Agent
 from sluicegate.errors import TripWire
+from sluicegate.guardrails.lead_screen import TailedRule
 from sluicegate.processors import (
     ProcessorViolation,
     ProcessOutputStreamArgs,
@@ -20,7 +21,6 @@ from sluicegate.processors.builtin.regex_filter import (
     SECRET_RULES,
     URL_RULES,
     RegexRule,
-    _TailedRule,
     lead_initials,
     lead_screen,
     luhn_valid,
@@ -282,7 +282,7 @@ def test_held_text_always_starts_where_a_match_could(atoms: list[str], data: st.
         stream = None if streams is None else streams.text
         if stream is not None and stream.carry:
             buffer = stream.context + stream.carry
-            assert f._any.match(buffer, len(stream.context), partial=True) is not None
+            assert f._matcher.any_rule.match(buffer, len(stream.context), partial=True) is not None
 
 
 def test_stream_state_is_one_object_and_a_match_spans_text_ids() -> None:
@@ -312,7 +312,7 @@ TAIL_TEXT = st.lists(
 
 def test_the_email_preset_has_a_tail_and_it_compiles_for_stdlib() -> None:
     assert [rule.name for rule in TAILED_RULES] == ["email"]
-    assert all(_TailedRule.of(rule) is not None for rule in TAILED_RULES)
+    assert all(TailedRule.of(rule) is not None for rule in TAILED_RULES)
 
 
 @settings(max_examples=500, deadline=None)
@@ -335,7 +335,7 @@ def test_tailed_hold_agrees_with_the_regex_partial_search(text: str, data: st.Da
     pos = data.draw(st.integers(0, len(text)))
     size = len(text)
     for rule in TAILED_RULES:
-        tailed = _TailedRule.of(rule)
+        tailed = TailedRule.of(rule)
         assert tailed is not None
         first = rule.compiled.search(text, pos, partial=True)
         if first is None:

@@ -10,6 +10,7 @@ import pytest
 
 from sluicegate import Agent
 from sluicegate.errors import UnknownModelError
+from sluicegate.guardrails.detector import parse_json_object
 from sluicegate.models.registry import register_provider
 from sluicegate.processors import (
     LanguageDetector,
@@ -19,7 +20,6 @@ from sluicegate.processors import (
     PromptInjectionDetector,
     SystemPromptScrubber,
 )
-from sluicegate.processors.builtin._detector import parse_json_object
 from sluicegate.testing import MockModel, text_step
 
 from .conftest import detector, detector_system, user_texts

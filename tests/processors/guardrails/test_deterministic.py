@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sluicegate import Agent
+from sluicegate.guardrails.deterministic import injection_scores, shared_spans
 from sluicegate.processors import LanguageDetector, PromptInjectionDetector, SystemPromptScrubber
-from sluicegate.processors.builtin._deterministic import injection_scores, shared_spans
 from sluicegate.testing import MockModel, text_step
 
 from .conftest import CLEAN, deltas_step, detector, stream_text, user_texts

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.processors.guardrails.conftest import verdict
 
+from sluicegate.guardrails.judge_schema import SCORE_GRID, max_verdict_chars
 from sluicegate.models._json_grammar import schema_grammar
 from sluicegate.processors import (
     LanguageDetector,
@@ -24,7 +25,6 @@ from sluicegate.processors import (
     PromptInjectionDetector,
     SystemPromptScrubber,
 )
-from sluicegate.processors.builtin._judge_schema import SCORE_GRID, max_verdict_chars
 from sluicegate.testing import MockModel
 
 EMBEDDED = "local/smollm2-135m"

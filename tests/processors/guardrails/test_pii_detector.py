@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sluicegate import Agent
+from sluicegate.guardrails.spans import locate, substitute
 from sluicegate.processors import PIIDetector
-from sluicegate.processors.builtin._detector import locate, substitute
 from sluicegate.processors.builtin.pii_detector import PIIDetection, mask_value
 from sluicegate.testing import MockModel, text_step
 

@@ -16,18 +16,18 @@ from hypothesis import strategies as st
 
 from sluicegate import Agent, RequestContext, ToolContext, create_tool
 from sluicegate.errors import ConfigurationError, StorageError
+from sluicegate.guardrails.pseudonyms import (
+    Pseudonymizer,
+    PseudonymMap,
+    SealedMapping,
+    hold_point,
+)
 from sluicegate.memory import Memory
 from sluicegate.processors import (
     InMemoryPseudonymStore,
     PIIDetector,
     PseudonymKeyError,
     new_pseudonym_key,
-)
-from sluicegate.processors.builtin._pseudonyms import (
-    Pseudonymizer,
-    PseudonymMap,
-    SealedMapping,
-    hold_point,
 )
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY
 from sluicegate.storage import SQLiteStore

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from sluicegate.budget import Reservation, checked_amounts
+from sluicegate.budget import Reservation, checked_amounts, checked_settlement
 from sluicegate.processors.args import (
-    ProcessInputStepArgs,
     ProcessLLMRequestArgs,
     ProcessLLMResponseArgs,
     ProcessorViolation,
@@ -33,8 +32,7 @@ from sluicegate.tokens import model_id_of, resolve_encoding
 log = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_TOKENS = 256
-"""Expected output tokens of a call whose request sets no `max_output_tokens`."""
-_MAX_OUTPUT_KEYS = ("max_output_tokens", "maxOutputTokens", "max_tokens")
+"""Output tokens reserved for (and the cap of) a call whose request sets no `max_output_tokens`."""
 
 Scope = Literal["run", "thread", "resource"]
 Strategy = Literal["block", "warn"]
@@ -113,11 +111,12 @@ class InMemoryUsageStore:
             return Reservation(str(self._add(key, amount, usage, at)), spent)
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
+        row, cost = checked_settlement(reservation_id, cost)
         async with self._lock:
             entries = self._entries.get(key, {})
-            entry = entries.get(int(reservation_id))
+            entry = entries.get(row)
             if entry is not None:
-                entries[int(reservation_id)] = (entry[0], cost, dict(usage))
+                entries[row] = (entry[0], cost, dict(usage))
 
 
 @dataclass(frozen=True)
@@ -211,13 +210,16 @@ class CostGuardProcessor(Processor):
     - `on_violation`: called with a `ProcessorViolation` whose `detail` holds the usage.
     - `store`: a `UsageStore` (default `InMemoryUsageStore()`; `SQLiteStore` and `PostgresStore`
       work too).
-    - `default_output_tokens`: the output a call is expected to produce when the request sets no
-      `max_output_tokens` (default 256).
+    - `default_output_tokens`: the output reserved for, and the cap of, a call whose request sets
+      no `max_output_tokens` (default 256).
 
     Before each model call (`process_llm_request`) the guard counts the prompt's tokens with the
-    model's tokenizer, adds the expected output, and reserves that cost atomically in the store:
-    the reservation is refused once the spend (open reservations included) reached `max_cost`,
-    so N concurrent requests overshoot the budget by at most one in-flight estimate. The
+    model's tokenizer, adds the output limit the call is sent with, and reserves that cost
+    atomically in the store: the reservation is refused once the spend (open reservations
+    included) reached `max_cost`. The call is capped at the output its reservation covers
+    (`max_output_tokens_for`), so N concurrent requests overshoot the budget by at most one
+    call's reservation, whatever the model answers. Usage with a negative, NaN or infinite
+    count is not priced (the reservation stands; logged and reported on the step). The
     reservation is written as a usage record, so a run that is cancelled, fails or loses its
     client before the provider reports usage is charged the estimate; when the usage arrives
     (`process_llm_response`) the record is settled to the real cost (to 0 for a cached replay).
@@ -306,16 +308,16 @@ class CostGuardProcessor(Processor):
         output = max_output if max_output is not None and max_output > 0 else self.default_output_tokens
         return Usage(estimate_input_tokens(model_id_of(model), prompt, tools), output)
 
-    async def process_input_step(self, args: ProcessInputStepArgs) -> None:
-        settings = args.model_settings or {}
-        value = next((settings[k] for k in _MAX_OUTPUT_KEYS if settings.get(k) is not None), None)
-        args.state["max_output_tokens"] = (
-            value if isinstance(value, int) and not isinstance(value, bool) else None
-        )
+    def max_output_tokens_for(self, state: dict[str, Any]) -> int | None:
+        """The output the current call's reservation covers: the runner caps the call at it
+        right after `process_llm_request`, so no answer can cost more than was reserved."""
+        cap = state.get("output_cap")
+        return cap if isinstance(cap, int) else None
 
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         state = args.state
-        guess = self.estimate(args.model, args.prompt, args.tools, state.get("max_output_tokens"))
+        state["output_cap"] = None
+        guess = self.estimate(args.model, args.prompt, args.tools, args.max_output_tokens)
         amount = self.cost_of(model_id_of(args.model), guess)
         usage = {
             "input_tokens": guess.input_tokens,
@@ -342,6 +344,7 @@ class CostGuardProcessor(Processor):
         if reservation.id is None:
             await self._violation(args, reservation.spent, key)  # aborts (block strategy)
             return
+        state["output_cap"] = guess.output_tokens
         state["reservation"] = (key, reservation.id, amount)
         state["run_cost"] = state.get("run_cost", 0.0) + amount
         if self.strategy == "warn" and reservation.spent >= self.max_cost:
@@ -401,7 +404,20 @@ class CostGuardProcessor(Processor):
             if reported is None:
                 return  # no usage reported: the reservation stands as the charge
             usage = reported
-            cost = self.cost_of(model_id_of(args.model), usage)
+            problem = usage_problem(usage)
+            cost = self.cost_of(model_id_of(args.model), usage) if problem is None else math.nan
+            if problem is None and not math.isfinite(cost):
+                problem = f"its usage prices at ${cost}"
+            if problem is not None:
+                self._untrusted_usage(args, problem)
+                return  # unknown usage: the reservation stands as the charge
+            cap = state.get("output_cap")
+            if isinstance(cap, int) and usage.output_tokens > cap:
+                self._report(
+                    args,
+                    f"the provider reported {usage.output_tokens} output tokens for a call capped at "
+                    f"{cap}; charged as reported, which exceeds the reservation",
+                )
             state["input_tokens"] = state.get("input_tokens", 0) + usage.input_tokens
             state["output_tokens"] = state.get("output_tokens", 0) + usage.output_tokens
         reserved = held[2] if held is not None else 0.0
@@ -418,6 +434,18 @@ class CostGuardProcessor(Processor):
             await self.store.settle(key, reservation_id, cost, record)
         elif cost != reserved:
             await self.store.record(key, cost - reserved, record, datetime.now(UTC))
+
+    def _untrusted_usage(self, args: ProcessLLMResponseArgs, problem: str) -> None:
+        self._report(
+            args,
+            f"model {model_id_of(args.model)!r} reported unusable usage ({problem}); "
+            "the reservation stands as the call's charge",
+        )
+
+    def _report(self, args: ProcessLLMResponseArgs, message: str) -> None:
+        """Log a problem with a call's usage and report it on the step's warnings."""
+        log.warning("CostGuardProcessor: %s", message)
+        args.warnings.append({"type": "other", "message": f"cost guard: {message}"})
 
 
 def estimate_input_tokens(
@@ -442,6 +470,24 @@ def estimate_input_tokens(
     except Exception:  # no tokenizer files: a conservative character estimate
         counted = -(-len(text) // 3)
     return counted + 4 * len(prompt) + 1
+
+
+_COUNTS = ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
+
+
+def usage_problem(usage: Usage) -> str | None:
+    """Why a provider's usage cannot be priced (a count that is negative, NaN, infinite or not a
+    number), or None. Such usage is treated as unknown: pricing it could refund spend (negative),
+    poison a budget's sum (NaN) or lock a key for good (infinite)."""
+    for name in _COUNTS:
+        value = getattr(usage, name, None)
+        if value is None and name in ("cached_input_tokens", "reasoning_tokens"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{name} is {value!r}"
+        if not math.isfinite(value) or value < 0:
+            return f"{name} is {value!r}"
+    return None
 
 
 def _usage_of(chunk: Any) -> Usage | None:

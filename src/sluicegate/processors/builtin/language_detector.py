@@ -10,30 +10,23 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
+from sluicegate.guardrails.detector import DEFAULT_MAX_OUTPUT_TOKENS, DetectorModel, Verdict, judged
+from sluicegate.guardrails.deterministic import detect_language
+from sluicegate.guardrails.guard_options import (
+    ErrorStrategy,
+    LLMMode,
+    check_choice,
+    check_threshold,
+    default_error_strategy,
+    resolve_llm,
+)
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.message_checks import input_ids, message_text, to_check, with_metadata, with_text
+from sluicegate.guardrails.violations import report
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs
 from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
-    DetectorModel,
-    ErrorStrategy,
-    LLMMode,
-    Verdict,
-    check_choice,
-    check_threshold,
-    default_error_strategy,
-    input_ids,
-    judged,
-    message_text,
-    report,
-    resolve_llm,
-    to_check,
-    with_metadata,
-    with_text,
-)
-from sluicegate.processors.builtin._deterministic import detect_language
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
 
 log = logging.getLogger(__name__)
 

@@ -10,39 +10,43 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
-from sluicegate.messages import Message
-from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
-from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
+from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
-    ChecksInputOnly,
     DetectorModel,
-    ErrorStrategy,
     Verdict,
+    judged,
+    restrict_enum,
+)
+from sluicegate.guardrails.guard_options import (
+    ChecksInputOnly,
+    ErrorStrategy,
     check_choice,
     check_parallel,
     check_threshold,
     default_error_strategy,
-    enforce,
-    flagged_messages,
-    flagged_text,
-    input_ids,
-    judged,
-    replace_messages,
-    response_ids,
-    restrict_enum,
-    to_check,
 )
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
-from sluicegate.processors.builtin._window import (
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
     DEFAULT_WINDOW_CHARS,
     Judgement,
     Release,
-    WindowedGuard,
 )
+from sluicegate.guardrails.message_checks import (
+    flagged_messages,
+    flagged_text,
+    input_ids,
+    replace_messages,
+    response_ids,
+    to_check,
+)
+from sluicegate.guardrails.violations import enforce
+from sluicegate.guardrails.windowed_guard import WindowedGuard
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import ProcessInputArgs, ProcessOutputResultArgs
+from sluicegate.processors.base import Processor
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +114,7 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
     characters (a window also closes after `chunk_window` chunks when that is set, or when text
     has waited `max_hold_ms`), judged while the model keeps generating; with
     `release="vetted"` (the default except for warn) text reaches the client only once a verdict
-    covered it. `error_strategy` says what a failed detector call means (see `_detector`).
+    covered it. `error_strategy` says what a failed detector call means (see `guardrails.detector`).
     `provider_options`
     go with each detector call; `json_prompt_injection` also states the answer's JSON schema in
     the detector's system message, for models without a native JSON mode.
@@ -199,7 +203,7 @@ class ModerationProcessor(ChecksInputOnly, WindowedGuard, Processor):
         return await self.moderate(text)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
-        """One streamed window's verdict (see `_window`): block aborts, filter withholds it."""
+        """One streamed window's verdict (see `guardrails.windows`): block aborts, filter withholds it."""
         verdict = await flagged_text(text, lambda window: self.moderate(window, stream=True), self.is_flagged)
         if verdict is None:
             return Judgement()

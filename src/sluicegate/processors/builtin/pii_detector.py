@@ -14,6 +14,57 @@ from typing import Any, Literal, get_args
 import pydantic
 
 from sluicegate.errors import ConfigurationError
+from sluicegate.guardrails.detector import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    DetectorModel,
+    Verdict,
+    judged,
+    restrict_enum,
+)
+from sluicegate.guardrails.guard_options import (
+    ChecksInputOnly,
+    ErrorStrategy,
+    LLMMode,
+    check_choice,
+    check_parallel,
+    check_threshold,
+    default_error_strategy,
+    resolve_llm,
+)
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.judgement import (
+    DEFAULT_MAX_HOLD_MS,
+    DEFAULT_OVERLAP_CHARS,
+    DEFAULT_WINDOW_CHARS,
+    Judgement,
+    Release,
+    redaction_judgement,
+)
+from sluicegate.guardrails.message_checks import (
+    flagged_messages,
+    flagged_text,
+    input_ids,
+    message_text,
+    replace_messages,
+    response_ids,
+    to_check,
+    with_text,
+)
+from sluicegate.guardrails.pseudonym_tokens import HELD as _HELD
+from sluicegate.guardrails.pseudonym_tokens import HELD_AT as _HELD_AT
+from sluicegate.guardrails.pseudonym_tokens import release_held as _release_held
+from sluicegate.guardrails.pseudonym_tokens import tokens_of as _tokens_of
+from sluicegate.guardrails.pseudonyms import (
+    DEFAULT_MAX_PSEUDONYMS,
+    Pseudonymizer,
+    hold_point,
+    is_token,
+    map_prompt,
+    value_pieces,
+)
+from sluicegate.guardrails.spans import locate, map_strings, string_leaves, substitute
+from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
+from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import (
@@ -28,55 +79,6 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
-    WITHHELD_TOOL_RESULT,
-    ChecksInputOnly,
-    DetectorModel,
-    ErrorStrategy,
-    LLMMode,
-    Verdict,
-    check_choice,
-    check_parallel,
-    check_threshold,
-    default_error_strategy,
-    enforce,
-    flagged_messages,
-    flagged_text,
-    input_ids,
-    judged,
-    locate,
-    map_strings,
-    message_text,
-    replace_messages,
-    resolve_llm,
-    response_ids,
-    restrict_enum,
-    string_leaves,
-    substitute,
-    to_check,
-    with_text,
-)
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
-from sluicegate.processors.builtin._pseudonyms import (
-    DEFAULT_MAX_PSEUDONYMS,
-    Pseudonymizer,
-    PseudonymMap,
-    hold_point,
-    is_token,
-    map_prompt,
-    token_label,
-    value_pieces,
-)
-from sluicegate.processors.builtin._window import (
-    DEFAULT_MAX_HOLD_MS,
-    DEFAULT_OVERLAP_CHARS,
-    DEFAULT_WINDOW_CHARS,
-    Judgement,
-    Release,
-    WindowedGuard,
-    redaction_judgement,
-)
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 from sluicegate.stream.chunk import Chunk, text_delta
 
@@ -143,7 +145,7 @@ def default_instructions(detection_types: Sequence[str]) -> str:
 
 
 def judge_limits(detection_types: Sequence[str]) -> JudgeLimits:
-    """How the judge's schema is bounded (see `_judge_schema`): the detections decide and come
+    """How the judge's schema is bounded (see `guardrails.judge_schema`): the detections decide and come
     first; the redaction is sluicegate's own, so the redacted copies and the per-type scores
     (read only when there are no detections) are not asked for."""
     return JudgeLimits(
@@ -416,7 +418,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return self._exact_stream is None
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
-        """One streamed window's verdict (see `_window`): spans to redact, or the window
+        """One streamed window's verdict (see `guardrails.windows`): spans to redact, or the window
         withheld (filter, or a redaction that cannot be located)."""
         verdict = await flagged_text(text, self.detect, self.is_flagged)
         if verdict is None:
@@ -650,34 +652,3 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if not out:
             return None
         return out[0] if len(out) == 1 else out
-
-
-_HELD = "restore_held"
-_HELD_AT = "restore_held_at"
-
-
-def _release_held(state: dict[str, Any]) -> list[Chunk]:
-    """The text held back by a restoring stream, as it is (it never grew into a token)."""
-    held = state.pop(_HELD, "")
-    if not held:
-        return []
-    run_id, text_id = state[_HELD_AT]
-    return [text_delta(run_id, text_id, held)]
-
-
-def _tokens_of(mapping: PseudonymMap) -> Callable[[str, str], str]:
-    """A span replacement giving each value its token (a detected value with blanks around it
-    keeps them); a value without one (the mapping is full: `max_pseudonyms`) becomes its
-    unnumbered label (`<EMAIL>`), redacted for good rather than passed on."""
-
-    def replace(value: str, kind: str) -> str:
-        token = mapping.token(value)
-        if token is not None:
-            return token
-        stripped = value.strip()
-        token = mapping.token(stripped) if stripped else None
-        if token is None:
-            token = f"<{token_label(kind)}>"
-        return value.replace(stripped, token, 1) if stripped else value
-
-    return replace

@@ -11,36 +11,39 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
-from sluicegate.messages import Message
-from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessInputArgs, ProcessToolResultArgs, ProcessToolResultResult
-from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
+from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
-    WITHHELD_TOOL_RESULT,
-    ChecksInputOnly,
     DetectorModel,
+    Verdict,
+    judged,
+    restrict_enum,
+)
+from sluicegate.guardrails.deterministic import injection_scores
+from sluicegate.guardrails.guard_options import (
+    ChecksInputOnly,
     ErrorStrategy,
     LLMMode,
-    Verdict,
     check_choice,
     check_parallel,
     check_threshold,
     default_error_strategy,
-    enforce,
+    resolve_llm,
+)
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.message_checks import (
     flagged_messages,
     flagged_text,
     input_ids,
-    judged,
     replace_messages,
-    resolve_llm,
-    restrict_enum,
-    string_leaves,
     to_check,
     with_text,
 )
-from sluicegate.processors.builtin._deterministic import injection_scores
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
+from sluicegate.guardrails.spans import string_leaves
+from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import ProcessInputArgs, ProcessToolResultArgs, ProcessToolResultResult
+from sluicegate.processors.base import Processor
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +109,7 @@ class PromptInjectionDetector(ChecksInputOnly, Processor):
     is the deterministic pass; `llm` says when the model is asked (`"never"`, the default
     without a `model`, works offline; `"when-unsure"` asks only when no phrasing matched).
     `error_strategy` says what a failed detector call means (by default, block and rewrite
-    fail closed; see `_detector`).
+    fail closed; see `guardrails.detector`).
 
     Example::
 

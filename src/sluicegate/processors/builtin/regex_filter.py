@@ -5,20 +5,35 @@ Streaming never leaks a match split across chunks, yet holds back only what a ma
 progress needs: the `regex` package's partial matching tells where a match could still be
 forming, and only the text from there on waits for the next chunk. Since that partial search is
 costly, most rules are first ruled out per chunk by a stdlib "lead screen" (see `lead_screen`).
+
+The rules, their presets and the matching live in `sluicegate.guardrails` (`regex_rules`,
+`lead_screen`, `rule_matcher`, `holdback`); this module is the processor over them.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-import re
-import string
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import regex
-
+from sluicegate.guardrails.holdback import CONTEXT as _CONTEXT
+from sluicegate.guardrails.holdback import MARKERS as _MARKERS
+from sluicegate.guardrails.holdback import HoldBack as _StreamState
+from sluicegate.guardrails.holdback import HoldBacks as _Streams
+from sluicegate.guardrails.holdback import tool_input_delta as _tool_input_delta
+from sluicegate.guardrails.lead_screen import lead_initials, lead_screen, required_char
+from sluicegate.guardrails.regex_rules import (
+    DEFAULT_REPLACEMENT,
+    PII_RULES,
+    PRESETS,
+    SECRET_RULES,
+    URL_RULES,
+    RegexRule,
+    luhn_valid,
+)
+from sluicegate.guardrails.rule_matcher import Region as _Region
+from sluicegate.guardrails.rule_matcher import RuleMatcher
+from sluicegate.guardrails.rule_matcher import merge_regions as _regions
 from sluicegate.messages import Message
 from sluicegate.processors.args import (
     ProcessInputArgs,
@@ -28,513 +43,36 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, notify_violation
-from sluicegate.stream.chunk import Chunk, TextPayload, text_delta
+from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_CARRYOVER",
+    "DEFAULT_REPLACEMENT",
+    "PII_RULES",
+    "PRESETS",
+    "SECRET_RULES",
+    "URL_RULES",
+    "RegexFilter",
+    "RegexFilterProcessor",
+    "RegexRule",
+    "lead_initials",
+    "lead_screen",
+    "luhn_valid",
+    "required_char",
+]
 
 Strategy = Literal["block", "redact", "warn"]
 Phase = Literal["input", "output", "all"]
 Preset = Literal["pii", "secrets", "urls"]
 
-DEFAULT_REPLACEMENT = "[REDACTED]"
 DEFAULT_CARRYOVER = 128
 """Characters the stream may hold back at most while a match is still forming (Mastra's default)."""
-_CONTEXT = 32
-"""Characters of already-emitted text kept so lookbehinds and `\\b` see what precedes a chunk."""
-
-
-def luhn_valid(number: str) -> bool:
-    """The Luhn checksum that every payment card number satisfies."""
-    digits = [int(c) for c in number if c.isdigit()]
-    if len(digits) < 12:
-        return False
-    total = 0
-    for index, digit in enumerate(reversed(digits)):
-        if index % 2:
-            digit *= 2
-            if digit > 9:
-                digit -= 9
-        total += digit
-    return total % 10 == 0
-
-
-_RE_TO_REGEX_FLAGS = (
-    (re.IGNORECASE, regex.IGNORECASE),
-    (re.MULTILINE, regex.MULTILINE),
-    (re.DOTALL, regex.DOTALL),
-    (re.VERBOSE, regex.VERBOSE),
-    (re.ASCII, regex.ASCII),
-)
-
-
-def _compile(pattern: str | re.Pattern[str] | regex.Pattern[str], flags: int = 0) -> regex.Pattern[str]:
-    if isinstance(pattern, regex.Pattern):
-        return pattern
-    if isinstance(pattern, re.Pattern):
-        for re_flag, regex_flag in _RE_TO_REGEX_FLAGS:
-            if pattern.flags & re_flag:
-                flags |= regex_flag
-        pattern = pattern.pattern
-    return regex.compile(pattern, flags)
-
-
-@dataclass(frozen=True)
-class RegexRule:
-    """One pattern: `name` for reports, `pattern` (a string or compiled pattern), the
-    `replacement` used by the redact strategy, and an optional `validate(match_text)` that must
-    accept a match for it to count (the credit-card preset checks Luhn).
-
-    `tail` (optional, for patterns the stdlib `re` can also compile) speeds up streaming: a
-    stdlib pattern, compiled with the rule's flags, that matches at a position exactly when the
-    text from there to the end could still grow into a match, or already is one (the prefix
-    closure of the rule's language, ending in `\\Z`). It must be exact: a tail that misses an
-    in-progress match lets it leak in pieces; one that matches too much holds text back."""
-
-    name: str
-    pattern: str | re.Pattern[str] | regex.Pattern[str]
-    replacement: str = DEFAULT_REPLACEMENT
-    validate: Callable[[str], bool] | None = None
-    flags: int = 0
-    tail: str | None = None
-    compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "compiled", _compile(self.pattern, self.flags))
-
-    @classmethod
-    def of(cls, value: RegexRule | Mapping[str, Any]) -> RegexRule:
-        if isinstance(value, RegexRule):
-            return value
-        if not isinstance(value, Mapping) or "name" not in value or "pattern" not in value:
-            raise ValueError(f"a rule needs a `name` and a `pattern`, got {value!r}")
-        return cls(
-            name=value["name"],
-            pattern=value["pattern"],
-            replacement=value.get("replacement") or DEFAULT_REPLACEMENT,
-            validate=value.get("validate"),
-            flags=value.get("flags", 0),
-            tail=value.get("tail"),
-        )
-
-
-PII_RULES: tuple[RegexRule, ...] = (
-    RegexRule(
-        "email",
-        r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}",
-        "[EMAIL]",
-        # Every prefix of an address is a local part, or a local part, "@" and domain
-        # characters ("." and letters are domain characters, so any domain prefix can still
-        # end in ".xx"). Possessive, as neither class holds "@" and `\Z` allows nothing after.
-        tail=r"[a-zA-Z0-9._%+-]++(?:@[a-zA-Z0-9.-]*+)?\Z",
-    ),
-    RegexRule(
-        "credit-card",
-        r"\b(?:\d{4}[- ]?){3}\d{1,7}\b|\b\d{4}[- ]?\d{6}[- ]?\d{5}\b",
-        "[CREDIT_CARD]",
-        validate=luhn_valid,
-    ),
-    RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
-    RegexRule("phone", r"(?<![\w+])(?:\+?1[-.\s]?)?(?:\(\d{3}\)|\d{3})[-.\s]?\d{3}[-.\s]?\d{4}\b", "[PHONE]"),
-)
-SECRET_RULES: tuple[RegexRule, ...] = (
-    RegexRule(
-        "api-key",
-        r"(?:api[_-]?key|apikey|api[_-]?secret|access[_-]?token|secret[_-]?key)"
-        r"\s*[:=]\s*[\"']?[a-zA-Z0-9_\-]{20,}[\"']?",
-        "[API_KEY]",
-        flags=regex.IGNORECASE,
-    ),
-    RegexRule(
-        "bearer-token", r"\bBearer\s+[a-zA-Z0-9_\-.~+/]{8,}=*", "[BEARER_TOKEN]", flags=regex.IGNORECASE
-    ),
-    RegexRule("aws-key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", "[AWS_KEY]"),
-    RegexRule("openai-key", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
-    RegexRule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
-    RegexRule(
-        "github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[GITHUB_TOKEN]"
-    ),
-    RegexRule("slack-token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[SLACK_TOKEN]"),
-    RegexRule("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", "[API_KEY]"),
-    RegexRule("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}", "[API_KEY]"),
-    RegexRule("jwt", r"\beyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+", "[JWT]"),
-    RegexRule(
-        "private-key",
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-        "[PRIVATE_KEY]",
-    ),
-)
-URL_RULES: tuple[RegexRule, ...] = (
-    RegexRule("url", r"https?://[^\s<>\"{}|\\^`\[\]]+", "[URL]", flags=regex.IGNORECASE),
-)
-PRESETS: dict[str, tuple[RegexRule, ...]] = {"pii": PII_RULES, "secrets": SECRET_RULES, "urls": URL_RULES}
-
-
-_SCOPED_FLAGS = (
-    (regex.IGNORECASE, "i"),
-    (regex.MULTILINE, "m"),
-    (regex.DOTALL, "s"),
-    (regex.VERBOSE, "x"),
-    (regex.ASCII, "a"),
-)
-
-
-_LEADING_FLAGS = regex.compile(r"^\(\?[aiLmsux]+\)")
-
-
-def _scoped(pattern: regex.Pattern[str]) -> str:
-    """`pattern` as a group that keeps its flags inside a larger alternation."""
-    letters = "".join(letter for flag, letter in _SCOPED_FLAGS if pattern.flags & flag)
-    source = _LEADING_FLAGS.sub("", pattern.pattern)  # already in pattern.flags
-    return f"(?{letters}:{source})" if letters else f"(?:{source})"
-
-
-# ---------------------------------------------------------------------- lead screens
-#
-# Most rules can only start where something specific stands: a literal (`sk-`, `AKIA`, `https://`)
-# or a character class without letters (`\d`). From a rule's parse tree we derive a stdlib `re`
-# "lead" that matches wherever a complete match, or a partial one running to the end of the
-# text, could start: the literal prefix, or any beginning of it followed by the end of the text.
-# One stdlib search over the new text then proves most chunks hold no match of those rules, far
-# cheaper than the `regex` module's partial search. A lead may match where the rule cannot (it
-# is only a screen) but never misses a place where the rule can.
-
-_sre: Any = importlib.import_module("re._parser")
-_sc: Any = importlib.import_module("re._constants")
-
-_MAX_LEADS = 64
-_ANALYSABLE_FLAGS = (
-    regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | regex.ASCII | regex.UNICODE | regex.V0
-)
-_CATEGORIES: dict[Any, str] = {
-    _sc.CATEGORY_DIGIT: r"\d",
-    _sc.CATEGORY_NOT_DIGIT: r"\D",
-    _sc.CATEGORY_SPACE: r"\s",
-    _sc.CATEGORY_NOT_SPACE: r"\S",
-    _sc.CATEGORY_WORD: r"\w",
-    _sc.CATEGORY_NOT_WORD: r"\W",
-}
-_Lead = tuple[str, str, bool]
-"""(zero-width assertions before it, literal text or a rendered class, whether it is literal)."""
-
-
-def _char(code: int) -> str:
-    return re.escape(chr(code))
-
-
-def _render_class(items: Any) -> str | None:
-    out: list[str] = []
-    for op, av in items:
-        if op == _sc.NEGATE:
-            out.append("^")
-        elif op == _sc.LITERAL:
-            out.append(_char(av))
-        elif op == _sc.RANGE:
-            out.append(f"{_char(av[0])}-{_char(av[1])}")
-        elif op == _sc.CATEGORY and av in _CATEGORIES:
-            out.append(_CATEGORIES[av])
-        else:
-            return None
-    return "[" + "".join(out) + "]"
-
-
-def _render_single(node: Any) -> str | None:
-    op, av = node
-    if op == _sc.LITERAL:
-        return _char(av)
-    if op == _sc.IN:
-        return _render_class(av)
-    return None
-
-
-def _leads(seq: list[Any], prefix: str = "") -> list[_Lead] | None:
-    """Where a match of `seq` can begin, or None when that is unknown (or it can be empty)."""
-    i = 0
-    while i < len(seq):
-        op, av = seq[i]
-        if op == _sc.AT:
-            # A word boundary is kept (it prunes most); other anchors are dropped, which only widens.
-            if av == _sc.AT_BOUNDARY:
-                prefix += r"\b"
-            elif av == _sc.AT_NON_BOUNDARY:
-                prefix += r"\B"
-            i += 1
-            continue
-        if op in (_sc.ASSERT, _sc.ASSERT_NOT):
-            direction, sub = av
-            body = _render_single(sub[0]) if direction == -1 and len(sub) == 1 else None
-            if body is not None:  # a one-character lookbehind reads only text already there
-                prefix += ("(?<=" if op == _sc.ASSERT else "(?<!") + body + ")"
-            i += 1
-            continue
-        rest = list(seq[i + 1 :])
-        if op == _sc.LITERAL:
-            j = i
-            while j < len(seq) and seq[j][0] == _sc.LITERAL:
-                j += 1
-            run = "".join(chr(seq[k][1]) for k in range(i, j))
-            tail = _leads(list(seq[j:])) if j < len(seq) else None
-            if tail and len(tail) <= _MAX_LEADS and all(lit and not pre for pre, _, lit in tail):
-                return [(prefix, run + text, True) for _, text, _ in tail]
-            return [(prefix, run, True)]
-        if op == _sc.NOT_LITERAL:
-            return [(prefix, "[^" + _char(av) + "]", False)]
-        if op == _sc.IN:
-            cls = _render_class(av)
-            return None if cls is None else [(prefix, cls, False)]
-        if op == _sc.SUBPATTERN:
-            _, add_flags, del_flags, sub = av
-            return None if add_flags or del_flags else _leads(list(sub) + rest, prefix)
-        if op == _sc.ATOMIC_GROUP:
-            return _leads(list(av) + rest, prefix)
-        if op == _sc.BRANCH:
-            out: list[_Lead] = []
-            for item in av[1]:
-                alternatives = _leads(list(item) + rest, prefix)
-                if alternatives is None:
-                    return None
-                out.extend(alternatives)
-            return out if len(out) <= _MAX_LEADS else None
-        if op in (_sc.MAX_REPEAT, _sc.MIN_REPEAT, _sc.POSSESSIVE_REPEAT):
-            low, high, item = av
-            if high == 0:
-                i += 1
-                continue
-            first = _leads(list(item), prefix)
-            if first is None or low >= 1:
-                return first
-            after = _leads(rest, prefix)
-            return None if after is None else first + after
-        return None
-    return None
-
-
-def _nested_literal(text: str) -> str:
-    """`text`, or any non-empty beginning of it that runs to the end of the string."""
-    fragment = _char(ord(text[-1]))
-    for char in reversed(text[:-1]):
-        fragment = f"{_char(ord(char))}(?:{fragment}|\\Z)"
-    return fragment
-
-
-def _stdlib_flags(pattern: regex.Pattern[str]) -> int:
-    flags = 0
-    for regex_flag, re_flag in (
-        (regex.IGNORECASE, re.IGNORECASE),
-        (regex.MULTILINE, re.MULTILINE),
-        (regex.DOTALL, re.DOTALL),
-        (regex.VERBOSE, re.VERBOSE),
-        (regex.ASCII, re.ASCII),
-    ):
-        if pattern.flags & regex_flag:
-            flags |= re_flag
-    return flags
-
-
-def _parse(pattern: regex.Pattern[str]) -> tuple[Any, int] | None:
-    """The stdlib parse tree of `pattern` and its stdlib flags, or None when stdlib cannot read it."""
-    if pattern.flags & ~_ANALYSABLE_FLAGS:
-        return None
-    flags = _stdlib_flags(pattern)
-    try:
-        parsed = _sre.parse(pattern.pattern, flags)
-    except (re.error, TypeError, ValueError, OverflowError, RecursionError):
-        return None
-    return parsed, flags | (parsed.state.flags & (re.IGNORECASE | re.ASCII))
-
-
-def _scope(body: str, flags: int) -> str:
-    scope = ("i" if flags & re.IGNORECASE else "") + ("a" if flags & re.ASCII else "")
-    return f"(?{scope}:{body})" if scope else f"(?:{body})"
-
-
-def _selective_leads(pattern: regex.Pattern[str]) -> tuple[list[_Lead], int] | None:
-    parsed = _parse(pattern)
-    if parsed is None:
-        return None
-    tree, flags = parsed
-    leads = _leads(list(tree))
-    if not leads:
-        return None
-    for _, text, literal in leads:
-        if not literal and re.compile(text, flags).search(string.ascii_letters):
-            return None  # could start at any letter: prose would hit it everywhere
-    return list(dict.fromkeys(leads)), flags
-
-
-def lead_screen(pattern: regex.Pattern[str]) -> str | None:
-    """A stdlib `re` source matching wherever `pattern` could start a match (complete, or
-    partial up to the end of the text), or None when no selective screen can be derived: the
-    pattern may start at letters, uses syntax or flags of `regex` only, or can match empty.
-    It is a bare alternation, so screens of several rules join into one flat alternation."""
-    selective = _selective_leads(pattern)
-    if selective is None:
-        return None
-    leads, flags = selective
-    rendered: list[str] = []
-    for prefix, text, literal in leads:
-        # Character first, its assertions as a lookbehind over it: every alternative then
-        # begins with a plain character test, which stdlib checks before entering it, instead
-        # of running each lead's assertions at every position.
-        first = _char(ord(text[0])) if literal else text
-        guard = f"(?<={prefix}{first})" if prefix else ""
-        rest = f"(?:{_nested_literal(text[1:])}|\\Z)" if literal and len(text) > 1 else ""
-        rendered.append(first + guard + rest)
-    if flags & (re.IGNORECASE | re.ASCII):
-        # A case-blind first character gets no such check anyway; one scope keeps the
-        # alternatives together, where stdlib factors out their common beginnings.
-        return _scope("|".join(rendered), flags)
-    return "|".join(rendered)
-
-
-def lead_initials(pattern: regex.Pattern[str]) -> str | None:
-    """The first characters of `lead_screen(pattern)`'s matches, as a stdlib `re` source: a
-    lead starts with one of them (its assertions take no width), and stdlib scans for a set of
-    characters far faster than it tries each lead's assertions at every position."""
-    selective = _selective_leads(pattern)
-    if selective is None:
-        return None
-    leads, flags = selective
-    initials = dict.fromkeys(_char(ord(text[0])) if literal else text for _, text, literal in leads)
-    return _scope("|".join(initials), flags)
-
-
-def required_char(pattern: regex.Pattern[str]) -> str | None:
-    """A character every match of `pattern` contains (a literal outside any group, repeat or
-    case folding), or None: text without it holds no complete match."""
-    parsed = _parse(pattern)
-    if parsed is None:
-        return None
-    tree, flags = parsed
-    for op, av in tree:
-        if op == _sc.LITERAL:
-            char = chr(av)
-            if not flags & re.IGNORECASE or char.lower() == char.upper():
-                return char
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class _TailedRule:
-    """A rule with a `tail`, compiled for stdlib: where a match may still be forming is found
-    without the `regex` module's (costlier) partial search."""
-
-    rule: RegexRule
-    whole: re.Pattern[str]
-    """The rule itself, for complete matches."""
-    tail: re.Pattern[str]
-    required: str | None
-    """A character every complete match holds: without it, `whole` need not be searched."""
-
-    @classmethod
-    def of(cls, rule: RegexRule) -> _TailedRule | None:
-        """None when stdlib cannot compile the rule as `regex` does (it stays on the generic path)."""
-        if rule.tail is None or _parse(rule.compiled) is None:
-            return None
-        flags = _stdlib_flags(rule.compiled)
-        try:
-            return cls(
-                rule,
-                re.compile(rule.compiled.pattern, flags),
-                re.compile(rule.tail, flags),
-                required_char(rule.compiled),
-            )
-        except re.error:
-            return None
-
-    def hold_from(self, buffer: str, pos: int, size: int) -> int:
-        """What `rule.compiled.search(buffer, pos, partial=True)` tells the stream: where a
-        match may still be forming (`size`: nowhere), or -1 for a complete match ending before
-        `size`. The leftmost place is where the tail first matches, unless a complete match
-        starts before it, or at it (`regex` then reports the complete one)."""
-        tail = self.tail.search(buffer, pos)
-        start = size if tail is None else tail.start()
-        if self.required is None or buffer.find(self.required, pos) >= 0:
-            whole = self.whole.search(buffer, pos)
-            if whole is not None and whole.start() <= start:
-                return -1 if whole.end() < size else whole.start()
-        return start
-
-
-class _StreamState:
-    """One channel's hold-back (the text, the reasoning, or one tool call's streamed
-    arguments), kept as one object in `args.state`."""
-
-    __slots__ = ("carry", "carry_id", "carry_run_id", "context", "deferred", "make")
-
-    def __init__(self, make: Callable[[str, str, str], Chunk]) -> None:
-        self.carry = ""
-        """Held text: from where a match may still be forming to the end."""
-        self.carry_id = ""
-        self.carry_run_id = ""
-        self.context = ""
-        """Up to `_CONTEXT` characters emitted just before `carry`, for lookbehinds and `\\b`."""
-        self.deferred: list[Chunk] = []
-        """`*-start`/`*-end` markers that arrived while text was held: they go out, in order,
-        before the held text does, so a match spanning two text ids is still caught."""
-        self.make = make
-        """Builds this channel's delta chunk from (run id, id, text)."""
-
-
-def _reasoning_delta(run_id: str, id: str, text: str) -> Chunk:
-    return Chunk("reasoning-delta", run_id, TextPayload(id, text))
-
-
-def _tool_input_delta(run_id: str, id: str, text: str) -> Chunk:
-    return Chunk("tool-call-delta", run_id, Payload(tool_call_id=id, args_text_delta=text))
-
-
-class _Streams:
-    """Every channel's hold-back for one request."""
-
-    __slots__ = ("reasoning", "text", "tools")
-
-    def __init__(self) -> None:
-        self.text = _StreamState(text_delta)
-        self.reasoning = _StreamState(_reasoning_delta)
-        self.tools: dict[str, _StreamState] = {}
-
-    def all(self) -> list[_StreamState]:
-        return [self.text, self.reasoning, *self.tools.values()]
-
-
-_MARKERS = {
-    "text-start": "text",
-    "text-end": "text",
-    "reasoning-start": "reasoning",
-    "reasoning-end": "reasoning",
-}
 
 
 _STATE_KEY = "regex_filter_stream"
-
-
-@dataclass(slots=True)
-class _Region:
-    """A span to replace: the union of overlapping matches; the longest one names it."""
-
-    start: int
-    end: int
-    rule: RegexRule
-    length: int
-    rules: list[str] | None = None
-
-
-def _regions(matches: list[tuple[int, int, RegexRule]]) -> list[_Region]:
-    matches.sort(key=lambda m: (m[0], m[0] - m[1]))
-    regions: list[_Region] = []
-    for start, end, rule in matches:
-        current = regions[-1] if regions else None
-        if current is not None and start < current.end:
-            current.end = max(current.end, end)
-            if current.rules is None:
-                current.rules = [current.rule.name]
-            current.rules.append(rule.name)
-            if end - start > current.length:
-                current.rule, current.length = rule, end - start
-        else:
-            regions.append(_Region(start, end, rule, end - start))
-    return regions
 
 
 class RegexFilterProcessor(Processor):
@@ -598,7 +136,6 @@ class RegexFilterProcessor(Processor):
         if stream_carryover_size is not None and stream_carryover_size < 1:
             raise ValueError("stream_carryover_size must be a positive number of characters")
         self.rules: tuple[RegexRule, ...] = tuple(collected)
-        self._required = tuple((rule, required_char(rule.compiled)) for rule in self.rules)
         self.strategy: Strategy = strategy
         self.phase: Phase = phase
         self.include_redacted_values = include_redacted_values
@@ -606,46 +143,13 @@ class RegexFilterProcessor(Processor):
         self.process_data_parts = process_data_parts
         self.replacement_for: Callable[[str, RegexRule], str] | None = None
         """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
-        # One alternation of every rule (each keeping its own flags): its leftmost, possibly
-        # partial, match tells in one call where the first possible match of any rule starts.
-        self._any = regex.compile("|".join(_scoped(rule.compiled) for rule in self.rules))
-        # The stream's fast path splits the rules: "tailed" ones (a `tail`, like emails, which
-        # may start at any letter) are answered by stdlib searches alone; "screened" ones have
-        # a lead (see `lead_screen`) and are all ruled out by one stdlib search, itself skipped
-        # when no lead's first character appears; the rest each get a partial search.
-        self._tailed = tuple(
-            tailed for tailed in (_TailedRule.of(rule) for rule in self.rules if rule.tail) if tailed
-        )
-        tailed = {tailed.rule for tailed in self._tailed}
-        leads = {rule: lead_screen(rule.compiled) for rule in self.rules if rule not in tailed}
-        screened = [rule for rule, lead in leads.items() if lead is not None]
-        initials = (
-            re.compile("|".join(str(lead_initials(rule.compiled)) for rule in screened)) if screened else None
-        )
-        # Scanning for the leads' first characters first pays only where they are rare: not
-        # when a lead may begin with a letter (`sk-`, `https`), as prose is full of those.
-        self._screen_initials = (
-            None if initials is None or initials.search(string.ascii_letters) else initials
-        )
-        self._screen = re.compile("|".join(str(leads[rule]) for rule in screened)) if screened else None
-        self._screened_any = (
-            regex.compile("|".join(_scoped(rule.compiled) for rule in screened)) if screened else None
-        )
-        self._unscreened = tuple(rule.compiled for rule, lead in leads.items() if lead is None)
+        self._matcher = RuleMatcher(self.rules)
 
     # ------------------------------------------------------------------ matching
 
     def find(self, text: str, pos: int = 0) -> list[tuple[int, int, RegexRule]]:
         """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`."""
-        found: list[tuple[int, int, RegexRule]] = []
-        for rule, required in self._required:
-            if required is not None and text.find(required, pos) < 0:
-                continue  # every match holds this character: none here
-            for match in rule.compiled.finditer(text, pos):
-                start, end = match.span()
-                if end > start and (rule.validate is None or rule.validate(match.group())):
-                    found.append((start, end, rule))
-        return found
+        return self._matcher.find(text, pos)
 
     def _apply(
         self, text: str, regions: list[_Region], start: int, end: int, redactions: list[dict[str, Any]] | None
@@ -875,10 +379,10 @@ class RegexFilterProcessor(Processor):
         buffer = context + carry + text if (context or carry) else text
         pos = len(context)
         size = len(buffer)
-        cut = self._hold_from(buffer, pos, size)
+        cut = self._matcher.hold_from(buffer, pos, size)
         regions: list[_Region] = []
         if cut < 0:  # a complete match: settle which matches are final, rule by rule
-            cut, regions = self._settle(buffer, pos)
+            cut, regions = self._matcher.settle(buffer, pos)
         elif cut == size and not carry:
             # Nothing can match or start anywhere in this chunk: it goes out as it is.
             stream.context = text[-_CONTEXT:] if len(text) >= _CONTEXT else buffer[-_CONTEXT:]
@@ -900,73 +404,6 @@ class RegexFilterProcessor(Processor):
         if cut <= pos:
             return None
         return self._emit(args, stream, buffer, regions, pos, cut)
-
-    def _hold_from(self, buffer: str, pos: int, size: int) -> int:
-        """Where text that may still become part of a match begins (`size`: nowhere), or -1
-        when `buffer[pos:]` holds a complete match that more text cannot change.
-
-        The leftmost partial search of every rule at once tells the same, except that what
-        starts after an earlier hold is left to the next chunk; found cheaply: rules with a tail
-        cost stdlib searches only, the screened rules one stdlib search unless their lead
-        appears, the others one partial search each."""
-        cut = size
-        for tailed in self._tailed:
-            start = tailed.hold_from(buffer, pos, size)
-            if start < cut:
-                if start < 0:
-                    return -1
-                cut = start
-        # Text from `cut` on waits anyway (and is searched again with what follows), so only
-        # screened matches starting before it matter.
-        screen = self._screen
-        if screen is not None:
-            initials = self._screen_initials
-            if initials is not None:
-                initial = initials.search(buffer, pos, cut)
-                lead = None if initial is None else screen.search(buffer, initial.start(), cut)
-            else:
-                lead = screen.search(buffer, pos, cut)
-            if lead is not None:
-                first = self._screened_any.search(buffer, lead.start(), partial=True)  # type: ignore[union-attr]
-                if first is not None:
-                    # `regex` prefers a complete match anywhere to an earlier partial one: in
-                    # "api_key=123-45-6789" it reports the SSN, not the key still forming
-                    # before it. Only a partial answer is the leftmost; else settle rule by rule.
-                    if not first.partial:
-                        return -1
-                    if first.start() < cut:
-                        cut = first.start()
-        for pattern in self._unscreened:
-            first = pattern.search(buffer, pos, partial=True)
-            if first is not None:
-                if not first.partial and first.end() < size:
-                    return -1
-                if first.start() < cut:
-                    cut = first.start()
-        return cut
-
-    def _settle(self, buffer: str, pos: int) -> tuple[int, list[_Region]]:
-        """Where the settled text ends and the matches inside it: text from the first partial
-        match (or a match that more text could extend) on must wait."""
-        size = len(buffer)
-        cut = size
-        matches: list[tuple[int, int, RegexRule]] = []
-        for rule in self.rules:
-            for match in rule.compiled.finditer(buffer, pos, partial=True):
-                start, end = match.span()
-                # A complete match is final only if no longer match from its start could still
-                # form: `regex` reports "john@ex.com" in "john@ex.com.a", yet the text may
-                # continue to "john@ex.com.au".
-                if match.partial or end == size or rule.compiled.fullmatch(buffer, start, partial=True):
-                    cut = min(cut, start)
-                    break
-                if end > start and (rule.validate is None or rule.validate(match.group())):
-                    matches.append((start, end, rule))
-        regions = _regions([m for m in matches if m[0] < cut])
-        for region in regions:
-            if region.start < cut < region.end:
-                cut = region.start
-        return cut, [r for r in regions if r.end <= cut]
 
     def _emit(
         self,

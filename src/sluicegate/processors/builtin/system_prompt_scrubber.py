@@ -10,42 +10,40 @@ from typing import Any, Literal, get_args
 
 import pydantic
 
-from sluicegate.messages import Message
-from sluicegate.models.base import LanguageModel
-from sluicegate.processors.args import ProcessOutputResultArgs
-from sluicegate.processors.base import Processor
-from sluicegate.processors.builtin._detector import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
-    DetectorModel,
+from sluicegate.guardrails.detector import DEFAULT_MAX_OUTPUT_TOKENS, DetectorModel, Verdict, judged
+from sluicegate.guardrails.deterministic import shared_spans
+from sluicegate.guardrails.guard_options import (
     ErrorStrategy,
     LLMMode,
-    Verdict,
     check_choice,
     default_error_strategy,
-    enforce,
-    flagged_messages,
-    flagged_text,
-    judged,
-    locate,
-    replace_messages,
     resolve_llm,
-    response_ids,
-    substitute,
-    system_prompt_text,
-    to_check,
-    with_text,
 )
-from sluicegate.processors.builtin._deterministic import shared_spans
-from sluicegate.processors.builtin._judge_schema import JudgeLimits
-from sluicegate.processors.builtin._window import (
+from sluicegate.guardrails.judge_schema import JudgeLimits
+from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_OVERLAP_CHARS,
     DEFAULT_WINDOW_CHARS,
     Judgement,
     Release,
-    WindowedGuard,
     redaction_judgement,
 )
+from sluicegate.guardrails.message_checks import (
+    flagged_messages,
+    flagged_text,
+    replace_messages,
+    response_ids,
+    system_prompt_text,
+    to_check,
+    with_text,
+)
+from sluicegate.guardrails.spans import locate, substitute
+from sluicegate.guardrails.violations import enforce
+from sluicegate.guardrails.windowed_guard import WindowedGuard
+from sluicegate.messages import Message
+from sluicegate.models.base import LanguageModel
+from sluicegate.processors.args import ProcessOutputResultArgs
+from sluicegate.processors.base import Processor
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +183,7 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         self.error_strategy: ErrorStrategy = default_error_strategy(strategy, error_strategy)
 
     async def judge_window(self, text: str, args: Any) -> Judgement:
-        """One streamed window's verdict (see `_window`)."""
+        """One streamed window's verdict (see `guardrails.windows`)."""
         verdict = await flagged_text(
             text, lambda window: self.detect(window, system_prompt_text(args)), self.is_flagged
         )

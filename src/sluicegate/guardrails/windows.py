@@ -18,7 +18,7 @@ With `release="vetted"` text reaches the client only after a verdict covered it;
 
 For a stream of N characters this makes at most ceil(N / window_chars) + 1 detector calls.
 
-Adjacent guardrails of an output chain form one panel (`form_panel`, called by the runner):
+Adjacent guardrails of an output chain form one panel (`windowed_guard.form_panel`, by the runner):
 they all see the model's text as it comes and judge their windows at the same time, and a
 channel releases text up to the lowest point every `vetted` member has vetted, with all their
 redactions applied. A chain of three judges so costs about one judge latency, not three.
@@ -28,259 +28,46 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 from sluicegate.errors import TripWire
-from sluicegate.processors.builtin._detector import Span
-from sluicegate.stream.chunk import Chunk, TextPayload, text_delta
+from sluicegate.guardrails.judgement import Judgement
+from sluicegate.guardrails.lanes import (
+    CHANNELS,
+    MARKERS,
+    Channel,
+    Deferred,
+    Lane,
+    Member,
+    Redaction,
+    Window,
+    consume,
+    reasoning_delta,
+    remove,
+)
+from sluicegate.stream.chunk import Chunk, text_delta
 
-Release = Literal["vetted", "optimistic"]
-
-DEFAULT_WINDOW_CHARS = 400
-DEFAULT_OVERLAP_CHARS = 128
-DEFAULT_MAX_HOLD_MS = 500.0
 RETRACTION = "data-guardrail-retraction"
 _POLL = 0.005
 """Seconds between looks at running judgements while the model is quiet."""
-
-
-@dataclass(slots=True)
-class Judgement:
-    """What a guardrail decided about one window: `flagged`, and for a flagged window either
-    `drop` (withhold its text) or `spans` (positions in the window's text) to rewrite with
-    `replace(value, type)`. Blocking is done by raising `TripWire` from the judge."""
-
-    flagged: bool = False
-    spans: list[Span] = field(default_factory=list)
-    drop: bool = False
-    replace: Callable[[str, str], str] | None = None
-    reason: str = ""
-
-
-def redaction_judgement(
-    strategy: str, spans: Callable[[], list[Span]], replace: Callable[[str, str], str], reason: str
-) -> Judgement:
-    """A flagged window's judgement for a redacting guardrail: `"warn"` lets it through,
-    `"filter"` (or a redaction whose `spans()` cannot be located) withholds it, and otherwise
-    the spans are rewritten with `replace`."""
-    if strategy == "warn":
-        return Judgement(flagged=True, reason=reason)
-    located = spans()
-    if strategy == "filter" or not located:
-        return Judgement(flagged=True, drop=True, reason=reason)
-    return Judgement(flagged=True, spans=located, replace=replace, reason=reason)
-
-
-Judge = Callable[[str, Any], Awaitable[Judgement]]
-"""`judge(window_text, args)`: the guardrail's verdict on one window (`args` are the stream
-hook's arguments: `abort`, `message_list`, ...)."""
-
-
-def check_window_options(window_chars: int, overlap_chars: int, max_hold_ms: float, release: str) -> None:
-    if not isinstance(window_chars, int) or window_chars < 1:
-        raise ValueError(f"window_chars must be a positive number of characters, got {window_chars!r}")
-    if not isinstance(overlap_chars, int) or not 0 <= overlap_chars < window_chars:
-        raise ValueError(f"overlap_chars must be 0 or more and below window_chars, got {overlap_chars!r}")
-    if max_hold_ms <= 0:
-        raise ValueError(f"max_hold_ms must be positive, got {max_hold_ms!r}")
-    if release not in ("vetted", "optimistic"):
-        raise ValueError(f"release must be 'vetted' or 'optimistic', got {release!r}")
-
-
-class _Window:
-    __slots__ = ("end", "start", "task", "timed")
-
-    def __init__(self, start: int, end: int, task: asyncio.Task[Judgement], timed: bool) -> None:
-        self.start = start
-        self.end = end
-        self.task = task
-        self.timed = timed
-        """Closed by `max_hold_ms`: its text is released up to its last whitespace."""
-
-
-def _consume(task: asyncio.Task[Any]) -> None:
-    """Mark a judgement's exception as seen when the run ended before it was collected."""
-    if not task.cancelled():
-        task.exception()
-
-
-def _remove(value: str, kind: str) -> str:
-    return ""
-
-
-class _Redaction:
-    """A rewrite of channel text `[start, end)` decided by one member's verdict."""
-
-    __slots__ = ("end", "kind", "member", "replace", "start")
-
-    def __init__(
-        self, start: int, end: int, kind: str, replace: Callable[[str, str], str] | None, member: int
-    ) -> None:
-        self.start = start
-        self.end = end
-        self.kind = kind
-        self.replace = replace
-        self.member = member
-
-
-class _Lane:
-    """One member's windows over one channel: what it judged, what it vetted, and the
-    redactions its verdicts asked for that are not released yet."""
-
-    __slots__ = ("chunks_since", "held_since", "judged_to", "redactions", "vetted_to", "windows")
-
-    def __init__(self) -> None:
-        self.judged_to = 0
-        self.vetted_to = 0
-        """The member's own release point: no verdict of its still to come can change text
-        before it."""
-        self.windows: list[_Window] = []
-        self.redactions: list[_Redaction] = []
-        self.held_since: float | None = None
-        self.chunks_since = 0
-
-
-class _Channel:
-    """One text channel (text or reasoning) as the model wrote it, shared by the members:
-    what was released, the text ids, the held `*-start`/`*-end` markers, and one lane per
-    member."""
-
-    __slots__ = (
-        "altered",
-        "lanes",
-        "make",
-        "markers",
-        "name",
-        "out",
-        "pieces",
-        "released",
-        "run_id",
-        "segments",
-        "total",
-    )
-
-    def __init__(self, name: str, make: Callable[[str, str, str], Chunk], members: int) -> None:
-        self.name = name
-        self.make = make
-        self.lanes = [_Lane() for _ in range(members)]
-        self.pieces: list[str] = []
-        self.total = 0
-        self.released = 0
-        self.segments: list[tuple[int, str]] = []
-        """(offset where a text id starts, the id)."""
-        self.markers: list[tuple[int, Chunk]] = []
-        """`*-start`/`*-end` chunks held with the text, at the offset they arrived."""
-        self.run_id = ""
-        self.out: list[str] = []
-        """The text released so far (vetted release)."""
-        self.altered = False
-        """Whether a redaction changed released text (the released text is not the raw text)."""
-
-    def text(self) -> str:
-        if len(self.pieces) > 1:
-            self.pieces = ["".join(self.pieces)]
-        return self.pieces[0] if self.pieces else ""
-
-    def id_at(self, offset: int) -> str:
-        current = self.segments[0][1] if self.segments else ""
-        for start, id_ in self.segments:
-            if start > offset:
-                break
-            current = id_
-        return current
-
-    def reset(self) -> None:
-        self.pieces = []
-        self.total = self.released = 0
-        self.segments = []
-        self.markers = []
-        self.out = []
-        self.altered = False
-        for lane in self.lanes:
-            lane.judged_to = lane.vetted_to = 0
-            lane.windows = []
-            lane.redactions = []
-            lane.held_since = None
-            lane.chunks_since = 0
-
-
-def _reasoning_delta(run_id: str, id: str, text: str) -> Chunk:
-    return Chunk("reasoning-delta", run_id, TextPayload(id, text))
-
-
-_CHANNELS = {"text-delta": "text", "reasoning-delta": "reasoning"}
-_MARKERS = {
-    "text-start": "text",
-    "text-end": "text",
-    "reasoning-start": "reasoning",
-    "reasoning-end": "reasoning",
-}
-
-
-class _Member:
-    """One guardrail of a panel: its judge, its window options and its stream hook arguments."""
-
-    __slots__ = (
-        "args",
-        "chunk_window",
-        "judge",
-        "max_hold",
-        "on_text_done",
-        "optimistic",
-        "overlap",
-        "position",
-        "processor_id",
-        "window_chars",
-    )
-
-    def __init__(
-        self,
-        judge: Judge,
-        args: Any,
-        *,
-        position: int,
-        window_chars: int,
-        overlap_chars: int,
-        max_hold_ms: float,
-        release: Release,
-        chunk_window: int,
-        processor_id: str,
-        on_text_done: Callable[[str, Any], None] | None,
-    ) -> None:
-        self.judge = judge
-        self.args = args
-        self.position = position
-        self.window_chars = window_chars
-        self.overlap = overlap_chars
-        self.max_hold = max_hold_ms / 1000
-        self.optimistic = release == "optimistic"
-        self.chunk_window = chunk_window
-        self.processor_id = processor_id
-        self.on_text_done = on_text_done
-        """Called with the text released by a finished run of text (see `WindowedGuard`)."""
-
-
-class _Deferred(Exception):
-    """A later member's verdict failed; its own stream hook raises it (see `follow`)."""
+PREFETCH_KEY = "windowed_stream_prefetched"
 
 
 class WindowedStream:
     """The windowing of one request's panel of guardrails (kept in each member's `args.state`).
 
     A panel is one guardrail, or several adjacent ones in the output chain (see
-    `sluicegate.processors.judge_panels`). Every member sees the text as the model wrote it and
+    `sluicegate.guardrails.judge_panels`). Every member sees the text as the model wrote it and
     judges its own windows, all at once; the channel releases text up to the lowest point that
     every `vetted` member has vetted, with every member's redactions applied."""
 
-    def __init__(self, members: list[_Member]) -> None:
+    def __init__(self, members: list[Member]) -> None:
         self.members = members
         self.vetting = [m.position for m in members if not m.optimistic]
         """Members whose verdicts hold text back; with none, text goes out at once."""
         self.channels = {
-            "text": _Channel("text", text_delta, len(members)),
-            "reasoning": _Channel("reasoning", _reasoning_delta, len(members)),
+            "text": Channel("text", text_delta, len(members)),
+            "reasoning": Channel("reasoning", reasoning_delta, len(members)),
         }
         self.calls = 0
         self.failure: tuple[int, Exception] | None = None
@@ -299,7 +86,7 @@ class WindowedStream:
             return self._stop(part.run_id)
         try:
             return await self._chunk(part)
-        except _Deferred:
+        except Deferred:
             return self._stop(part.run_id)
 
     def follow(self, position: int, part: Chunk) -> Chunk:
@@ -315,10 +102,10 @@ class WindowedStream:
         return text_delta(run_id, "", "")
 
     async def _chunk(self, part: Chunk) -> Chunk | list[Chunk] | None:
-        name = _CHANNELS.get(part.type)
+        name = CHANNELS.get(part.type)
         if name is not None:
             return await self._delta(self.channels[name], part)
-        marker = _MARKERS.get(part.type)
+        marker = MARKERS.get(part.type)
         if marker is not None:
             channel = self.channels[marker]
             if part.type.endswith("-end"):
@@ -333,7 +120,7 @@ class WindowedStream:
         out.append(part)
         return out[0] if len(out) == 1 else out
 
-    async def _delta(self, channel: _Channel, part: Chunk) -> Chunk | list[Chunk] | None:
+    async def _delta(self, channel: Channel, part: Chunk) -> Chunk | list[Chunk] | None:
         text: str = part.payload.text
         if not text:
             return part if not self.vetting or channel.released == channel.total else None
@@ -367,7 +154,7 @@ class WindowedStream:
             return None
         return out[0] if len(out) == 1 else out
 
-    def _launch(self, member: _Member, channel: _Channel, lane: _Lane, *, timed: bool = False) -> None:
+    def _launch(self, member: Member, channel: Channel, lane: Lane, *, timed: bool = False) -> None:
         """Start judging everything the member has not judged yet, with the carried-over
         overlap before it."""
         start = max(lane.vetted_to, lane.judged_to - member.overlap, 0)
@@ -378,10 +165,10 @@ class WindowedStream:
         lane.chunks_since = 0
         self.calls += 1
         task = asyncio.ensure_future(member.judge(window_text, member.args))
-        task.add_done_callback(_consume)
-        lane.windows.append(_Window(start, end, task, timed))
+        task.add_done_callback(consume)
+        lane.windows.append(Window(start, end, task, timed))
 
-    async def _collect(self, channel: _Channel, *, wait: bool, final: bool = False) -> None:
+    async def _collect(self, channel: Channel, *, wait: bool, final: bool = False) -> None:
         """Apply each member's verdicts that are in, in window order (waiting for all of them
         with `wait`; they were all started before, so the members are waited on together)."""
         for member, lane in zip(self.members, channel.lanes, strict=True):
@@ -405,21 +192,21 @@ class WindowedStream:
                     except Exception as exc:
                         self._fail(member, exc)
 
-    def _fail(self, member: _Member, exc: Exception) -> NoReturn:
+    def _fail(self, member: Member, exc: Exception) -> NoReturn:
         """Raise a member's failure from the hook that owns it: the first member's is raised
         here, a later one's by that member's own hook (so its `on_violation`, tripwire and
         error name the right processor)."""
         if member.position == 0:
             raise exc
         self.failure = (member.position, exc)
-        raise _Deferred from exc
+        raise Deferred from exc
 
     def _apply(
         self,
-        member: _Member,
-        channel: _Channel,
-        lane: _Lane,
-        window: _Window,
+        member: Member,
+        channel: Channel,
+        lane: Lane,
+        window: Window,
         judgement: Judgement,
         last: bool,
     ) -> None:
@@ -433,17 +220,17 @@ class WindowedStream:
             space = max(text.rfind(" ", vetted, window.end), text.rfind("\n", vetted, window.end))
             if space >= 0:
                 vetted = space + 1
-        found: list[_Redaction] = []
+        found: list[Redaction] = []
         if judgement.flagged and judgement.drop:
             # The window's text is withheld; what the next window still judges starts after it.
             found = [
-                _Redaction(min(lane.vetted_to, window.start), window.end, "dropped", _remove, member.position)
+                Redaction(min(lane.vetted_to, window.start), window.end, "dropped", remove, member.position)
             ]
             vetted = window.end
             lane.judged_to = max(lane.judged_to, window.end)
         elif judgement.flagged and judgement.spans:
             found = [
-                _Redaction(
+                Redaction(
                     s.start + window.start, s.end + window.start, s.type, judgement.replace, member.position
                 )
                 for s in judgement.spans
@@ -458,7 +245,7 @@ class WindowedStream:
         lane.redactions = pending
         lane.vetted_to = max(vetted, lane.vetted_to)
 
-    def _release_point(self, channel: _Channel) -> int:
+    def _release_point(self, channel: Channel) -> int:
         """The lowest point every vetting member vetted, moved back before any redaction that
         straddles it (a redaction goes out whole)."""
         lanes = channel.lanes
@@ -475,7 +262,7 @@ class WindowedStream:
                         moved = True
         return max(point, channel.released)
 
-    def _clusters(self, channel: _Channel, release_to: int) -> list[tuple[int, int, str]]:
+    def _clusters(self, channel: Channel, release_to: int) -> list[tuple[int, int, str]]:
         """The redactions of every member in `[released, release_to)` as (start, end,
         replacement). Overlapping ones merge into one: the merged text is replaced once, by the
         member whose redaction covers most of it (the later one in the chain on a tie), so no
@@ -491,7 +278,7 @@ class WindowedStream:
         found.sort(key=lambda r: (r.start, r.end))
         text = channel.text()
         clusters: list[tuple[int, int, str]] = []
-        group: list[_Redaction] = []
+        group: list[Redaction] = []
         end = -1
 
         def close() -> None:
@@ -512,7 +299,7 @@ class WindowedStream:
         close()
         return clusters
 
-    def _release(self, channel: _Channel, release_to: int) -> list[Chunk]:
+    def _release(self, channel: Channel, release_to: int) -> list[Chunk]:
         """Chunks for the channel's text from `released` to `release_to`, redacted, interleaved
         with the markers held in that range."""
         start = channel.released
@@ -558,7 +345,7 @@ class WindowedStream:
                 channel.markers.remove((offset, marker))
         return out
 
-    async def _retract(self, member: _Member, channel: _Channel, window: _Window, reason: str) -> None:
+    async def _retract(self, member: Member, channel: Channel, window: Window, reason: str) -> None:
         await member.args.writer.custom(
             {
                 "type": RETRACTION,
@@ -581,7 +368,7 @@ class WindowedStream:
             return [self._stop(self.channels["text"].run_id)]
         try:
             return await self._flush()
-        except _Deferred:
+        except Deferred:
             return [self._stop(self.channels["text"].run_id)]
 
     async def _flush(self) -> list[Chunk]:
@@ -630,7 +417,7 @@ class WindowedStream:
             if member.on_text_done is None:
                 continue
             if speculated is not None and (released is None or speculated.strip() != released.strip()):
-                _drop_prefetch(member.args.state, speculated.strip())
+                drop_prefetch(member.args.state, speculated.strip())
             if released is not None:
                 member.on_text_done(released, member.args)
 
@@ -657,7 +444,7 @@ class WindowedStream:
             return [self._stop(self.channels["text"].run_id)]
         try:
             return await self._on_deadline()
-        except _Deferred:
+        except Deferred:
             return [self._stop(self.channels["text"].run_id)]
 
     async def _on_deadline(self) -> list[Chunk]:
@@ -677,142 +464,8 @@ class WindowedStream:
         return out
 
 
-_STATE_KEY = "windowed_stream"
-_POSITION_KEY = "windowed_stream_position"
-_PREFETCH_KEY = "windowed_stream_prefetched"
-
-
-def _drop_prefetch(state: dict[str, Any], key: str) -> None:
+def drop_prefetch(state: dict[str, Any], key: str) -> None:
     """Cancel a whole-response check started on text that was not released as it was."""
-    task = state.get(_PREFETCH_KEY, {}).pop(key, None)
+    task = state.get(PREFETCH_KEY, {}).pop(key, None)
     if task is not None:
         task.cancel()
-
-
-def _member(processor: WindowedGuard, args: Any, position: int) -> _Member:
-    return _Member(
-        processor.judge_window,
-        args,
-        position=position,
-        window_chars=processor.window_chars,
-        overlap_chars=processor.overlap_chars,
-        max_hold_ms=processor.max_hold_ms,
-        release=processor.release,
-        chunk_window=processor.chunk_window,
-        processor_id=str(getattr(processor, "id", type(processor).__name__)),
-        on_text_done=processor._prefetch,
-    )
-
-
-def form_panel(members: Sequence[tuple[WindowedGuard, Any]]) -> WindowedStream:
-    """One windowing shared by adjacent guardrails of an output chain (their stream hook
-    arguments given): each judges the model's text as it comes, all at once, and text is
-    released once every one vetted it. The first one's hooks drive the panel; the others'
-    pass on what it released."""
-    stream = WindowedStream(
-        [_member(processor, args, index) for index, (processor, args) in enumerate(members)]
-    )
-    for index, (_, args) in enumerate(members):
-        args.state[_STATE_KEY] = stream
-        args.state[_POSITION_KEY] = index
-    return stream
-
-
-class WindowedGuard:
-    """The stream hooks of an LLM guardrail that judges windows: mix in, call
-    `init_windows(...)` in `__init__`, and implement `judge_window(text, args)`."""
-
-    window_chars: int
-    overlap_chars: int
-    max_hold_ms: float
-    release: Release
-    chunk_window: int
-
-    def init_windows(
-        self,
-        *,
-        strategy: str,
-        window_chars: int,
-        overlap_chars: int,
-        max_hold_ms: float,
-        release: Release | None,
-        chunk_window: int = 0,
-    ) -> None:
-        if release is None:
-            release = "optimistic" if strategy == "warn" else "vetted"
-        check_window_options(window_chars, overlap_chars, max_hold_ms, release)
-        if chunk_window < 0:
-            raise ValueError(f"chunk_window must be 0 or more, got {chunk_window!r}")
-        self.window_chars = window_chars
-        self.overlap_chars = overlap_chars
-        self.max_hold_ms = max_hold_ms
-        self.release = release
-        self.chunk_window = chunk_window
-
-    def judges_windows(self) -> bool:
-        """Whether the stream hooks judge windows, so the guardrail can share a panel with
-        adjacent ones (see `sluicegate.processors.judge_panels`)."""
-        return True
-
-    async def judge_window(self, text: str, args: Any) -> Judgement:
-        raise NotImplementedError(f"{type(self).__name__} must implement judge_window")
-
-    async def judge_response(self, text: str, args: Any) -> Any:
-        """The verdict `process_output_result` wants on a whole response message's text."""
-        raise NotImplementedError(f"{type(self).__name__} must implement judge_response")
-
-    def _prefetch(self, text: str, args: Any) -> None:
-        """A run of text is over: start the whole-response check on what was released now, so
-        `process_output_result` (and the other guardrails' checks) need not wait for it."""
-        prefetched: dict[str, asyncio.Task[Any]] = args.state.setdefault(_PREFETCH_KEY, {})
-        key = text.strip()
-        if not key or key in prefetched:
-            return
-        task = asyncio.ensure_future(self.judge_response(key, args))
-        task.add_done_callback(_consume)
-        prefetched[key] = task
-
-    def response_detector(self, args: Any) -> Callable[[str], Awaitable[Any]]:
-        """`detect(text)` for `process_output_result`: the prefetched verdict when the message
-        holds exactly the text that was streamed, a fresh one otherwise."""
-        prefetched: dict[str, asyncio.Task[Any]] | None = args.state.get(_PREFETCH_KEY)
-
-        async def detect(text: str) -> Any:
-            task = prefetched.pop(text, None) if prefetched is not None else None
-            if task is not None:
-                return await task
-            return await self.judge_response(text, args)
-
-        return detect
-
-    def _windows(self, args: Any) -> WindowedStream:
-        stream: WindowedStream | None = args.state.get(_STATE_KEY)
-        if stream is None:
-            stream = args.state[_STATE_KEY] = WindowedStream([_member(self, args, 0)])
-        elif not args.state.get(_POSITION_KEY):
-            stream.members[0].args = args
-        return stream
-
-    async def process_output_stream(self, args: Any) -> Chunk | list[Chunk] | None:
-        stream = self._windows(args)
-        position = args.state.get(_POSITION_KEY)
-        if position:
-            return stream.follow(position, args.part)
-        return await stream.on_chunk(args)
-
-    async def flush_output_stream(self, args: Any) -> list[Chunk]:
-        stream: WindowedStream | None = args.state.get(_STATE_KEY)
-        if stream is None or args.state.get(_POSITION_KEY):
-            return []
-        return await stream.flush()
-
-    def stream_deadline(self, state: dict[str, Any]) -> float | None:
-        stream: WindowedStream | None = state.get(_STATE_KEY)
-        if stream is None or state.get(_POSITION_KEY):
-            return None
-        return stream.deadline()
-
-    async def on_stream_deadline(self, args: Any) -> list[Chunk]:
-        if args.state.get(_POSITION_KEY):
-            return []
-        return await self._windows(args).on_deadline()

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from sluicegate.errors import AccessDeniedError, ConfigurationError, MissingExtraError, StorageError
+from sluicegate.guardrails.spans import map_strings
 from sluicegate.memory.context import memory_context
-from sluicegate.processors.builtin._detector import map_strings
 
 TOKEN_PATTERN = re.compile(r"<([A-Z][A-Z0-9_]{0,39})_([1-9][0-9]{0,8})>")
 """A pseudonym: `<`, a type label (`EMAIL`, `CREDIT_CARD`), `_`, a number from 1, `>`."""

@@ -3,7 +3,7 @@
 Chained one after another, each guardrail that holds text until a verdict covers it would see
 text only once the one before released it: three judges, three judge latencies. Instead the
 runner links each run of adjacent guardrails that judge windows (`judges_windows()`, see
-`sluicegate.processors.builtin._window`) into one panel: every member judges the model's text
+`guardrails.windowed_guard`) into one panel: every member judges the model's text
 as it comes, concurrently, and text is released once every member vetted it, with their
 redactions composed by span. Nothing is done for chains without two such neighbours.
 """
@@ -36,7 +36,7 @@ def link_judge_panels(chain: Sequence[tuple[Any, Any]]) -> None:
     panels = [run for run in runs if len(run) > 1]
     if not panels:
         return
-    from sluicegate.processors.builtin._window import form_panel
+    from sluicegate.guardrails.windowed_guard import form_panel
 
     for run in panels:
         form_panel(run)

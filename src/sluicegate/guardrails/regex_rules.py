@@ -1,0 +1,141 @@
+"""The rules a `RegexFilter` matches: `RegexRule` and the built-in presets (PII, secrets,
+URLs), with the checks some of them need (Luhn for card numbers)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+DEFAULT_REPLACEMENT = "[REDACTED]"
+
+
+def luhn_valid(number: str) -> bool:
+    """The Luhn checksum that every payment card number satisfies."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if len(digits) < 12:
+        return False
+    total = 0
+    for index, digit in enumerate(reversed(digits)):
+        if index % 2:
+            digit *= 2
+            if digit > 9:
+                digit -= 9
+        total += digit
+    return total % 10 == 0
+
+
+_RE_TO_REGEX_FLAGS = (
+    (re.IGNORECASE, regex.IGNORECASE),
+    (re.MULTILINE, regex.MULTILINE),
+    (re.DOTALL, regex.DOTALL),
+    (re.VERBOSE, regex.VERBOSE),
+    (re.ASCII, regex.ASCII),
+)
+
+
+def compile_pattern(
+    pattern: str | re.Pattern[str] | regex.Pattern[str], flags: int = 0
+) -> regex.Pattern[str]:
+    if isinstance(pattern, regex.Pattern):
+        return pattern
+    if isinstance(pattern, re.Pattern):
+        for re_flag, regex_flag in _RE_TO_REGEX_FLAGS:
+            if pattern.flags & re_flag:
+                flags |= regex_flag
+        pattern = pattern.pattern
+    return regex.compile(pattern, flags)
+
+
+@dataclass(frozen=True)
+class RegexRule:
+    """One pattern: `name` for reports, `pattern` (a string or compiled pattern), the
+    `replacement` used by the redact strategy, and an optional `validate(match_text)` that must
+    accept a match for it to count (the credit-card preset checks Luhn).
+
+    `tail` (optional, for patterns the stdlib `re` can also compile) speeds up streaming: a
+    stdlib pattern, compiled with the rule's flags, that matches at a position exactly when the
+    text from there to the end could still grow into a match, or already is one (the prefix
+    closure of the rule's language, ending in `\\Z`). It must be exact: a tail that misses an
+    in-progress match lets it leak in pieces; one that matches too much holds text back."""
+
+    name: str
+    pattern: str | re.Pattern[str] | regex.Pattern[str]
+    replacement: str = DEFAULT_REPLACEMENT
+    validate: Callable[[str], bool] | None = None
+    flags: int = 0
+    tail: str | None = None
+    compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "compiled", compile_pattern(self.pattern, self.flags))
+
+    @classmethod
+    def of(cls, value: RegexRule | Mapping[str, Any]) -> RegexRule:
+        if isinstance(value, RegexRule):
+            return value
+        if not isinstance(value, Mapping) or "name" not in value or "pattern" not in value:
+            raise ValueError(f"a rule needs a `name` and a `pattern`, got {value!r}")
+        return cls(
+            name=value["name"],
+            pattern=value["pattern"],
+            replacement=value.get("replacement") or DEFAULT_REPLACEMENT,
+            validate=value.get("validate"),
+            flags=value.get("flags", 0),
+            tail=value.get("tail"),
+        )
+
+
+PII_RULES: tuple[RegexRule, ...] = (
+    RegexRule(
+        "email",
+        r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}",
+        "[EMAIL]",
+        # Every prefix of an address is a local part, or a local part, "@" and domain
+        # characters ("." and letters are domain characters, so any domain prefix can still
+        # end in ".xx"). Possessive, as neither class holds "@" and `\Z` allows nothing after.
+        tail=r"[a-zA-Z0-9._%+-]++(?:@[a-zA-Z0-9.-]*+)?\Z",
+    ),
+    RegexRule(
+        "credit-card",
+        r"\b(?:\d{4}[- ]?){3}\d{1,7}\b|\b\d{4}[- ]?\d{6}[- ]?\d{5}\b",
+        "[CREDIT_CARD]",
+        validate=luhn_valid,
+    ),
+    RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
+    RegexRule("phone", r"(?<![\w+])(?:\+?1[-.\s]?)?(?:\(\d{3}\)|\d{3})[-.\s]?\d{3}[-.\s]?\d{4}\b", "[PHONE]"),
+)
+SECRET_RULES: tuple[RegexRule, ...] = (
+    RegexRule(
+        "api-key",
+        r"(?:api[_-]?key|apikey|api[_-]?secret|access[_-]?token|secret[_-]?key)"
+        r"\s*[:=]\s*[\"']?[a-zA-Z0-9_\-]{20,}[\"']?",
+        "[API_KEY]",
+        flags=regex.IGNORECASE,
+    ),
+    RegexRule(
+        "bearer-token", r"\bBearer\s+[a-zA-Z0-9_\-.~+/]{8,}=*", "[BEARER_TOKEN]", flags=regex.IGNORECASE
+    ),
+    RegexRule("aws-key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", "[AWS_KEY]"),
+    RegexRule("openai-key", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
+    RegexRule("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", "[API_KEY]"),
+    RegexRule(
+        "github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})", "[GITHUB_TOKEN]"
+    ),
+    RegexRule("slack-token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[SLACK_TOKEN]"),
+    RegexRule("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}", "[API_KEY]"),
+    RegexRule("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}", "[API_KEY]"),
+    RegexRule("jwt", r"\beyJ[A-Za-z0-9_\-]+\.eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+", "[JWT]"),
+    RegexRule(
+        "private-key",
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+        "[PRIVATE_KEY]",
+    ),
+)
+URL_RULES: tuple[RegexRule, ...] = (
+    RegexRule("url", r"https?://[^\s<>\"{}|\\^`\[\]]+", "[URL]", flags=regex.IGNORECASE),
+)
+PRESETS: dict[str, tuple[RegexRule, ...]] = {"pii": PII_RULES, "secrets": SECRET_RULES, "urls": URL_RULES}

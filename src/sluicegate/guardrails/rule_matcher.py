@@ -1,0 +1,174 @@
+"""Matching a set of `RegexRule`s, whole or as a stream: every validated match (`find`), where
+a match may still be forming (`hold_from`), and which matches are final (`settle`). Overlapping
+matches become one `Region`."""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+
+import regex
+
+from sluicegate.guardrails.lead_screen import TailedRule, lead_initials, lead_screen, required_char
+from sluicegate.guardrails.regex_rules import RegexRule
+
+_SCOPED_FLAGS = (
+    (regex.IGNORECASE, "i"),
+    (regex.MULTILINE, "m"),
+    (regex.DOTALL, "s"),
+    (regex.VERBOSE, "x"),
+    (regex.ASCII, "a"),
+)
+
+
+_LEADING_FLAGS = regex.compile(r"^\(\?[aiLmsux]+\)")
+
+
+def _scoped(pattern: regex.Pattern[str]) -> str:
+    """`pattern` as a group that keeps its flags inside a larger alternation."""
+    letters = "".join(letter for flag, letter in _SCOPED_FLAGS if pattern.flags & flag)
+    source = _LEADING_FLAGS.sub("", pattern.pattern)  # already in pattern.flags
+    return f"(?{letters}:{source})" if letters else f"(?:{source})"
+
+
+@dataclass(slots=True)
+class Region:
+    """A span to replace: the union of overlapping matches; the longest one names it."""
+
+    start: int
+    end: int
+    rule: RegexRule
+    length: int
+    rules: list[str] | None = None
+
+
+def merge_regions(matches: list[tuple[int, int, RegexRule]]) -> list[Region]:
+    """`matches` as regions: overlapping ones merge, and the longest names the merged one."""
+    matches.sort(key=lambda m: (m[0], m[0] - m[1]))
+    regions: list[Region] = []
+    for start, end, rule in matches:
+        current = regions[-1] if regions else None
+        if current is not None and start < current.end:
+            current.end = max(current.end, end)
+            if current.rules is None:
+                current.rules = [current.rule.name]
+            current.rules.append(rule.name)
+            if end - start > current.length:
+                current.rule, current.length = rule, end - start
+        else:
+            regions.append(Region(start, end, rule, end - start))
+    return regions
+
+
+class RuleMatcher:
+    """A filter's rules, compiled for matching whole texts and streams."""
+
+    def __init__(self, rules: tuple[RegexRule, ...]) -> None:
+        self.rules = rules
+        self._required = tuple((rule, required_char(rule.compiled)) for rule in self.rules)
+        # One alternation of every rule (each keeping its own flags): its leftmost, possibly
+        # partial, match tells in one call where the first possible match of any rule starts.
+        self.any_rule = regex.compile("|".join(_scoped(rule.compiled) for rule in self.rules))
+        # The stream's fast path splits the rules: "tailed" ones (a `tail`, like emails, which
+        # may start at any letter) are answered by stdlib searches alone; "screened" ones have
+        # a lead (see `lead_screen`) and are all ruled out by one stdlib search, itself skipped
+        # when no lead's first character appears; the rest each get a partial search.
+        self._tailed = tuple(
+            tailed for tailed in (TailedRule.of(rule) for rule in self.rules if rule.tail) if tailed
+        )
+        tailed = {tailed.rule for tailed in self._tailed}
+        leads = {rule: lead_screen(rule.compiled) for rule in self.rules if rule not in tailed}
+        screened = [rule for rule, lead in leads.items() if lead is not None]
+        initials = (
+            re.compile("|".join(str(lead_initials(rule.compiled)) for rule in screened)) if screened else None
+        )
+        # Scanning for the leads' first characters first pays only where they are rare: not
+        # when a lead may begin with a letter (`sk-`, `https`), as prose is full of those.
+        self._screen_initials = (
+            None if initials is None or initials.search(string.ascii_letters) else initials
+        )
+        self._screen = re.compile("|".join(str(leads[rule]) for rule in screened)) if screened else None
+        self._screened_any = (
+            regex.compile("|".join(_scoped(rule.compiled) for rule in screened)) if screened else None
+        )
+        self._unscreened = tuple(rule.compiled for rule, lead in leads.items() if lead is None)
+
+    def find(self, text: str, pos: int = 0) -> list[tuple[int, int, RegexRule]]:
+        """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`."""
+        found: list[tuple[int, int, RegexRule]] = []
+        for rule, required in self._required:
+            if required is not None and text.find(required, pos) < 0:
+                continue  # every match holds this character: none here
+            for match in rule.compiled.finditer(text, pos):
+                start, end = match.span()
+                if end > start and (rule.validate is None or rule.validate(match.group())):
+                    found.append((start, end, rule))
+        return found
+
+    def hold_from(self, buffer: str, pos: int, size: int) -> int:
+        """Where text that may still become part of a match begins (`size`: nowhere), or -1
+        when `buffer[pos:]` holds a complete match that more text cannot change.
+
+        The leftmost partial search of every rule at once tells the same, except that what
+        starts after an earlier hold is left to the next chunk; found cheaply: rules with a tail
+        cost stdlib searches only, the screened rules one stdlib search unless their lead
+        appears, the others one partial search each."""
+        cut = size
+        for tailed in self._tailed:
+            start = tailed.hold_from(buffer, pos, size)
+            if start < cut:
+                if start < 0:
+                    return -1
+                cut = start
+        # Text from `cut` on waits anyway (and is searched again with what follows), so only
+        # screened matches starting before it matter.
+        screen = self._screen
+        if screen is not None:
+            initials = self._screen_initials
+            if initials is not None:
+                initial = initials.search(buffer, pos, cut)
+                lead = None if initial is None else screen.search(buffer, initial.start(), cut)
+            else:
+                lead = screen.search(buffer, pos, cut)
+            if lead is not None:
+                first = self._screened_any.search(buffer, lead.start(), partial=True)  # type: ignore[union-attr]
+                if first is not None:
+                    # `regex` prefers a complete match anywhere to an earlier partial one: in
+                    # "api_key=123-45-6789" it reports the SSN, not the key still forming
+                    # before it. Only a partial answer is the leftmost; else settle rule by rule.
+                    if not first.partial:
+                        return -1
+                    if first.start() < cut:
+                        cut = first.start()
+        for pattern in self._unscreened:
+            first = pattern.search(buffer, pos, partial=True)
+            if first is not None:
+                if not first.partial and first.end() < size:
+                    return -1
+                if first.start() < cut:
+                    cut = first.start()
+        return cut
+
+    def settle(self, buffer: str, pos: int) -> tuple[int, list[Region]]:
+        """Where the settled text ends and the matches inside it: text from the first partial
+        match (or a match that more text could extend) on must wait."""
+        size = len(buffer)
+        cut = size
+        matches: list[tuple[int, int, RegexRule]] = []
+        for rule in self.rules:
+            for match in rule.compiled.finditer(buffer, pos, partial=True):
+                start, end = match.span()
+                # A complete match is final only if no longer match from its start could still
+                # form: `regex` reports "john@ex.com" in "john@ex.com.a", yet the text may
+                # continue to "john@ex.com.au".
+                if match.partial or end == size or rule.compiled.fullmatch(buffer, start, partial=True):
+                    cut = min(cut, start)
+                    break
+                if end > start and (rule.validate is None or rule.validate(match.group())):
+                    matches.append((start, end, rule))
+        regions = merge_regions([m for m in matches if m[0] < cut])
+        for region in regions:
+            if region.start < cut < region.end:
+                cut = region.start
+        return cut, [r for r in regions if r.end <= cut]
