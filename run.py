@@ -3,7 +3,7 @@
 
     python3 run.py demo     # the demo: an agent with processors (embedded model without API keys)
     python3 run.py test     # the whole test suite
-    python3 run.py check    # lint (ruff) and type check (mypy --strict)
+    python3 run.py check    # lint (ruff), type check (mypy --strict), the import layers (lint-imports)
     python3 run.py bench    # the benchmarks
     python3 run.py lowest   # the fast tests on the lowest versions pyproject.toml allows
 
@@ -200,7 +200,8 @@ def main(argv: list[str]) -> int:
     if job == "test":
         return run(uv, "pytest", *rest)
     if job == "check":
-        for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"]):
+        # lint-imports: the package layers (pyproject.toml's [tool.importlinter]) only point down.
+        for step in (["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy"], ["lint-imports"]):
             code = run(uv, *step)
             if code:
                 return code

@@ -4,8 +4,11 @@ is a clear `MissingExtraError` naming it (each case runs in a fresh interpreter)
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +37,9 @@ DEFERRED = (
     "opentelemetry",  # only `configure()`, a provider or a propagated trace context brings it
     "importlib.metadata",  # pydantic's plugin lookup, at its first model
     "sluicegate.processors.step_schema",  # the one pydantic model of `sluicegate.processors`
-    "sluicegate.tracing.spans",
+    "sluicegate.tracing.spans",  # the tracing glue: the runner counts nothing untraced
+    "sluicegate.tracing.stream",
+    "sluicegate.tracing.record",
     "sluicegate.models.openai_compatible",  # adapters load when a model string resolves to them
     "sluicegate.models.openai_chat",
     "sluicegate.models.structured_outputs",
@@ -219,3 +224,95 @@ def test_a_missing_extra_names_itself(modules: list[str], statement: str, extra:
     assert result["extra"] == extra
     assert f"sluicegate[{extra}]" in str(result["message"])
     assert result["import_error"] is True
+
+
+def test_moved_names_keep_their_public_paths() -> None:
+    """The names that moved to their layer stay importable where users name them (the lower
+    packages offer the higher ones' names as attributes loaded on first access)."""
+    result = run(
+        """
+import json
+import sluicegate.stream
+stream_listed = {"ModelOutput", "SyncModelOutput"} <= set(dir(sluicegate.stream))
+from sluicegate.stream import ModelOutput, SyncModelOutput
+from sluicegate.agent.output import ModelOutput as AgentModelOutput
+from sluicegate.agent.sync_output import SyncModelOutput as AgentSyncModelOutput
+from sluicegate.memory import Memory, MemoryOptions
+from sluicegate.processors.memory import Memory as ProcessorsMemory, MemoryOptions as ProcessorsOptions
+from sluicegate.agent import AgentMemory, MemoryBinding
+from sluicegate.memory.binding import AgentMemory as Contract, MemoryBinding as Binding
+from sluicegate.workflows import ProcessorWorkflow, create_step, create_workflow
+from sluicegate.processors import workflow
+print(json.dumps({
+    "stream_listed": stream_listed,
+    "model_output": ModelOutput is AgentModelOutput and SyncModelOutput is AgentSyncModelOutput,
+    "memory": Memory is ProcessorsMemory and MemoryOptions is ProcessorsOptions,
+    "binding": MemoryBinding is Binding and AgentMemory is Contract,
+    "workflows": (ProcessorWorkflow, create_step, create_workflow)
+        == (workflow.ProcessorWorkflow, workflow.create_step, workflow.create_workflow),
+}))
+"""
+    )
+    assert result == {
+        "stream_listed": True,
+        "model_output": True,
+        "memory": True,
+        "binding": True,
+        "workflows": True,
+    }
+
+
+def test_identity_is_below_the_registry_and_still_in_the_server() -> None:
+    """`Sluicegate(resolve_identity=...)` needs no HTTP layer; `sluicegate.server.Identity` is
+    the same class."""
+    pytest.importorskip("starlette", reason="the `server` extra is not installed")
+    result = run(
+        """
+import json, sys
+from sluicegate.identity import Identity
+from sluicegate.registry import Sluicegate
+server_loaded = [m for m in ("sluicegate.server", "starlette") if m in sys.modules]
+from sluicegate.server import Identity as ServerIdentity
+from sluicegate.server.identity import Identity as GateIdentity
+print(json.dumps({"server_loaded": server_loaded, "same": Identity is ServerIdentity is GateIdentity}))
+"""
+    )
+    assert result == {"server_loaded": [], "same": True}
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` with this project's contracts over the package copied under `root`."""
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())",
+            "--no-cache",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_an_upward_import_breaks_the_layers_contract(tmp_path: Path) -> None:
+    """The contracts in pyproject.toml hold for the package, and fail, naming the import, as
+    soon as a lower layer imports a higher one."""
+    pytest.importorskip("importlinter", reason="import-linter is a dev dependency")
+    project = Path(__file__).resolve().parent.parent
+    shutil.copy(project / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(
+        project / "src" / "sluicegate",
+        tmp_path / "src" / "sluicegate",
+        ignore=shutil.ignore_patterns("__pycache__", "static", "data"),
+    )
+    kept = _lint_imports(tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    chunk = tmp_path / "src" / "sluicegate" / "stream" / "chunk.py"
+    chunk.write_text(chunk.read_text() + "\nfrom sluicegate.agent.run import AgentRun  # noqa\n")
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    assert "sluicegate.stream.chunk -> sluicegate.agent.run" in broken.stdout

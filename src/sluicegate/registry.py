@@ -28,7 +28,7 @@ from sluicegate.storage.base import MemoryStore
 from sluicegate.tools import Tool, normalize_tools
 
 if TYPE_CHECKING:
-    from sluicegate.server.identity import IdentityResolver
+    from sluicegate.identity import IdentityResolver
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from tests.tracing.helpers import by_name
 
 from sluicegate import Agent
 from sluicegate.processors import Processor
+from sluicegate.processors.stream_counts import EXACT_CHUNKS, SAMPLE_MASK
 from sluicegate.stream import Chunk
 from sluicegate.testing import MockModel
 from sluicegate.testing.mock_model import text_step
 from sluicegate.tracing import Telemetry, configure
-from sluicegate.tracing.stream import EXACT_CHUNKS, SAMPLE_MASK
 
 ACTIONS = ("pass", "modify", "drop", "fan", "fan-data")
 

@@ -16,14 +16,16 @@ from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
-from sluicegate.agent.memory_binding import AgentMemory, MemoryBinding
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
+from sluicegate.agent.output import ModelOutput
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
 from sluicegate.agent.sync_loop import run_sync
+from sluicegate.agent.sync_output import SyncModelOutput
 from sluicegate.errors import AbortError, ConfigurationError, InvalidInputError, SluicegateError
+from sluicegate.memory.binding import AgentMemory, MemoryBinding
 from sluicegate.messages import MessageList
 from sluicegate.messages.validate import (
     DEFAULT_MAX_INPUT_CHARS,
@@ -38,8 +40,6 @@ from sluicegate.models.settings import check_provider_options, normalize_model_s
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
-from sluicegate.stream.output import ModelOutput
-from sluicegate.stream.sync_output import SyncModelOutput
 from sluicegate.tools import Tool, normalize_tools
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]

@@ -10,9 +10,12 @@ The mapping of one conversation is a small JSON document sealed with AES-GCM (`c
 the `pii` extra) under the application's key, with the conversation's resource and thread as
 associated data: a mapping read with another key, altered, or copied into another conversation
 fails to open (`PseudonymKeyError`) instead of restoring anything. A store keeps only the
-sealed bytes and a version number; a writer that lost a race (compare-and-swap on the version)
-reloads and tries again, so one token never names two values, and a token is stored before
-it is used anywhere.
+sealed bytes and a version number. Runs of one conversation extend its mapping one at a time:
+inside a process they queue on a lock per conversation, and across processes the database
+stores merge each run's new values into the latest mapping under a row lock (other stores
+compare-and-swap on the version, reloading after a lost race). New tokens are numbered from
+the latest mapping, so one token never names two values, and a token is stored before it is
+used anywhere.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -113,6 +117,8 @@ class PseudonymMap:
                 raise ValueError("not a pseudonym token")
             label, number = match.group(1), int(match.group(2))
             self._counters[label] = max(self._counters.get(label, 0), number)
+        if len(self._by_value) != len(self._by_token):
+            raise ValueError("a value has two tokens")
         self._values: list[str] | None = None
 
     def __len__(self) -> int:
@@ -292,7 +298,12 @@ class SealedMapping:
 @runtime_checkable
 class PseudonymStore(Protocol):
     """Where sealed mappings live. `save` is a compare-and-swap: it writes only when the stored
-    version is still `expected_version` (0: nothing stored yet) and says whether it did."""
+    version is still `expected_version` (0: nothing stored yet) and says whether it did.
+
+    A store shared by several processes may also offer `async update(scope, change)`: apply
+    `change(current: SealedMapping | None) -> bytes | None` (None: keep it) atomically, holding
+    the mapping locked meanwhile, and return the stored version. Writers then never lose a race,
+    where compare-and-swap alone gives up after repeated lost races."""
 
     persistent: bool
     """Whether mappings outlive the process (then the application must provide the key)."""
@@ -349,6 +360,14 @@ class StoragePseudonymStore:
     async def save(self, scope: Scope, data: bytes, *, expected_version: int) -> bool:
         return bool(await self.storage.save_pseudonyms(scope[0], scope[1], data, expected_version))
 
+    async def update(self, scope: Scope, change: Callable[[SealedMapping | None], bytes | None]) -> int:
+        """`PseudonymStore.update`, when the memory store has `update_pseudonyms`."""
+
+        def on_row(row: tuple[bytes, int] | None) -> bytes | None:
+            return change(None if row is None else SealedMapping(row[0], row[1]))
+
+        return int(await self.storage.update_pseudonyms(scope[0], scope[1], on_row))
+
 
 def resolve_store(store: Any) -> PseudonymStore:
     """`pseudonym_store=`: None (in memory), a memory store with a pseudonym table, or any
@@ -366,6 +385,34 @@ def resolve_store(store: Any) -> PseudonymStore:
 
 
 # ---------------------------------------------------------------------- one processor's mappings
+
+
+AtomicUpdate = Callable[[Scope, Callable[[SealedMapping | None], bytes | None]], Awaitable[int]]
+
+_CONVERSATION_LOCKS: weakref.WeakValueDictionary[tuple[int, int, str, str], asyncio.Lock] = (
+    weakref.WeakValueDictionary()
+)
+"""One lock per (event loop, store, conversation), alive only while a run holds or awaits it:
+conversations come and go without the table growing."""
+
+
+def _conversation_lock(store: object, scope: Scope) -> asyncio.Lock:
+    """The lock the runs of one conversation on one store queue on in this process. Ids are
+    safe as keys: an entry lives only while a run holds it, and that run keeps the store and
+    its event loop alive."""
+    key = (id(asyncio.get_running_loop()), id(store), scope[0], scope[1])
+    lock = _CONVERSATION_LOCKS.get(key)
+    if lock is None:
+        lock = asyncio.Lock()
+        _CONVERSATION_LOCKS[key] = lock
+    return lock
+
+
+def _atomic_update(store: PseudonymStore) -> AtomicUpdate | None:
+    if isinstance(store, StoragePseudonymStore):
+        return store.update if callable(getattr(store.storage, "update_pseudonyms", None)) else None
+    update = getattr(store, "update", None)
+    return update if callable(update) else None
 
 
 @dataclass
@@ -401,6 +448,9 @@ class Pseudonymizer:
             )
         self.cipher = MappingCipher(key)
         self.label = label
+        self._update = _atomic_update(self.store)
+        self._lock_owner = self.store.storage if isinstance(self.store, StoragePseudonymStore) else self.store
+        """Whose lock: Pseudonymizers on one memory store share it, whatever wraps it."""
 
     def scope(self, request_context: Any) -> Scope | None:
         """The run's conversation; None without a thread (the mapping then lives for one run)."""
@@ -422,25 +472,54 @@ class Pseudonymizer:
         """The mapping with a token for every `(value, pii_type)` in `found`, stored first."""
         wanted = [(piece, kind) for value, kind in found for piece in value_pieces(value)]
         run = await self._run(args)
-        async with run.lock:
-            for _ in range(_MAX_SAVE_ATTEMPTS):
-                updated = run.mapping.with_new(wanted, self.max_values)
-                if updated is None:
-                    self._warn_if_full(run, wanted)
-                    return run.mapping
-                if run.scope is None:
-                    run.mapping = updated
-                    self._warn_if_full(run, wanted)
-                    return updated
-                sealed = self.cipher.seal(updated.to_json(), run.scope)
-                if await self.store.save(run.scope, sealed, expected_version=run.version):
-                    run.mapping, run.version = updated, run.version + 1
-                    self._warn_if_full(run, wanted)
-                    return updated
-                run.mapping, run.version = await self._load(run.scope)  # another writer won: retry
-        thread = run.scope[1] if run.scope is not None else None
+        if run.scope is None:
+            async with run.lock:
+                run.mapping = run.mapping.with_new(wanted, self.max_values) or run.mapping
+        elif self._lacks(run.mapping, wanted):
+            async with _conversation_lock(self._lock_owner, run.scope):
+                await self._extend(run, run.scope, wanted)
+        self._warn_if_full(run, wanted)
+        return run.mapping
+
+    def _lacks(self, mapping: PseudonymMap, wanted: list[tuple[str, str]]) -> bool:
+        """Whether `wanted` has a value `mapping` would give a new token (a full mapping gives
+        none, and mappings only grow)."""
+        return len(mapping) < self.max_values and any(
+            value and mapping.token(value) is None and not is_token(value) for value, _ in wanted
+        )
+
+    async def _extend(self, run: _RunMapping, scope: Scope, wanted: list[tuple[str, str]]) -> None:
+        """Store `wanted` into the conversation's latest mapping and make that the run's."""
+        if self._update is not None:
+            latest: list[tuple[PseudonymMap, int]] = []
+
+            def merge(current: SealedMapping | None) -> bytes | None:
+                # Runs under the store's lock, possibly on its worker thread: no run state here.
+                base = PseudonymMap() if current is None else self._open(scope, current)
+                version = 0 if current is None else current.version
+                updated = base.with_new(wanted, self.max_values)
+                latest[:] = [(base, version) if updated is None else (updated, version + 1)]
+                return None if updated is None else self.cipher.seal(updated.to_json(), scope)
+
+            await self._update(scope, merge)
+            if not latest:
+                raise StorageError(
+                    f"{self.label}: {self.store!r} returned from update() without applying the change "
+                    f"to the pseudonym mapping of thread {scope[1]!r}; nothing was passed on"
+                )
+            run.mapping, run.version = latest[0]
+            return
+        for _ in range(_MAX_SAVE_ATTEMPTS):
+            updated = run.mapping.with_new(wanted, self.max_values)
+            if updated is None:
+                return
+            sealed = self.cipher.seal(updated.to_json(), scope)
+            if await self.store.save(scope, sealed, expected_version=run.version):
+                run.mapping, run.version = updated, run.version + 1
+                return
+            run.mapping, run.version = await self._load(scope)  # another process won: merge again
         raise StorageError(
-            f"{self.label}: the pseudonym mapping of thread {thread!r} kept changing under "
+            f"{self.label}: the pseudonym mapping of thread {scope[1]!r} kept changing under "
             f"{_MAX_SAVE_ATTEMPTS} attempts to extend it; nothing was passed on"
         )
 
@@ -473,9 +552,12 @@ class Pseudonymizer:
         sealed = await self.store.load(scope)
         if sealed is None:
             return PseudonymMap(), 0
+        return self._open(scope, sealed), sealed.version
+
+    def _open(self, scope: Scope, sealed: SealedMapping) -> PseudonymMap:
         plaintext = self.cipher.open(sealed.data, scope)
         try:
-            return PseudonymMap.from_json(plaintext), sealed.version
+            return PseudonymMap.from_json(plaintext)
         except ValueError:
             raise PseudonymKeyError(_unreadable(scope, "its content is not a mapping")) from None
 

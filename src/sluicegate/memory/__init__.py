@@ -1,7 +1,9 @@
 """Memory for agents: `Memory` binds storage, vectors and embedders to an agent's threads.
 
-`Memory` is imported lazily so that the memory processors can use this package's helpers
-(`context`, `history`) without an import cycle.
+This package holds what the memory processors build on (the thread in the request context,
+history helpers, ownership checks, the `MemoryBinding` contract with the agent), so it sits
+below `sluicegate.processors`. `Memory` itself assembles those processors, so it lives above
+them, in `sluicegate.processors.memory`, and is re-exported here on first access.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from sluicegate.memory.context import MEMORY_CONTEXT_KEY, MemoryContext, memory_
 from sluicegate.memory.errors import MemoryConfigurationError, ThreadAccessError
 
 _LAZY = {
-    "Memory": "memory",
-    "MemoryOptions": "memory",
-    "SemanticRecallOptions": "memory",
-    "WorkingMemoryOptions": "memory",
+    "Memory": "sluicegate.processors.memory",
+    "MemoryOptions": "sluicegate.processors.memory",
+    "SemanticRecallOptions": "sluicegate.processors.memory",
+    "WorkingMemoryOptions": "sluicegate.processors.memory",
 }
 
 
@@ -25,7 +27,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'sluicegate.memory' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"sluicegate.memory.{module}"), name)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 

@@ -3,8 +3,9 @@
 The runner is built once per request. It resolves which processors implement which hook,
 gives each processor id one `state` dict, binds `abort`, reconciles returned messages with the
 `MessageList`, and turns exceptions into the run's outcome: a `TripWire` (after `on_violation`)
-or a `ProcessorError` naming the processor. `stream_pipeline()` is the per-chunk hot path; it
-reuses one args object per processor and does no work for processors that are not there.
+or a `ProcessorError` naming the processor. `stream_pipeline()` is the per-chunk hot path (the only
+one: a traced run counts inside it, see `stream_counts`); it reuses one args object per
+processor and does no work for processors that are not there.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from sluicegate.processors.hook_timeout import (
 )
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
 from sluicegate.processors.offload import offload_sync_hook
+from sluicegate.processors.stream_counts import EXACT_CHUNKS, SAMPLE_MASK, PipelineCounts
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
@@ -208,7 +210,9 @@ class ProcessorRunner:
         self.retry_count = 0
         self.abort_signal: Any = None
         self.tracing_context = tracing_context
-        self.trace: Any = None  # a sluicegate.tracing RunTrace when the run is traced
+        self.stream_counts: Callable[[list[_StreamEntry]], PipelineCounts] | None = None
+        """Set by `sluicegate.tracing` on a traced run: the counters the per-chunk loop keeps
+        for a list of stream entries (the same object each time for the same entries)."""
         self.writer = Writer(run_id, emit)
         self._states: dict[str, dict[str, Any]] = {}
         self._aborts: dict[str, Callable[..., NoReturn]] = {}
@@ -579,13 +583,25 @@ class ProcessorRunner:
         return self._make_pipeline(entries)
 
     def _make_pipeline(self, entries: list[_StreamEntry]) -> StreamPipeline:
-        if self.trace is not None:
-            return self.trace.stream.pipeline(self, entries)  # type: ignore[no-any-return]
+        counts = None if self.stream_counts is None else self.stream_counts(entries)
         tripped = self._tripped
         fan_out = self._fan_out
+        coerce = self._coerce_stream_result
+        clock = time.perf_counter_ns
 
         async def process(chunk: Chunk) -> StreamResultType:
             is_data = chunk.type.startswith("data-")
+            timed = False
+            if counts is not None:  # a traced run: see sluicegate.processors.stream_counts
+                calls = counts.calls + 1
+                counts.calls = calls
+                if is_data:
+                    counts.data_calls += 1
+                timed = not (calls & counts.mask)
+                if timed:
+                    if calls >= EXACT_CHUNKS:
+                        counts.mask = SAMPLE_MASK
+                    start = clock()
             for index, stream_entry in enumerate(entries):
                 if is_data and not stream_entry.data_parts:
                     continue
@@ -602,25 +618,44 @@ class ProcessorRunner:
                     else:  # an async hook under processor_timeout: see StreamWatchdog
                         result = await call_watched(watchdog, entry, args)
                 except TripWire as tripwire:
+                    if counts is not None:
+                        counts.failed(index, is_data, tripwire)
                     await tripped(entry, tripwire)
                     raise
-                except ProcessorError:
+                except ProcessorError as exc:
+                    if counts is not None:
+                        counts.failed(index, is_data, exc)
                     raise
                 except Exception as exc:
+                    if counts is not None:
+                        counts.failed(index, is_data, exc)
                     raise ProcessorError(
                         f"processor {entry.pid!r} failed in process_output_stream: {exc}",
                         processor_id=entry.pid,
                         hook=entry.hook,
                     ) from exc
-                if result is None:
-                    return None
-                if result.__class__ is not Chunk:
-                    result = await self._coerce_stream_result(entry, result)
+                if timed and counts is not None:
+                    now = clock()
+                    counts.timed(index, now - start)
+                    start = now
+                if result is not chunk:
                     if result is None:
+                        if counts is not None:
+                            counts.dropped(index, is_data)
                         return None
-                    if isinstance(result, list):
-                        return await fan_out(result, entries[index + 1 :])
-                chunk = result
+                    if result.__class__ is not Chunk:
+                        result = await coerce(entry, result)
+                        if result is None:
+                            if counts is not None:
+                                counts.dropped(index, is_data)
+                            return None
+                        if isinstance(result, list):
+                            if counts is not None:
+                                counts.fanned_out(index, is_data)
+                            return await fan_out(result, entries[index + 1 :])
+                    if counts is not None:
+                        counts.replaced(index)
+                    chunk = result
             return chunk
 
         return process

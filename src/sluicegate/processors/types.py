@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     from sluicegate.processors.base import Processor
     from sluicegate.processors.step_schema import ProcessorStepSchema as ProcessorStepSchema
-    from sluicegate.workflows.processor_workflow import ProcessorWorkflow
+    from sluicegate.processors.workflow import ProcessorWorkflow
 
 InputProcessor: TypeAlias = "Processor | ProcessorWorkflow"
 """An entry of `input_processors` (`process_input`, `process_input_step`, ...)."""

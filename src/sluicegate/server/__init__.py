@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sluicegate.identity import Identity
     from sluicegate.server.app import create_app
-    from sluicegate.server.identity import Identity
     from sluicegate.server.settings import ServerSettings
 
 __all__ = ["Identity", "ServerSettings", "create_app"]
@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:
 
         return ServerSettings
     if name == "Identity":
-        from sluicegate.server.identity import Identity
+        from sluicegate.identity import Identity
 
         return Identity
     raise AttributeError(f"module 'sluicegate.server' has no attribute {name!r}")

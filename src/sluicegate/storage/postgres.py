@@ -34,12 +34,13 @@ from sluicegate.storage.codec import (
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, pending
 from sluicegate.storage.pg_reservations import ReservationBatcher
-from sluicegate.storage.types import MessageInclude, Resource, Thread, utc_now
+from sluicegate.storage.types import MessageInclude, PseudonymChange, Resource, Thread, utc_now
 
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
 _THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
 _MIGRATION_LOCK = 7_301_652_001  # one advisory-lock key shared by every sluicegate process
 _USAGE_LOCK_SEED = 7_301_652_002  # seeds the per-key advisory locks of budget reservations
+_PSEUDONYM_INSERT_ATTEMPTS = 3  # a first write that lost the insert race locks the winner's row
 
 
 async def init_json_codecs(conn: asyncpg.Connection) -> None:
@@ -457,6 +458,56 @@ class PostgresStore(MemoryStore):
             expected_version,
         )
         return bool(status == "UPDATE 1")
+
+    async def update_pseudonyms(self, resource_id: str, thread_id: str, change: PseudonymChange) -> int:
+        """Replace the mapping with `change(current)` (None: keep it) while holding its row
+        lock (`SELECT ... FOR UPDATE`), so concurrent writers in any process apply their changes
+        one after the other instead of racing; returns the version stored afterwards."""
+        pool = await self.pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction(isolation="read_committed"):
+                for _ in range(_PSEUDONYM_INSERT_ATTEMPTS):
+                    row = await conn.fetchrow(
+                        "SELECT sealed, version FROM sluicegate_pseudonyms "
+                        "WHERE resource_id = $1 AND thread_id = $2 FOR UPDATE",
+                        resource_id,
+                        thread_id,
+                    )
+                    current = None if row is None else (bytes(row["sealed"]), int(row["version"]))
+                    sealed = change(current)
+                    if sealed is None:
+                        return 0 if current is None else current[1]
+                    if current is not None:
+                        await conn.execute(
+                            "UPDATE sluicegate_pseudonyms SET sealed = $3, version = $4, updated_at = now() "
+                            "WHERE resource_id = $1 AND thread_id = $2",
+                            resource_id,
+                            thread_id,
+                            bytes(sealed),
+                            current[1] + 1,
+                        )
+                        return current[1] + 1
+                    status = await conn.execute(
+                        "INSERT INTO sluicegate_pseudonyms "
+                        "(resource_id, thread_id, sealed, version, updated_at) VALUES ($1, $2, $3, 1, now()) "
+                        "ON CONFLICT (resource_id, thread_id) DO NOTHING",
+                        resource_id,
+                        thread_id,
+                        bytes(sealed),
+                    )
+                    if status == "INSERT 0 1":
+                        return 1
+                    # Another writer created the row meanwhile (and committed: the insert waited
+                    # for it). Each statement sees the latest commit, so lock that row and merge.
+        except asyncpg.PostgresError as exc:
+            raise StorageError(
+                f"PostgreSQL: the pseudonym mapping of thread {thread_id!r} could not be written: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        raise StorageError(
+            f"PostgreSQL: the pseudonym mapping of thread {thread_id!r} was created and deleted "
+            f"{_PSEUDONYM_INSERT_ATTEMPTS} times while being written; nothing was written"
+        )
 
     async def close(self) -> None:
         await self._reservations.close()

@@ -3,7 +3,9 @@
 Every SQLite call runs on one dedicated worker thread per store, so the event loop never blocks
 and the connection is only ever touched by that thread. The file is in WAL mode with a busy
 timeout, so several stores (or processes) on the same file wait for each other instead of failing;
-writes take the lock up front (`BEGIN IMMEDIATE`) so two writers cannot deadlock.
+writes take the lock up front (`BEGIN IMMEDIATE`) so two writers cannot deadlock. The files are
+watched for changes made behind the store's back (`sqlite_files`), which would otherwise lose
+writes or crash the process.
 
 SQLite is reached through `apsw`, which (unlike some builds of the standard `sqlite3`) can load
 extensions; `sluicegate.vector.SQLiteVector` needs that for `sqlite-vec`, and one SQLite library
@@ -13,6 +15,7 @@ per process keeps file locking sound when both open the same file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
@@ -36,7 +39,16 @@ from sluicegate.storage.codec import (
 )
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
-from sluicegate.storage.types import MessageInclude, Resource, Thread, from_micros, to_micros, utc_now
+from sluicegate.storage.sqlite_files import DatabaseFiles
+from sluicegate.storage.types import (
+    MessageInclude,
+    PseudonymChange,
+    Resource,
+    Thread,
+    from_micros,
+    to_micros,
+    utc_now,
+)
 
 T = TypeVar("T")
 
@@ -90,39 +102,38 @@ class SQLiteConnection:
         self._conn: apsw.Connection | None = None
         self._closed = False
         self._on_disk = path != ":memory:" and not path.startswith("file:") and path != ""
-        self._identity: tuple[int, int] | None = None
-
-    def _check_file(self) -> None:
-        """Refuse to go on when the database file was deleted or replaced while open: SQLite
-        would keep writing into the unlinked inode and every write would be silently lost."""
-        if not self._on_disk or self._identity is None:
-            return
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            raise StorageError(
-                f"SQLite database {self.path!r} was deleted while the store was open; "
-                "nothing more is written (open a new store)"
-            ) from None
-        if (st.st_dev, st.st_ino) != self._identity:
-            raise StorageError(
-                f"SQLite database {self.path!r} was replaced by another file while the store was open; "
-                "nothing more is written (open a new store)"
-            )
+        self._files = DatabaseFiles(path) if self._on_disk else None
 
     def _connection(self) -> apsw.Connection:
         if self._conn is None:
+            if self._files is not None:
+                self._files.before_open()
             conn = apsw.Connection(self.path)
-            if self._on_disk:
-                st = os.stat(self.path)
-                self._identity = (st.st_dev, st.st_ino)
             conn.set_busy_timeout(self._busy_timeout_ms)
+            # Memory-mapped reads of the database file would crash the process on a file cut
+            # under the mapping (SIGBUS); plain reads see a short file and report it instead.
+            conn.execute("PRAGMA mmap_size=0")
             if self.path != ":memory:" and not self.path.startswith("file::memory:"):
                 self._enable_wal(conn)
                 conn.execute("PRAGMA synchronous=NORMAL")
             self._setup(conn)
+            if self._files is not None:
+                self._files.remember()
             self._conn = conn
         return self._conn
+
+    def _check_files(self, conn: apsw.Connection) -> None:
+        """Refuse to go on when a file of the database was deleted, replaced or cut while open
+        (see `sqlite_files`): SQLite would lose writes into an unlinked file, split the WAL
+        index with other processes, or crash on a cut `-shm` mapping. Closing then skips the
+        checkpoint, which would read that mapping."""
+        if self._files is None:
+            return
+        try:
+            self._files.check()
+        except StorageError:
+            conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+            raise
 
     def _enable_wal(self, conn: apsw.Connection) -> None:
         """Switch to WAL. The switch needs a moment alone with the file, and SQLite reports a
@@ -140,8 +151,11 @@ class SQLiteConnection:
     def _call(self, fn: Callable[[apsw.Connection], T]) -> T:
         try:
             conn = self._connection()
-            self._check_file()
-            return fn(conn)
+            self._check_files(conn)
+            result = fn(conn)
+            if self._files is not None:
+                self._files.note_growth()
+            return result
         except apsw.Error as exc:
             raise StorageError(
                 f"SQLite database {self.path!r}: {type(exc).__name__}: {exc}"
@@ -161,8 +175,12 @@ class SQLiteConnection:
 
         def shut() -> None:
             if self._conn is not None:
+                with contextlib.suppress(StorageError):
+                    self._check_files(self._conn)
                 self._conn.close()
                 self._conn = None
+                if self._files is not None:
+                    self._files.forget()
 
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, shut)
@@ -606,6 +624,37 @@ class SQLiteStore(MemoryStore):
             return bool(c.changes() == 1)
 
         return await self._db.run(lambda c: write_transaction(c, save))
+
+    async def update_pseudonyms(self, resource_id: str, thread_id: str, change: PseudonymChange) -> int:
+        """Replace the mapping with `change(current)` (None: keep it) while holding the write
+        lock, so concurrent writers, in this process or another, apply their changes one after
+        the other instead of racing; returns the version stored afterwards."""
+
+        def update(c: apsw.Connection) -> int:
+            row = c.execute(
+                "SELECT sealed, version FROM sluicegate_pseudonyms WHERE resource_id = ? AND thread_id = ?",
+                (resource_id, thread_id),
+            ).fetchone()
+            current = None if row is None else (bytes(row[0]), int(row[1]))
+            sealed = change(current)
+            if sealed is None:
+                return 0 if current is None else current[1]
+            now = to_micros(utc_now())
+            if current is None:
+                c.execute(
+                    "INSERT INTO sluicegate_pseudonyms (resource_id, thread_id, sealed, version, updated_at) "
+                    "VALUES (?, ?, ?, 1, ?)",
+                    (resource_id, thread_id, bytes(sealed), now),
+                )
+                return 1
+            c.execute(
+                "UPDATE sluicegate_pseudonyms SET sealed = ?, version = ?, updated_at = ? "
+                "WHERE resource_id = ? AND thread_id = ?",
+                (bytes(sealed), current[1] + 1, now, resource_id, thread_id),
+            )
+            return current[1] + 1
+
+        return await self._db.run(lambda c: write_transaction(c, update))
 
     async def close(self) -> None:
         await self._db.close()

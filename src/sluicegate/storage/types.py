@@ -6,6 +6,7 @@ client looks the same as one of Mastra's own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -107,3 +108,8 @@ class MessageInclude:
     id: str
     before: int = 0
     after: int = 0
+
+
+PseudonymChange = Callable[[tuple[bytes, int] | None], bytes | None]
+"""What `update_pseudonyms` applies under the row's lock: given the stored `(sealed, version)`
+(None when nothing is stored yet), the bytes to store next, or None to leave it as it is."""

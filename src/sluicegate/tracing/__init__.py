@@ -18,13 +18,13 @@ from sluicegate.tracing.configure import Telemetry, configure
 from sluicegate.tracing.tree import format_span_tree
 
 if TYPE_CHECKING:
-    from sluicegate.tracing.spans import TracingContext
+    from sluicegate.tracing.record import TracingContext
 
 __all__ = ["Telemetry", "TracingContext", "configure", "format_span_tree"]
 
-# `spans` imports OpenTelemetry, which a process that never traces does not load (see
+# `record` imports OpenTelemetry, which a process that never traces does not load (see
 # `sluicegate.tracing.run_start`): imported on first use.
-__getattr__ = lazy_attributes(__name__, {"TracingContext": "spans"})
+__getattr__ = lazy_attributes(__name__, {"TracingContext": "record"})
 
 
 def __dir__() -> list[str]:

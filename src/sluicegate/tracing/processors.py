@@ -20,11 +20,11 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from sluicegate.errors import TripWire
 from sluicegate.guardrails.detector import DetectorModel
@@ -36,11 +36,31 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.tracing import attributes as attr
-from sluicegate.tracing.spans import TracingContext, set_error, to_json
+from sluicegate.tracing.metrics import Instruments
+from sluicegate.tracing.record import TracingContext, set_error, to_json
 
 if TYPE_CHECKING:
     from sluicegate.processors.runner import ProcessorRunner
-    from sluicegate.tracing.spans import RunTrace
+
+
+class RunTrace(Protocol):
+    """What hook spans need of the run's trace (`sluicegate.tracing.spans.RunTrace`)."""
+
+    metrics: Instruments
+    context: otel_context.Context
+    trace_id: str
+    step_number: int
+
+    def start_span(
+        self,
+        name: str,
+        attributes: dict[str, Any],
+        kind: SpanKind = SpanKind.INTERNAL,
+        parent: otel_context.Context | None = None,
+    ) -> Span: ...
+
+    def tool_context(self) -> otel_context.Context: ...
+
 
 _MESSAGE_PHASES = frozenset(("input", "input_step", "output_step", "output_result"))
 _EMPTY_IS_UNCHANGED = frozenset(("output_step", "output_result"))
@@ -62,7 +82,7 @@ def instrument(run_trace: RunTrace, runner: ProcessorRunner) -> None:
             if isinstance(detector, DetectorModel):
                 detector.processor_id = entry.pid
             if entry.hook == "process_output_stream":
-                continue  # aggregated per step by sluicegate.tracing.stream
+                continue  # counted by the runner's per-chunk loop, see sluicegate.tracing.stream
             entry.fn = _traced_hook(run_trace, entry.fn, entry.pid, attr.PHASES.get(entry.hook, entry.hook))
             entry.is_async = True
 

@@ -26,11 +26,9 @@ Content (prompts, completions, tool arguments and results) is recorded only with
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -40,40 +38,27 @@ from sluicegate.stream.chunk import Chunk, tag_run_id
 from sluicegate.tracing import attributes as attr
 from sluicegate.tracing import state
 from sluicegate.tracing.metrics import Instruments, instruments
+from sluicegate.tracing.processors import instrument
+from sluicegate.tracing.record import TracingContext, set_error, to_json
 from sluicegate.tracing.stream import StreamTracker
 
 if TYPE_CHECKING:
-    from sluicegate.agent.step import StepRecorder
     from sluicegate.models.base import CallOptions
     from sluicegate.processors.runner import ProcessorRunner
+    from sluicegate.stream.usage import Usage
 
 TRACER_SCOPE = "sluicegate"
 
 
-@dataclass(frozen=True)
-class TracingContext:
-    """What processors get as `args.tracing_context`: the span they run in and the trace id."""
+class RecordedStep(Protocol):
+    """What `end_chat` reads of a step (the agent's `StepRecorder`); the agent layer is above
+    this one, so it is named by shape."""
 
-    current_span: Span
-    trace_id: str
+    usage: Usage
+    finish_reason: Any
+    response: dict[str, Any]
 
-
-def to_json(value: Any) -> str:
-    """A compact JSON string for a span attribute (objects it cannot encode become strings)."""
-    try:
-        return json.dumps(value, default=_encode, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _encode(value: Any) -> Any:
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    model_dump = getattr(value, "model_dump", None)
-    if callable(model_dump):
-        return model_dump(mode="json")
-    return str(value)
+    def current_text(self) -> str: ...
 
 
 def begin_run(agent_id: str, run_id: str, model: Any) -> tuple[str, str, RunTrace | None]:
@@ -154,10 +139,8 @@ class RunTrace:
 
     def attach(self, runner: ProcessorRunner) -> None:
         """Instrument the run's processors (called once, right after the runner is built)."""
-        from sluicegate.tracing.processors import instrument  # it imports this module
-
         runner.tracing_context = self.tracing_context
-        runner.trace = self
+        runner.stream_counts = self.stream.counts_for
         instrument(self, runner)
 
     # ------------------------------------------------------------------ model calls
@@ -188,7 +171,7 @@ class RunTrace:
         self._chat_started = time.perf_counter()
         self.stream.step_started(step_number)
 
-    def end_chat(self, step: StepRecorder | None, error: BaseException | None = None) -> None:
+    def end_chat(self, step: RecordedStep | None, error: BaseException | None = None) -> None:
         """The model stream ended (or failed): finish reason, usage, latency."""
         span = self._chat
         if span is None:
@@ -322,10 +305,3 @@ def _model_attributes(model: Any) -> dict[str, Any]:
         out[attr.GEN_AI_PROVIDER_NAME] = provider
         out[attr.GEN_AI_SYSTEM] = provider
     return out
-
-
-def set_error(span: Span, error: Any) -> None:
-    """Mark a span failed with the error's type and message (errors are not content)."""
-    name = type(error).__name__ if isinstance(error, BaseException) else "Error"
-    span.set_status(Status(StatusCode.ERROR, f"{name}: {error}"))
-    span.set_attribute(attr.ERROR_TYPE, name)

@@ -1,5 +1,5 @@
 """Processor workflows: compose processors into one, with sequential, parallel and branching steps."""
 
-from sluicegate.workflows.processor_workflow import ProcessorWorkflow, Step, create_step, create_workflow
+from sluicegate.processors.workflow import ProcessorWorkflow, Step, create_step, create_workflow
 
 __all__ = ["ProcessorWorkflow", "Step", "create_step", "create_workflow"]

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sluicegate.agent.memory_binding import MemoryBinding
 from sluicegate.embeddings.base import Embedder
+from sluicegate.memory.binding import MemoryBinding
 from sluicegate.memory.context import set_memory_context
 from sluicegate.memory.errors import MemoryConfigurationError, ThreadAccessError
 from sluicegate.memory.signals import is_signal_message

@@ -15,9 +15,9 @@ from typing_extensions import TypeVar
 from sluicegate.stream.chunk import Chunk
 
 if TYPE_CHECKING:
+    from sluicegate.agent.output import ModelOutput
     from sluicegate.agent.results import Response, StepResult, Tripwire
     from sluicegate.stream.kinds import ToolCallChunk, ToolErrorChunk, ToolResultChunk
-    from sluicegate.stream.output import ModelOutput
     from sluicegate.stream.usage import Usage
 
 Out = TypeVar("Out", default=Any)
