@@ -30,7 +30,7 @@ from sluicegate.stream.chunk import Chunk, TextPayload
 from sluicegate.stream.payload import Payload
 
 if TYPE_CHECKING:
-    from sluicegate.agent.run import AgentRun
+    from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
 
@@ -51,7 +51,7 @@ class UnrecoveredError(Exception):
         self.step = step
 
 
-async def model_step(run: AgentRun, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
+async def model_step(run: RunCore, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
     """One model call and its tools. Leaves the outcome in `run.state.current`."""
     runner = run.runner
     message_list = run.message_list
@@ -269,7 +269,7 @@ def _record(chunk: Chunk, step: StepRecorder) -> None:
         step.record(chunk)
 
 
-async def _recover(run: AgentRun, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
+async def _recover(run: RunCore, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
     """A failed model call: ask the error processors, retry or give up."""
     run.state.usage = run.state.usage + step.usage
     retry = await run.runner.run_api_error(
@@ -290,7 +290,7 @@ async def _recover(run: AgentRun, error: BaseException, step: StepRecorder) -> A
     raise UnrecoveredError(error, step)
 
 
-async def _finish_retried(run: AgentRun, step: StepRecorder) -> AsyncIterator[Chunk]:
+async def _finish_retried(run: RunCore, step: StepRecorder) -> AsyncIterator[Chunk]:
     """The attempt is dropped: it stays in `steps` as a `retry` step, and the next one follows."""
     step.finish_reason = "retry"
     run.state.steps.append(StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage))
@@ -303,7 +303,7 @@ async def _finish_retried(run: AgentRun, step: StepRecorder) -> AsyncIterator[Ch
         yield chunk
 
 
-def _with_deadlines(run: AgentRun, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+def _with_deadlines(run: RunCore, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
     buffered chunks are due (see `BatchPartsProcessor`)."""
     return with_deadlines(stream, run.runner.next_stream_deadline, _DEADLINE)

@@ -30,10 +30,10 @@ from sluicegate.stream.payload import Payload
 from sluicegate.tools import normalize_tools
 
 if TYPE_CHECKING:
-    from sluicegate.agent.run import AgentRun
+    from sluicegate.agent.run_core import RunCore
 
 
-async def run_loop(run: AgentRun) -> AsyncGenerator[Chunk, None]:
+async def run_loop(run: RunCore) -> AsyncGenerator[Chunk, None]:
     """The run's chunks, from `start` to `finish` (or `tripwire` / `error`)."""
     runner = run.runner
     message_list = run.message_list
@@ -129,7 +129,7 @@ async def run_loop(run: AgentRun) -> AsyncGenerator[Chunk, None]:
             run.trace.end_run(run)
 
 
-async def _prepare_step(run: AgentRun, step_number: int) -> StepConfig | None:
+async def _prepare_step(run: RunCore, step_number: int) -> StepConfig | None:
     """System reset and `process_input_step`; None when a processor asked to retry."""
     run.message_list.restore_system(run.state.system_base)
     config = StepConfig(
@@ -168,7 +168,7 @@ def _resolve_step_value(name: str, value: Any) -> Any:
     return value
 
 
-def _structured_output_retry(run: AgentRun, step: StepRecorder) -> bool:
+def _structured_output_retry(run: RunCore, step: StepRecorder) -> bool:
     """Validate a final answer against `structured_output`; on a mismatch with retries left,
     send the problems back to the model and drop the answer from the result text."""
     if run.options.structured_output is None or step.finish_reason == "tool-calls":
@@ -187,7 +187,7 @@ def _structured_output_retry(run: AgentRun, step: StepRecorder) -> bool:
     return False
 
 
-async def _run_output_result(run: AgentRun) -> None:
+async def _run_output_result(run: RunCore) -> None:
     if run.options.structured_output is not None and not run.state.object_ready:
         run.state.object = _parse_object(run)
     result = OutputResult(
@@ -201,6 +201,6 @@ async def _run_output_result(run: AgentRun) -> None:
     await run.runner.run_output_result(run.message_list, result)
 
 
-def _parse_object(run: AgentRun) -> Any:
+def _parse_object(run: RunCore) -> Any:
     schema = run.schema_for(run.options.structured_output)
     return schema.parse(run.state.accepted_text[-1] if run.state.accepted_text else "")

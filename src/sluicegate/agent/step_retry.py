@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sluicegate.agent.run import AgentRun
+    from sluicegate.agent.run_core import RunCore
     from sluicegate.agent.run_state import RunState
 
 DEFAULT_RETRY_CAP = 10
@@ -17,7 +17,7 @@ FEEDBACK = (
 )
 
 
-def step_retry_cap(run: AgentRun) -> int | None:
+def step_retry_cap(run: RunCore) -> int | None:
     """How many retries processors may ask for: `max_processor_retries`, else the default cap when
     error processors are configured; None: a retry request ends the run as a tripwire."""
     if run.options.max_processor_retries is not None:
@@ -25,7 +25,7 @@ def step_retry_cap(run: AgentRun) -> int | None:
     return DEFAULT_RETRY_CAP if run.runner.has_error_processors else None
 
 
-def can_retry(run: AgentRun, cap: int | None) -> bool:
+def can_retry(run: RunCore, cap: int | None) -> bool:
     return cap is not None and run.runner.retry_count < cap
 
 

@@ -25,12 +25,12 @@ from sluicegate.tools import Tool, ToolContext
 from sluicegate.tools.tool import ToolInputError
 
 if TYPE_CHECKING:
-    from sluicegate.agent.run import AgentRun
+    from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
 
 
-async def run_tools(run: AgentRun, step: StepRecorder, config: StepConfig) -> AsyncGenerator[Chunk, None]:
+async def run_tools(run: RunCore, step: StepRecorder, config: StepConfig) -> AsyncGenerator[Chunk, None]:
     """Run the step's tool calls concurrently, streaming their data chunks as they come,
     then their results in call order."""
     replayed = step.replayed_results
@@ -64,14 +64,14 @@ async def run_tools(run: AgentRun, step: StepRecorder, config: StepConfig) -> As
 
 
 def traced_tool(
-    run: AgentRun, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
 ) -> Awaitable[Chunk]:
     """`call_tool`, inside a tool span when tracing is on."""
     work = call_tool(run, call, tools, writer, step)
     return work if run.trace is None else run.trace.tool_call(call, step.step_number, work)
 
 
-async def provider_tool_result(run: AgentRun, chunk: Chunk, step: StepRecorder) -> None:
+async def provider_tool_result(run: RunCore, chunk: Chunk, step: StepRecorder) -> None:
     """A provider-executed tool's result through `process_tool_result`, in place."""
     payload = chunk.payload
     if payload.get("is_error"):
@@ -89,7 +89,7 @@ async def provider_tool_result(run: AgentRun, chunk: Chunk, step: StepRecorder) 
 
 
 async def call_tool(
-    run: AgentRun, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
 ) -> Chunk:
     """One tool call, from the model's arguments to its result chunk: a failure becomes a
     `tool-error` the model sees, never the end of the run."""
