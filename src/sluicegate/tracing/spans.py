@@ -264,7 +264,7 @@ class RunTrace:
             return
         self._ended = True
         self.stream.flush()
-        self.end_chat(run._current, run.error)
+        self.end_chat(run.state.current, run.error)
         span = self.span
         usage = run.usage
         span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, int(usage.input_tokens or 0))

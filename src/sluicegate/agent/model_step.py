@@ -1,0 +1,316 @@
+"""One step's model call: the prompt through `process_llm_request`, the provider stream (or a
+replayed response) chunk by chunk through the stream processors to the client, a failed call's
+recovery, then `process_output_step`, `process_llm_response` and the step's tools.
+
+The per-chunk loop in `model_step` is the hot path and is kept flat on purpose: one function,
+its locals bound before the loop, no extra generator layer, no per-chunk validation or copying.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from sluicegate.agent.call_options import build_call_options
+from sluicegate.agent.deadline_stream import with_deadlines
+from sluicegate.agent.model_parts import ModelStreamError, convert
+from sluicegate.agent.results import StepResult
+from sluicegate.agent.step import StepRecorder
+from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
+from sluicegate.agent.tool_phase import provider_tool_result, run_tools
+from sluicegate.errors import APICallError, ProcessorError, TripWire
+from sluicegate.models.base import CallOptions
+from sluicegate.models.registry import resolve_model
+from sluicegate.models.retries import open_stream
+from sluicegate.processors.runner import StepConfig
+from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.payload import Payload
+
+if TYPE_CHECKING:
+    from sluicegate.agent.run_core import RunCore
+
+log = logging.getLogger("sluicegate.agent")
+
+_DEADLINE = {"type": "__deadline__"}
+
+
+def _lower_output_limit(options: CallOptions, cap: int | None) -> None:
+    if cap is not None and (options.max_output_tokens is None or cap < options.max_output_tokens):
+        options.max_output_tokens = cap
+
+
+class UnrecoveredError(Exception):
+    """A failed model call that no error processor recovered: the step ends with reason `error`."""
+
+    def __init__(self, error: BaseException, step: StepRecorder) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.step = step
+
+
+async def model_step(run: RunCore, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
+    """One model call and its tools. Leaves the outcome in `run.state.current`."""
+    runner = run.runner
+    message_list = run.message_list
+    model = resolve_model(config.model)
+    call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
+    _lower_output_limit(call_options, runner.output_token_cap())
+    prompt, replay = await runner.run_llm_request(
+        call_options.prompt,
+        model=model,
+        tools=call_options.tools,
+        tool_choice=call_options.tool_choice,
+        step_number=step_number,
+        steps=run.state.steps,
+        message_list=message_list,
+        max_output_tokens=call_options.max_output_tokens,
+    )
+    call_options.prompt = prompt
+    # What request processors priced (the cost guard's reservation) caps what is sent.
+    _lower_output_limit(call_options, runner.output_token_cap(request=True))
+    if run.trace is not None:
+        run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
+    step = StepRecorder(step_number)
+    run.state.current = step
+    for chunk in await run.emit_processed(run.chunk("step-start", message_id=str(uuid.uuid4()))):
+        yield chunk
+
+    run_id = run.run_id
+    pipeline = run.pipeline
+    pending = run.pending
+    # Model-level chunks are kept only for processors that read them in
+    # `process_llm_response`, as copies when stream processors could change them in place.
+    model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
+    record = step.record
+    closables: list[Any] = []
+    try:
+        if replay is not None:
+            source: AsyncIterator[Any] = _iterate(replay)
+        else:
+            stream = (await open_stream(model, call_options, run.options.max_retries)).stream
+            closables.append(stream)
+            source = _with_deadlines(run, stream) if runner.uses_stream_deadlines else stream
+        closables.append(source)
+        async for part in source:
+            # ---- the hot path: one model part -> one chunk -> processors -> client
+            if part.__class__ is dict and part["type"] == "text-delta":
+                chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
+            elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
+                part.run_id = run_id
+                chunk = part
+            else:
+                if part is _DEADLINE:
+                    for flushed in await runner.run_stream_deadlines():
+                        _record(flushed, step)
+                        yield flushed
+                    continue
+                converted = convert(part, step, run_id)
+                if converted is None:
+                    continue
+                if converted.type == "tool-result" and runner.handles_tool_result:
+                    await provider_tool_result(run, converted, step)
+                chunk = converted
+            if model_chunks_append is not None:
+                model_chunks_append(chunk if pipeline is None else chunk.copy())
+            if pipeline is not None:
+                result = await pipeline(chunk)
+                if result is None:
+                    if pending:
+                        for extra in await run.drain_processed():
+                            yield extra
+                    continue
+                if result.__class__ is not Chunk:
+                    for out in result:
+                        _record(out, step)
+                        yield out
+                    continue
+                chunk = result
+            if chunk.type == "text-delta":
+                pieces = step.open_text
+                if pieces is None:
+                    pieces = step.start_text()
+                pieces.append(chunk.payload.text)
+            else:
+                record(chunk)
+            yield chunk
+            if pending:
+                for extra in await run.drain_processed():
+                    yield extra
+        if run.state.input_gate is not None:
+            await run.state.input_gate  # no tool runs before the parallel input guards pass
+        if pipeline is not None and runner.flushes_stream:
+            # The step's text is over: processors holding some back release it now.
+            for flushed in await runner.flush_stream():
+                _record(flushed, step)
+                yield flushed
+            for extra in await run.drain_processed():
+                yield extra
+    except (TripWire, ProcessorError):
+        raise
+    except Exception as exc:
+        error = exc.error if isinstance(exc, ModelStreamError) else exc
+        if isinstance(error, APICallError) and error.provider is None:
+            error.provider = getattr(model, "provider", None)
+        if run.trace is not None:
+            run.trace.end_chat(step, error)
+        async for chunk in _recover(run, error, step):
+            yield chunk
+        return
+    finally:
+        # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
+        for closable in reversed(closables):
+            aclose = getattr(closable, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:  # already closing (a cancelled read), or a provider's own failure
+                    log.debug("closing the model stream failed", exc_info=True)
+    if run.trace is not None:
+        run.trace.end_chat(step)
+
+    usage_before = run.state.usage
+    run.state.usage = run.state.usage + step.usage
+    step.model_chunks.append(
+        run.chunk("finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage))
+    )
+    step.finalize_parts()
+    response = step.to_message(thread_id=message_list.thread_id, resource_id=message_list.resource_id)
+    if response is not None:
+        message_list.add(response, "response")
+
+    async def llm_response(accepted: bool) -> None:
+        await runner.run_llm_response(
+            step.model_chunks,
+            model=model,
+            step_number=step_number,
+            steps=run.state.steps,
+            from_cache=replay is not None,
+            accepted=accepted,
+            message_list=message_list,
+            warnings=step.warnings,
+        )
+
+    try:
+        await runner.run_output_step(
+            message_list,
+            step_number=step_number,
+            finish_reason=step.finish_reason,
+            tool_calls=step.tool_calls,
+            text=step.text(),
+            usage=step.usage,
+            steps=run.state.steps,
+        )
+    except TripWire as tripwire:
+        await llm_response(accepted=False)
+        if not (tripwire.retry and can_retry(run, step_retry_cap(run))):
+            raise
+        run.runner.retry_count += 1
+        if response is not None:
+            message_list.remove_by_ids([response.id])
+        add_feedback(run.state, tripwire.reason)
+        async for chunk in _finish_retried(run, step):
+            yield chunk
+        return
+    await llm_response(accepted=True)
+    for chunk in await run.drain_processed():
+        yield chunk
+
+    tool_results: list[Chunk] = list(step.replayed_results.values())
+    tool_errors: list[Chunk] = []
+    if step.tool_calls:
+        try:
+            async with aclosing(run_tools(run, step, config)) as tool_chunks:
+                async for chunk in tool_chunks:
+                    if chunk.type == "tool-result":
+                        tool_results.append(chunk)
+                    elif chunk.type == "tool-error":
+                        tool_errors.append(chunk)
+                    for out in await run.emit_processed(chunk):
+                        yield out
+        except TripWire:
+            # As Mastra records it: a step interrupted while its tools run has not
+            # finished, so its usage is not reported.
+            run.state.usage = usage_before
+            raise
+
+    run.state.steps.append(
+        StepResult(
+            step_number=step_number,
+            text=step.text(),
+            reasoning_text=step.reasoning_text(),
+            tool_calls=list(step.tool_calls),
+            tool_results=tool_results,
+            tool_errors=tool_errors,
+            finish_reason=step.finish_reason,
+            usage=step.usage,
+            warnings=step.warnings,
+            response=step.response,
+            from_cache=replay is not None,
+        )
+    )
+    run.state.accepted_text.append(step.text())
+    finish = run.chunk(
+        "step-finish",
+        step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
+        output=Payload(usage=step.usage),
+        metadata=Payload(**step.response),
+    )
+    for chunk in await run.emit_processed(finish):
+        yield chunk
+
+
+def _record(chunk: Chunk, step: StepRecorder) -> None:
+    """A chunk emitted outside the inline path (flushed or returned in a list), into the step."""
+    if chunk.type == "text-delta":
+        pieces = step.open_text if step.open_text is not None else step.start_text()
+        pieces.append(chunk.payload.text)
+    else:
+        step.record(chunk)
+
+
+async def _recover(run: RunCore, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
+    """A failed model call: ask the error processors, retry or give up."""
+    run.state.usage = run.state.usage + step.usage
+    retry = await run.runner.run_api_error(
+        error,
+        message_list=run.message_list,
+        step_number=step.step_number,
+        steps=run.state.steps,
+        model=run.model,
+    )
+    cap = run.options.max_processor_retries
+    if retry and run.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
+        run.runner.retry_count += 1
+        for chunk in await run.drain_processed():
+            yield chunk
+        async for chunk in _finish_retried(run, step):
+            yield chunk
+        return
+    raise UnrecoveredError(error, step)
+
+
+async def _finish_retried(run: RunCore, step: StepRecorder) -> AsyncIterator[Chunk]:
+    """The attempt is dropped: it stays in `steps` as a `retry` step, and the next one follows."""
+    step.finish_reason = "retry"
+    run.state.steps.append(StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage))
+    finish = run.chunk(
+        "step-finish",
+        step_result=Payload(reason="retry", warnings=[], is_continued=True),
+        output=Payload(usage=step.usage),
+    )
+    for chunk in await run.emit_processed(finish):
+        yield chunk
+
+
+def _with_deadlines(run: RunCore, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
+    buffered chunks are due (see `BatchPartsProcessor`)."""
+    return with_deadlines(stream, run.runner.next_stream_deadline, _DEADLINE)
+
+
+async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item

@@ -1,0 +1,196 @@
+"""`RunCore`: what the phases of one run share: its wiring, its `state`, its results and the
+chunk plumbing.
+
+The wiring (model, tools, options, processor runner, trace, stream pipeline) is set up for the
+run; what changes as the run progresses is one `RunState` (`run.state`). The phases (`run_loop`,
+`model_step`, `tool_phase`, ...) are functions taking the run; `AgentRun` (`agent/run.py`) is this
+plus `events()`, the loop's entry.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sluicegate.agent.results import Response, StepResult, Tripwire
+from sluicegate.agent.run_state import RunState
+from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema
+from sluicegate.messages import MessageList
+from sluicegate.messages.convert import to_ui_messages
+from sluicegate.models.base import LanguageModel
+from sluicegate.models.retries import DEFAULT_MAX_RETRIES
+from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
+from sluicegate.processors.runner import ProcessorRunner
+from sluicegate.request_context import RequestContext
+from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.payload import Payload
+from sluicegate.stream.usage import Usage
+from sluicegate.tools import Tool
+from sluicegate.tracing.run_start import begin_run
+
+DEFAULT_MAX_STEPS = 5
+
+
+@dataclass
+class RunOptions:
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_processor_retries: int | None = None
+    tool_choice: Any = None
+    active_tools: list[str] | None = None
+    model_settings: dict[str, Any] | None = None
+    provider_options: dict[str, Any] | None = None
+    structured_output: Any = None
+    processor_timeout: float | None = DEFAULT_PROCESSOR_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
+    abort_signal: Any = None
+    output_retries: int = DEFAULT_OUTPUT_RETRIES
+
+
+class RunCore:
+    """One agent call's wiring and `state`, as its loop's phases read them."""
+
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        model: LanguageModel,
+        message_list: MessageList,
+        tools: dict[str, Tool],
+        input_processors: list[Any],
+        output_processors: list[Any],
+        error_processors: list[Any],
+        request_context: RequestContext,
+        options: RunOptions,
+        prepare_step: Any = None,
+    ) -> None:
+        self.agent_id = agent_id
+        self.run_id, self.trace_id, self.trace = begin_run(agent_id, str(uuid.uuid4()), model)
+        self.model = model
+        self.message_list = message_list
+        self.tools = tools
+        self.options = options
+        self.request_context = request_context
+        self.pending: list[Chunk] = []
+        self.runner = ProcessorRunner(
+            input_processors=input_processors,
+            output_processors=output_processors,
+            error_processors=error_processors,
+            request_context=request_context,
+            run_id=self.run_id,
+            emit=self.pending.append,
+            prepare_step=prepare_step,
+            processor_timeout=options.processor_timeout,
+        )
+        if self.trace is not None:
+            self.trace.attach(self.runner)
+        self.state = RunState()
+        self.provider_error_details = False
+        """Whether logs and tool errors may carry a provider's own error text (`Agent`)."""
+        self.pipeline: Any = None  # the stream processors' chain, built when the loop starts
+        self.runner.abort_signal = options.abort_signal
+        self._output_schema: OutputSchema | None = None
+
+    # ------------------------------------------------------------------ the state, as read outside
+
+    @property
+    def steps(self) -> list[StepResult]:
+        return self.state.steps
+
+    @property
+    def usage(self) -> Usage:
+        return self.state.usage
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.state.finish_reason
+
+    @property
+    def tripwire(self) -> Tripwire | None:
+        return self.state.tripwire
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.state.error
+
+    @property
+    def object(self) -> Any:
+        return self.state.object
+
+    @property
+    def aborted(self) -> bool:
+        return self.state.aborted
+
+    # ------------------------------------------------------------------ results
+
+    def stream_text(self) -> str:
+        """Accepted steps' text plus what an interrupted step had already emitted."""
+        current = self.state.current.current_text() if self.state.current is not None else ""
+        return "".join(self.state.accepted_text) + current
+
+    def final_text(self) -> str:
+        return "" if self.state.tripwire is not None else "".join(self.state.accepted_text)
+
+    def reasoning_text(self) -> str:
+        return "".join(s.reasoning_text for s in self.state.steps if s.finish_reason != "retry")
+
+    def all_tool_calls(self) -> list[Chunk]:
+        return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_calls]
+
+    def all_tool_results(self) -> list[Chunk]:
+        return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_results]
+
+    def all_tool_errors(self) -> list[Chunk]:
+        return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_errors]
+
+    def response(self) -> Response:
+        messages = self.message_list.get.response.db()
+        return Response(messages=messages, ui_messages=to_ui_messages(messages))
+
+    # ------------------------------------------------------------------ chunks
+
+    def chunk(self, kind: str, **payload: Any) -> Chunk:
+        return Chunk(kind, self.run_id, Payload(**payload))
+
+    def drain_pending(self) -> list[Chunk]:
+        if not self.pending:
+            return []
+        chunks = list(self.pending)
+        self.pending.clear()
+        return chunks
+
+    async def drain_processed(self) -> list[Chunk]:
+        """Chunks processors wrote, with each `data-*` one passed through the stream processors
+        that opted in (`process_data_parts`). What they write meanwhile goes out as it is, so
+        two processors cannot feed each other forever."""
+        chunks = self.drain_pending()
+        if not chunks or self.pipeline is None or not self.runner.has_data_part_processors:
+            return chunks
+        out: list[Chunk] = []
+        for chunk in chunks:
+            if not chunk.type.startswith("data-"):
+                out.append(chunk)
+                continue
+            result = await self.pipeline(chunk)
+            if isinstance(result, list):
+                out.extend(result)
+            elif result is not None:
+                out.append(result)
+            out.extend(self.drain_pending())
+        return out
+
+    async def emit_processed(self, chunk: Chunk) -> list[Chunk]:
+        """A lifecycle chunk through the stream processors (off the hot path)."""
+        if self.pipeline is None:
+            return [chunk]
+        result = await self.pipeline(chunk)
+        out = [] if result is None else result if isinstance(result, list) else [result]
+        return [*out, *await self.drain_processed()]
+
+    def schema_for(self, structured_output: Any) -> OutputSchema:
+        """The run's schema, read once; a step's own (from `process_input_step`) read per step."""
+        if structured_output is not self.options.structured_output:
+            return output_schema(structured_output)
+        if self._output_schema is None:
+            self._output_schema = output_schema(structured_output)
+        return self._output_schema

@@ -1,0 +1,212 @@
+"""The step loop of a run: `start`, `process_input`, the steps, `process_output_result`,
+`finish`; a `TripWire` anywhere ends it with a `tripwire` chunk, an unrecovered error with an
+`error` chunk.
+
+Each step starts again from the system messages `process_input` left, runs
+`process_input_step` (+ `prepare_step`) into its `StepConfig`, then the model step (see
+`model_step`). The loop continues while a step ends in tool calls, up to `max_steps` completed
+steps; retried attempts (finish reason `retry`) do not count.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from sluicegate.agent.model_step import UnrecoveredError, model_step
+from sluicegate.agent.results import Tripwire
+from sluicegate.agent.step import StepRecorder
+from sluicegate.agent.step_retry import add_feedback, can_retry, step_retry_cap
+from sluicegate.agent.structured import retry_feedback
+from sluicegate.errors import APICallError, StructuredOutputError, TripWire
+from sluicegate.messages import Message
+from sluicegate.models.registry import resolve_model
+from sluicegate.processors.args import OutputResult
+from sluicegate.processors.input_guards import gated
+from sluicegate.processors.runner import StepConfig
+from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.payload import Payload
+from sluicegate.tools import normalize_tools
+
+if TYPE_CHECKING:
+    from sluicegate.agent.run_core import RunCore
+
+log = logging.getLogger("sluicegate.agent")
+
+
+async def run_loop(run: RunCore) -> AsyncGenerator[Chunk, None]:
+    """The run's chunks, from `start` to `finish` (or `tripwire` / `error`)."""
+    runner = run.runner
+    message_list = run.message_list
+    yield run.chunk("start")
+    try:
+        run.pipeline = runner.stream_pipeline(message_list)
+        await runner.run_input(message_list)
+        run.state.input_gate = runner.parallel_input(message_list)
+        for chunk in await run.drain_processed():
+            yield chunk
+        run.state.system_base = message_list.system_snapshot()
+        while True:
+            config = await _prepare_step(run, run.state.step_number)
+            if config is None:  # an input-step retry: the attempt never reached the model
+                continue
+            step_chunks = model_step(run, run.state.step_number, config)
+            if run.state.input_gate is not None:  # held until the parallel input guards pass
+                step_chunks = gated(step_chunks, run.state.input_gate)
+            async with aclosing(step_chunks) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+            run.state.input_gate = None
+            step = run.state.current
+            assert step is not None
+            if step.finish_reason == "retry":
+                run.state.step_number += 1
+                continue
+            run.state.completed += 1
+            if (
+                not (step.finish_reason == "tool-calls" and step.tool_calls)
+                or run.state.completed >= run.options.max_steps
+            ):
+                if _structured_output_retry(run, step):
+                    run.state.step_number += 1
+                    continue
+                break
+            run.state.step_number += 1
+        run.state.finish_reason = run.state.steps[-1].finish_reason if run.state.steps else None
+        run.state.current = None  # its text is accepted: an abort from here on must not count it twice
+        run.state.finishing = True
+        try:
+            await _run_output_result(run)
+        finally:
+            run.state.finishing = False
+        for chunk in run.drain_pending():
+            yield chunk
+        finish = run.chunk(
+            "finish",
+            step_result=Payload(reason=run.state.finish_reason, warnings=[]),
+            output=Payload(usage=run.state.usage),
+            response=Payload(ui_messages=run.response().ui_messages),
+        )
+        for chunk in await run.emit_processed(finish):
+            yield chunk
+    except TripWire as tripwire:
+        for chunk in run.drain_pending():
+            yield chunk
+        run.state.tripwire = Tripwire(
+            tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id
+        )
+        run.state.finish_reason = "other"
+        yield run.chunk(
+            "tripwire",
+            reason=tripwire.reason,
+            retry=tripwire.retry,
+            metadata=tripwire.metadata,
+            processor_id=tripwire.processor_id,
+        )
+    except UnrecoveredError as failed:
+        for chunk in run.drain_pending():
+            yield chunk
+        run.state.error = failed.error
+        run.state.finish_reason = "error"
+        if isinstance(failed.error, APICallError):
+            text = failed.error.log_text(details=run.provider_error_details)
+            log.warning("agent %r run %s: %s", run.agent_id, run.run_id, text)
+        yield run.chunk("error", error=failed.error)
+        yield run.chunk(
+            "step-finish",
+            step_result=Payload(reason="error", warnings=failed.step.warnings, is_continued=False),
+            output=Payload(usage=failed.step.usage),
+        )
+        yield run.chunk(
+            "finish",
+            step_result=Payload(reason="error", warnings=[]),
+            output=Payload(usage=run.state.usage),
+        )
+    except Exception as exc:
+        for chunk in run.drain_pending():
+            yield chunk
+        run.state.error = exc
+        run.state.finish_reason = "error"
+        yield run.chunk("error", error=exc)
+    finally:
+        if run.trace is not None:
+            run.trace.end_run(run)
+
+
+async def _prepare_step(run: RunCore, step_number: int) -> StepConfig | None:
+    """System reset and `process_input_step`; None when a processor asked to retry."""
+    run.message_list.restore_system(run.state.system_base)
+    config = StepConfig(
+        model=run.model,
+        tools=dict(run.tools),
+        tool_choice=run.options.tool_choice,
+        active_tools=run.options.active_tools,
+        provider_options=run.options.provider_options,
+        model_settings=run.options.model_settings,
+        structured_output=run.options.structured_output,
+    )
+    try:
+        config = await run.runner.run_input_step(
+            run.message_list,
+            config,
+            step_number=step_number,
+            steps=run.state.steps,
+            resolve=_resolve_step_value,
+        )
+        if run.state.feedback:
+            run.message_list.restore_system([*run.message_list.system_snapshot(), *run.state.feedback])
+        return config
+    except TripWire as tripwire:
+        if tripwire.retry and can_retry(run, step_retry_cap(run)):
+            run.runner.retry_count += 1
+            add_feedback(run.state, tripwire.reason)
+            return None
+        raise
+
+
+def _resolve_step_value(name: str, value: Any) -> Any:
+    if name == "model":
+        return resolve_model(value)
+    if name == "tools":
+        return normalize_tools(value)
+    return value
+
+
+def _structured_output_retry(run: RunCore, step: StepRecorder) -> bool:
+    """Validate a final answer against `structured_output`; on a mismatch with retries left,
+    send the problems back to the model and drop the answer from the result text."""
+    if run.options.structured_output is None or step.finish_reason == "tool-calls":
+        return False
+    try:
+        run.state.object = run.schema_for(run.options.structured_output).parse(step.text())
+    except StructuredOutputError as exc:
+        run.state.output_attempts += 1
+        exc.attempts = run.state.output_attempts
+        if run.state.output_attempts > run.options.output_retries:
+            raise
+        run.state.accepted_text.pop()
+        run.message_list.add(Message.text_message("user", retry_feedback(exc)), "response")
+        return True
+    run.state.object_ready = True
+    return False
+
+
+async def _run_output_result(run: RunCore) -> None:
+    if run.options.structured_output is not None and not run.state.object_ready:
+        run.state.object = _parse_object(run)
+    result = OutputResult(
+        text=run.final_text(),
+        usage=run.state.usage,
+        finish_reason=run.state.finish_reason,
+        steps=run.state.steps,
+        tool_calls=run.all_tool_calls(),
+        tool_results=run.all_tool_results(),
+    )
+    await run.runner.run_output_result(run.message_list, result)
+
+
+def _parse_object(run: RunCore) -> Any:
+    schema = run.schema_for(run.options.structured_output)
+    return schema.parse(run.state.accepted_text[-1] if run.state.accepted_text else "")

@@ -1,0 +1,170 @@
+"""The tool phase of a step: the model's tool calls run, concurrently, and become
+`tool-result` / `tool-error` chunks.
+
+`call_tool` is one call about to run: `process_tool_call` may rewrite its arguments, the tool
+validates and executes them, `process_tool_result` sees what it returned. A provider-executed
+tool's result only passes through `process_tool_result` (`provider_tool_result`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, Awaitable
+from typing import TYPE_CHECKING, Any
+
+from sluicegate.agent.call_options import active_tools
+from sluicegate.agent.model_parts import MISSING_TOOL_NAME
+from sluicegate.agent.step import StepRecorder, UnparsedArgs
+from sluicegate.agent.tool_errors import error_text
+from sluicegate.errors import ToolError
+from sluicegate.processors.runner import StepConfig, Writer
+from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.payload import Payload
+from sluicegate.tools import Tool, ToolContext
+from sluicegate.tools.tool import ToolInputError
+
+if TYPE_CHECKING:
+    from sluicegate.agent.run_core import RunCore
+
+log = logging.getLogger("sluicegate.agent")
+
+
+async def run_tools(run: RunCore, step: StepRecorder, config: StepConfig) -> AsyncGenerator[Chunk, None]:
+    """Run the step's tool calls concurrently, streaming their data chunks as they come,
+    then their results in call order."""
+    replayed = step.replayed_results
+    calls = [
+        c
+        for c in step.tool_calls
+        if not c.payload.get("provider_executed") and c.payload.tool_call_id not in replayed
+    ]
+    if not calls:
+        return
+    queue: asyncio.Queue[Chunk] = asyncio.Queue()
+    writer = Writer(run.run_id, queue.put_nowait)
+    tools = active_tools(config)
+    tasks = [asyncio.ensure_future(traced_tool(run, call, tools, writer, step)) for call in calls]
+    gathered: asyncio.Future[list[Chunk]] = asyncio.gather(*tasks)
+    try:
+        while not gathered.done():
+            getter: asyncio.Future[Any] = asyncio.ensure_future(queue.get())
+            await asyncio.wait({getter, gathered}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield getter.result()
+            else:
+                getter.cancel()
+        while not queue.empty():
+            yield queue.get_nowait()
+        for chunk in gathered.result():
+            yield chunk
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+def traced_tool(
+    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+) -> Awaitable[Chunk]:
+    """`call_tool`, inside a tool span when tracing is on."""
+    work = call_tool(run, call, tools, writer, step)
+    return work if run.trace is None else run.trace.tool_call(call, step.step_number, work)
+
+
+async def provider_tool_result(run: RunCore, chunk: Chunk, step: StepRecorder) -> None:
+    """A provider-executed tool's result through `process_tool_result`, in place."""
+    payload = chunk.payload
+    if payload.get("is_error"):
+        return
+    payload.result = await run.runner.run_tool_result(
+        payload.get("result"),
+        tool_name=payload.tool_name,
+        tool_call_id=payload.tool_call_id,
+        tool_args=payload.get("args"),
+        provider_executed=True,
+        step_number=step.step_number,
+        steps=run.state.steps,
+        message_list=run.message_list,
+    )
+
+
+async def call_tool(
+    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+) -> Chunk:
+    """One tool call, from the model's arguments to its result chunk: a failure becomes a
+    `tool-error` the model sees, never the end of the run."""
+    payload = call.payload
+    name = payload.tool_name
+    tool = tools.get(name)
+    error: BaseException | None = None
+    result: Any = None
+    if name == MISSING_TOOL_NAME and tool is None:
+        error = ToolError(f"the tool call names no tool; available tools: {sorted(tools) or 'none'}")
+    elif tool is None:
+        error = ToolError(f"tool {name!r} is not available; available tools: {sorted(tools) or 'none'}")
+    elif isinstance(payload.args, UnparsedArgs):
+        error = ToolInputError(f"invalid input for tool {name!r}: the arguments {payload.args.reason}")
+    else:
+        tool_args = payload.args  # what the tool receives; the chunk and history keep payload.args
+        if run.runner.handles_tool_call:
+            tool_args = await run.runner.run_tool_call(
+                tool_args,
+                tool_name=name,
+                tool_call_id=payload.tool_call_id,
+                step_number=step.step_number,
+                steps=run.state.steps,
+                message_list=run.message_list,
+            )
+        try:
+            validated = tool.validate(tool_args)
+            context = ToolContext(
+                tool_call_id=payload.tool_call_id,
+                messages=run.message_list.get.all.db(),
+                request_context=run.request_context,
+                writer=writer,
+                tool_name=name,
+            )
+            result = await tool.execute(validated, context)
+        except ToolInputError as exc:
+            error = exc
+        except Exception as exc:
+            log.info("tool %r failed: %s", name, error_text(exc, details=run.provider_error_details))
+            error = exc
+    if error is None and run.runner.handles_tool_result:
+        result = await run.runner.run_tool_result(
+            result,
+            tool_name=name,
+            tool_call_id=payload.tool_call_id,
+            tool_args=payload.args,
+            provider_executed=False,
+            step_number=step.step_number,
+            steps=run.state.steps,
+            message_list=run.message_list,
+        )
+    invocation = step.invocation(payload.tool_call_id)
+    if invocation is not None:
+        invocation["state"] = "result"
+        if error is not None:
+            invocation["result"] = error_text(error, details=run.provider_error_details)
+            invocation["isError"] = True
+        else:
+            invocation["result"] = result
+            if tool is not None and tool.to_model_output is not None:
+                invocation["modelOutput"] = tool.to_model_output(result)
+    if error is not None:
+        return Chunk(
+            "tool-error",
+            run.run_id,
+            Payload(tool_call_id=payload.tool_call_id, tool_name=name, args=payload.args, error=error),
+        )
+    return Chunk(
+        "tool-result",
+        run.run_id,
+        Payload(
+            tool_call_id=payload.tool_call_id,
+            tool_name=name,
+            args=payload.args,
+            result=result,
+            is_error=False,
+        ),
+    )
