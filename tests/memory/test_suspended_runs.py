@@ -523,3 +523,25 @@ async def test_claims_from_separate_processes_on_one_sqlite_file_have_one_winner
     assert sum(int(out) for out, _ in outputs) == 20  # every run claimed once, by one process
     assert await store.list_suspended_runs("agent", now=NOW) == []
     await store.close()
+
+
+async def test_arguments_of_the_wrong_type_get_a_typed_error_and_change_nothing(runs: Any) -> None:
+    await runs.save_suspended_run(run())
+    with pytest.raises(InvalidSuspendedRunError, match="run_id must be a string"):
+        await runs.claim_suspended_run(123, "call_1", now=NOW)
+    with pytest.raises(InvalidSuspendedRunError, match="tool_call_id"):
+        await runs.claim_suspended_run("run_1", 1, now=NOW)
+    with pytest.raises(TypeError, match="resource_id"):
+        await runs.claim_suspended_run("run_1", "call_1", resource_id=5, now=NOW)
+    with pytest.raises(InvalidSuspendedRunError, match="version"):
+        await runs.finish_suspended_run("run_1", version="1")
+    with pytest.raises(InvalidSuspendedRunError, match="run_id"):
+        await runs.get_suspended_run(None, now=NOW)
+    with pytest.raises(TypeError, match="thread_id"):
+        await runs.list_suspended_runs("agent", thread_id=7, now=NOW)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        await runs.claim_suspended_run("run_1", "call_1", now=datetime(2026, 1, 1))
+    with pytest.raises(TypeError, match="SuspendedRun"):
+        await runs.save_suspended_run({"run_id": "run_2"})
+    got = await stored(runs)
+    assert got == run() and got is not None and got.claimed_at is None

@@ -22,12 +22,14 @@ from sluicegate.storage.errors import SuspendedRunConflictError, SuspendedRunNot
 from sluicegate.storage.suspended_runs import (
     DEFAULT_MAX_SNAPSHOT_BYTES,
     SuspendedRun,
+    check_owner,
+    check_request,
+    current,
     decode_pending,
     encode_run,
     replacement_conflict,
     resolve_tool_call,
 )
-from sluicegate.storage.types import utc_now
 
 _COLUMNS = (
     "run_id, agent_id, resource_id, thread_id, pending, snapshot, "
@@ -61,6 +63,8 @@ class PostgresSuspendedRuns:
     max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES
 
     async def save_suspended_run(self, run: SuspendedRun) -> None:
+        if not isinstance(run, SuspendedRun):
+            raise TypeError(f"expected a SuspendedRun, got {type(run).__name__}")
         encoded = encode_run(run, self.max_snapshot_bytes)
         pool = await self.pool()
         if run.version == 1:
@@ -109,8 +113,9 @@ class PostgresSuspendedRuns:
             raise SuspendedRunConflictError(run.run_id, reason or "the stored run changed meanwhile")
 
     async def get_suspended_run(self, run_id: str, *, now: datetime | None = None) -> SuspendedRun | None:
+        check_request(run_id)
         pool = await self.pool()
-        row = await pool.fetchrow(_SELECT + " AND expires_at > $2", run_id, now or utc_now())
+        row = await pool.fetchrow(_SELECT + " AND expires_at > $2", run_id, current(now))
         return _run(row) if row else None
 
     async def claim_suspended_run(
@@ -121,7 +126,9 @@ class PostgresSuspendedRuns:
         resource_id: str | None = None,
         now: datetime | None = None,
     ) -> SuspendedRun:
-        at = now or utc_now()
+        check_request(run_id, tool_call_id)
+        check_owner(resource_id=resource_id)
+        at = current(now)
         pool = await self.pool()
         for _ in range(_CLAIM_ATTEMPTS):
             row = await pool.fetchrow(_SELECT, run_id)
@@ -145,6 +152,7 @@ class PostgresSuspendedRuns:
         raise SuspendedRunNotFoundError(run_id, "changed by other claimers meanwhile")
 
     async def release_suspended_run(self, run_id: str, *, version: int) -> bool:
+        check_request(run_id, version=version)
         pool = await self.pool()
         status = await pool.execute(
             "UPDATE sluicegate_suspended_runs SET claimed_at = NULL "
@@ -155,6 +163,7 @@ class PostgresSuspendedRuns:
         return bool(status == "UPDATE 1")
 
     async def finish_suspended_run(self, run_id: str, *, version: int | None = None) -> bool:
+        check_request(run_id, version=version)
         pool = await self.pool()
         status = await pool.execute(
             "DELETE FROM sluicegate_suspended_runs "
@@ -172,8 +181,9 @@ class PostgresSuspendedRuns:
         resource_id: str | None = None,
         now: datetime | None = None,
     ) -> list[SuspendedRun]:
+        check_owner(agent_id, thread_id=thread_id, resource_id=resource_id)
         sql = f"SELECT {_COLUMNS} FROM sluicegate_suspended_runs WHERE agent_id = $1 AND claimed_at IS NULL"
-        params: list[Any] = [agent_id, now or utc_now()]
+        params: list[Any] = [agent_id, current(now)]
         sql += " AND expires_at > $2"
         if thread_id is not None:
             params.append(thread_id)
@@ -189,6 +199,6 @@ class PostgresSuspendedRuns:
     async def purge_expired_suspended_runs(self, *, now: datetime | None = None) -> int:
         pool = await self.pool()
         status = await pool.execute(
-            "DELETE FROM sluicegate_suspended_runs WHERE expires_at <= $1", now or utc_now()
+            "DELETE FROM sluicegate_suspended_runs WHERE expires_at <= $1", current(now)
         )
         return int(status.split()[-1])

@@ -19,12 +19,15 @@ from sluicegate.storage.errors import SuspendedRunConflictError, SuspendedRunNot
 from sluicegate.storage.suspended_runs import (
     DEFAULT_MAX_SNAPSHOT_BYTES,
     SuspendedRun,
+    check_owner,
+    check_request,
+    current,
     decode_pending,
     encode_run,
     replacement_conflict,
     resolve_tool_call,
 )
-from sluicegate.storage.types import from_micros, to_micros, utc_now
+from sluicegate.storage.types import from_micros, to_micros
 
 if TYPE_CHECKING:
     from sluicegate.storage.sqlite import SQLiteConnection
@@ -72,6 +75,8 @@ class SQLiteSuspendedRuns:
     max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES
 
     async def save_suspended_run(self, run: SuspendedRun) -> None:
+        if not isinstance(run, SuspendedRun):
+            raise TypeError(f"expected a SuspendedRun, got {type(run).__name__}")
         encoded = encode_run(run, self.max_snapshot_bytes)
         values = (
             run.run_id,
@@ -109,7 +114,8 @@ class SQLiteSuspendedRuns:
         await self._db.run(lambda c: _immediate(c, save))
 
     async def get_suspended_run(self, run_id: str, *, now: datetime | None = None) -> SuspendedRun | None:
-        at = to_micros(now or utc_now())
+        check_request(run_id)
+        at = to_micros(current(now))
 
         def get(c: apsw.Connection) -> SuspendedRun | None:
             row = c.execute(_SELECT + " AND expires_at > ?", (run_id, at)).fetchone()
@@ -125,7 +131,9 @@ class SQLiteSuspendedRuns:
         resource_id: str | None = None,
         now: datetime | None = None,
     ) -> SuspendedRun:
-        when = now or utc_now()
+        check_request(run_id, tool_call_id)
+        check_owner(resource_id=resource_id)
+        when = current(now)
         at = to_micros(when)
 
         def claim(c: apsw.Connection) -> SuspendedRun:
@@ -149,6 +157,8 @@ class SQLiteSuspendedRuns:
         return await self._db.run(lambda c: _immediate(c, claim))
 
     async def release_suspended_run(self, run_id: str, *, version: int) -> bool:
+        check_request(run_id, version=version)
+
         def release(c: apsw.Connection) -> bool:
             c.execute(
                 "UPDATE sluicegate_suspended_runs SET claimed_at = NULL "
@@ -160,6 +170,8 @@ class SQLiteSuspendedRuns:
         return await self._db.run(lambda c: _immediate(c, release))
 
     async def finish_suspended_run(self, run_id: str, *, version: int | None = None) -> bool:
+        check_request(run_id, version=version)
+
         def finish(c: apsw.Connection) -> bool:
             c.execute(
                 "DELETE FROM sluicegate_suspended_runs WHERE run_id = ? AND (? IS NULL OR version = ?)",
@@ -177,6 +189,7 @@ class SQLiteSuspendedRuns:
         resource_id: str | None = None,
         now: datetime | None = None,
     ) -> list[SuspendedRun]:
+        check_owner(agent_id, thread_id=thread_id, resource_id=resource_id)
         sql = f"SELECT {_COLUMNS} FROM sluicegate_suspended_runs WHERE agent_id = ? AND claimed_at IS NULL"
         params: list[Any] = [agent_id]
         if thread_id is not None:
@@ -186,11 +199,11 @@ class SQLiteSuspendedRuns:
             sql += " AND resource_id = ?"
             params.append(resource_id)
         sql += " AND expires_at > ? ORDER BY suspended_at DESC, run_id DESC"
-        params.append(to_micros(now or utc_now()))
+        params.append(to_micros(current(now)))
         return await self._db.run(lambda c: [_run(row) for row in c.execute(sql, tuple(params))])
 
     async def purge_expired_suspended_runs(self, *, now: datetime | None = None) -> int:
-        at = to_micros(now or utc_now())
+        at = to_micros(current(now))
 
         def purge(c: apsw.Connection) -> int:
             c.execute("DELETE FROM sluicegate_suspended_runs WHERE expires_at <= ?", (at,))

@@ -268,6 +268,36 @@ def decode_pending(text: str) -> tuple[PendingToolCall, ...]:
     return tuple(PendingToolCall.from_dict(item) for item in json.loads(text))
 
 
+def current(now: datetime | None) -> datetime:
+    """`now`, or the current UTC time; naive datetimes are refused (backends would read them
+    differently)."""
+    if now is None:
+        return utc_now()
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise ValueError(f"now must be a timezone-aware datetime, got {now!r}")
+    return now
+
+
+def check_request(run_id: Any, tool_call_id: Any = None, version: Any = None) -> None:
+    """Refuse ids and versions of the wrong type before they reach a query (a driver would
+    raise its own error, or SQLite would compare them as something else)."""
+    if not isinstance(run_id, str):
+        raise InvalidSuspendedRunError(repr(run_id)[:80], "run_id must be a string")
+    if tool_call_id is not None and not isinstance(tool_call_id, str):
+        raise InvalidSuspendedRunError(run_id, "tool_call_id must be a string or None")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        raise InvalidSuspendedRunError(run_id, "version must be an integer")
+
+
+def check_owner(agent_id: Any = "", **ids: Any) -> None:
+    """Refuse a listing or claim filter that is not a string (or None for the optional ones)."""
+    if not isinstance(agent_id, str):
+        raise TypeError(f"agent_id must be a string, got {type(agent_id).__name__}")
+    for name, value in ids.items():
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string or None, got {type(value).__name__}")
+
+
 def check_max_bytes(max_bytes: int) -> int:
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
         raise ValueError(f"max_snapshot_bytes must be a positive integer, got {max_bytes!r}")
@@ -385,6 +415,8 @@ class InMemorySuspendedRunStore:
         self._lock = threading.Lock()
 
     async def save_suspended_run(self, run: SuspendedRun) -> None:
+        if not isinstance(run, SuspendedRun):
+            raise TypeError(f"expected a SuspendedRun, got {type(run).__name__}")
         encoded = encode_run(run, self.max_snapshot_bytes)
         with self._lock:
             row = self._rows.get(run.run_id)
@@ -402,7 +434,8 @@ class InMemorySuspendedRunStore:
             )
 
     async def get_suspended_run(self, run_id: str, *, now: datetime | None = None) -> SuspendedRun | None:
-        now = now or utc_now()
+        check_request(run_id)
+        now = current(now)
         with self._lock:
             row = self._rows.get(run_id)
             if row is None or row.run.expires_at <= now:
@@ -417,7 +450,9 @@ class InMemorySuspendedRunStore:
         resource_id: str | None = None,
         now: datetime | None = None,
     ) -> SuspendedRun:
-        now = now or utc_now()
+        check_request(run_id, tool_call_id)
+        check_owner(resource_id=resource_id)
+        now = current(now)
         with self._lock:
             row = self._rows.get(run_id)
             if row is None or (resource_id is not None and row.run.resource_id != resource_id):
@@ -431,6 +466,7 @@ class InMemorySuspendedRunStore:
             return row.materialise()
 
     async def release_suspended_run(self, run_id: str, *, version: int) -> bool:
+        check_request(run_id, version=version)
         with self._lock:
             row = self._rows.get(run_id)
             if row is None or row.run.version != version or row.claimed_at is None:
@@ -439,6 +475,7 @@ class InMemorySuspendedRunStore:
             return True
 
     async def finish_suspended_run(self, run_id: str, *, version: int | None = None) -> bool:
+        check_request(run_id, version=version)
         with self._lock:
             row = self._rows.get(run_id)
             if row is None or (version is not None and row.run.version != version):
@@ -454,7 +491,8 @@ class InMemorySuspendedRunStore:
         resource_id: str | None = None,
         now: datetime | None = None,
     ) -> list[SuspendedRun]:
-        now = now or utc_now()
+        check_owner(agent_id, thread_id=thread_id, resource_id=resource_id)
+        now = current(now)
         with self._lock:
             rows = [
                 row
@@ -470,7 +508,7 @@ class InMemorySuspendedRunStore:
             return [row.materialise() for row in rows]
 
     async def purge_expired_suspended_runs(self, *, now: datetime | None = None) -> int:
-        now = now or utc_now()
+        now = current(now)
         with self._lock:
             expired = [run_id for run_id, row in self._rows.items() if row.run.expires_at <= now]
             for run_id in expired:
