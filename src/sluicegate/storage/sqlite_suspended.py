@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import apsw
 
@@ -29,10 +29,17 @@ from sluicegate.storage.suspended_runs import (
 )
 from sluicegate.storage.types import from_micros, to_micros
 
-if TYPE_CHECKING:
-    from sluicegate.storage.sqlite import SQLiteConnection
-
 T = TypeVar("T")
+
+
+class _Connection(Protocol):
+    """What `SQLiteStore._db` (a `SQLiteConnection`, not imported: `sqlite` imports this
+    module) offers: `fn` run on its worker thread, and closing."""
+
+    async def run(self, fn: Callable[[apsw.Connection], T]) -> T: ...
+
+    async def close(self) -> None: ...
+
 
 _COLUMNS = (
     "run_id, agent_id, resource_id, thread_id, pending, snapshot, "
@@ -71,7 +78,7 @@ def _run(row: Sequence[Any]) -> SuspendedRun:
 class SQLiteSuspendedRuns:
     """The `SuspendedRunStore` methods of `SQLiteStore` (it provides `_db`)."""
 
-    _db: SQLiteConnection
+    _db: _Connection
     max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES
 
     async def save_suspended_run(self, run: SuspendedRun) -> None:
