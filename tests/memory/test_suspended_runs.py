@@ -30,10 +30,10 @@ from sluicegate.storage import (
     SuspendedRunStore,
     ToolCallNotPendingError,
 )
-from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES
+from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES, DEFAULT_SUSPENDED_RUN_TTL
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
-TTL = timedelta(days=7)
+TTL = DEFAULT_SUSPENDED_RUN_TTL
 NOW = T0 + timedelta(minutes=1)
 
 Factory = Callable[..., Awaitable[Any]]
@@ -444,6 +444,7 @@ async def test_a_snapshot_over_the_limit_is_refused_naming_run_and_size(run_stor
 
 async def test_the_default_limit_is_eight_mebibytes(runs: Any) -> None:
     assert DEFAULT_MAX_SNAPSHOT_BYTES == 8 * 1024 * 1024
+    assert timedelta(days=7) == DEFAULT_SUSPENDED_RUN_TTL
     with pytest.raises(SnapshotTooLargeError) as caught:
         await runs.save_suspended_run(run(snapshot={"blob": "x" * (8 * 1024 * 1024)}))
     assert caught.value.limit == DEFAULT_MAX_SNAPSHOT_BYTES

@@ -24,6 +24,7 @@ from sluicegate.storage.errors import (
 )
 from sluicegate.storage.suspended_runs import (
     DEFAULT_MAX_SNAPSHOT_BYTES,
+    DEFAULT_SUSPENDED_RUN_TTL,
     InMemorySuspendedRunStore,
     PendingToolCall,
     SuspendedRun,
@@ -40,6 +41,7 @@ __getattr__ = lazy_attributes(__name__, {"PostgresStore": "postgres", "SQLiteSto
 
 __all__ = [
     "DEFAULT_MAX_SNAPSHOT_BYTES",
+    "DEFAULT_SUSPENDED_RUN_TTL",
     "AmbiguousToolCallError",
     "InMemorySuspendedRunStore",
     "InvalidSuspendedRunError",

@@ -38,7 +38,7 @@ import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from sluicegate.storage.errors import (
@@ -53,6 +53,7 @@ from sluicegate.storage.types import utc_now
 
 __all__ = [
     "DEFAULT_MAX_SNAPSHOT_BYTES",
+    "DEFAULT_SUSPENDED_RUN_TTL",
     "EncodedRun",
     "InMemorySuspendedRunStore",
     "PendingToolCall",
@@ -63,6 +64,9 @@ __all__ = [
     "encode_run",
     "resolve_tool_call",
 ]
+
+DEFAULT_SUSPENDED_RUN_TTL = timedelta(days=7)
+"""How long a suspended run waits by default (`suspended_run_ttl`): `expires_at - suspended_at`."""
 
 DEFAULT_MAX_SNAPSHOT_BYTES = 8 * 1024 * 1024
 """The default limit on a run's stored JSON (snapshot plus pending calls), in UTF-8 bytes."""
@@ -376,8 +380,8 @@ class SuspendedRunStore(Protocol):
         resource_id: str | None = None,
         now: datetime | None = None,
     ) -> list[SuspendedRun]:
-        """The agent's claimable runs (not expired, not claimed), newest first, filtered by
-        thread and/or resource when given."""
+        """The agent's claimable runs (not expired, not claimed), newest `suspended_at` first
+        (ties: `run_id` descending, by code point), filtered by thread and/or resource when given."""
         ...
 
     async def purge_expired_suspended_runs(self, *, now: datetime | None = None) -> int:
