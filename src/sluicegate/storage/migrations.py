@@ -81,6 +81,32 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX sluicegate_pseudonyms_thread ON sluicegate_pseudonyms (thread_id)",
         ),
     ),
+    Migration(
+        3,
+        "suspended runs (human in the loop), claimable once",
+        (
+            # `pending` and `snapshot` are JSON text, opaque to SQL: they read back exactly.
+            """CREATE TABLE sluicegate_suspended_runs (
+                run_id TEXT PRIMARY KEY,
+                agent_id TEXT NOT NULL,
+                resource_id TEXT,
+                thread_id TEXT,
+                pending TEXT NOT NULL,
+                snapshot TEXT NOT NULL,
+                suspended_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                claimed_at INTEGER,
+                version INTEGER NOT NULL
+            )""",
+            "CREATE INDEX sluicegate_suspended_runs_agent "
+            "ON sluicegate_suspended_runs (agent_id, suspended_at)",
+            "CREATE INDEX sluicegate_suspended_runs_thread "
+            "ON sluicegate_suspended_runs (agent_id, thread_id, suspended_at)",
+            "CREATE INDEX sluicegate_suspended_runs_resource "
+            "ON sluicegate_suspended_runs (agent_id, resource_id, suspended_at)",
+            "CREATE INDEX sluicegate_suspended_runs_expires ON sluicegate_suspended_runs (expires_at)",
+        ),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -245,6 +271,33 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (resource_id, thread_id)
             )""",
             "CREATE INDEX sluicegate_pseudonyms_thread ON sluicegate_pseudonyms (thread_id)",
+        ),
+    ),
+    Migration(
+        5,
+        "suspended runs (human in the loop), claimable once",
+        (
+            # TEXT rather than JSONB: the payloads are opaque here, and JSONB would refuse \u0000
+            # in a string and reorder keys, so they would not read back as the run wrote them.
+            """CREATE TABLE sluicegate_suspended_runs (
+                run_id TEXT PRIMARY KEY,
+                agent_id TEXT NOT NULL,
+                resource_id TEXT,
+                thread_id TEXT,
+                pending TEXT NOT NULL,
+                snapshot TEXT NOT NULL,
+                suspended_at TIMESTAMPTZ NOT NULL,
+                expires_at TIMESTAMPTZ NOT NULL,
+                claimed_at TIMESTAMPTZ,
+                version BIGINT NOT NULL
+            )""",
+            "CREATE INDEX sluicegate_suspended_runs_agent "
+            "ON sluicegate_suspended_runs (agent_id, suspended_at)",
+            "CREATE INDEX sluicegate_suspended_runs_thread "
+            "ON sluicegate_suspended_runs (agent_id, thread_id, suspended_at)",
+            "CREATE INDEX sluicegate_suspended_runs_resource "
+            "ON sluicegate_suspended_runs (agent_id, resource_id, suspended_at)",
+            "CREATE INDEX sluicegate_suspended_runs_expires ON sluicegate_suspended_runs (expires_at)",
         ),
     ),
 )

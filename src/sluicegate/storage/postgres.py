@@ -34,6 +34,8 @@ from sluicegate.storage.codec import (
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, pending
 from sluicegate.storage.pg_reservations import ReservationBatcher
+from sluicegate.storage.postgres_suspended import PostgresSuspendedRuns
+from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES, check_max_bytes
 from sluicegate.storage.types import MessageInclude, PseudonymChange, Resource, Thread, utc_now
 
 _MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, created_at"
@@ -105,7 +107,7 @@ def _resource(row: asyncpg.Record) -> Resource:
     )
 
 
-class PostgresStore(MemoryStore):
+class PostgresStore(PostgresSuspendedRuns, MemoryStore):
     """Memory in PostgreSQL.
 
     ```python
@@ -114,8 +116,16 @@ class PostgresStore(MemoryStore):
     ```
     """
 
-    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
+    ) -> None:
         self.dsn = dsn
+        self.max_snapshot_bytes = check_max_bytes(max_snapshot_bytes)  # suspended runs
         self._min_size = min_size
         self._max_size = max_size
         self._pool: asyncpg.Pool | None = None

@@ -40,6 +40,8 @@ from sluicegate.storage.codec import (
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
 from sluicegate.storage.sqlite_files import DatabaseFiles
+from sluicegate.storage.sqlite_suspended import SQLiteSuspendedRuns
+from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES, check_max_bytes
 from sluicegate.storage.types import (
     MessageInclude,
     PseudonymChange,
@@ -270,7 +272,7 @@ def _message(row: Sequence[Any]) -> Message:
     )
 
 
-class SQLiteStore(MemoryStore):
+class SQLiteStore(SQLiteSuspendedRuns, MemoryStore):
     """Memory in SQLite.
 
     ```python
@@ -280,9 +282,14 @@ class SQLiteStore(MemoryStore):
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] = "sluicegate.db", *, busy_timeout_ms: int = 30_000
+        self,
+        path: str | os.PathLike[str] = "sluicegate.db",
+        *,
+        busy_timeout_ms: int = 30_000,
+        max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
     ) -> None:
         self.path = os.fspath(path)
+        self.max_snapshot_bytes = check_max_bytes(max_snapshot_bytes)  # suspended runs
         self._db = SQLiteConnection(
             self.path,
             busy_timeout_ms=busy_timeout_ms,
