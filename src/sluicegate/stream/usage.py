@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from sluicegate.messages.part import to_snake
 from sluicegate.stream.payload import Payload
 
 
@@ -27,6 +29,8 @@ class Usage(Payload):
         self.total_tokens = input_tokens + output_tokens if total_tokens is None else total_tokens
         self.reasoning_tokens = reasoning_tokens
         self.cached_input_tokens = cached_input_tokens
+        self.unusable: str | None = None
+        """Why the provider's reported counts could not be used (they read as 0), or None."""
 
     @classmethod
     def from_v2(cls, data: Any) -> Usage:
@@ -35,16 +39,20 @@ class Usage(Payload):
             return data
         if not isinstance(data, dict):
             return cls()
-        input_tokens = data.get("inputTokens") or 0
-        output_tokens = data.get("outputTokens") or 0
-        total = data.get("totalTokens")
-        return cls(
+        problems: list[str] = []
+        input_tokens = _count(data, "inputTokens", problems) or 0
+        output_tokens = _count(data, "outputTokens", problems) or 0
+        total = _count(data, "totalTokens", problems)
+        usage = cls(
             input_tokens,
             output_tokens,
             total if total is not None else input_tokens + output_tokens,
-            data.get("reasoningTokens"),
-            data.get("cachedInputTokens"),
+            _count(data, "reasoningTokens", problems),
+            _count(data, "cachedInputTokens", problems),
         )
+        if problems:
+            usage.unusable = ", ".join(problems)
+        return usage
 
     def __add__(self, other: Usage) -> Usage:
         def both(a: int | None, b: int | None) -> int | None:
@@ -60,3 +68,17 @@ class Usage(Payload):
 
     def to_v2(self) -> dict[str, Any]:
         return self.to_dict()
+
+
+def _count(data: dict[str, Any], key: str, problems: list[str]) -> int | None:
+    """A provider's token count, checked where usage enters: a negative, NaN, infinite or
+    non-numeric count reads as 0 and is named in `problems`, so no total, price, span or JSON
+    body downstream ever carries it (the cost guard treats such usage as unknown)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not math.isfinite(value) or value < 0:
+        problems.append(f"{to_snake(key)} is {value!r}")
+        return 0
+    return int(value)

@@ -478,7 +478,11 @@ _COUNTS = ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens
 def usage_problem(usage: Usage) -> str | None:
     """Why a provider's usage cannot be priced (a count that is negative, NaN, infinite or not a
     number), or None. Such usage is treated as unknown: pricing it could refund spend (negative),
-    poison a budget's sum (NaN) or lock a key for good (infinite)."""
+    poison a budget's sum (NaN) or lock a key for good (infinite). `Usage.from_v2` already reads
+    such counts as 0 and says why in `usage.unusable`."""
+    unusable = getattr(usage, "unusable", None)
+    if unusable:
+        return str(unusable)
     for name in _COUNTS:
         value = getattr(usage, name, None)
         if value is None and name in ("cached_input_tokens", "reasoning_tokens"):
