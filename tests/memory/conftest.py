@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
-from memory_pg_server import PostgresUnavailable, start_postgres
+from memory_pg_server import PostgresUnavailable, create_database, start_postgres
 
 from sluicegate.storage import MemoryStore, PostgresStore, SQLiteStore
 
@@ -36,25 +34,10 @@ def postgres_dsn() -> Iterator[str]:
         stop()
 
 
-async def _create_database(dsn: str) -> str:
-    name = "t_" + uuid.uuid4().hex[:16]
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(f"CREATE DATABASE {name}")
-    finally:
-        await conn.close()
-    conn = await asyncpg.connect(dsn.rsplit("/", 1)[0] + f"/{name}")
-    try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    finally:
-        await conn.close()
-    return dsn.rsplit("/", 1)[0] + f"/{name}"
-
-
 @pytest.fixture
 async def pg_database(postgres_dsn: str) -> str:
     """A fresh, empty database (with the vector extension) on the session's server."""
-    return await _create_database(postgres_dsn)
+    return await create_database(postgres_dsn)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -66,7 +49,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 async def store_factory(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """`await make()` opens a store on one shared location (a file or a database) per test."""
     if backend == "postgres":
-        location = await _create_database(request.getfixturevalue("postgres_dsn"))
+        location = await create_database(request.getfixturevalue("postgres_dsn"))
     else:
         location = str(tmp_path / "memory.db")
     opened: list[MemoryStore] = []

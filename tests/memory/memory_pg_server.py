@@ -148,3 +148,23 @@ def start_postgres(durable: bool = False, **settings: str) -> tuple[str, Callabl
         shutil.rmtree(root, ignore_errors=True)
 
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
+
+
+async def create_database(dsn: str) -> str:
+    """A fresh database (with the vector extension) on the server at `dsn`; its DSN."""
+    import uuid
+
+    import asyncpg
+
+    name = "t_" + uuid.uuid4().hex[:16]
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f"CREATE DATABASE {name}")
+    finally:
+        await conn.close()
+    conn = await asyncpg.connect(dsn.rsplit("/", 1)[0] + f"/{name}")
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    finally:
+        await conn.close()
+    return dsn.rsplit("/", 1)[0] + f"/{name}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memory_pg_server import create_database
 
 from sluicegate.storage import (
     AmbiguousToolCallError,
@@ -46,9 +47,7 @@ async def run_store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> A
     opened: list[Any] = []
     location = ""
     if request.param == "postgres":
-        from conftest import _create_database
-
-        location = await _create_database(request.getfixturevalue("postgres_dsn"))
+        location = await create_database(request.getfixturevalue("postgres_dsn"))
     elif request.param == "sqlite":
         location = str(tmp_path / "runs.db")
 
