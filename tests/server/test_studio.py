@@ -240,3 +240,32 @@ def test_studio_in_chromium(page: Any, studio_url: str, tmp_path: Path) -> None:
     # The whole tour ran under the studio's policy without tripping it (a timeline bar set by a
     # style attribute, an inline script or an HTML string would have).
     assert page.blocked == []
+
+
+def test_studio_policy_blocks_injected_script(page: Any, studio_url: str) -> None:
+    """The policy is enforced, not just sent: markup written as a string, an inline script and
+    an inline style attribute are all refused on the studio page."""
+    page.goto(studio_url + "/studio")
+    page.locator("section[data-agent]").first.wait_for()
+    outcome = page.evaluate(
+        """() => {
+          const out = {};
+          try { document.getElementById("view").innerHTML = "<img src=x>"; out.html = "written"; }
+          catch (error) { out.html = error.name; }
+          try {
+            const script = document.createElement("script");
+            script.text = "window.injected = true";
+            document.body.append(script);
+            out.script = "appended";
+          } catch (error) { out.script = error.name; }
+          const div = document.createElement("div");
+          div.setAttribute("style", "color: red");
+          document.body.append(div);
+          out.style = div.style.color;
+          return out;
+        }"""
+    )
+    assert outcome == {"html": "TypeError", "script": "TypeError", "style": ""}
+    assert page.evaluate("window.injected") is None
+    assert "CSP violation: require-trusted-types-for blocked trusted-types-sink" in page.blocked
+    assert "CSP violation: style-src-attr blocked inline" in page.blocked
