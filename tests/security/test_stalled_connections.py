@@ -202,11 +202,10 @@ def _low_descriptor_limit() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, soft), hard))
 
 
-async def test_sluicegate_serve_under_a_1024_descriptor_limit(tmp_path: Path) -> None:
-    """The finding as reported: `sluicegate serve` with the common limit of 1,024 open files and
-    1,100 stalled sockets. Before, the process ran out of descriptors and every other request
-    hung; now the cap (512 here: half the limit) answers 503 at once while the stalled sockets
-    hold it, and the read deadline frees it."""
+@pytest.fixture
+def served_with_1024_files(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """`sluicegate serve` (the example app, a 3 s read deadline, the default cap) in a process
+    limited to 1,024 open files; yields its port and log file."""
     port = free_port()
     log = tmp_path / "serve.log"
     command = [sys.executable, "-m", "sluicegate", "serve", str(EXAMPLE), "--port", str(port)]
@@ -230,23 +229,7 @@ async def test_sluicegate_serve_under_a_1024_descriptor_limit(tmp_path: Path) ->
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.1)
         time.sleep(0.5)  # the probe's connection is gone before the stalled ones count
-        stalled = [
-            await open_stalled(port, PARTIAL_BODY if i % 10 == 0 else PARTIAL_HEADERS) for i in range(STALLED)
-        ]
-        # Those over the cap are refused (a 503, or a plain close when refusals pile up).
-        refused = await asyncio.gather(*(outcome(conn, 1.5) for conn in stalled))
-        held = [conn for conn, (_, closed) in zip(stalled, refused, strict=True) if closed is None]
-        assert len(held) == 512
-        assert all(data == b"" or data.startswith(b"HTTP/1.1 503 ") for data, closed in refused if closed)
-        for _ in range(3):
-            status, seconds, body = await timed_get(port)
-            assert status == 503 and seconds < 1.0 and "too many open connections" in str(body["error"])
-        expired = await asyncio.gather(*(outcome(conn, 5) for conn in held))
-        assert all(data.startswith(b"HTTP/1.1 408 ") for data, _ in expired)
-        status, seconds, _ = await timed_get(port)
-        assert status == 200 and seconds < 1.0
-        for conn in stalled:
-            conn.writer.close()
+        yield port, log
     finally:
         server.terminate()
         try:
@@ -254,6 +237,33 @@ async def test_sluicegate_serve_under_a_1024_descriptor_limit(tmp_path: Path) ->
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(10)
+
+
+async def test_sluicegate_serve_under_a_1024_descriptor_limit(
+    served_with_1024_files: tuple[int, Path],
+) -> None:
+    """The finding as reported: `sluicegate serve` with the common limit of 1,024 open files and
+    1,100 stalled sockets. Before, the process ran out of descriptors and every other request
+    hung; now the cap (512 here: half the limit) answers 503 at once while the stalled sockets
+    hold it, and the read deadline frees it."""
+    port, log = served_with_1024_files
+    stalled = [
+        await open_stalled(port, PARTIAL_BODY if i % 10 == 0 else PARTIAL_HEADERS) for i in range(STALLED)
+    ]
+    # Those over the cap are refused (a 503, or a plain close when refusals pile up).
+    refused = await asyncio.gather(*(outcome(conn, 1.5) for conn in stalled))
+    held = [conn for conn, (_, closed) in zip(stalled, refused, strict=True) if closed is None]
+    assert len(held) == 512
+    assert all(data == b"" or data.startswith(b"HTTP/1.1 503 ") for data, closed in refused if closed)
+    for _ in range(3):
+        status, seconds, body = await timed_get(port)
+        assert status == 503 and seconds < 1.0 and "too many open connections" in str(body["error"])
+    expired = await asyncio.gather(*(outcome(conn, 5) for conn in held))
+    assert all(data.startswith(b"HTTP/1.1 408 ") for data, _ in expired)
+    status, seconds, _ = await timed_get(port)
+    assert status == 200 and seconds < 1.0
+    for conn in stalled:
+        conn.writer.close()
     text = log.read_text()
     assert "Too many open files" not in text
     assert text.count("refusing connections with 503") == 1  # once, not once per refusal
