@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI, WebSocket
 from tests.server.live import free_port, serve_in_thread
 
 from sluicegate import Agent, Sluicegate
@@ -267,3 +268,23 @@ async def test_sluicegate_serve_under_a_1024_descriptor_limit(
     text = log.read_text()
     assert "Too many open files" not in text
     assert text.count("refusing connections with 503") == 1  # once, not once per refusal
+
+
+async def test_a_websocket_outlives_the_read_deadline(http: str) -> None:
+    """After an upgrade the connection is the WebSocket protocol's: no HTTP deadline closes it."""
+    from websockets.asyncio.client import connect
+
+    app = FastAPI()
+
+    @app.websocket("/echo")
+    async def echo(websocket: WebSocket) -> None:
+        await websocket.accept()
+        while True:
+            await websocket.send_text(await websocket.receive_text())
+
+    settings = ServerSettings(request_read_timeout=0.3)
+    with serve_in_thread(app, http=protocol_class(settings, http)) as url:  # type: ignore[arg-type]
+        async with connect(url.replace("http", "ws") + "/echo") as websocket:
+            await asyncio.sleep(1.0)
+            await websocket.send("still here")
+            assert await asyncio.wait_for(websocket.recv(), 2) == "still here"

@@ -225,6 +225,16 @@ class _Deadline:
         transport.close()
 
 
+class _HasDeadline(Protocol):
+    _deadline: _Deadline | None
+
+
+def _stop(protocol: _HasDeadline) -> None:
+    if protocol._deadline is not None:
+        protocol._deadline.cancel()
+        protocol._deadline = None
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with the read deadline and the connection cap."""
 
@@ -254,6 +264,10 @@ class GuardedH11Protocol(H11Protocol):
         if self._deadline is not None:
             self._deadline.cancel()
         super().connection_lost(exc)
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        _stop(self)  # the transport now belongs to the WebSocket protocol
+        super().handle_websocket_upgrade(event)
 
     def _phase(self) -> Phase | None:
         """h11 tracks the client's side: IDLE before a request (with bytes buffered once its
@@ -312,6 +326,10 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
             if self._deadline is not None:
                 self._deadline.cancel()
             super().connection_lost(exc)
+
+        def handle_websocket_upgrade(self) -> None:
+            _stop(self)  # the transport now belongs to the WebSocket protocol
+            super().handle_websocket_upgrade()
 
         def _phase(self) -> Phase | None:
             if self._in_message:
