@@ -46,7 +46,7 @@ def _serve(
     except ImportError:
         print("sluicegate serve needs the server extra: pip install 'sluicegate[server]'", file=sys.stderr)
         return 2
-    from sluicegate.server.connections import protocol_path
+    from sluicegate.server.connections import listen_backlog, protocol_class
     from sluicegate.server.identity import warn_if_exposed
     from sluicegate.server.loader import APP_ENV, load_registry, split_target
     from sluicegate.server.settings import ServerSettings
@@ -68,7 +68,8 @@ def _serve(
         "port": port,
         "factory": True,
         "log_level": "info",
-        "http": protocol_path(),  # the read deadline and the connection cap
+        "http": protocol_class(),  # the read deadline and the connection cap
+        "backlog": listen_backlog(),
     }
     if reload:
         options["reload"] = True

@@ -3,6 +3,8 @@ processes through the environment, and the guarded protocol is the one `serve` r
 
 from __future__ import annotations
 
+import importlib.util
+import pickle
 import resource
 from pathlib import Path
 from typing import Any
@@ -16,8 +18,8 @@ from sluicegate.server.connections import (
     ConnectionLimits,
     GuardedH11Protocol,
     default_max_connections,
+    listen_backlog,
     protocol_class,
-    protocol_path,
 )
 
 EXAMPLE = str(Path(__file__).parents[1] / "server" / "example_app.py")
@@ -70,17 +72,22 @@ def test_bad_settings_are_refused() -> None:
         ServerSettings(max_connections=0)
 
 
-def test_the_default_cap_follows_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    for soft, expected in [(1024, 512), (256, 128), (1_048_576, 2048), (resource.RLIM_INFINITY, 2048)]:
+def test_the_default_cap_and_backlog_follow_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    cases = [(1024, 512, 256), (256, 128, 64), (1_048_576, 2048, 2048), (resource.RLIM_INFINITY, 2048, 2048)]
+    for soft, cap, backlog in cases:
         monkeypatch.setattr(resource, "getrlimit", lambda _, soft=soft: (soft, resource.RLIM_INFINITY))
-        assert default_max_connections() == expected
+        assert (default_max_connections(), listen_backlog()) == (cap, backlog)
     assert ConnectionLimits.from_settings(ServerSettings()).max_connections == 2048
     assert ConnectionLimits.from_settings(ServerSettings(max_connections=7)).max_connections == 7
 
 
 def test_protocols() -> None:
-    assert protocol_path("h11") == "sluicegate.server.connections:GuardedH11Protocol"
-    assert protocol_path("httptools") == "sluicegate.server.connections:GuardedHttpToolsProtocol"
+    assert protocol_class(http="h11") is GuardedH11Protocol
+    # uvicorn pickles its config (with this class) into --workers and --reload processes.
+    assert pickle.loads(pickle.dumps(GuardedH11Protocol)) is GuardedH11Protocol
+    if importlib.util.find_spec("httptools") is not None:
+        tools = protocol_class(http="httptools")
+        assert tools.__name__ == "GuardedHttpToolsProtocol" and pickle.loads(pickle.dumps(tools)) is tools
     bound = protocol_class(ServerSettings(request_read_timeout=4, max_connections=9), "h11")
     assert issubclass(bound, GuardedH11Protocol)
     assert bound.limits == ConnectionLimits(4, 9)  # type: ignore[attr-defined]
@@ -105,7 +112,8 @@ def test_serve_passes_the_options_to_every_worker(
     assert main(args) == 0
     (app, options) = uvicorn_run[0]
     assert app == "sluicegate.server.loader:app_from_env" and options["workers"] == 2
-    assert options["http"] == protocol_path()  # the guarded protocol, imported by each worker
+    assert options["http"] is protocol_class()  # the guarded protocol, pickled to each worker
+    assert options["backlog"] == listen_backlog()
     # Workers read their limits from the environment they inherit.
     assert os.environ["SLUICEGATE_REQUEST_READ_TIMEOUT"] == "7.5"
     assert os.environ["SLUICEGATE_MAX_CONNECTIONS"] == "40"
@@ -117,7 +125,7 @@ def test_serve_without_options_keeps_the_defaults(uvicorn_run: list[tuple[str, d
     import os
 
     assert main(["dev", EXAMPLE]) == 0
-    assert uvicorn_run[0][1]["http"] == protocol_path() and uvicorn_run[0][1]["reload"] is True
+    assert uvicorn_run[0][1]["http"] is protocol_class() and uvicorn_run[0][1]["reload"] is True
     assert "SLUICEGATE_REQUEST_READ_TIMEOUT" not in os.environ
     assert "SLUICEGATE_MAX_CONNECTIONS" not in os.environ
 

@@ -198,26 +198,26 @@ async def test_connections_beyond_the_cap_get_503(http: str) -> None:
             conn.writer.close()
 
 
-def _low_descriptor_limit() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, soft), hard))
+@contextmanager
+def sluicegate_serve(log: Path, *options: str, files: int | None = None) -> Iterator[int]:
+    """`sluicegate serve` on the example app in a subprocess (its open-file limit lowered to
+    `files`); yields its port once it accepts connections."""
 
+    def limit_files() -> None:
+        if files is not None:
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(files, soft), hard))
 
-@pytest.fixture
-def served_with_1024_files(tmp_path: Path) -> Iterator[tuple[int, Path]]:
-    """`sluicegate serve` (the example app, a 3 s read deadline, the default cap) in a process
-    limited to 1,024 open files; yields its port and log file."""
     port = free_port()
-    log = tmp_path / "serve.log"
-    command = [sys.executable, "-m", "sluicegate", "serve", str(EXAMPLE), "--port", str(port)]
+    command = [sys.executable, "-m", "sluicegate", "serve", str(EXAMPLE), "--port", str(port), *options]
     with log.open("wb") as out:
         server = subprocess.Popen(
-            [*command, "--request-read-timeout", "3"],
+            command,
             cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=_low_descriptor_limit,
+            preexec_fn=limit_files,
         )
     try:
         deadline = time.monotonic() + 30
@@ -230,7 +230,7 @@ def served_with_1024_files(tmp_path: Path) -> Iterator[tuple[int, Path]]:
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.1)
         time.sleep(0.5)  # the probe's connection is gone before the stalled ones count
-        yield port, log
+        yield port
     finally:
         server.terminate()
         try:
@@ -238,6 +238,47 @@ def served_with_1024_files(tmp_path: Path) -> Iterator[tuple[int, Path]]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(10)
+
+
+@pytest.fixture
+def served_with_1024_files(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """The example app with a 3 s read deadline and the default cap, limited to 1,024 files."""
+    log = tmp_path / "serve.log"
+    with sluicegate_serve(log, "--request-read-timeout", "3", files=1024) as port:
+        yield port, log
+
+
+@pytest.fixture
+def two_workers(tmp_path: Path) -> Iterator[int]:
+    with sluicegate_serve(
+        tmp_path / "serve.log", "--workers", "2", "--max-connections", "5", "--request-read-timeout", "3"
+    ) as port:
+        yield port
+
+
+async def test_every_worker_process_applies_the_options(two_workers: int) -> None:
+    """The options reach uvicorn's worker processes: each holds at most 5 connections (10 in
+    all), refuses the rest with 503, and closes stalled ones after 3 s."""
+    held: list[Stalled] = []
+    for _ in range(10):  # a few rounds: which worker accepts a connection is the kernel's choice
+        batch = [await open_stalled(two_workers, PARTIAL_HEADERS) for _ in range(12 - len(held))]
+        results = await asyncio.gather(*(outcome(conn, 0.3) for conn in batch))
+        for conn, (data, closed) in zip(batch, results, strict=True):
+            if closed is None:
+                held.append(conn)
+            else:
+                assert data.startswith(b"HTTP/1.1 503 "), data
+        if len(held) >= 10:
+            break
+    assert len(held) == 10
+    for _ in range(3):
+        status, seconds, _ = await timed_get(two_workers)
+        assert status == 503 and seconds < 1.0
+    expired = await asyncio.gather(*(outcome(conn, 4) for conn in held))
+    assert all(data.startswith(b"HTTP/1.1 408 ") for data, _ in expired)
+    assert all(closed is not None and 2.9 < closed < 4.5 for _, closed in expired)
+    status, _, _ = await timed_get(two_workers)
+    assert status == 200
 
 
 async def test_sluicegate_serve_under_a_1024_descriptor_limit(

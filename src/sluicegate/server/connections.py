@@ -17,9 +17,10 @@ server stops accepting, and every other client waits. The protocols here subclas
   read, and closed once the client is done sending (or after a second), so the refusal never
   waits on the client and costs its descriptor only briefly.
 
-`sluicegate serve` passes `http="sluicegate.server.connections:GuardedH11Protocol"` (or the
-httptools one) to uvicorn; the limits come from `ServerSettings.from_env()`, so every worker
-process agrees. `protocol_class(settings)` gives a class bound to explicit settings instead.
+`sluicegate serve` passes `http=GuardedH11Protocol` (or the httptools one) to uvicorn (a class:
+older uvicorn versions take no "module:Class" string there); the limits come from
+`ServerSettings.from_env()`, so every worker process agrees. `protocol_class(settings)` gives a
+class bound to explicit settings instead.
 """
 
 from __future__ import annotations
@@ -49,17 +50,32 @@ Phase = Literal["idle", "headers", "body"]
 """Where a connection that waits on its client is: between requests, in the headers, in the body."""
 
 
-def default_max_connections() -> int:
-    """Half this process's open-file limit, at most `MAX_CONNECTIONS_CEILING`: the other half
-    stays for what requests open themselves (a provider connection each, storage, files)."""
+def _open_file_limit() -> int | None:
     try:
         import resource
     except ImportError:  # not a POSIX system: no limit to read
-        return MAX_CONNECTIONS_CEILING // 2
+        return None
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def default_max_connections() -> int:
+    """Half this process's open-file limit, at most `MAX_CONNECTIONS_CEILING`: the other half
+    stays for what requests open themselves (a provider connection each, storage, files) and
+    for sockets accepted but not yet counted (see `listen_backlog`)."""
+    soft = _open_file_limit()
+    if soft is None:
         return MAX_CONNECTIONS_CEILING
     return max(1, min(MAX_CONNECTIONS_CEILING, soft // 2))
+
+
+def listen_backlog() -> int:
+    """The listening socket's backlog: a quarter of the open-file limit, from 64 up to uvicorn's
+    default of 2048. asyncio accepts up to a backlog's worth of sockets at once before any is
+    counted against the cap, so under a flood a backlog as large as the file limit would run
+    the process out of descriptors before the cap could refuse anyone."""
+    soft = _open_file_limit()
+    return 2048 if soft is None else max(64, min(2048, soft // 4))
 
 
 @dataclass(frozen=True)
@@ -359,15 +375,13 @@ def _resolve(http: HttpImpl) -> Literal["h11", "httptools"]:
     return http
 
 
-def protocol_path(http: HttpImpl = "auto") -> str:
-    """The `module:Class` uvicorn imports in each worker; limits come from the environment."""
-    name = "GuardedHttpToolsProtocol" if _resolve(http) == "httptools" else "GuardedH11Protocol"
-    return f"{__name__}:{name}"
-
-
-def protocol_class(settings: ServerSettings, http: HttpImpl = "auto") -> type[asyncio.Protocol]:
-    """A guarded protocol bound to `settings`, for a uvicorn server run in this process
-    (`uvicorn.Config(app, http=protocol_class(settings))`)."""
+def protocol_class(settings: ServerSettings | None = None, http: HttpImpl = "auto") -> type[asyncio.Protocol]:
+    """The guarded protocol to give uvicorn as `http=`. Without `settings`, the module-level
+    class, which reads its limits from the environment in each process and pickles by name
+    (so `--workers` and `--reload` processes get it); with `settings`, a subclass bound to
+    them, for a server in this process."""
     base: type[asyncio.Protocol] = GuardedH11Protocol if _resolve(http) == "h11" else _httptools_protocol()
+    if settings is None:
+        return base
     limits = ConnectionLimits.from_settings(settings)
     return type(base.__name__, (base,), {"limits": limits, "__module__": __name__})
