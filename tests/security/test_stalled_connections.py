@@ -167,6 +167,13 @@ async def test_the_deadline_does_not_cut_an_answer_or_a_timely_body(http: str) -
         conn.writer.close()
         assert data.startswith(b"HTTP/1.1 200 "), data[:200]
 
+        # Two pipelined requests in one write: both answered.
+        get = b"GET /api HTTP/1.1\r\nHost: x\r\n\r\n"
+        conn = await open_stalled(port, get + get)
+        data, _ = await outcome(conn, 5)
+        conn.writer.close()
+        assert data.count(b"HTTP/1.1 200 ") == 2 and b"408" not in data, data
+
         # A connection that never sends anything is closed without an answer.
         idle = await open_stalled(port, b"")
         data, closed_at = await outcome(idle, 3)

@@ -80,6 +80,8 @@ def listen_backlog() -> int:
 
 @dataclass(frozen=True)
 class ConnectionLimits:
+    """The two numbers a guarded protocol needs, resolved (the cap from the file limit)."""
+
     read_timeout: float
     max_connections: int
 
@@ -135,9 +137,9 @@ class _CapLog:
 class _Refusal(asyncio.Protocol):
     """A connection over the cap: 503 and end-of-stream at once. Whatever the client then sends
     is read and dropped until it closes (or `REFUSAL_GRACE` passes), so that closing with unread
-    bytes does not reset the connection and lose the answer. At most `lingering_max` refusals
-    wait like this; beyond that (a flood) a refused connection is closed at once, so refusals
-    never take more than a bounded number of descriptors."""
+    bytes does not reset the connection and lose the answer. At most an eighth of the cap (16
+    at least) wait like this; beyond that (a flood) a refused connection is closed at once, so
+    refusals never hold more than a bounded number of descriptors."""
 
     lingering = 0
 
@@ -246,6 +248,7 @@ class _HasDeadline(Protocol):
 
 
 def _stop(protocol: _HasDeadline) -> None:
+    """No deadline after the connection is lost or handed to another protocol."""
     if protocol._deadline is not None:
         protocol._deadline.cancel()
         protocol._deadline = None
@@ -277,8 +280,7 @@ class GuardedH11Protocol(H11Protocol):
             self._deadline.sync()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
+        _stop(self)
         super().connection_lost(exc)
 
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
@@ -339,8 +341,7 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
                 self._deadline.sync()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
+            _stop(self)
             super().connection_lost(exc)
 
         def handle_websocket_upgrade(self) -> None:
