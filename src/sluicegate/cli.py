@@ -1,12 +1,15 @@
 """The `sluicegate` command: serve an application, develop with the studio, run one prompt.
 
     sluicegate serve app.py [--host 127.0.0.1] [--port 4111] [--workers N] [--studio]
+                            [--request-read-timeout SECONDS] [--max-connections N]
     sluicegate dev app.py        # the studio at /studio, reloads when files change
     sluicegate run app.py:agent "prompt"
     sluicegate demo
 
 Server settings come from the environment (`SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS`,
-`SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`); see docs/server.md.
+`SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, ...); see docs/server.md. The two
+connection options travel to the worker processes the same way, as
+`SLUICEGATE_REQUEST_READ_TIMEOUT` and `SLUICEGATE_MAX_CONNECTIONS`.
 """
 
 from __future__ import annotations
@@ -27,22 +30,47 @@ def _color(text: str, code: str) -> str:
     return text
 
 
-def _serve(target: str, *, host: str, port: int, workers: int, studio: bool, reload: bool) -> int:
+def _serve(
+    target: str,
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    studio: bool,
+    reload: bool,
+    read_timeout: float | None,
+    max_connections: int | None,
+) -> int:
     try:
         import uvicorn
     except ImportError:
         print("sluicegate serve needs the server extra: pip install 'sluicegate[server]'", file=sys.stderr)
         return 2
+    from sluicegate.server.connections import listen_backlog, protocol_class
     from sluicegate.server.identity import warn_if_exposed
     from sluicegate.server.loader import APP_ENV, load_registry, split_target
+    from sluicegate.server.settings import ServerSettings
 
+    # Options become environment variables, which uvicorn's worker processes inherit.
+    if read_timeout is not None:
+        os.environ["SLUICEGATE_REQUEST_READ_TIMEOUT"] = repr(read_timeout)
+    if max_connections is not None:
+        os.environ["SLUICEGATE_MAX_CONNECTIONS"] = str(max_connections)
+    ServerSettings.from_env()  # a bad SLUICEGATE_* value fails here, not in every worker
     registry = load_registry(target)  # fail here, with a readable message, before workers start
     warn_if_exposed(host, registry)
     os.environ[APP_ENV] = target
     if studio:
         os.environ["SLUICEGATE_STUDIO"] = "1"
     path, _ = split_target(target)
-    options: dict[str, Any] = {"host": host, "port": port, "factory": True, "log_level": "info"}
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "factory": True,
+        "log_level": "info",
+        "http": protocol_class(),  # the read deadline and the connection cap
+        "backlog": listen_backlog(),
+    }
     if reload:
         options["reload"] = True
         options["reload_dirs"] = [str(path.resolve().parent)]
@@ -102,6 +130,19 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("app", help="app.py or app.py:name")
         cmd.add_argument("--host", default="127.0.0.1")
         cmd.add_argument("--port", type=int, default=4111)
+        cmd.add_argument(
+            "--request-read-timeout",
+            type=float,
+            metavar="SECONDS",
+            help="close a connection whose request headers and body take longer (default 30)",
+        )
+        cmd.add_argument(
+            "--max-connections",
+            type=int,
+            metavar="N",
+            help="answer 503 beyond N open connections per process "
+            "(default: half the open-file limit, at most 2048)",
+        )
         if name == "serve":
             cmd.add_argument("--workers", type=int, default=1)
             cmd.add_argument("--studio", action="store_true", help="also serve the studio at /studio")
@@ -112,23 +153,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_serve_options(args: argparse.Namespace) -> str | None:
+    if getattr(args, "workers", 1) < 1:
+        return "--workers must be at least 1"
+    timeout = args.request_read_timeout
+    if timeout is not None and not (0 < timeout < float("inf")):
+        return f"--request-read-timeout must be a positive number of seconds, got {timeout}"
+    if args.max_connections is not None and args.max_connections < 1:
+        return f"--max-connections must be at least 1, got {args.max_connections}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "serve":
-            if args.workers < 1:
-                print("--workers must be at least 1", file=sys.stderr)
+        if args.command in ("serve", "dev"):
+            problem = _check_serve_options(args)
+            if problem:
+                print(problem, file=sys.stderr)
                 return 2
+            dev = args.command == "dev"
             return _serve(
                 args.app,
                 host=args.host,
                 port=args.port,
-                workers=args.workers,
-                studio=args.studio,
-                reload=False,
+                workers=1 if dev else args.workers,
+                studio=dev or args.studio,
+                reload=dev,
+                read_timeout=args.request_read_timeout,
+                max_connections=args.max_connections,
             )
-        if args.command == "dev":
-            return _serve(args.app, host=args.host, port=args.port, workers=1, studio=True, reload=True)
         if args.command == "run":
             return asyncio.run(_run_once(args.target, args.prompt))
         from sluicegate.demo import run as demo

@@ -20,10 +20,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_in_thread(app: Any) -> Iterator[str]:
+def serve_in_thread(app: Any, **options: Any) -> Iterator[str]:
+    """`options` go to `uvicorn.Config` (for instance `http=` a protocol class)."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", **options)
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -18,7 +18,7 @@ def python_blocks(name: str) -> list[str]:
 
 def test_server_doc_blocks_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = python_blocks("server.md")
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:

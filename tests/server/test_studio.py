@@ -136,6 +136,14 @@ def studio_url(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+# Every Content-Security-Policy violation, reported on the console (Chromium also logs its own
+# "Refused to ..." line) so that it is caught across page loads.
+REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (e) =>
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline")));
+"""
+
+
 @pytest.fixture
 def page(studio_url: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
@@ -144,8 +152,17 @@ def page(studio_url: str) -> Iterator[Any]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.set_default_timeout(15_000)
+        page.add_init_script(REPORT_VIOLATIONS)
+        page.blocked = []
+        page.on("console", lambda m: page.blocked.append(m.text) if _is_blocked(m.type, m.text) else None)
+        page.on("pageerror", lambda error: page.blocked.append(f"uncaught: {error}"))
         yield page
         browser.close()
+
+
+def _is_blocked(kind: str, text: str) -> bool:
+    words = ("Content Security Policy", "CSP violation", "Trusted Type", "Refused to")
+    return kind == "error" and any(word in text for word in words)
 
 
 def shot(page: Any, name: str, tmp_path: Path) -> None:
@@ -155,7 +172,12 @@ def shot(page: Any, name: str, tmp_path: Path) -> None:
 
 
 def test_studio_in_chromium(page: Any, studio_url: str, tmp_path: Path) -> None:
-    page.goto(studio_url + "/studio")
+    response = page.goto(studio_url + "/studio")
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "require-trusted-types-for 'script'" in policy
+    assert "unsafe-inline" not in policy and "frame-ancestors 'none'" in policy
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["x-content-type-options"] == "nosniff"
     card = page.locator('section[data-agent="support"]')
     card.wait_for()
     assert "redactor" in card.inner_text() and "block-word" in card.inner_text()
@@ -215,3 +237,35 @@ def test_studio_in_chromium(page: Any, studio_url: str, tmp_path: Path) -> None:
     redactor.locator(".try-result.passed").wait_for()
     assert "the [redacted] code" in redactor.locator(".try-result").inner_text()
     shot(page, "processors", tmp_path)
+    # The whole tour ran under the studio's policy without tripping it (a timeline bar set by a
+    # style attribute, an inline script or an HTML string would have).
+    assert page.blocked == []
+
+
+def test_studio_policy_blocks_injected_script(page: Any, studio_url: str) -> None:
+    """The policy is enforced, not just sent: markup written as a string, an inline script and
+    an inline style attribute are all refused on the studio page."""
+    page.goto(studio_url + "/studio")
+    page.locator("section[data-agent]").first.wait_for()
+    outcome = page.evaluate(
+        """() => {
+          const out = {};
+          try { document.getElementById("view").innerHTML = "<img src=x>"; out.html = "written"; }
+          catch (error) { out.html = error.name; }
+          try {
+            const script = document.createElement("script");
+            script.text = "window.injected = true";
+            document.body.append(script);
+            out.script = "appended";
+          } catch (error) { out.script = error.name; }
+          const div = document.createElement("div");
+          div.setAttribute("style", "color: red");
+          document.body.append(div);
+          out.style = div.style.color;
+          return out;
+        }"""
+    )
+    assert outcome == {"html": "TypeError", "script": "TypeError", "style": ""}
+    assert page.evaluate("window.injected") is None
+    assert "CSP violation: require-trusted-types-for blocked trusted-types-sink" in page.blocked
+    assert "CSP violation: style-src-attr blocked inline" in page.blocked

@@ -5,9 +5,10 @@ from sluicegate.server import ServerSettings, create_app
 app = create_app(registry, ServerSettings(api_token="secret", cors_origins=("https://app.example",)))
 ```
 
-Middleware, outermost first: CORS, bearer auth (when a token is set), the identity gate (when
-the registry has a `resolve_identity` hook; see `sluicegate.server.identity`), the body-size
-limit.
+Middleware, outermost first: the security headers (outside even the 500 handler, so every
+answer has them; see `sluicegate.server.headers`), CORS, bearer auth (when a token is set), the
+identity gate (when the registry has a `resolve_identity` hook; see
+`sluicegate.server.identity`), the body-size limit.
 The app holds the registry, settings and (with the studio) recent trace spans; conversations
 live in storage.
 """
@@ -21,15 +22,25 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp
 
 from sluicegate import __version__
 from sluicegate.registry import Sluicegate
 from sluicegate.server import agents, memory_routes, processor_routes, tool_routes
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
+from sluicegate.server.headers import SecurityHeaders
 from sluicegate.server.identity import IdentityGate
 from sluicegate.server.settings import ServerSettings
 from sluicegate.server.traces import install_recent_spans
+
+
+class _App(FastAPI):
+    """FastAPI with `SecurityHeaders` around its whole stack: middleware added with
+    `add_middleware` sits inside Starlette's error handler, whose 500s would go out bare."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack())
 
 
 def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> FastAPI:
@@ -56,7 +67,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     if registry.resolve_identity is not None:
         middleware.append(Middleware(IdentityGate, resolve=registry.resolve_identity))
     middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
-    app = FastAPI(
+    app = _App(
         title="sluicegate",
         version=__version__,
         description="Mastra-compatible agent API served by sluicegate.",

@@ -36,6 +36,20 @@ def _int(name: str, default: int) -> int:
     return value
 
 
+def _seconds(name: str, default: float) -> float:
+    """A positive number of seconds (no "0 for none": the guard it sets cannot be switched off)."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ConfigurationError(f"{name} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """How the server guards itself and who may call it."""
@@ -58,11 +72,27 @@ class ServerSettings:
     trace_capacity: int = 200
     """How many recent runs' spans the studio's timeline keeps in memory."""
     extra_headers: dict[str, str] = field(default_factory=dict)
+    request_read_timeout: float = 30.0
+    """Seconds a connection has to deliver a request's headers and whole body, counted from when
+    it opens or its previous answer ends; a slower one is answered 408 and closed. Applies where
+    the server runs the guarded protocol (`sluicegate serve`, `sluicegate.server.connections`)."""
+    max_connections: int | None = None
+    """Open connections one server process accepts; more are answered 503 at once. None: half
+    the process's open-file limit, at most 2048. Applies where `request_read_timeout` does."""
+
+    def __post_init__(self) -> None:
+        if not self.request_read_timeout > 0 or self.request_read_timeout == float("inf"):
+            raise ConfigurationError(
+                f"request_read_timeout must be a positive number of seconds, got {self.request_read_timeout}"
+            )
+        if self.max_connections is not None and self.max_connections < 1:
+            raise ConfigurationError(f"max_connections must be at least 1, got {self.max_connections}")
 
     @classmethod
     def from_env(cls, *, studio: bool | None = None) -> ServerSettings:
         """Settings from `SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS` (comma-separated),
-        `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`."""
+        `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`,
+        `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -75,4 +105,6 @@ class ServerSettings:
             allow_client_overrides=os.environ.get("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "").lower()
             in {"1", "true", "yes"},
             studio=studio_env if studio is None else studio,
+            request_read_timeout=_seconds("SLUICEGATE_REQUEST_READ_TIMEOUT", 30.0),
+            max_connections=_int("SLUICEGATE_MAX_CONNECTIONS", 0) or None,  # unset: None
         )

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from sluicegate.server.deps import ERRORS, spans_of
 from sluicegate.server.errors import not_found
+from sluicegate.server.headers import CSP, STUDIO_POLICY
 from sluicegate.server.identity import identity_of
 from sluicegate.server.traces import AGENT_ID, RESOURCE_ID, run_root, timeline
 
@@ -77,4 +78,4 @@ def mount_studio(app: FastAPI) -> None:
 
     @app.get("/studio", include_in_schema=False)
     async def studio() -> FileResponse:
-        return FileResponse(STATIC / "index.html", media_type="text/html")
+        return FileResponse(STATIC / "index.html", media_type="text/html", headers={CSP: STUDIO_POLICY})

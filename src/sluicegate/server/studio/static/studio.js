@@ -1,5 +1,7 @@
 // sluicegate studio: a small client of the server's /api routes. No framework, no build step.
-// Every piece of server data goes into the page as text nodes (never as HTML).
+// Every piece of server data goes into the page as text nodes (never as HTML). The page runs
+// under a strict Content-Security-Policy: no inline script or style attribute (styles are set
+// through el.style), no HTML strings (Trusted Types), fetches to this origin only.
 "use strict";
 
 const view = document.getElementById("view");
@@ -9,6 +11,7 @@ function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else if (key === "style") Object.assign(el.style, value);
     else if (value !== undefined && value !== null && value !== false) el.setAttribute(key, value === true ? "" : value);
   }
   for (const child of children.flat()) {
@@ -152,7 +155,7 @@ function timelineRows(trace) {
       ? [decision.processorId, decision.phase, OUTCOME_LABEL[decision.outcome] || decision.outcome].join(" · ")
       : span.name;
     const bar = h("div", { class: "bar " + (decision ? "outcome-" + decision.outcome : "kind-" + span.kind),
-      style: "left:" + (100 * span.startMs / total).toFixed(2) + "%;width:" + Math.max(0.5, 100 * span.durationMs / total).toFixed(2) + "%" });
+      style: { left: (100 * span.startMs / total).toFixed(2) + "%", width: Math.max(0.5, 100 * span.durationMs / total).toFixed(2) + "%" } });
     return h("div", { class: "span-row", "data-outcome": outcome, "data-processor": decision ? decision.processorId : null },
       h("div", { class: "span-label" }, label, h("span", { class: "muted" }, " " + span.durationMs.toFixed(2) + " ms"),
         decision && decision.reason ? h("div", { class: "reason" }, "reason: " + decision.reason + (decision.retry ? " (retry)" : "")) : null),
