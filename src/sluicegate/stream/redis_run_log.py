@@ -230,6 +230,9 @@ class RedisRunLog:
         """One pipeline for everything buffered; a failing run does not fail the others."""
         pipe = self._redis().pipeline(transaction=False)
         spans: list[tuple[_RedisWriter, int]] = []
+        # Only a close whose marker is in this pipeline is confirmed by it: a close() that
+        # arrives while the pipeline is in flight waits for the next one.
+        ending: list[_RedisWriter] = []
         commands = 0
         for writer in writers:
             writer._scheduled = False
@@ -258,6 +261,7 @@ class RedisRunLog:
                 pipe.pexpire(writer.key, self._retention_ms)
                 pipe.pexpire(writer.meta_key, self._retention_ms)
                 count += 4
+                ending.append(writer)
             elif count:
                 pipe.pexpire(writer.key, self._idle_ms)
                 pipe.pexpire(writer.meta_key, self._idle_ms)
@@ -277,9 +281,9 @@ class RedisRunLog:
                 index += count
                 if failure is not None:
                     self._fail(writer, failure)
-        for writer in writers:
+        for writer in (*ending, *(w for w in writers if w._failed)):
             done = writer._done
-            if writer._end is not None and done is not None and not done.done():
+            if done is not None and not done.done():
                 done.set_result(None)
 
     def _fail(self, writer: _RedisWriter, error: BaseException) -> None:
