@@ -142,9 +142,10 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    directory = tempfile.mkdtemp(prefix="sluicegate-bench-redis-")
+    options = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        + ["--dir", tempfile.mkdtemp(prefix="sluicegate-bench-redis-")],
+        [binary, *options, "--dir", directory],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -1,21 +1,24 @@
 """`RedisRunLog`: the run log on Redis Streams, so any instance can serve a reconnecting client.
 
-Layout, per run (keys under `prefix`):
+Layout, per run (keys under `prefix`; the run id is a hash tag, so both keys of a run share a
+Redis Cluster slot):
 
-- `{prefix}{run_id}`: a stream. The chunk at offset `k` is the entry `{k+1}-0` with field `c`
+- `{prefix}{{run_id}}`: a stream. The chunk at offset `k` is the entry `{k+1}-0` with field `c`
   (the chunk's `to_dict()` as JSON); a close after `n` chunks is the entry `{n}-1` with field
   `end` (the status). A reopened (resumed) run appends after its close marker, so IDs stay
   increasing and offset `k` is always `{k+1}-0`. `XADD ... MAXLEN ~ max_chunks` bounds it.
-- `{prefix}{run_id}:meta`: a hash with `agent_id`, `resource_id`, `thread_id`, `status`
+- `{prefix}{{run_id}}:meta`: a hash with `agent_id`, `resource_id`, `thread_id`, `status`
   (`running`, a `RunStatus`, or `lost`) and `next` (the chunk count, written on close).
 
 Both keys expire `idle_ttl` seconds after the last flush while the run is open (a writer that
 crashed does not leave its run forever) and `retention` seconds after the close.
 
 Appends are buffered and flushed by one background task per log: the chunks that arrived while
-the previous pipeline was in flight go out in the next one, so a streaming run costs a list
-append per chunk and about one round trip per batch, and a reader on another instance sees a
-chunk about one round trip after it was appended. `close()` flushes what is left.
+the previous pipeline was in flight go out in the next one, one small Lua script call per run
+per batch (XADDs and the TTL refresh on the server: a command per chunk would cost the client
+more to pack and parse than the chunk's JSON). So a streaming run costs a list append per
+chunk and about one round trip per batch, and a reader on another instance sees a chunk about
+one round trip after it was appended. `close()` flushes what is left. Needs Redis >= 5.
 
 Redis failing never breaks the run (the log is a convenience channel, not a guardrail): the
 writer drops that run's log, logs a WARNING (once per outage), and at close tries to mark the
@@ -57,6 +60,18 @@ from sluicegate.stream.run_log import (
 logger = logging.getLogger("sluicegate.run_log")
 
 _FAILURES = (RedisError, OSError)
+
+# KEYS: the stream, the meta hash. ARGV: max chunks, offset of the first chunk, idle TTL (ms),
+# then the chunks' JSON. Chunk at offset k is the entry `{k+1}-0`.
+_APPEND = """
+local start = tonumber(ARGV[2])
+for i = 4, #ARGV do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], (start + i - 3) .. '-0', 'c', ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return #ARGV - 3
+"""
 _RUNNING = "running"
 _LOST = "lost"
 
@@ -81,7 +96,7 @@ class _RedisWriter:
     def __init__(self, log: RedisRunLog, run_id: str, start: int) -> None:
         self._log = log
         self.run_id = run_id
-        self.key = log.prefix + run_id
+        self.key = log._key(run_id)
         self.meta_key = self.key + ":meta"
         self.buffer: list[Chunk[Any]] = []
         self._flushed = start
@@ -178,6 +193,9 @@ class RedisRunLog:
         self._flusher: asyncio.Task[None] | None = None
         self._warned = False
 
+    def _key(self, run_id: str) -> str:
+        return f"{self.prefix}{{{run_id}}}"
+
     # -- the client and the flusher ------------------------------------------------------------
 
     def _redis(self) -> Redis:
@@ -245,16 +263,21 @@ class RedisRunLog:
             except (TypeError, ValueError) as exc:
                 self._fail(writer, exc)
                 continue
-            for position, text in enumerate(encoded, start + 1):
-                pipe.xadd(
+            if encoded:
+                # One script call per run and batch: packing and parsing one command per chunk
+                # would cost more than the chunks' JSON.
+                pipe.eval(
+                    _APPEND,
+                    2,
                     writer.key,
-                    {"c": text},
-                    id=f"{position}-0",
-                    maxlen=self.max_chunks,
-                    approximate=True,
+                    writer.meta_key,
+                    self.max_chunks,
+                    start,
+                    self._idle_ms,
+                    *encoded,
                 )
             writer._flushed = start + len(chunks)
-            count = len(chunks)
+            count = 1 if encoded else 0
             if writer._end is not None:
                 pipe.xadd(writer.key, {"end": writer._end}, id=f"{writer._flushed}-1")
                 pipe.hset(writer.meta_key, mapping={"status": writer._end, "next": writer._flushed})
@@ -262,10 +285,6 @@ class RedisRunLog:
                 pipe.pexpire(writer.meta_key, self._retention_ms)
                 count += 4
                 ending.append(writer)
-            elif count:
-                pipe.pexpire(writer.key, self._idle_ms)
-                pipe.pexpire(writer.meta_key, self._idle_ms)
-                count += 2
             spans.append((writer, count))
             commands += count
         if commands:
@@ -344,7 +363,7 @@ class RedisRunLog:
             raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
         if not isinstance(agent_id, str) or not agent_id:
             raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
-        meta_key = self.prefix + run_id + ":meta"
+        meta_key = self._key(run_id) + ":meta"
         try:
             client = self._redis()
             meta = _decode(await client.hgetall(meta_key))
@@ -368,7 +387,7 @@ class RedisRunLog:
             pipe = client.pipeline(transaction=False)
             pipe.hset(meta_key, mapping=fields)
             pipe.pexpire(meta_key, self._idle_ms)
-            pipe.pexpire(self.prefix + run_id, self._idle_ms)
+            pipe.pexpire(self._key(run_id), self._idle_ms)
             await pipe.execute()
         except _FAILURES as exc:
             writer = _RedisWriter(self, run_id, 0)
@@ -377,7 +396,7 @@ class RedisRunLog:
         return _RedisWriter(self, run_id, start)
 
     async def info(self, run_id: str) -> RunInfo:
-        key = self.prefix + run_id
+        key = self._key(run_id)
         try:
             client = self._redis()
             pipe = client.pipeline(transaction=False)
@@ -407,7 +426,7 @@ class RedisRunLog:
 
     async def read(self, run_id: str, offset: int = 0) -> AsyncIterator[Chunk[Any]]:
         position = check_offset(offset)
-        key = self.prefix + run_id
+        key = self._key(run_id)
         client = self._redis()
         await self._check_readable(client, run_id)
         cursor = f"{position}-0"  # entries after it: the close at `position`, then offset `position`
@@ -452,7 +471,7 @@ class RedisRunLog:
 
     async def _check_readable(self, client: Redis, run_id: str) -> dict[str, str]:
         try:
-            meta = _decode(await client.hgetall(self.prefix + run_id + ":meta"))
+            meta = _decode(await client.hgetall(self._key(run_id) + ":meta"))
         except _FAILURES as exc:
             raise RunLogUnavailableError(run_id, f"Redis failed: {exc}") from exc
         if not meta:
