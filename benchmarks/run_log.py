@@ -8,6 +8,10 @@
 - reader lag on Redis: a second `RedisRunLog` (another instance) follows a run whose writer
   appends one chunk a millisecond; lag = received − appended, median and p99.
 
+Measured (2 cores, local Redis): in-process 0.07 µs per append, 0.16 µs in a streaming loop
+without a reader, 2.3 µs with one live reader; Redis 4.8 µs per chunk on the writer's side;
+lag on another instance median 0.18 ms, p99 about 0.4 ms.
+
 Without `--redis-url` it starts a throwaway `redis-server` on 127.0.0.1 (if one is on PATH).
 
     uv run python benchmarks/run_log.py [--chunks 20000] [--repeat 5] [--redis-url URL]
