@@ -426,3 +426,20 @@ def test_redis_rejects_bad_options() -> None:
         RedisRunLog(block=5, socket_timeout=1)
     with pytest.raises(ValueError, match="max_chunks"):
         RedisRunLog(max_chunks=0)
+
+
+async def test_redis_a_cancelled_reader_does_not_disturb_the_log(redis_server: RedisServer) -> None:
+    log = RedisRunLog(url=redis_server.url, prefix=f"test:{uuid.uuid4().hex}:", block=0.2)
+    try:
+        writer = await log.open("run-1", agent_id="a")
+        writer.append(delta(0))
+        reader = asyncio.create_task(collect(log, "run-1"))
+        await asyncio.sleep(0.1)  # blocked in XREAD, waiting for chunk 1
+        reader.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await reader
+        writer.append(delta(1))
+        await writer.close("finished")
+        assert texts(await collect(log, "run-1")) == ["w0", "w1"]
+    finally:
+        await log.aclose()
