@@ -189,3 +189,16 @@ def test_observe_follows_a_live_run(example: Any) -> None:
     events, done = sse_events(observed.text)
     assert done and streamed[-1]["type"] == "finish"
     assert events == streamed[3:]
+
+
+def test_the_log_is_on_redis_when_the_server_runs_with_redis(
+    example: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sluicegate.stream import RedisRunLog
+
+    assert isinstance(create_app(example.registry, ServerSettings.from_env()).state.run_log, InMemoryRunLog)
+    monkeypatch.setenv("SLUICEGATE_REDIS_URL", "redis://127.0.0.1:6390/2")
+    settings = ServerSettings.from_env()
+    assert settings.redis_url == "redis://127.0.0.1:6390/2"
+    log = create_app(example.registry, settings).state.run_log
+    assert isinstance(log, RedisRunLog) and log.url == settings.redis_url
