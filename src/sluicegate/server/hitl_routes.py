@@ -155,8 +155,9 @@ def _resume_options(request: Request, body: ResumeStreamBody, stored: SuspendedR
         field = "memory.options" if memory.options is not None else "memory.readOnly"
         raise bad_request(field, "a resumed run keeps the memory settings it was started with")
     thread = memory.thread if memory is not None else body.threadId
-    thread_id = thread if isinstance(thread, str) or thread is None else thread.id
-    resource = memory.resource if memory is not None and memory.resource is not None else None
+    named = thread if isinstance(thread, str) or thread is None else thread.id
+    thread_id = bound_thread(request, named, "memory.thread" if memory is not None else "threadId")
+    resource = bound_resource(request, memory.resource if memory is not None else None, "memory.resource")
     if (thread_id is not None and thread_id != stored.thread_id) or (
         resource is not None and resource != stored.resource_id
     ):
