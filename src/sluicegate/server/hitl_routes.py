@@ -371,4 +371,5 @@ async def observe(agentId: str, body: ObserveBody, request: Request) -> Any:
         run_id=body.runId,
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
+        timeout_message="stopped following the run after {timeout:g} s; observe again to go on",
     )

@@ -93,6 +93,7 @@ class ChunkStreamResponse(Response):
         error_details: bool = False,
         tee: Tee | None = None,
         on_end: Callable[[], Awaitable[None]] | None = None,
+        timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -105,6 +106,7 @@ class ChunkStreamResponse(Response):
         self._error_details = error_details
         self._tee = tee
         self._on_end = on_end
+        self._timeout_message = timeout_message
         self._failed = False
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
@@ -138,7 +140,7 @@ class ChunkStreamResponse(Response):
                 await producer
             if self.cancelled_by == "timeout":
                 with contextlib.suppress(OSError):
-                    message = f"the run did not finish within {self._timeout:g} s and was cancelled"
+                    message = self._timeout_message.format(timeout=self._timeout)
                     await send(
                         {
                             "type": "http.response.body",
