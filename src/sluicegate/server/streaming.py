@@ -117,10 +117,12 @@ class ChunkStreamResponse(Response):
             (b"x-accel-buffering", b"no"),
             *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],
         ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        producer = asyncio.ensure_future(self._produce(send))
-        watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+        tasks: tuple[asyncio.Future[None], ...] = ()
         try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            producer = asyncio.ensure_future(self._produce(send))
+            watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+            tasks = (producer, watcher)
             done, _ = await asyncio.wait(
                 {producer, watcher}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
             )
@@ -148,8 +150,11 @@ class ChunkStreamResponse(Response):
                             "more_body": False,
                         }
                     )
+        except OSError:  # the client left before the response started
+            self.cancelled_by = self.cancelled_by or "disconnect"
+            raise
         finally:
-            for task in (producer, watcher):
+            for task in tasks:
                 if not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
