@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from typing_extensions import TypeVar, Unpack
 
@@ -24,7 +24,9 @@ from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.resume import list_runs, resumed_run
 from sluicegate.agent.resume_setup import (
+    DEFAULT_SUSPENDED_RUN_TTL,
     check_require_approval,
+    check_store,
     check_ttl,
     restore_context,
     restore_messages,
@@ -52,8 +54,10 @@ from sluicegate.models.settings import check_provider_options, normalize_model_s
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
-from sluicegate.storage.suspended_runs import DEFAULT_SUSPENDED_RUN_TTL, SuspendedRun, SuspendedRunStore
 from sluicegate.tools import Tool, normalize_tools
+
+if TYPE_CHECKING:
+    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
 AGENT_ID_KEY = "sluicegate__agentId"
@@ -126,9 +130,8 @@ class Agent(Generic[Out]):
         """Let a provider's own error text (message, response body) reach the WARNING log, tool
         errors (the model and memory) and, under `sluicegate serve`, clients; off: only the
         status, provider and code leave the process (see docs/security.md)."""
-        self.suspended_run_store = suspended_run_store(suspended_runs, memory)
-        """Where runs waiting on a person are kept: `suspended_runs=`, else the memory's SQLite or
-        PostgreSQL storage, else one in-process store of this agent (see docs/human-in-the-loop.md)."""
+        check_store(suspended_runs)
+        self._suspended_runs = suspended_runs
         self.suspended_run_ttl = check_ttl(suspended_run_ttl)
 
     def __repr__(self) -> str:
@@ -221,6 +224,14 @@ class Agent(Generic[Out]):
         return SyncModelOutput(output)
 
     # ------------------------------------------------------------------ human in the loop
+
+    @property
+    def suspended_run_store(self) -> SuspendedRunStore:
+        """Where runs waiting on a person are kept: `suspended_runs=`, else the memory's SQLite or
+        PostgreSQL storage, else one in-process store of this agent (made on first use)."""
+        if self._suspended_runs is None:
+            self._suspended_runs = suspended_run_store(self.memory)
+        return self._suspended_runs
 
     async def approve_tool_call(
         self, *, run_id: str, tool_call_id: str | None = None, **options: Any
@@ -411,7 +422,7 @@ class Agent(Generic[Out]):
             run_id=None if resumed is None else resumed[0].run_id,
         )
         run.provider_error_details = self.provider_error_details
-        run.suspended_runs = self.suspended_run_store
+        run.suspended_runs = lambda: self.suspended_run_store
         run.suspended_run_ttl = self.suspended_run_ttl
         run.require_approval = require_approval
         if resumed is not None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluicegate.messages import MessageList
-from sluicegate.storage.suspended_runs import PendingToolCall
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
+
+if TYPE_CHECKING:
+    from sluicegate.storage.suspended_runs import PendingToolCall
 
 PENDING_KINDS = {"tool-call-approval": "approval", "tool-call-suspended": "suspend"}
 """Chunks `call_tool` returns for a call that waits on a person, and the store's kind for each."""
@@ -66,6 +68,8 @@ class HeldStep:
 
 
 def pending_call(chunk: Chunk) -> PendingToolCall:
+    from sluicegate.storage.suspended_runs import PendingToolCall
+
     payload = chunk.payload
     return PendingToolCall(
         tool_call_id=payload.tool_call_id,

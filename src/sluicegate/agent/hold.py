@@ -27,8 +27,6 @@ from sluicegate.agent.suspension import take_snapshot
 from sluicegate.agent.tool_phase import traced_tool
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.runner import Writer
-from sluicegate.storage.suspended_runs import SuspendedRun
-from sluicegate.storage.types import utc_now
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 
@@ -75,9 +73,12 @@ async def hold_step(run: RunCore, step: StepRecorder, results: list[Chunk]) -> A
 
 
 async def _suspend(run: RunCore, held: HeldStep) -> AsyncGenerator[Chunk, None]:
-    store = run.suspended_runs
-    if store is None:
+    from sluicegate.storage.suspended_runs import SuspendedRun
+    from sluicegate.storage.types import utc_now
+
+    if run.suspended_runs is None:
         raise ConfigurationError("this run has no suspended-run store: it cannot wait for a person")
+    store = run.suspended_runs()
     snapshot = take_snapshot(run, held, run.require_approval not in (None, False))
     now = utc_now()
     expires = now + run.suspended_run_ttl

@@ -21,15 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sluicegate.agent.hold import DEFAULT_DECLINE_REASON, Decision
 from sluicegate.errors import InvalidInputError, SluicegateError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
-from sluicegate.storage.errors import SuspendedRunNotFoundError
-from sluicegate.storage.suspended_runs import (
-    SuspendedRun,
-    SuspendedRunStore,
-    resolve_tool_call,
-)
 
 if TYPE_CHECKING:
     from sluicegate.agent.run import AgentRun
+    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
     from sluicegate.tools import Tool
 
 
@@ -38,7 +33,9 @@ class ResumableAgent(Protocol):
 
     id: str
     tools: dict[str, Tool]
-    suspended_run_store: SuspendedRunStore
+
+    @property
+    def suspended_run_store(self) -> SuspendedRunStore: ...
 
     async def _prepare(
         self, messages: Any, options: dict[str, Any], *, resumed: tuple[SuspendedRun, Decision] | None = None
@@ -91,6 +88,9 @@ async def resumed_run(
     resume_data: Any = None,
 ) -> AgentRun:
     """The run to continue, claimed; see the module docstring for what is refused."""
+    from sluicegate.storage.errors import SuspendedRunNotFoundError
+    from sluicegate.storage.suspended_runs import resolve_tool_call
+
     _check_id(run_id, "run_id")
     _check_id(tool_call_id, "tool_call_id", optional=True)
     text = decline_reason(reason) if action == "decline" else DEFAULT_DECLINE_REASON

@@ -10,13 +10,18 @@ from sluicegate.agent.hold import Decision
 from sluicegate.agent.run_loop import Resumption
 from sluicegate.agent.suspension import restore_context, restore_messages, restore_state
 from sluicegate.errors import ConfigurationError, SluicegateError
-from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore, SuspendedRun, SuspendedRunStore
 
 if TYPE_CHECKING:
     from sluicegate.agent.run import AgentRun
+    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
+
+DEFAULT_SUSPENDED_RUN_TTL = timedelta(days=7)
+"""How long a suspended run waits (`Agent(suspended_run_ttl=...)`); the store's default too."""
 
 __all__ = [
+    "DEFAULT_SUSPENDED_RUN_TTL",
     "check_require_approval",
+    "check_store",
     "check_ttl",
     "restore_context",
     "restore_messages",
@@ -32,17 +37,21 @@ def _is_store(value: Any) -> bool:
     return all(callable(getattr(value, name, None)) for name in _STORE_METHODS)
 
 
-def suspended_run_store(explicit: Any, memory: Any) -> SuspendedRunStore:
-    """`suspended_runs=` when given; else the memory's storage when it keeps suspended runs
-    (SQLite, PostgreSQL), so another process on the same database can resume; else a store of
-    this agent's own, in this process."""
-    if explicit is not None:
-        if not _is_store(explicit):
-            raise ConfigurationError(
-                "suspended_runs must be a SuspendedRunStore (InMemorySuspendedRunStore, SQLiteStore, "
-                f"PostgresStore), got {type(explicit).__name__}"
-            )
-        return explicit  # type: ignore[no-any-return]
+def check_store(explicit: Any) -> None:
+    """`Agent(suspended_runs=...)`: a `SuspendedRunStore`, or None."""
+    if explicit is not None and not _is_store(explicit):
+        raise ConfigurationError(
+            "suspended_runs must be a SuspendedRunStore (InMemorySuspendedRunStore, SQLiteStore, "
+            f"PostgresStore), got {type(explicit).__name__}"
+        )
+
+
+def suspended_run_store(memory: Any) -> SuspendedRunStore:
+    """Without `suspended_runs=`: the memory's storage when it keeps suspended runs (SQLite,
+    PostgreSQL), so another process on the same database can resume; else a store of the agent's
+    own, in this process (the storage package loads here, not at import)."""
+    from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
+
     storage = getattr(memory, "storage", None)
     if storage is not None and _is_store(storage):
         return storage  # type: ignore[no-any-return]

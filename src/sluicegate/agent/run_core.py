@@ -10,9 +10,10 @@ plus `events()`, the loop's entry.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
@@ -24,12 +25,14 @@ from sluicegate.models.retries import DEFAULT_MAX_RETRIES
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.runner import ProcessorRunner
 from sluicegate.request_context import RequestContext
-from sluicegate.storage.suspended_runs import DEFAULT_SUSPENDED_RUN_TTL, SuspendedRun, SuspendedRunStore
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
 from sluicegate.tools import Tool
 from sluicegate.tracing.run_start import begin_run
+
+if TYPE_CHECKING:
+    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
 
 DEFAULT_MAX_STEPS = 5
 
@@ -94,9 +97,10 @@ class RunCore:
         self.processors: list[Any] = [*input_processors, *output_processors, *error_processors]
         self.require_approval: Any = None
         """`require_tool_approval`: None/False, True, or `(tool_name, args, request_context) -> bool`."""
-        self.suspended_runs: SuspendedRunStore | None = None
-        """Where the run is stored when it waits on a person (set by `Agent`)."""
-        self.suspended_run_ttl: timedelta = DEFAULT_SUSPENDED_RUN_TTL
+        self.suspended_runs: Callable[[], SuspendedRunStore] | None = None
+        """Where the run is stored when it waits on a person (set by `Agent`; a getter, so a run
+        that never waits never loads the storage package)."""
+        self.suspended_run_ttl = timedelta(days=7)
         self.claimed: SuspendedRun | None = None
         """The stored run this one resumes, while it holds the claim on it."""
         self.runner.abort_signal = options.abort_signal

@@ -177,9 +177,9 @@ async def _settle_claim(run: RunCore) -> None:
     """A resumed run that did not suspend again: it ended, so its stored run goes; if it
     stopped before acting on the decision (a stream closed unread), the claim is given back."""
     claimed, run.claimed = run.claimed, None
-    store = run.suspended_runs
-    if claimed is None or store is None:
+    if claimed is None or run.suspended_runs is None:
         return
+    store = run.suspended_runs()
     try:
         if run.state.decided:
             await store.finish_suspended_run(claimed.run_id, version=claimed.version)

@@ -25,7 +25,6 @@ from sluicegate.errors import ConfigurationError
 from sluicegate.messages import MessageList
 from sluicegate.processors.base import processor_id
 from sluicegate.request_context import RequestContext
-from sluicegate.storage.suspended_runs import PendingToolCall
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.usage import Usage
 
@@ -198,6 +197,8 @@ def restore_state(run: RunCore, snapshot: dict[str, Any]) -> HeldStep:
     run.runner.retry_count = snapshot.get("retry_count", 0)
     for pid, saved in (snapshot.get("processor_state") or {}).items():
         run.runner.state_for(pid).update(saved)
+    from sluicegate.storage.suspended_runs import PendingToolCall
+
     held = snapshot["held"]
     return HeldStep(
         step_number=held["step_number"],
