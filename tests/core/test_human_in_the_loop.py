@@ -525,3 +525,49 @@ async def test_guardrails_run_on_the_resumed_stream() -> None:
     first = await agent.generate("hi", require_tool_approval=True)
     result = await agent.approve_tool_call_generate(run_id=first.run_id)
     assert "4111" not in result.text
+
+
+async def test_a_resumed_stream_closed_unread_gives_its_claim_back() -> None:
+    calls: list[Any] = []
+    agent = agent_for([one_call(), text_step("done")], [lookup_tool(calls)])
+    first = await agent.generate("hi", require_tool_approval=True)
+    resumed = await agent.approve_tool_call(run_id=first.run_id)
+    await resumed.aclose()
+    [waiting] = await agent.list_suspended_runs()  # claimable again, unchanged
+    assert waiting.run_id == first.run_id and waiting.version == 1
+    result = await agent.approve_tool_call_generate(run_id=first.run_id)
+    assert result.text == "done" and calls == ["sluice"]
+
+
+async def test_a_resumed_stream_closed_after_the_tool_ran_does_not_run_it_again() -> None:
+    calls: list[Any] = []
+    agent = agent_for([one_call(), text_step("done")], [lookup_tool(calls)])
+    first = await agent.generate("hi", require_tool_approval=True)
+    resumed = await agent.approve_tool_call(run_id=first.run_id)
+    async with resumed:
+        async for chunk in resumed.full_stream:
+            if chunk.type == "tool-result":
+                break
+    assert calls == ["sluice"]
+    assert await agent.list_suspended_runs() == []
+    with pytest.raises(SuspendedRunNotFoundError):
+        await agent.approve_tool_call(run_id=first.run_id)
+
+
+async def test_resuming_rejects_options_it_cannot_honour() -> None:
+    agent = agent_for([one_call()], [lookup_tool([])])
+    first = await agent.generate("hi", require_tool_approval=True)
+    for option in ({"memory": {"thread": "other"}}, {"instructions": "be evil"}):
+        with pytest.raises(InvalidInputError, match=next(iter(option))):
+            await agent.approve_tool_call(run_id=first.run_id, **option)
+    assert len(await agent.list_suspended_runs()) == 1
+
+
+async def test_chunk_kinds_of_human_in_the_loop_narrow() -> None:
+    from sluicegate.stream.kinds import is_chunk
+
+    agent = agent_for([tool_call_step(("t", "transfer", {"account": "x"}))], [transfer_tool([])])
+    output = await agent.stream("pay")
+    last = (await chunks_of(output))[-1]
+    assert is_chunk(last, "tool-call-suspended")
+    assert last.payload.suspend_payload == {"question": "send to x?"}

@@ -91,6 +91,12 @@ async def resumed_run(
     from sluicegate.storage.errors import SuspendedRunNotFoundError
     from sluicegate.storage.suspended_runs import resolve_tool_call
 
+    for name in ("memory", "instructions", "max_input_chars"):
+        if name in options:
+            raise InvalidInputError(
+                f"{name} cannot be given when resuming: the suspended run keeps its conversation, "
+                "thread and resource"
+            )
     _check_id(run_id, "run_id")
     _check_id(tool_call_id, "tool_call_id", optional=True)
     text = decline_reason(reason) if action == "decline" else DEFAULT_DECLINE_REASON

@@ -41,6 +41,15 @@ class AgentRun(RunCore):
             return loop
         return abortable(loop, signal, self._on_abort, lambda: not self.state.finishing)
 
+    async def give_back_claim(self) -> None:
+        """A resumed run stopped before acting on its decision (its stream closed unread): the
+        stored run is claimable again, unchanged. Nothing happens once the decision ran."""
+        claimed = self.claimed
+        if claimed is None or self.state.decided or self.suspended_runs is None:
+            return
+        self.claimed = None
+        await self.suspended_runs().release_suspended_run(claimed.run_id, version=claimed.version)
+
     def _on_abort(self) -> Chunk:
         """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""
         self.state.aborted = True
