@@ -74,13 +74,13 @@ def pending_call(chunk: Chunk) -> PendingToolCall:
     return PendingToolCall(
         tool_call_id=payload.tool_call_id,
         tool_name=payload.tool_name,
-        args=_json_value(payload.get("args")),
+        args=json_value(payload.get("args")),
         kind=PENDING_KINDS[chunk.type],  # type: ignore[arg-type]
-        suspend_payload=_json_value(payload.get("suspend_payload")),
+        suspend_payload=json_value(payload.get("suspend_payload")),
     )
 
 
-def _json_value(value: Any) -> Any:
+def json_value(value: Any) -> Any:
     """Plain JSON of a value the run produced (args, payloads): what cannot be encoded is text."""
     return json.loads(json.dumps(value, default=_default, allow_nan=False))
 

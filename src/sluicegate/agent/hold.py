@@ -127,10 +127,8 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
             ),
         )
     else:
-        if decision.action == "approve":
-            run.state.approved.add(call.tool_call_id)
-        else:
-            run.state.approved.add(call.tool_call_id)  # already past any approval it needed
+        run.state.approved.add(call.tool_call_id)  # approved, or a tool past any approval it needed
+        if decision.action == "resume":
             run.state.resume_data[call.tool_call_id] = decision.resume_data
         # The stored args run, whatever the caller holds: a decision cannot change them.
         tool_call = Chunk(

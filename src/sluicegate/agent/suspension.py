@@ -19,7 +19,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sluicegate.agent.held_step import HeldStep
+from sluicegate.agent.held_step import HeldStep, json_value
 from sluicegate.agent.results import StepResult
 from sluicegate.errors import ConfigurationError
 from sluicegate.messages import MessageList
@@ -55,7 +55,7 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
     state = run.state
     return {
         "format": SNAPSHOT_FORMAT,
-        "messages": _json_value(run.message_list.to_dict()),
+        "messages": json_value(run.message_list.to_dict()),
         "thread_id": run.message_list.thread_id,
         "resource_id": run.message_list.resource_id,
         "steps": [_step_to_dict(s) for s in state.steps],
@@ -73,8 +73,8 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
             "usage": _usage(held.usage),
             "text": held.text,
             "reasoning_text": held.reasoning_text,
-            "warnings": _json_value(held.warnings),
-            "response": _json_value(held.response),
+            "warnings": json_value(held.warnings),
+            "response": json_value(held.response),
             "results": [_chunk(c) for c in held.results.values()],
             "queue": [c.to_dict() for c in held.queue],
         },
@@ -119,7 +119,7 @@ def _context(context: RequestContext) -> dict[str, Any]:
 
 
 def _chunk(chunk: Chunk) -> dict[str, Any]:
-    return _json_value(chunk.to_dict())  # type: ignore[no-any-return]
+    return json_value(chunk.to_dict())  # type: ignore[no-any-return]
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
@@ -142,24 +142,10 @@ def _step_to_dict(step: StepResult) -> dict[str, Any]:
         "tool_errors": [_chunk(c) for c in step.tool_errors],
         "finish_reason": step.finish_reason,
         "usage": _usage(step.usage),
-        "warnings": _json_value(step.warnings),
-        "response": _json_value(step.response),
+        "warnings": json_value(step.warnings),
+        "response": json_value(step.response),
         "from_cache": step.from_cache,
     }
-
-
-def _json_value(value: Any) -> Any:
-    """Plain JSON of a value the run produced (results, args): what cannot be encoded is text."""
-    return json.loads(json.dumps(value, default=_default, allow_nan=False))
-
-
-def _default(value: Any) -> Any:
-    to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    if isinstance(value, BaseException):
-        return str(value)
-    return str(value)
 
 
 # ---------------------------------------------------------------- from JSON
