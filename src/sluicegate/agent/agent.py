@@ -10,16 +10,30 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, overload
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
+from sluicegate.agent.hold import Decision
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
+from sluicegate.agent.resume import list_runs, resumed_run
+from sluicegate.agent.resume_setup import (
+    DEFAULT_SUSPENDED_RUN_TTL,
+    check_require_approval,
+    check_store,
+    check_ttl,
+    restore_context,
+    restore_messages,
+    resume_into,
+    resumed_memory,
+    suspended_run_store,
+)
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
 from sluicegate.agent.sync_loop import run_sync
@@ -41,6 +55,9 @@ from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.tools import Tool, normalize_tools
+
+if TYPE_CHECKING:
+    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
 AGENT_ID_KEY = "sluicegate__agentId"
@@ -78,6 +95,8 @@ class Agent(Generic[Out]):
         structured_output: type[Out] | JSONSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
         provider_error_details: bool = False,
+        suspended_runs: SuspendedRunStore | None = None,
+        suspended_run_ttl: timedelta = DEFAULT_SUSPENDED_RUN_TTL,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -111,6 +130,9 @@ class Agent(Generic[Out]):
         """Let a provider's own error text (message, response body) reach the WARNING log, tool
         errors (the model and memory) and, under `sluicegate serve`, clients; off: only the
         status, provider and code leave the process (see docs/security.md)."""
+        check_store(suspended_runs)
+        self._suspended_runs = suspended_runs
+        self.suspended_run_ttl = check_ttl(suspended_run_ttl)
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -129,7 +151,9 @@ class Agent(Generic[Out]):
     async def generate(self, messages: Any, **options: Unpack[AgentCallOptions]) -> FullOutput[Out]: ...
     async def generate(self, messages: Any, **options: Any) -> FullOutput[Any]:
         """Run the agent to the end. Raises the error when a model call fails unrecovered."""
-        run = await self._prepare(messages, options)
+        return await self._complete(await self._prepare(messages, options))
+
+    async def _complete(self, run: AgentRun) -> FullOutput[Any]:
         async for _ in run.events():
             pass
         if run.aborted:
@@ -150,6 +174,7 @@ class Agent(Generic[Out]):
             reasoning_text=run.reasoning_text(),
             trace_id=run.trace_id,
             tool_errors=run.all_tool_errors(),
+            suspend_payload=run.suspend_payload(),
         )
 
     @overload
@@ -198,10 +223,86 @@ class Agent(Generic[Out]):
         output: ModelOutput[Any] = run_sync(self.stream(messages, **options))
         return SyncModelOutput(output)
 
+    # ------------------------------------------------------------------ human in the loop
+
+    @property
+    def suspended_run_store(self) -> SuspendedRunStore:
+        """Where runs waiting on a person are kept: `suspended_runs=`, else the memory's SQLite or
+        PostgreSQL storage, else one in-process store of this agent (made on first use)."""
+        if self._suspended_runs is None:
+            self._suspended_runs = suspended_run_store(self.memory)
+        return self._suspended_runs
+
+    async def approve_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> ModelOutput[Any]:
+        """Run the pending tool call of a suspended run and continue it, as a stream."""
+        run = await resumed_run(self, "approve", run_id=run_id, tool_call_id=tool_call_id, options=options)
+        return ModelOutput(run)
+
+    async def decline_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **options: Any
+    ) -> ModelOutput[Any]:
+        """Refuse the pending call: it never runs, the model is told `reason`; continue, as a stream."""
+        run = await resumed_run(
+            self, "decline", run_id=run_id, tool_call_id=tool_call_id, reason=reason, options=options
+        )
+        return ModelOutput(run)
+
+    async def approve_tool_call_generate(
+        self, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> FullOutput[Any]:
+        run = await resumed_run(self, "approve", run_id=run_id, tool_call_id=tool_call_id, options=options)
+        return await self._complete(run)
+
+    async def decline_tool_call_generate(
+        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **options: Any
+    ) -> FullOutput[Any]:
+        run = await resumed_run(
+            self, "decline", run_id=run_id, tool_call_id=tool_call_id, reason=reason, options=options
+        )
+        return await self._complete(run)
+
+    async def resume_stream(
+        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> ModelOutput[Any]:
+        """Run a suspended tool again with `resume_data` (checked against its `resume_schema`)."""
+        run = await resumed_run(
+            self, "resume", run_id=run_id, tool_call_id=tool_call_id, resume_data=resume_data, options=options
+        )
+        return ModelOutput(run)
+
+    async def resume_generate(
+        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> FullOutput[Any]:
+        run = await resumed_run(
+            self, "resume", run_id=run_id, tool_call_id=tool_call_id, resume_data=resume_data, options=options
+        )
+        return await self._complete(run)
+
+    async def list_suspended_runs(
+        self,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        *,
+        request_context: RequestContext | None = None,
+    ) -> list[SuspendedRun]:
+        """This agent's runs waiting on a person, newest first."""
+        return await list_runs(
+            self,
+            self.suspended_run_store,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            request_context=request_context,
+        )
+
     # ------------------------------------------------------------------ preparing a run
 
-    async def _prepare(self, messages: Any, options: dict[str, Any]) -> AgentRun:
+    async def _prepare(
+        self, messages: Any, options: dict[str, Any], *, resumed: tuple[SuspendedRun, Decision] | None = None
+    ) -> AgentRun:
         known = {
+            "require_tool_approval",
             "output_retries",
             "max_steps",
             "input_processors",
@@ -232,10 +333,14 @@ class Agent(Generic[Out]):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")
         # The run's own copy: the caller's context may be shared by concurrent requests, so the
         # run's thread/resource (and anything processors set) never go into it.
-        request_context = RequestContext(caller_context.to_dict() if caller_context is not None else None)
+        if resumed is None:
+            request_context = RequestContext(caller_context.to_dict() if caller_context is not None else None)
+        else:
+            request_context = restore_context(resumed[0].snapshot, caller_context)
         request_context.set(AGENT_ID_KEY, self.id)
         max_input_chars = check_max_input_chars(options.get("max_input_chars", self.max_input_chars))
-        input_messages = validate_input(messages, max_chars=max_input_chars)
+        input_messages = validate_input(messages, max_chars=max_input_chars) if resumed is None else []
+        require_approval = check_require_approval(options.get("require_tool_approval"))
         for key in (THREAD_ID_KEY, RESOURCE_ID_KEY):
             if request_context.get(key) is not None:
                 check_id(request_context.get(key), f"request_context[{key!r}]")
@@ -266,15 +371,20 @@ class Agent(Generic[Out]):
         tools = dict(self.tools)
         if "tools" in options:
             tools.update(normalize_tools(options["tools"]))
-        binding = await self._bind_memory(options.get("memory"), request_context)
+        memory_option = options.get("memory") if resumed is None else resumed_memory(self.memory, resumed[0])
+        binding = await self._bind_memory(memory_option, request_context)
         thread_id = request_context.get(THREAD_ID_KEY)
         resource_id = request_context.get(RESOURCE_ID_KEY)
-        message_list = MessageList(thread_id=thread_id, resource_id=resource_id)
-        for text in await self._instructions(options.get("instructions", _UNSET), request_context):
-            message_list.add_system(text)
+        if resumed is None:
+            message_list = MessageList(thread_id=thread_id, resource_id=resource_id)
+            for text in await self._instructions(options.get("instructions", _UNSET), request_context):
+                message_list.add_system(text)
+        else:  # the conversation, its system messages included, is the stored one
+            message_list = restore_messages(resumed[0].snapshot)
         if binding is not None:
-            for text in binding.instructions:
-                message_list.add_system(text, tag="memory")
+            if resumed is None:
+                for text in binding.instructions:
+                    message_list.add_system(text, tag="memory")
             tools.update(normalize_tools(binding.tools))
             input_array = [*binding.input_processors, *input_array]
             output_array = [*output_array, *binding.output_processors]
@@ -309,8 +419,14 @@ class Agent(Generic[Out]):
             request_context=request_context,
             options=run_options,
             prepare_step=prepare_step,
+            run_id=None if resumed is None else resumed[0].run_id,
         )
         run.provider_error_details = self.provider_error_details
+        run.suspended_runs = lambda: self.suspended_run_store
+        run.suspended_run_ttl = self.suspended_run_ttl
+        run.require_approval = require_approval
+        if resumed is not None:
+            resume_into(run, *resumed)
         if self.auto_error_processors:
             run.runner.auto_error_processors = auto_error_processors(input_array, output_array, error_array)
         return run

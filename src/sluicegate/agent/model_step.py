@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.call_options import build_call_options
 from sluicegate.agent.deadline_stream import with_deadlines
+from sluicegate.agent.held_step import PENDING_KINDS
+from sluicegate.agent.hold import hold_step
 from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.results import StepResult
 from sluicegate.agent.step import StepRecorder
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.agent")
 
 _DEADLINE = {"type": "__deadline__"}
+_OUTCOMES = frozenset(("tool-result", "tool-error", *PENDING_KINDS))
 
 
 def _lower_output_limit(options: CallOptions, cap: int | None) -> None:
@@ -222,14 +225,26 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     tool_errors: list[Chunk] = []
     if step.tool_calls:
         try:
+            outcomes: list[Chunk] = []  # the calls' results, in call order, after their data chunks
             async with aclosing(run_tools(run, step, config)) as tool_chunks:
                 async for chunk in tool_chunks:
-                    if chunk.type == "tool-result":
-                        tool_results.append(chunk)
-                    elif chunk.type == "tool-error":
-                        tool_errors.append(chunk)
+                    if chunk.type in _OUTCOMES:
+                        outcomes.append(chunk)
+                        continue
                     for out in await run.emit_processed(chunk):
                         yield out
+            if any(chunk.type in PENDING_KINDS for chunk in outcomes):
+                # Some call waits on a person: the results are held back with the step.
+                async for chunk in hold_step(run, step, outcomes):
+                    yield chunk
+                return
+            for chunk in outcomes:
+                if chunk.type == "tool-result":
+                    tool_results.append(chunk)
+                elif chunk.type == "tool-error":
+                    tool_errors.append(chunk)
+                for out in await run.emit_processed(chunk):
+                    yield out
         except TripWire:
             # As Mastra records it: a step interrupted while its tools run has not
             # finished, so its usage is not reported.

@@ -81,3 +81,7 @@ class FullOutput(Generic[Out]):
     """The run's OpenTelemetry trace id (32 hex chars), or "" when the run was not traced."""
     tool_errors: list[ToolErrorChunk] = field(default_factory=list)
     """Every failed tool call of the run (`tool-error` chunks), in order."""
+    suspend_payload: Any = None
+    """A suspended run (`finish_reason == "suspended"`): the tool call it waits on
+    (`tool_call_id`, `tool_name`, `args`, and the tool's own `suspend_payload`, None for an
+    approval); None otherwise."""
