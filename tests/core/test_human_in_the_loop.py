@@ -571,3 +571,29 @@ async def test_chunk_kinds_of_human_in_the_loop_narrow() -> None:
     last = (await chunks_of(output))[-1]
     assert is_chunk(last, "tool-call-suspended")
     assert last.payload.suspend_payload == {"question": "send to x?"}
+
+
+async def test_a_run_budget_counts_spend_from_before_the_suspension() -> None:
+    """`scope="run"` spend lives in the cost guard's state; a resumed stream must not start it
+    again at zero, or each approval would grant a fresh budget."""
+    from sluicegate.processors import CostGuardProcessor
+
+    def costly_call() -> list[Any]:  # the provider reports 2,000 output tokens: $2,000 at $1/token
+        step = one_call()
+        step[-1]["usage"] = {"inputTokens": 0, "outputTokens": 2000, "totalTokens": 2000}
+        return step
+
+    def guard() -> Any:
+        return CostGuardProcessor(
+            max_cost=1000.0, scope="run", pricing={"mock": {"input": 1e6, "output": 1e6}}
+        )
+
+    agent = agent_for([costly_call(), text_step("done")], [lookup_tool([])], input_processors=[guard()])
+    first = await agent.generate("hi", require_tool_approval=True, model_settings={"max_output_tokens": 1})
+    stored = await agent.list_suspended_runs()
+    assert stored and first.finish_reason == "suspended"
+    result = await agent.approve_tool_call_generate(run_id=first.run_id)
+    assert result.tripwire is not None, "the resumed run spent a budget the first stream had used up"
+
+    fresh = agent_for([text_step("done")], [], input_processors=[guard()])
+    assert (await fresh.generate("hi", model_settings={"max_output_tokens": 1})).tripwire is None
