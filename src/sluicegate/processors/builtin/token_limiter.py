@@ -90,8 +90,12 @@ def _unit_tokens(counter: PartTokenCounter, messages: list[PromptMessage], unit:
 
 
 def _unit_call_ids(messages: list[PromptMessage], unit: tuple[int, int]) -> set[str]:
+    first, last = unit
+    if first == last:
+        message = messages[first]
+        return _call_ids(message) if message.get("role") != "user" else set()
     ids: set[str] = set()
-    for index in range(unit[0], unit[1] + 1):
+    for index in range(first, last + 1):
         ids |= _call_ids(messages[index])
     return ids
 
@@ -218,9 +222,10 @@ class TokenLimiterProcessor(Processor):
             return None  # an output-only limiter leaves the prompt alone
         prompt = args.prompt
         history_key = f"{_HISTORY_KEY}:{id(self)}"
-        history: set[str] | None = state.get(history_key)
-        if history is None:  # the request's first prompt: every tool call in it predates the run
-            history = state[history_key] = {i for m in prompt for i in _call_ids(m)}
+        if history_key not in state:
+            # The request's first prompt: every tool call in it predates the run. Its ids are
+            # collected only if a later call needs trimming.
+            state[history_key] = list(prompt)
         messages = [m for m in prompt if m.get("role") != "system"]
         if not messages:
             args.abort(
@@ -237,6 +242,9 @@ class TokenLimiterProcessor(Processor):
         budget = self.limit - system_tokens - TOKENS_PER_CONVERSATION
         if _fits(counter, messages, budget):
             return None  # the common case: nothing to drop, and nothing needed tokenizing
+        history = state[history_key]
+        if isinstance(history, list):
+            history = state[history_key] = {i for m in history for i in _call_ids(m)}
         kept = self._fit(args, counter, messages, history, budget, system_tokens)
         if kept is None:
             return None
