@@ -124,7 +124,8 @@ class TokenLimiterProcessor(Processor):
     from this call's prompt (a tool call always together with its result). The run's messages
     and memory keep everything. It aborts with a `TripWire` when there are no messages, when the
     system messages alone exceed the limit, when the run's own tool traffic does, or when not
-    even the newest user message fits.
+    even the newest user message fits. Use it in `input_processors` directly: processor
+    workflows do not run `process_llm_request`.
 
     As an output processor it caps generated text: `count_mode="cumulative"` counts the whole
     response, `"part"` each text chunk on its own; past the limit, `strategy="truncate"` cuts the
