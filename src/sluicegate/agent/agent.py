@@ -34,6 +34,7 @@ from sluicegate.messages.validate import (
     validate_input,
 )
 from sluicegate.models.base import LanguageModel
+from sluicegate.models.fallback import model_chain, parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.models.settings import check_provider_options, normalize_model_settings
@@ -62,7 +63,7 @@ class Agent(Generic[Out]):
         *,
         id: str | None = None,
         instructions: str | Sequence[str] | Callable[[RequestContext], Any] = "",
-        model: str | LanguageModel,
+        model: str | LanguageModel | Sequence[Any],
         tools: Sequence[Tool] | dict[str, Tool] | None = None,
         input_processors: ProcessorArray | None = None,
         output_processors: ProcessorArray | None = None,
@@ -85,7 +86,9 @@ class Agent(Generic[Out]):
         self.id = id or name
         self.description = description
         self.instructions = instructions
-        self.model = model if isinstance(model, str) else resolve_model(model)
+        # A fallback list is checked here and its models resolved per call, like a model string.
+        fallback = parse_model_option(model)
+        self.model = model if fallback is not None or isinstance(model, str) else resolve_model(model)
         self.tools = normalize_tools(tools)
         self.input_processors = _check_array("input_processors", input_processors)
         self.output_processors = _check_array("output_processors", output_processors)
@@ -280,9 +283,6 @@ class Agent(Generic[Out]):
             output_array = [*output_array, *binding.output_processors]
         message_list.add(input_messages, "input")
 
-        model = (
-            resolve_model(options["model"]) if options.get("model") is not None else resolve_model(self.model)
-        )
         run_options = RunOptions(
             max_steps=max_steps,
             max_processor_retries=retries,
@@ -297,6 +297,9 @@ class Agent(Generic[Out]):
             abort_signal=abort_signal,
             structured_output=options.get("structured_output", self.structured_output),
             output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
+        )
+        model = model_chain(
+            options["model"] if options.get("model") is not None else self.model, run_options.max_retries
         )
         run = AgentRun(
             agent_id=self.id,
