@@ -257,3 +257,11 @@ async def test_a_model_a_processor_picks_for_a_step_has_no_fallback() -> None:
     with pytest.raises(APICallError):
         await agent.generate("hi")
     assert len(picked.calls) == 1 and secondary.calls == []
+
+
+async def test_the_server_lists_an_agent_with_fallback_models_under_its_first_model() -> None:
+    from sluicegate.server.serialize import agent_json
+
+    agent = Agent("a", model=[{"model": "openai/gpt-5", "max_retries": 1}, model([], "secondary")])
+    listed = await agent_json("a", agent)
+    assert (listed["provider"], listed["modelId"]) == ("openai", "gpt-5")

@@ -79,7 +79,10 @@ async def test_a_500_inside_the_stream_falls_over_after_telling_the_client(
     assert shown[shown.index("Half an ans") + 1] == "data-model-fallback"
     assert shown.index("data-model-fallback") < shown.index("A whole answer")
     notice = next(c for c in chunks if c.type == "data-model-fallback")
-    assert notice.data["failedModel"] == "fake.chat/primary" and notice.data["nextModel"] == "fake.chat/secondary"
+    assert (
+        notice.data["failedModel"] == "fake.chat/primary"
+        and notice.data["nextModel"] == "fake.chat/secondary"
+    )
     assert await output.text == "A whole answer"
     assert requested_models(fake_provider) == ["primary", "secondary"]
 
