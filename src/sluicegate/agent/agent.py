@@ -34,6 +34,7 @@ from sluicegate.messages.validate import (
     validate_input,
 )
 from sluicegate.models.base import LanguageModel
+from sluicegate.models.circuit_breaker import CircuitBreaker
 from sluicegate.models.fallback import model_chain, parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
@@ -79,6 +80,7 @@ class Agent(Generic[Out]):
         structured_output: type[Out] | JSONSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
         provider_error_details: bool = False,
+        circuit_breaker: CircuitBreaker | None = None,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -110,6 +112,12 @@ class Agent(Generic[Out]):
             raise ConfigurationError(
                 f"provider_error_details must be True or False, got {provider_error_details!r}"
             )
+        if circuit_breaker is not None and not isinstance(circuit_breaker, CircuitBreaker):
+            raise ConfigurationError(
+                f"circuit_breaker must be a sluicegate.models.CircuitBreaker, got {circuit_breaker!r}"
+            )
+        self.circuit_breaker = circuit_breaker
+        """Skip a fallback model that keeps failing, for a cooldown (off by default)."""
         self.provider_error_details = provider_error_details
         """Let a provider's own error text (message, response body) reach the WARNING log, tool
         errors (the model and memory) and, under `sluicegate serve`, clients; off: only the
@@ -301,6 +309,7 @@ class Agent(Generic[Out]):
         model = model_chain(
             options["model"] if options.get("model") is not None else self.model, run_options.max_retries
         )
+        model.breaker = self.circuit_breaker
         run = AgentRun(
             agent_id=self.id,
             model=model,

@@ -68,7 +68,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     keeps_model_chunks = runner.handles_llm_response
     announced = False  # whether this step's `step-start` went out
     while True:
-        model = chain.current
+        model = await chain.pick()
         call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
         _lower_output_limit(call_options, runner.output_token_cap())
         prompt, replay = await runner.run_llm_request(
@@ -176,6 +176,8 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
                 error.provider = getattr(model, "provider", None)
             if run.trace is not None:
                 run.trace.end_chat(step, error)
+            if replay is None:
+                await chain.record(model, error)
             run.state.usage = run.state.usage + step.usage
             if await _error_processors_retry(run, error, step, model):
                 for chunk in await run.drain_processed():
@@ -199,6 +201,8 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
                         await aclose()
                     except Exception:  # already closing (a cancelled read), or a provider's own failure
                         log.debug("closing the model stream failed", exc_info=True)
+        if replay is None:
+            await chain.record(model, None)
         break
     if run.trace is not None:
         run.trace.end_chat(step)

@@ -14,6 +14,7 @@ from typing import Any
 
 from sluicegate.errors import ConfigurationError, SluicegateError
 from sluicegate.models.base import LanguageModel, model_label
+from sluicegate.models.circuit_breaker import CircuitBreaker, counts_as_failure
 from sluicegate.models.registry import resolve_model
 
 ENTRY_KEYS = ("max_retries", "model")
@@ -74,7 +75,7 @@ def model_chain(value: Any, default_max_retries: int, *, where: str = "model") -
 class ModelChain:
     """The models of one run, in order, and the one serving it now (`current`)."""
 
-    __slots__ = ("_models", "_retries", "index")
+    __slots__ = ("_models", "_retries", "breaker", "index")
 
     def __init__(self, models: Sequence[LanguageModel], retries: Sequence[int]) -> None:
         if not models or len(models) != len(retries):
@@ -82,6 +83,8 @@ class ModelChain:
         self._models = list(models)
         self._retries = list(retries)
         self.index = 0
+        self.breaker: CircuitBreaker | None = None
+        """Skips models whose circuit is open (see `circuit_breaker`); None: every model is tried."""
 
     @classmethod
     def single(cls, model: LanguageModel, max_retries: int) -> ModelChain:
@@ -126,3 +129,22 @@ class ModelChain:
 
     def labels(self) -> list[str]:
         return [model_label(m) for m in self._models]
+
+    async def pick(self) -> LanguageModel:
+        """The model to call now: `current`, past any whose circuit is open (never past the last)."""
+        breaker = self.breaker
+        if breaker is not None:
+            while not self.is_last and not await breaker.allows(model_label(self._models[self.index])):
+                self.index += 1
+        return self._models[self.index]
+
+    async def record(self, model: LanguageModel, error: BaseException | None) -> None:
+        """A call's outcome, for the circuit breaker (a failure that says nothing about the model,
+        like a 400, is not counted)."""
+        breaker = self.breaker
+        if breaker is None:
+            return
+        if error is None:
+            await breaker.succeeded(model_label(model))
+        elif counts_as_failure(error):
+            await breaker.failed(model_label(model))
