@@ -265,3 +265,30 @@ async def test_the_server_lists_an_agent_with_fallback_models_under_its_first_mo
     agent = Agent("a", model=[{"model": "openai/gpt-5", "max_retries": 1}, model([], "secondary")])
     listed = await agent_json("a", agent)
     assert (listed["provider"], listed["modelId"]) == ("openai", "gpt-5")
+
+
+class HoldAll(Processor):
+    """Holds every text delta until the step's text is over (a hold-back processor at its most)."""
+
+    id = "hold-all"
+
+    def process_output_stream(self, args: Any) -> Any:
+        if args.part.type != "text-delta":
+            return args.part
+        args.state.setdefault("held", []).append(args.part)
+        return None
+
+    def flush_output_stream(self, args: Any) -> list[Any]:
+        return args.state.pop("held", [])
+
+
+async def test_text_a_processor_held_back_from_the_failed_model_stays_with_its_attempt() -> None:
+    primary = model([mid_stream_failure("Half of", server_error())], "primary")
+    secondary = model([text_step("Whole answer")], "secondary")
+    agent = Agent("a", model=[primary, secondary], output_processors=[HoldAll()])
+    output = await agent.stream("hi")
+    chunks = await collect(output)
+    shown = [c.payload.text if c.type == "text-delta" else c.type for c in chunks]
+    assert shown.index("Half of") < shown.index("data-model-fallback") < shown.index("Whole answer")
+    assert await output.text == "Whole answer"
+    assert [s.text for s in await output.steps] == ["Whole answer"]

@@ -187,6 +187,12 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
                 return
             if not (_falls_over(error, opened) and chain.advance()):
                 raise UnrecoveredError(error, step) from exc
+            if pipeline is not None and runner.flushes_stream:
+                # What processors hold back of the failed attempt is its output, not the next
+                # model's: released now, it is shown (and cleared) with the attempt.
+                for flushed in await runner.flush_stream():
+                    _record(flushed, step)
+                    yield flushed
             for chunk in await run.drain_processed():
                 yield chunk
             for chunk in await _fell_over(run, error, step, model, chain.current):
