@@ -19,7 +19,7 @@ from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.held_step import PENDING_KINDS
 from sluicegate.agent.hold import hold_step
 from sluicegate.agent.model_parts import ModelStreamError, convert
-from sluicegate.agent.results import StepResult
+from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
@@ -256,7 +256,8 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         if response is not None:
             message_list.remove_by_ids([response.id])
         add_feedback(run.state, tripwire.reason)
-        async for chunk in _finish_retried(run, step, model):
+        rejected = Tripwire(tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id)
+        async for chunk in _finish_retried(run, step, model, rejected):
             yield chunk
         return
     await llm_response(accepted=True)
@@ -386,12 +387,19 @@ async def _fell_over(
     return await run.emit_processed(chunk)
 
 
-async def _finish_retried(run: RunCore, step: StepRecorder, model: LanguageModel) -> AsyncIterator[Chunk]:
-    """The attempt is dropped: it stays in `steps` as a `retry` step, and the next one follows."""
+async def _finish_retried(
+    run: RunCore, step: StepRecorder, model: LanguageModel, tripwire: Tripwire | None = None
+) -> AsyncIterator[Chunk]:
+    """The attempt is dropped: it stays in `steps` as a `retry` step (with the processor's
+    `tripwire` when one rejected it), and the next one follows."""
     step.finish_reason = "retry"
     run.state.steps.append(
         StepResult(
-            step_number=step.step_number, finish_reason="retry", usage=step.usage, model=model_label(model)
+            step_number=step.step_number,
+            finish_reason="retry",
+            usage=step.usage,
+            model=model_label(model),
+            tripwire=tripwire,
         )
     )
     finish = run.chunk(

@@ -31,6 +31,10 @@ class StepResult:
     model: str = ""
     """`provider/model_id` of the model that served the step (with fallback models, the one
     that answered)."""
+    tripwire: Tripwire | None = None
+    """Why `process_output_step` rejected the step with `abort(retry=True)` (its `retry` step);
+    None for an accepted step and for a step retried after an API error (no processor
+    aborted it)."""
 
     @property
     def toolCalls(self) -> list[ToolCallChunk]:

@@ -161,6 +161,7 @@ def _step_json(step: StepResult) -> dict[str, Any]:
         "usage": step.usage.to_dict(),
         "warnings": to_json(step.warnings),
         "response": to_json(step.response),
+        **({"tripwire": step.tripwire.to_dict()} if step.tripwire is not None else {}),
     }
 
 
