@@ -597,3 +597,31 @@ async def test_a_run_budget_counts_spend_from_before_the_suspension() -> None:
 
     fresh = agent_for([text_step("done")], [], input_processors=[guard()])
     assert (await fresh.generate("hi", model_settings={"max_output_tokens": 1})).tripwire is None
+
+
+async def test_steps_keep_their_model_and_tripwire_over_a_suspension() -> None:
+    """The snapshot carries each step's `model` and a rejected step's `tripwire`, and the held
+    step is reported with the model that served it."""
+
+    class RejectFirst(Processor):
+        id = "reject-first"
+
+        def process_output_step(self, args: Any) -> Any:
+            if args.step_number == 0:
+                args.abort("too short", retry=True, metadata={"n": 1})
+            return None
+
+    agent = agent_for(
+        [text_step("no"), one_call(), text_step("done")],
+        [lookup_tool([])],
+        output_processors=[RejectFirst()],
+        max_processor_retries=1,
+    )
+    first = await agent.generate("hi", require_tool_approval=True)
+    assert first.finish_reason == "suspended"
+    result = await agent.approve_tool_call_generate(run_id=first.run_id)
+    rejected, held, final = result.steps
+    assert rejected.tripwire is not None and rejected.tripwire.reason == "too short"
+    assert rejected.tripwire.processor_id == "reject-first" and rejected.tripwire.metadata == {"n": 1}
+    assert held.tripwire is None and final.tripwire is None
+    assert held.model == final.model == "mock-provider/mock-model-id"

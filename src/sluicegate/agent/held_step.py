@@ -32,6 +32,8 @@ class HeldStep:
     reasoning_text: str = ""
     warnings: list[Any] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
+    model: str = ""
+    """`provider/model_id` of the model that served the step (`StepResult.model`)."""
     results: dict[str, Chunk] = field(default_factory=dict)
     queue: list[PendingToolCall] = field(default_factory=list)
     message_list: MessageList | None = None

@@ -50,8 +50,11 @@ class Decision:
     resume_data: Any = None
 
 
-async def hold_step(run: RunCore, step: StepRecorder, results: list[Chunk]) -> AsyncGenerator[Chunk, None]:
-    """The end of a step some of whose calls wait: store the run, ask about the first."""
+async def hold_step(
+    run: RunCore, step: StepRecorder, results: list[Chunk], model: str
+) -> AsyncGenerator[Chunk, None]:
+    """The end of a step some of whose calls wait: store the run, ask about the first. `model`
+    names the model that served the step."""
     held = HeldStep(
         step_number=step.step_number,
         tool_calls=list(step.tool_calls),
@@ -61,6 +64,7 @@ async def hold_step(run: RunCore, step: StepRecorder, results: list[Chunk]) -> A
         reasoning_text=step.reasoning_text(),
         warnings=list(step.warnings),
         response=dict(step.response),
+        model=model,
         message_list=run.message_list,
     )
     for chunk in results:
@@ -169,13 +173,14 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
             usage=held.usage,
             warnings=held.warnings,
             response=held.response,
+            model=held.model,
         )
     )
     finish = run.chunk(
         "step-finish",
         step_result=Payload(reason=held.finish_reason, warnings=held.warnings, is_continued=False),
         output=Payload(usage=held.usage),
-        metadata=Payload(**held.response),
+        metadata=Payload(**{**held.response, "model": held.model}),
     )
     for chunk in await run.emit_processed(finish):
         yield chunk

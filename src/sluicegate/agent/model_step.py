@@ -278,7 +278,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
                         yield out
             if any(chunk.type in PENDING_KINDS for chunk in outcomes):
                 # Some call waits on a person: the results are held back with the step.
-                async for chunk in hold_step(run, step, outcomes):
+                async for chunk in hold_step(run, step, outcomes, model_label(model)):
                     yield chunk
                 return
             for chunk in outcomes:

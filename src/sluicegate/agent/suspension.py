@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.held_step import HeldStep, json_value
-from sluicegate.agent.results import StepResult
+from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.errors import ConfigurationError
 from sluicegate.messages import MessageList
 from sluicegate.processors.base import processor_id
@@ -75,6 +75,7 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
             "reasoning_text": held.reasoning_text,
             "warnings": json_value(held.warnings),
             "response": json_value(held.response),
+            "model": held.model,
             "results": [_chunk(c) for c in held.results.values()],
             "queue": [c.to_dict() for c in held.queue],
         },
@@ -145,6 +146,8 @@ def _step_to_dict(step: StepResult) -> dict[str, Any]:
         "warnings": json_value(step.warnings),
         "response": json_value(step.response),
         "from_cache": step.from_cache,
+        "model": step.model,
+        "tripwire": None if step.tripwire is None else json_value(step.tripwire.to_dict()),
     }
 
 
@@ -195,6 +198,7 @@ def restore_state(run: RunCore, snapshot: dict[str, Any]) -> HeldStep:
         reasoning_text=held.get("reasoning_text", ""),
         warnings=list(held.get("warnings") or []),
         response=dict(held.get("response") or {}),
+        model=str(held.get("model") or ""),
         results={c["payload"]["toolCallId"]: Chunk.from_dict(c) for c in held.get("results", [])},
         queue=[PendingToolCall.from_dict(c) for c in held.get("queue", [])],
         message_list=run.message_list,
@@ -214,4 +218,17 @@ def _step_from_dict(data: dict[str, Any]) -> StepResult:
         warnings=list(data.get("warnings") or []),
         response=dict(data.get("response") or {}),
         from_cache=bool(data.get("from_cache")),
+        model=str(data.get("model") or ""),
+        tripwire=_tripwire_from_dict(data.get("tripwire")),
+    )
+
+
+def _tripwire_from_dict(data: Any) -> Tripwire | None:
+    if not isinstance(data, dict):
+        return None
+    return Tripwire(
+        str(data.get("reason", "")),
+        bool(data.get("retry")),
+        data.get("metadata"),
+        data.get("processorId", data.get("processor_id")),
     )
