@@ -12,6 +12,7 @@ import pytest
 
 from sluicegate import Agent, RequestContext
 from sluicegate.errors import ConfigurationError, InvalidInputError
+from sluicegate.models.base import StreamResult
 from sluicegate.processors import Processor
 from sluicegate.request_context import RESOURCE_ID_KEY
 from sluicegate.stream import (
@@ -448,3 +449,28 @@ async def test_a_run_id_open_in_the_log_is_not_taken_over():
     assert (info.agent_id, info.next_offset) == ("someone-else", 0)
     with pytest.raises(RunStateError):
         await shared.open(output.run_id, agent_id="chatty")
+
+
+async def test_closing_the_stream_closes_the_run_and_its_entry_at_once():
+    closed_provider: list[bool] = []
+
+    async def parts() -> Any:
+        try:
+            for part in text_step("one two three", pieces=3):
+                yield part
+        finally:
+            closed_provider.append(True)
+
+    class Model(MockModel):
+        async def do_stream(self, options: Any) -> StreamResult:
+            return StreamResult(stream=parts())
+
+    agent = Agent("a", model=Model())
+    output = await agent.stream("hi")
+    stream = output.full_stream
+    async for chunk in stream:
+        if chunk.type == "text-delta":
+            break
+    await stream.aclose()
+    assert closed_provider == [True]  # the provider stream is closed by the time aclose returns
+    assert (await status(agent, output.run_id)).status == "aborted"
