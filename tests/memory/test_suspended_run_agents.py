@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memory_pg_server import create_database
 
 from sluicegate import Agent
 from sluicegate.storage import PostgresStore, SQLiteStore, SuspendedRunNotFoundError
@@ -25,9 +26,7 @@ async def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncI
     """`await make()` opens another store on one database, as another process would."""
     opened: list[Any] = []
     if request.param == "postgres":
-        from conftest import _create_database
-
-        location = await _create_database(request.getfixturevalue("postgres_dsn"))
+        location = await create_database(request.getfixturevalue("postgres_dsn"))
     else:
         location = str(tmp_path / "runs.db")
 

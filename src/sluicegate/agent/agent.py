@@ -49,6 +49,8 @@ from sluicegate.messages.validate import (
     validate_input,
 )
 from sluicegate.models.base import LanguageModel
+from sluicegate.models.circuit_breaker import CircuitBreaker
+from sluicegate.models.fallback import model_chain, parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.models.settings import check_provider_options, normalize_model_settings
@@ -81,7 +83,7 @@ class Agent(Generic[Out]):
         *,
         id: str | None = None,
         instructions: str | Sequence[str] | Callable[[RequestContext], Any] = "",
-        model: str | LanguageModel,
+        model: str | LanguageModel | Sequence[Any],
         tools: Sequence[Tool] | dict[str, Tool] | None = None,
         input_processors: ProcessorArray | None = None,
         output_processors: ProcessorArray | None = None,
@@ -99,6 +101,7 @@ class Agent(Generic[Out]):
         provider_error_details: bool = False,
         suspended_runs: SuspendedRunStore | None = None,
         suspended_run_ttl: timedelta = DEFAULT_SUSPENDED_RUN_TTL,
+        circuit_breaker: CircuitBreaker | None = None,
         run_log: RunLog | None = _UNSET,
     ) -> None:
         if not name:
@@ -107,7 +110,9 @@ class Agent(Generic[Out]):
         self.id = id or name
         self.description = description
         self.instructions = instructions
-        self.model = model if isinstance(model, str) else resolve_model(model)
+        # A fallback list is checked here and its models resolved per call, like a model string.
+        fallback = parse_model_option(model)
+        self.model = model if fallback is not None or isinstance(model, str) else resolve_model(model)
         self.tools = normalize_tools(tools)
         self.input_processors = _check_array("input_processors", input_processors)
         self.output_processors = _check_array("output_processors", output_processors)
@@ -129,6 +134,12 @@ class Agent(Generic[Out]):
             raise ConfigurationError(
                 f"provider_error_details must be True or False, got {provider_error_details!r}"
             )
+        if circuit_breaker is not None and not isinstance(circuit_breaker, CircuitBreaker):
+            raise ConfigurationError(
+                f"circuit_breaker must be a sluicegate.models.CircuitBreaker, got {circuit_breaker!r}"
+            )
+        self.circuit_breaker = circuit_breaker
+        """Skip a fallback model that keeps failing, for a cooldown (off by default)."""
         self.provider_error_details = provider_error_details
         """Let a provider's own error text (message, response body) reach the WARNING log, tool
         errors (the model and memory) and, under `sluicegate serve`, clients; off: only the
@@ -418,9 +429,6 @@ class Agent(Generic[Out]):
             output_array = [*output_array, *binding.output_processors]
         message_list.add(input_messages, "input")
 
-        model = (
-            resolve_model(options["model"]) if options.get("model") is not None else resolve_model(self.model)
-        )
         run_options = RunOptions(
             max_steps=max_steps,
             max_processor_retries=retries,
@@ -436,6 +444,10 @@ class Agent(Generic[Out]):
             structured_output=options.get("structured_output", self.structured_output),
             output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
         )
+        model = model_chain(
+            options["model"] if options.get("model") is not None else self.model, run_options.max_retries
+        )
+        model.breaker = self.circuit_breaker
         run = AgentRun(
             agent_id=self.id,
             model=model,

@@ -60,7 +60,8 @@ class AgentCallOptions(TypedDict, total=False):
     provider_options: Mapping[str, Any] | None
     instructions: str | Sequence[str] | Callable[[RequestContext], str | Sequence[str] | Awaitable[Any]]
     tools: Sequence[Tool] | Mapping[str, Tool] | None
-    model: str | LanguageModel | None
+    model: str | LanguageModel | Sequence[Any] | None
+    """One model, or fallback models: a list of them, or of `{"model": m, "max_retries": n}`."""
     abort_signal: asyncio.Event | None
     """Set the event to stop the run."""
     processor_timeout: float | None

@@ -28,6 +28,9 @@ class StepResult:
     tool_errors: list[ToolErrorChunk] = field(default_factory=list)
     """The step's failed tool calls (`tool-error` chunks: `error`, `tool_name`, `args`); as in
     Mastra, `tool_results` holds only the calls that succeeded."""
+    model: str = ""
+    """`provider/model_id` of the model that served the step (with fallback models, the one
+    that answered)."""
 
     @property
     def toolCalls(self) -> list[ToolCallChunk]:

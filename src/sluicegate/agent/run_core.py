@@ -21,6 +21,7 @@ from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, ou
 from sluicegate.messages import MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.models.base import LanguageModel
+from sluicegate.models.fallback import ModelChain
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.runner import ProcessorRunner
@@ -59,7 +60,7 @@ class RunCore:
         self,
         *,
         agent_id: str,
-        model: LanguageModel,
+        model: LanguageModel | ModelChain,
         message_list: MessageList,
         tools: dict[str, Tool],
         input_processors: list[Any],
@@ -71,8 +72,13 @@ class RunCore:
         run_id: str | None = None,
     ) -> None:
         self.agent_id = agent_id
-        self.run_id, self.trace_id, self.trace = begin_run(agent_id, run_id or str(uuid.uuid4()), model)
-        self.model = model
+        self.models = (
+            model if isinstance(model, ModelChain) else ModelChain.single(model, options.max_retries)
+        )
+        """The run's model(s): a fallback list moves `current` on when a model fails."""
+        self.run_id, self.trace_id, self.trace = begin_run(
+            agent_id, run_id or str(uuid.uuid4()), self.models.current
+        )
         self.message_list = message_list
         self.tools = tools
         self.options = options
@@ -105,6 +111,11 @@ class RunCore:
         """The stored run this one resumes, while it holds the claim on it."""
         self.runner.abort_signal = options.abort_signal
         self._output_schema: OutputSchema | None = None
+
+    @property
+    def model(self) -> LanguageModel:
+        """The model serving the run now (the one that answered last, with fallback models)."""
+        return self.models.current
 
     # ------------------------------------------------------------------ the state, as read outside
 

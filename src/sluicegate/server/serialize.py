@@ -43,7 +43,9 @@ def tool_json(tool: Tool) -> dict[str, Any]:
 
 
 def _model_parts(agent: Agent) -> tuple[str, str]:
-    model = agent.model
+    model: Any = agent.model
+    if isinstance(model, (list, tuple)):  # fallback models: the first one is the agent's model
+        model = model[0]["model"] if isinstance(model[0], dict) else model[0]
     if isinstance(model, str):
         provider, _, model_id = model.partition("/")
         return provider, model_id or model
