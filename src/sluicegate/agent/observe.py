@@ -7,9 +7,10 @@ A run is in the log from its first chunk: the entry is opened when the consumer 
 ends, with the status the run ended in. The log is a convenience channel, not a guardrail: a
 log that cannot be opened or written is logged loudly and the run goes on without it.
 
-Ownership is the suspended runs' rule (`resume.caller_resource`): only a call whose request context names the
-run's resource (or none, for a run started without one), on an agent with the run's agent id,
-may observe it; anyone else gets the same `RunNotFoundError` as for a run that does not exist.
+Ownership is the suspended runs' rule (`resume.caller_resource`): only a call whose request
+context names the run's resource (or none, for a run started without one), on an agent with the
+run's agent id, may observe it; anyone else gets the same `RunNotFoundError` as for a run that
+does not exist.
 """
 
 from __future__ import annotations
