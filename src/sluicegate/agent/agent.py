@@ -18,6 +18,7 @@ from typing_extensions import TypeVar, Unpack
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
 from sluicegate.agent.hold import Decision
+from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
 from sluicegate.agent.reserved_keys import apply_reserved_keys
@@ -60,6 +61,7 @@ from sluicegate.tools import Tool, normalize_tools
 
 if TYPE_CHECKING:
     from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
+    from sluicegate.stream.run_log import RunLog
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
 AGENT_ID_KEY = "sluicegate__agentId"
@@ -100,6 +102,7 @@ class Agent(Generic[Out]):
         suspended_runs: SuspendedRunStore | None = None,
         suspended_run_ttl: timedelta = DEFAULT_SUSPENDED_RUN_TTL,
         circuit_breaker: CircuitBreaker | None = None,
+        run_log: RunLog | None = _UNSET,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -144,6 +147,8 @@ class Agent(Generic[Out]):
         check_store(suspended_runs)
         self._suspended_runs = suspended_runs
         self.suspended_run_ttl = check_ttl(suspended_run_ttl)
+        self._run_log: RunLog | None = None if run_log is _UNSET else check_run_log(run_log)
+        self._own_run_log = run_log is _UNSET
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -243,6 +248,29 @@ class Agent(Generic[Out]):
         if self._suspended_runs is None:
             self._suspended_runs = suspended_run_store(self.memory)
         return self._suspended_runs
+
+    @property
+    def run_log(self) -> RunLog | None:
+        """Where this agent's runs are kept for `observe`: `run_log=`, else one bounded
+        `InMemoryRunLog` of this agent (made on first use); None when `run_log=None`."""
+        if self._run_log is None and self._own_run_log:
+            from sluicegate.stream.run_log import InMemoryRunLog
+
+            self._run_log = InMemoryRunLog()
+        return self._run_log
+
+    async def observe(self, *, run_id: str, offset: int = 0, **options: Any) -> ObservedOutput:
+        """Reconnect to a running or ended run: its chunks from `offset` (the number already
+        received), then live until the run closes. Only the run's own resource may observe it
+        (`request_context=`); anyone else gets `RunNotFoundError`, as for an unknown run."""
+        return await observe_run(
+            self.run_log,
+            agent_id=self.id,
+            agent_name=self.name,
+            run_id=run_id,
+            offset=offset,
+            options=options,
+        )
 
     async def approve_tool_call(
         self, *, run_id: str, tool_call_id: str | None = None, **options: Any
@@ -437,6 +465,7 @@ class Agent(Generic[Out]):
         run.suspended_runs = lambda: self.suspended_run_store
         run.suspended_run_ttl = self.suspended_run_ttl
         run.require_approval = require_approval
+        run.run_log = self.run_log
         if resumed is not None:
             resume_into(run, *resumed)
         if self.auto_error_processors:

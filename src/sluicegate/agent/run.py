@@ -20,9 +20,11 @@ from collections.abc import AsyncGenerator
 
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.call_options import normalize_tool_choice
+from sluicegate.agent.observe import logged
 from sluicegate.agent.run_core import DEFAULT_MAX_STEPS, RunCore, RunOptions
 from sluicegate.agent.run_loop import Resumption, run_loop
 from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.run_log import RunLog
 
 __all__ = ["DEFAULT_MAX_STEPS", "AgentRun", "RunOptions", "normalize_tool_choice"]
 
@@ -33,13 +35,19 @@ class AgentRun(RunCore):
     resumption: Resumption | None = None
     """Set on a run that continues a suspended one: its held step and the decision."""
 
+    run_log: RunLog | None = None
+    """Where the run's chunks are kept for `Agent.observe` (None: nowhere)."""
+
     def events(self) -> AsyncGenerator[Chunk, None]:
-        """The run's chunks; with an `abort_signal`, a run that setting it cancels."""
+        """The run's chunks; with an `abort_signal`, a run that setting it cancels; with a
+        `run_log`, each chunk also goes to the log, as the consumer gets it."""
         signal = self.options.abort_signal
         loop = run_loop(self, self.resumption)
-        if signal is None:
-            return loop
-        return abortable(loop, signal, self._on_abort, lambda: not self.state.finishing)
+        if signal is not None:
+            loop = abortable(loop, signal, self._on_abort, lambda: not self.state.finishing)
+        if self.run_log is not None:
+            loop = logged(self, loop, self.run_log)
+        return loop
 
     async def give_back_claim(self) -> None:
         """A resumed run stopped before acting on its decision (its stream closed unread): the
