@@ -14,12 +14,7 @@ import pytest
 
 RUNNER = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "run.py"
 
-AWAITING: dict[str, str] = {
-    "fallback_after_500": "model fallback lists (Agent(model=[...]))",
-    "fallback_after_error_processor_declines": "model fallback lists (Agent(model=[...]))",
-    "fallback_after_retries_generate": "model fallback lists (Agent(model=[...]))",
-    "fallback_all_models_fail": "model fallback lists (Agent(model=[...]))",
-}
+AWAITING: dict[str, str] = {}
 
 _LINE = re.compile(r"^(PASS|FAIL) (\S+?):?(?: |$)")
 

@@ -493,11 +493,27 @@ _JSON = st.recursive(
 def test_parse_args_never_raises_and_refuses_only_what_is_too_deep(value: Any, wrap: int):
     raw = "[" * wrap + json.dumps(value) + "]" * wrap
     parsed = parse_args(raw)
+    depth = wrap + _container_depth(value)  # levels of lists and objects, as MAX_ARGS_DEPTH counts
     if isinstance(parsed, UnparsedArgs):
         assert parsed == raw and "nested deeper" in parsed.reason
+        assert depth > MAX_ARGS_DEPTH
     else:
         expected = value
         for _ in range(wrap):
             expected = [expected]
         assert parsed == expected
-        assert wrap < MAX_ARGS_DEPTH
+        assert depth <= MAX_ARGS_DEPTH
+
+
+def _container_depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_container_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_container_depth, value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("levels", [MAX_ARGS_DEPTH, MAX_ARGS_DEPTH + 1])
+def test_parse_args_depth_limit_is_inclusive(levels: int) -> None:
+    raw = "[" * levels + "1" + "]" * levels
+    assert isinstance(parse_args(raw), UnparsedArgs) is (levels > MAX_ARGS_DEPTH)

@@ -10,16 +10,31 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, overload
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
+from sluicegate.agent.hold import Decision
+from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
+from sluicegate.agent.resume import list_runs, resumed_run
+from sluicegate.agent.resume_setup import (
+    DEFAULT_SUSPENDED_RUN_TTL,
+    check_require_approval,
+    check_store,
+    check_ttl,
+    restore_context,
+    restore_messages,
+    resume_into,
+    resumed_memory,
+    suspended_run_store,
+)
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
 from sluicegate.agent.sync_loop import run_sync
@@ -34,6 +49,8 @@ from sluicegate.messages.validate import (
     validate_input,
 )
 from sluicegate.models.base import LanguageModel
+from sluicegate.models.circuit_breaker import CircuitBreaker
+from sluicegate.models.fallback import model_chain, parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.models.settings import check_provider_options, normalize_model_settings
@@ -41,6 +58,10 @@ from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.tools import Tool, normalize_tools
+
+if TYPE_CHECKING:
+    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
+    from sluicegate.stream.run_log import RunLog
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
 AGENT_ID_KEY = "sluicegate__agentId"
@@ -62,7 +83,7 @@ class Agent(Generic[Out]):
         *,
         id: str | None = None,
         instructions: str | Sequence[str] | Callable[[RequestContext], Any] = "",
-        model: str | LanguageModel,
+        model: str | LanguageModel | Sequence[Any],
         tools: Sequence[Tool] | dict[str, Tool] | None = None,
         input_processors: ProcessorArray | None = None,
         output_processors: ProcessorArray | None = None,
@@ -78,6 +99,10 @@ class Agent(Generic[Out]):
         structured_output: type[Out] | JSONSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
         provider_error_details: bool = False,
+        suspended_runs: SuspendedRunStore | None = None,
+        suspended_run_ttl: timedelta = DEFAULT_SUSPENDED_RUN_TTL,
+        circuit_breaker: CircuitBreaker | None = None,
+        run_log: RunLog | None = _UNSET,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -85,7 +110,9 @@ class Agent(Generic[Out]):
         self.id = id or name
         self.description = description
         self.instructions = instructions
-        self.model = model if isinstance(model, str) else resolve_model(model)
+        # A fallback list is checked here and its models resolved per call, like a model string.
+        fallback = parse_model_option(model)
+        self.model = model if fallback is not None or isinstance(model, str) else resolve_model(model)
         self.tools = normalize_tools(tools)
         self.input_processors = _check_array("input_processors", input_processors)
         self.output_processors = _check_array("output_processors", output_processors)
@@ -107,10 +134,21 @@ class Agent(Generic[Out]):
             raise ConfigurationError(
                 f"provider_error_details must be True or False, got {provider_error_details!r}"
             )
+        if circuit_breaker is not None and not isinstance(circuit_breaker, CircuitBreaker):
+            raise ConfigurationError(
+                f"circuit_breaker must be a sluicegate.models.CircuitBreaker, got {circuit_breaker!r}"
+            )
+        self.circuit_breaker = circuit_breaker
+        """Skip a fallback model that keeps failing, for a cooldown (off by default)."""
         self.provider_error_details = provider_error_details
         """Let a provider's own error text (message, response body) reach the WARNING log, tool
         errors (the model and memory) and, under `sluicegate serve`, clients; off: only the
         status, provider and code leave the process (see docs/security.md)."""
+        check_store(suspended_runs)
+        self._suspended_runs = suspended_runs
+        self.suspended_run_ttl = check_ttl(suspended_run_ttl)
+        self._run_log: RunLog | None = None if run_log is _UNSET else check_run_log(run_log)
+        self._own_run_log = run_log is _UNSET
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -129,7 +167,9 @@ class Agent(Generic[Out]):
     async def generate(self, messages: Any, **options: Unpack[AgentCallOptions]) -> FullOutput[Out]: ...
     async def generate(self, messages: Any, **options: Any) -> FullOutput[Any]:
         """Run the agent to the end. Raises the error when a model call fails unrecovered."""
-        run = await self._prepare(messages, options)
+        return await self._complete(await self._prepare(messages, options))
+
+    async def _complete(self, run: AgentRun) -> FullOutput[Any]:
         async for _ in run.events():
             pass
         if run.aborted:
@@ -150,6 +190,7 @@ class Agent(Generic[Out]):
             reasoning_text=run.reasoning_text(),
             trace_id=run.trace_id,
             tool_errors=run.all_tool_errors(),
+            suspend_payload=run.suspend_payload(),
         )
 
     @overload
@@ -198,10 +239,109 @@ class Agent(Generic[Out]):
         output: ModelOutput[Any] = run_sync(self.stream(messages, **options))
         return SyncModelOutput(output)
 
+    # ------------------------------------------------------------------ human in the loop
+
+    @property
+    def suspended_run_store(self) -> SuspendedRunStore:
+        """Where runs waiting on a person are kept: `suspended_runs=`, else the memory's SQLite or
+        PostgreSQL storage, else one in-process store of this agent (made on first use)."""
+        if self._suspended_runs is None:
+            self._suspended_runs = suspended_run_store(self.memory)
+        return self._suspended_runs
+
+    @property
+    def run_log(self) -> RunLog | None:
+        """Where this agent's runs are kept for `observe`: `run_log=`, else one bounded
+        `InMemoryRunLog` of this agent (made on first use); None when `run_log=None`."""
+        if self._run_log is None and self._own_run_log:
+            from sluicegate.stream.run_log import InMemoryRunLog
+
+            self._run_log = InMemoryRunLog()
+        return self._run_log
+
+    async def observe(self, *, run_id: str, offset: int = 0, **options: Any) -> ObservedOutput:
+        """Reconnect to a running or ended run: its chunks from `offset` (the number already
+        received), then live until the run closes. Only the run's own resource may observe it
+        (`request_context=`); anyone else gets `RunNotFoundError`, as for an unknown run."""
+        return await observe_run(
+            self.run_log,
+            agent_id=self.id,
+            agent_name=self.name,
+            run_id=run_id,
+            offset=offset,
+            options=options,
+        )
+
+    async def approve_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> ModelOutput[Any]:
+        """Run the pending tool call of a suspended run and continue it, as a stream."""
+        run = await resumed_run(self, "approve", run_id=run_id, tool_call_id=tool_call_id, options=options)
+        return ModelOutput(run)
+
+    async def decline_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **options: Any
+    ) -> ModelOutput[Any]:
+        """Refuse the pending call: it never runs, the model is told `reason`; continue, as a stream."""
+        run = await resumed_run(
+            self, "decline", run_id=run_id, tool_call_id=tool_call_id, reason=reason, options=options
+        )
+        return ModelOutput(run)
+
+    async def approve_tool_call_generate(
+        self, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> FullOutput[Any]:
+        run = await resumed_run(self, "approve", run_id=run_id, tool_call_id=tool_call_id, options=options)
+        return await self._complete(run)
+
+    async def decline_tool_call_generate(
+        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **options: Any
+    ) -> FullOutput[Any]:
+        run = await resumed_run(
+            self, "decline", run_id=run_id, tool_call_id=tool_call_id, reason=reason, options=options
+        )
+        return await self._complete(run)
+
+    async def resume_stream(
+        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> ModelOutput[Any]:
+        """Run a suspended tool again with `resume_data` (checked against its `resume_schema`)."""
+        run = await resumed_run(
+            self, "resume", run_id=run_id, tool_call_id=tool_call_id, resume_data=resume_data, options=options
+        )
+        return ModelOutput(run)
+
+    async def resume_generate(
+        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> FullOutput[Any]:
+        run = await resumed_run(
+            self, "resume", run_id=run_id, tool_call_id=tool_call_id, resume_data=resume_data, options=options
+        )
+        return await self._complete(run)
+
+    async def list_suspended_runs(
+        self,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        *,
+        request_context: RequestContext | None = None,
+    ) -> list[SuspendedRun]:
+        """This agent's runs waiting on a person, newest first."""
+        return await list_runs(
+            self,
+            self.suspended_run_store,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            request_context=request_context,
+        )
+
     # ------------------------------------------------------------------ preparing a run
 
-    async def _prepare(self, messages: Any, options: dict[str, Any]) -> AgentRun:
+    async def _prepare(
+        self, messages: Any, options: dict[str, Any], *, resumed: tuple[SuspendedRun, Decision] | None = None
+    ) -> AgentRun:
         known = {
+            "require_tool_approval",
             "output_retries",
             "max_steps",
             "input_processors",
@@ -232,10 +372,14 @@ class Agent(Generic[Out]):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")
         # The run's own copy: the caller's context may be shared by concurrent requests, so the
         # run's thread/resource (and anything processors set) never go into it.
-        request_context = RequestContext(caller_context.to_dict() if caller_context is not None else None)
+        if resumed is None:
+            request_context = RequestContext(caller_context.to_dict() if caller_context is not None else None)
+        else:
+            request_context = restore_context(resumed[0].snapshot, caller_context)
         request_context.set(AGENT_ID_KEY, self.id)
         max_input_chars = check_max_input_chars(options.get("max_input_chars", self.max_input_chars))
-        input_messages = validate_input(messages, max_chars=max_input_chars)
+        input_messages = validate_input(messages, max_chars=max_input_chars) if resumed is None else []
+        require_approval = check_require_approval(options.get("require_tool_approval"))
         for key in (THREAD_ID_KEY, RESOURCE_ID_KEY):
             if request_context.get(key) is not None:
                 check_id(request_context.get(key), f"request_context[{key!r}]")
@@ -266,23 +410,25 @@ class Agent(Generic[Out]):
         tools = dict(self.tools)
         if "tools" in options:
             tools.update(normalize_tools(options["tools"]))
-        binding = await self._bind_memory(options.get("memory"), request_context)
+        memory_option = options.get("memory") if resumed is None else resumed_memory(self.memory, resumed[0])
+        binding = await self._bind_memory(memory_option, request_context)
         thread_id = request_context.get(THREAD_ID_KEY)
         resource_id = request_context.get(RESOURCE_ID_KEY)
-        message_list = MessageList(thread_id=thread_id, resource_id=resource_id)
-        for text in await self._instructions(options.get("instructions", _UNSET), request_context):
-            message_list.add_system(text)
+        if resumed is None:
+            message_list = MessageList(thread_id=thread_id, resource_id=resource_id)
+            for text in await self._instructions(options.get("instructions", _UNSET), request_context):
+                message_list.add_system(text)
+        else:  # the conversation, its system messages included, is the stored one
+            message_list = restore_messages(resumed[0].snapshot)
         if binding is not None:
-            for text in binding.instructions:
-                message_list.add_system(text, tag="memory")
+            if resumed is None:
+                for text in binding.instructions:
+                    message_list.add_system(text, tag="memory")
             tools.update(normalize_tools(binding.tools))
             input_array = [*binding.input_processors, *input_array]
             output_array = [*output_array, *binding.output_processors]
         message_list.add(input_messages, "input")
 
-        model = (
-            resolve_model(options["model"]) if options.get("model") is not None else resolve_model(self.model)
-        )
         run_options = RunOptions(
             max_steps=max_steps,
             max_processor_retries=retries,
@@ -298,6 +444,10 @@ class Agent(Generic[Out]):
             structured_output=options.get("structured_output", self.structured_output),
             output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
         )
+        model = model_chain(
+            options["model"] if options.get("model") is not None else self.model, run_options.max_retries
+        )
+        model.breaker = self.circuit_breaker
         run = AgentRun(
             agent_id=self.id,
             model=model,
@@ -309,8 +459,15 @@ class Agent(Generic[Out]):
             request_context=request_context,
             options=run_options,
             prepare_step=prepare_step,
+            run_id=None if resumed is None else resumed[0].run_id,
         )
         run.provider_error_details = self.provider_error_details
+        run.suspended_runs = lambda: self.suspended_run_store
+        run.suspended_run_ttl = self.suspended_run_ttl
+        run.require_approval = require_approval
+        run.run_log = self.run_log
+        if resumed is not None:
+            resume_into(run, *resumed)
         if self.auto_error_processors:
             run.runner.auto_error_processors = auto_error_processors(input_array, output_array, error_array)
         return run

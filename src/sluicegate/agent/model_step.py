@@ -16,15 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.call_options import build_call_options
 from sluicegate.agent.deadline_stream import with_deadlines
+from sluicegate.agent.held_step import PENDING_KINDS
+from sluicegate.agent.hold import hold_step
 from sluicegate.agent.model_parts import ModelStreamError, convert
-from sluicegate.agent.results import StepResult
+from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
 from sluicegate.errors import APICallError, ProcessorError, TripWire
-from sluicegate.models.base import CallOptions
+from sluicegate.models.base import CallOptions, LanguageModel, model_label
+from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
-from sluicegate.models.retries import open_stream
+from sluicegate.models.retries import is_retryable, open_stream
 from sluicegate.processors.runner import StepConfig
 from sluicegate.stream.chunk import Chunk, TextPayload
 from sluicegate.stream.payload import Payload
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.agent")
 
 _DEADLINE = {"type": "__deadline__"}
+_OUTCOMES = frozenset(("tool-result", "tool-error", *PENDING_KINDS))
 
 
 def _lower_output_limit(options: CallOptions, cap: int | None) -> None:
@@ -52,122 +56,163 @@ class UnrecoveredError(Exception):
 
 
 async def model_step(run: RunCore, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
-    """One model call and its tools. Leaves the outcome in `run.state.current`."""
+    """One model call and its tools. Leaves the outcome in `run.state.current`.
+
+    With fallback models a failed call moves to the next model inside this step (see
+    `_falls_over`): the loop below runs once per model, the hot path inside it unchanged."""
     runner = run.runner
     message_list = run.message_list
-    model = resolve_model(config.model)
-    call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
-    _lower_output_limit(call_options, runner.output_token_cap())
-    prompt, replay = await runner.run_llm_request(
-        call_options.prompt,
-        model=model,
-        tools=call_options.tools,
-        tool_choice=call_options.tool_choice,
-        step_number=step_number,
-        steps=run.state.steps,
-        message_list=message_list,
-        max_output_tokens=call_options.max_output_tokens,
-    )
-    call_options.prompt = prompt
-    # What request processors priced (the cost guard's reservation) caps what is sent.
-    _lower_output_limit(call_options, runner.output_token_cap(request=True))
-    if run.trace is not None:
-        run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
-    step = StepRecorder(step_number)
-    run.state.current = step
-    for chunk in await run.emit_processed(run.chunk("step-start", message_id=str(uuid.uuid4()))):
-        yield chunk
-
+    chain = run.models
+    if config.model is not chain.current:  # a processor chose this step's model: it has no fallback
+        chain = ModelChain.single(resolve_model(config.model), run.options.max_retries)
     run_id = run.run_id
     pipeline = run.pipeline
     pending = run.pending
-    # Model-level chunks are kept only for processors that read them in
-    # `process_llm_response`, as copies when stream processors could change them in place.
-    model_chunks_append = step.model_chunks.append if runner.handles_llm_response else None
-    record = step.record
-    closables: list[Any] = []
-    try:
-        if replay is not None:
-            source: AsyncIterator[Any] = _iterate(replay)
-        else:
-            stream = (await open_stream(model, call_options, run.options.max_retries)).stream
-            closables.append(stream)
-            source = _with_deadlines(run, stream) if runner.uses_stream_deadlines else stream
-        closables.append(source)
-        async for part in source:
-            # ---- the hot path: one model part -> one chunk -> processors -> client
-            if part.__class__ is dict and part["type"] == "text-delta":
-                chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
-            elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
-                part.run_id = run_id
-                chunk = part
+    keeps_model_chunks = runner.handles_llm_response
+    announced = False  # whether this step's `step-start` went out
+    while True:
+        model = await chain.pick()
+        call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
+        _lower_output_limit(call_options, runner.output_token_cap())
+        prompt, replay = await runner.run_llm_request(
+            call_options.prompt,
+            model=model,
+            tools=call_options.tools,
+            tool_choice=call_options.tool_choice,
+            step_number=step_number,
+            steps=run.state.steps,
+            message_list=message_list,
+            max_output_tokens=call_options.max_output_tokens,
+        )
+        call_options.prompt = prompt
+        # What request processors priced (the cost guard's reservation) caps what is sent.
+        _lower_output_limit(call_options, runner.output_token_cap(request=True))
+        if run.trace is not None:
+            run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
+        step = StepRecorder(step_number)
+        run.state.current = step
+        # As Mastra: a model with a fallback after it shows its step only once its stream opened,
+        # so a call that fails before that and moves on leaves no trace in the stream.
+        if not announced and chain.is_last:
+            announced = True
+            for chunk in await run.emit_processed(run.chunk("step-start", message_id=str(uuid.uuid4()))):
+                yield chunk
+
+        # Model-level chunks are kept only for processors that read them in
+        # `process_llm_response`, as copies when stream processors could change them in place.
+        model_chunks_append = step.model_chunks.append if keeps_model_chunks else None
+        record = step.record
+        closables: list[Any] = []
+        opened = False
+        try:
+            if replay is not None:
+                source: AsyncIterator[Any] = _iterate(replay)
             else:
-                if part is _DEADLINE:
-                    for flushed in await runner.run_stream_deadlines():
-                        _record(flushed, step)
-                        yield flushed
-                    continue
-                converted = convert(part, step, run_id)
-                if converted is None:
-                    continue
-                if converted.type == "tool-result" and runner.handles_tool_result:
-                    await provider_tool_result(run, converted, step)
-                chunk = converted
-            if model_chunks_append is not None:
-                model_chunks_append(chunk if pipeline is None else chunk.copy())
-            if pipeline is not None:
-                result = await pipeline(chunk)
-                if result is None:
-                    if pending:
-                        for extra in await run.drain_processed():
-                            yield extra
-                    continue
-                if result.__class__ is not Chunk:
-                    for out in result:
-                        _record(out, step)
-                        yield out
-                    continue
-                chunk = result
-            if chunk.type == "text-delta":
-                pieces = step.open_text
-                if pieces is None:
-                    pieces = step.start_text()
-                pieces.append(chunk.payload.text)
-            else:
-                record(chunk)
-            yield chunk
-            if pending:
+                stream = (await open_stream(model, call_options, chain.max_retries)).stream
+                closables.append(stream)
+                source = _with_deadlines(run, stream) if runner.uses_stream_deadlines else stream
+            closables.append(source)
+            opened = True
+            if not announced:
+                announced = True
+                for chunk in await run.emit_processed(run.chunk("step-start", message_id=str(uuid.uuid4()))):
+                    yield chunk
+            async for part in source:
+                # ---- the hot path: one model part -> one chunk -> processors -> client
+                if part.__class__ is dict and part["type"] == "text-delta":
+                    chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
+                elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
+                    part.run_id = run_id
+                    chunk = part
+                else:
+                    if part is _DEADLINE:
+                        for flushed in await runner.run_stream_deadlines():
+                            _record(flushed, step)
+                            yield flushed
+                        continue
+                    converted = convert(part, step, run_id)
+                    if converted is None:
+                        continue
+                    if converted.type == "tool-result" and runner.handles_tool_result:
+                        await provider_tool_result(run, converted, step)
+                    chunk = converted
+                if model_chunks_append is not None:
+                    model_chunks_append(chunk if pipeline is None else chunk.copy())
+                if pipeline is not None:
+                    result = await pipeline(chunk)
+                    if result is None:
+                        if pending:
+                            for extra in await run.drain_processed():
+                                yield extra
+                        continue
+                    if result.__class__ is not Chunk:
+                        for out in result:
+                            _record(out, step)
+                            yield out
+                        continue
+                    chunk = result
+                if chunk.type == "text-delta":
+                    pieces = step.open_text
+                    if pieces is None:
+                        pieces = step.start_text()
+                    pieces.append(chunk.payload.text)
+                else:
+                    record(chunk)
+                yield chunk
+                if pending:
+                    for extra in await run.drain_processed():
+                        yield extra
+            if run.state.input_gate is not None:
+                await run.state.input_gate  # no tool runs before the parallel input guards pass
+            if pipeline is not None and runner.flushes_stream:
+                # The step's text is over: processors holding some back release it now.
+                for flushed in await runner.flush_stream():
+                    _record(flushed, step)
+                    yield flushed
                 for extra in await run.drain_processed():
                     yield extra
-        if run.state.input_gate is not None:
-            await run.state.input_gate  # no tool runs before the parallel input guards pass
-        if pipeline is not None and runner.flushes_stream:
-            # The step's text is over: processors holding some back release it now.
-            for flushed in await runner.flush_stream():
-                _record(flushed, step)
-                yield flushed
-            for extra in await run.drain_processed():
-                yield extra
-    except (TripWire, ProcessorError):
-        raise
-    except Exception as exc:
-        error = exc.error if isinstance(exc, ModelStreamError) else exc
-        if isinstance(error, APICallError) and error.provider is None:
-            error.provider = getattr(model, "provider", None)
-        if run.trace is not None:
-            run.trace.end_chat(step, error)
-        async for chunk in _recover(run, error, step):
-            yield chunk
-        return
-    finally:
-        # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
-        for closable in reversed(closables):
-            aclose = getattr(closable, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except Exception:  # already closing (a cancelled read), or a provider's own failure
-                    log.debug("closing the model stream failed", exc_info=True)
+        except (TripWire, ProcessorError):
+            raise
+        except Exception as exc:
+            error = exc.error if isinstance(exc, ModelStreamError) else exc
+            if isinstance(error, APICallError) and error.provider is None:
+                error.provider = getattr(model, "provider", None)
+            if run.trace is not None:
+                run.trace.end_chat(step, error)
+            if replay is None:
+                await chain.record(model, error)
+            run.state.usage = run.state.usage + step.usage
+            if await _error_processors_retry(run, error, step, model):
+                for chunk in await run.drain_processed():
+                    yield chunk
+                async for chunk in _finish_retried(run, step, model):
+                    yield chunk
+                return
+            if not (_falls_over(error, opened) and chain.advance()):
+                raise UnrecoveredError(error, step) from exc
+            if pipeline is not None and runner.flushes_stream:
+                # What processors hold back of the failed attempt is its output, not the next
+                # model's: released now, it is shown (and cleared) with the attempt.
+                for flushed in await runner.flush_stream():
+                    _record(flushed, step)
+                    yield flushed
+            for chunk in await run.drain_processed():
+                yield chunk
+            for chunk in await _fell_over(run, error, step, model, chain.current):
+                yield chunk
+            continue
+        finally:
+            # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
+            for closable in reversed(closables):
+                aclose = getattr(closable, "aclose", None)
+                if aclose is not None:
+                    try:
+                        await aclose()
+                    except Exception:  # already closing (a cancelled read), or a provider's own failure
+                        log.debug("closing the model stream failed", exc_info=True)
+        if replay is None:
+            await chain.record(model, None)
+        break
     if run.trace is not None:
         run.trace.end_chat(step)
 
@@ -211,7 +256,8 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         if response is not None:
             message_list.remove_by_ids([response.id])
         add_feedback(run.state, tripwire.reason)
-        async for chunk in _finish_retried(run, step):
+        rejected = Tripwire(tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id)
+        async for chunk in _finish_retried(run, step, model, rejected):
             yield chunk
         return
     await llm_response(accepted=True)
@@ -222,14 +268,26 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     tool_errors: list[Chunk] = []
     if step.tool_calls:
         try:
+            outcomes: list[Chunk] = []  # the calls' results, in call order, after their data chunks
             async with aclosing(run_tools(run, step, config)) as tool_chunks:
                 async for chunk in tool_chunks:
-                    if chunk.type == "tool-result":
-                        tool_results.append(chunk)
-                    elif chunk.type == "tool-error":
-                        tool_errors.append(chunk)
+                    if chunk.type in _OUTCOMES:
+                        outcomes.append(chunk)
+                        continue
                     for out in await run.emit_processed(chunk):
                         yield out
+            if any(chunk.type in PENDING_KINDS for chunk in outcomes):
+                # Some call waits on a person: the results are held back with the step.
+                async for chunk in hold_step(run, step, outcomes, model_label(model)):
+                    yield chunk
+                return
+            for chunk in outcomes:
+                if chunk.type == "tool-result":
+                    tool_results.append(chunk)
+                elif chunk.type == "tool-error":
+                    tool_errors.append(chunk)
+                for out in await run.emit_processed(chunk):
+                    yield out
         except TripWire:
             # As Mastra records it: a step interrupted while its tools run has not
             # finished, so its usage is not reported.
@@ -249,6 +307,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             warnings=step.warnings,
             response=step.response,
             from_cache=replay is not None,
+            model=model_label(model),
         )
     )
     run.state.accepted_text.append(step.text())
@@ -256,7 +315,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         "step-finish",
         step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
         output=Payload(usage=step.usage),
-        metadata=Payload(**step.response),
+        metadata=Payload(**{**step.response, "model": model_label(model)}),
     )
     for chunk in await run.emit_processed(finish):
         yield chunk
@@ -271,31 +330,78 @@ def _record(chunk: Chunk, step: StepRecorder) -> None:
         step.record(chunk)
 
 
-async def _recover(run: RunCore, error: BaseException, step: StepRecorder) -> AsyncIterator[Chunk]:
-    """A failed model call: ask the error processors, retry or give up."""
-    run.state.usage = run.state.usage + step.usage
+async def _error_processors_retry(
+    run: RunCore, error: BaseException, step: StepRecorder, model: LanguageModel
+) -> bool:
+    """A failed model call: whether an error processor asked to retry it (within the cap)."""
     retry = await run.runner.run_api_error(
         error,
         message_list=run.message_list,
         step_number=step.step_number,
         steps=run.state.steps,
-        model=run.model,
+        model=model,
     )
     cap = run.options.max_processor_retries
     if retry and run.runner.retry_count < (cap if cap is not None else DEFAULT_RETRY_CAP):
         run.runner.retry_count += 1
-        for chunk in await run.drain_processed():
-            yield chunk
-        async for chunk in _finish_retried(run, step):
-            yield chunk
-        return
-    raise UnrecoveredError(error, step)
+        return True
+    return False
 
 
-async def _finish_retried(run: RunCore, step: StepRecorder) -> AsyncIterator[Chunk]:
-    """The attempt is dropped: it stays in `steps` as a `retry` step, and the next one follows."""
+def _falls_over(error: BaseException, opened: bool) -> bool:
+    """Whether a failure may move the step to the next model: any failure to open the stream
+    (another provider may take what this one refused), and a retryable one inside a stream
+    that already started (a 500 mid-stream, an overload event); a non-retryable error inside a
+    stream (a content filter, a malformed answer) would most likely repeat."""
+    return not opened or is_retryable(error)
+
+
+async def _fell_over(
+    run: RunCore, error: BaseException, step: StepRecorder, failed: LanguageModel, serving: LanguageModel
+) -> list[Chunk]:
+    """The step moved to `serving`. When some of the failed attempt already reached the client
+    (any part beyond its `step-start`), a `data-model-fallback` chunk says so before the next
+    model's output, so a UI can clear it; the attempt's text is never recorded."""
+    reason = error.public_message if isinstance(error, APICallError) else type(error).__name__
+    log.warning(
+        "agent %r run %s: %s failed (%s); %s serves step %d",
+        run.agent_id,
+        run.run_id,
+        model_label(failed),
+        reason,
+        model_label(serving),
+        step.step_number,
+    )
+    if len(step.parts) <= 1:
+        return []
+    data: dict[str, Any] = {
+        "failedModel": model_label(failed),
+        "nextModel": model_label(serving),
+        "error": reason,
+        "statusCode": getattr(error, "status_code", None),
+        "isRetryable": is_retryable(error),
+        "stepNumber": step.step_number,
+    }
+    chunk = Chunk("data-model-fallback", run.run_id, data=data)
+    chunk.transient = True  # shown live, never stored: the answer it clears is not stored either
+    return await run.emit_processed(chunk)
+
+
+async def _finish_retried(
+    run: RunCore, step: StepRecorder, model: LanguageModel, tripwire: Tripwire | None = None
+) -> AsyncIterator[Chunk]:
+    """The attempt is dropped: it stays in `steps` as a `retry` step (with the processor's
+    `tripwire` when one rejected it), and the next one follows."""
     step.finish_reason = "retry"
-    run.state.steps.append(StepResult(step_number=step.step_number, finish_reason="retry", usage=step.usage))
+    run.state.steps.append(
+        StepResult(
+            step_number=step.step_number,
+            finish_reason="retry",
+            usage=step.usage,
+            model=model_label(model),
+            tripwire=tripwire,
+        )
+    )
     finish = run.chunk(
         "step-finish",
         step_result=Payload(reason="retry", warnings=[], is_continued=True),

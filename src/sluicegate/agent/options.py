@@ -60,7 +60,8 @@ class AgentCallOptions(TypedDict, total=False):
     provider_options: Mapping[str, Any] | None
     instructions: str | Sequence[str] | Callable[[RequestContext], str | Sequence[str] | Awaitable[Any]]
     tools: Sequence[Tool] | Mapping[str, Tool] | None
-    model: str | LanguageModel | None
+    model: str | LanguageModel | Sequence[Any] | None
+    """One model, or fallback models: a list of them, or of `{"model": m, "max_retries": n}`."""
     abort_signal: asyncio.Event | None
     """Set the event to stop the run."""
     processor_timeout: float | None
@@ -72,6 +73,9 @@ class AgentCallOptions(TypedDict, total=False):
     """Provider retries for retryable errors before the stream starts."""
     max_input_chars: int
     """The longest input (in characters) this call accepts; the agent's setting otherwise."""
+    require_tool_approval: bool | Callable[[str, Any, RequestContext], bool | Awaitable[bool]] | None
+    """True: every tool call waits for `approve_tool_call` / `decline_tool_call`; a function
+    `(tool_name, args, request_context) -> bool` decides per call (an error counts as True)."""
 
 
 KNOWN_CALL_OPTIONS = frozenset(AgentCallOptions.__annotations__) | {"structured_output"}

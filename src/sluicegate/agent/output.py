@@ -54,12 +54,14 @@ class ModelOutput(Generic[Out]):
         return events
 
     async def aclose(self) -> None:
-        """Stop the run now: the provider call is cancelled and nothing more is produced."""
+        """Stop the run now: the provider call is cancelled and nothing more is produced. A
+        resumed run closed before it acted on its decision gives its claim back."""
         self._handed_out = True
         events = self._generator()
         self._events = None
         if events is not None:
             await events.aclose()
+        await self._run.give_back_claim()
 
     async def __aenter__(self) -> ModelOutput:
         return self

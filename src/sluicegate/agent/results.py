@@ -28,6 +28,13 @@ class StepResult:
     tool_errors: list[ToolErrorChunk] = field(default_factory=list)
     """The step's failed tool calls (`tool-error` chunks: `error`, `tool_name`, `args`); as in
     Mastra, `tool_results` holds only the calls that succeeded."""
+    model: str = ""
+    """`provider/model_id` of the model that served the step (with fallback models, the one
+    that answered)."""
+    tripwire: Tripwire | None = None
+    """Why `process_output_step` rejected the step with `abort(retry=True)` (its `retry` step);
+    None for an accepted step and for a step retried after an API error (no processor
+    aborted it)."""
 
     @property
     def toolCalls(self) -> list[ToolCallChunk]:
@@ -81,3 +88,7 @@ class FullOutput(Generic[Out]):
     """The run's OpenTelemetry trace id (32 hex chars), or "" when the run was not traced."""
     tool_errors: list[ToolErrorChunk] = field(default_factory=list)
     """Every failed tool call of the run (`tool-error` chunks), in order."""
+    suspend_payload: Any = None
+    """A suspended run (`finish_reason == "suspended"`): the tool call it waits on
+    (`tool_call_id`, `tool_name`, `args`, and the tool's own `suspend_payload`, None for an
+    approval); None otherwise."""

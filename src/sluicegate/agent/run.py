@@ -20,9 +20,11 @@ from collections.abc import AsyncGenerator
 
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.call_options import normalize_tool_choice
+from sluicegate.agent.observe import logged
 from sluicegate.agent.run_core import DEFAULT_MAX_STEPS, RunCore, RunOptions
-from sluicegate.agent.run_loop import run_loop
+from sluicegate.agent.run_loop import Resumption, run_loop
 from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.run_log import RunLog
 
 __all__ = ["DEFAULT_MAX_STEPS", "AgentRun", "RunOptions", "normalize_tool_choice"]
 
@@ -30,12 +32,31 @@ __all__ = ["DEFAULT_MAX_STEPS", "AgentRun", "RunOptions", "normalize_tool_choice
 class AgentRun(RunCore):
     """One agent call: its wiring, its `state`, and the loop (`events()`) that drives it."""
 
+    resumption: Resumption | None = None
+    """Set on a run that continues a suspended one: its held step and the decision."""
+
+    run_log: RunLog | None = None
+    """Where the run's chunks are kept for `Agent.observe` (None: nowhere)."""
+
     def events(self) -> AsyncGenerator[Chunk, None]:
-        """The run's chunks; with an `abort_signal`, a run that setting it cancels."""
+        """The run's chunks; with an `abort_signal`, a run that setting it cancels; with a
+        `run_log`, each chunk also goes to the log, as the consumer gets it."""
         signal = self.options.abort_signal
-        if signal is None:
-            return run_loop(self)
-        return abortable(run_loop(self), signal, self._on_abort, lambda: not self.state.finishing)
+        loop = run_loop(self, self.resumption)
+        if signal is not None:
+            loop = abortable(loop, signal, self._on_abort, lambda: not self.state.finishing)
+        if self.run_log is not None:
+            loop = logged(self, loop, self.run_log)
+        return loop
+
+    async def give_back_claim(self) -> None:
+        """A resumed run stopped before acting on its decision (its stream closed unread): the
+        stored run is claimable again, unchanged. Nothing happens once the decision ran."""
+        claimed = self.claimed
+        if claimed is None or self.state.decided or self.suspended_runs is None:
+            return
+        self.claimed = None
+        await self.suspended_runs().release_suspended_run(claimed.run_id, version=claimed.version)
 
     def _on_abort(self) -> Chunk:
         """The run was cancelled by its abort signal: record it, and the chunk that ends the stream."""

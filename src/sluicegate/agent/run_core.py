@@ -10,8 +10,10 @@ plus `events()`, the loop's entry.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
@@ -19,6 +21,7 @@ from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, ou
 from sluicegate.messages import MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.models.base import LanguageModel
+from sluicegate.models.fallback import ModelChain
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.runner import ProcessorRunner
@@ -28,6 +31,9 @@ from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
 from sluicegate.tools import Tool
 from sluicegate.tracing.run_start import begin_run
+
+if TYPE_CHECKING:
+    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
 
 DEFAULT_MAX_STEPS = 5
 
@@ -54,7 +60,7 @@ class RunCore:
         self,
         *,
         agent_id: str,
-        model: LanguageModel,
+        model: LanguageModel | ModelChain,
         message_list: MessageList,
         tools: dict[str, Tool],
         input_processors: list[Any],
@@ -63,10 +69,16 @@ class RunCore:
         request_context: RequestContext,
         options: RunOptions,
         prepare_step: Any = None,
+        run_id: str | None = None,
     ) -> None:
         self.agent_id = agent_id
-        self.run_id, self.trace_id, self.trace = begin_run(agent_id, str(uuid.uuid4()), model)
-        self.model = model
+        self.models = (
+            model if isinstance(model, ModelChain) else ModelChain.single(model, options.max_retries)
+        )
+        """The run's model(s): a fallback list moves `current` on when a model fails."""
+        self.run_id, self.trace_id, self.trace = begin_run(
+            agent_id, run_id or str(uuid.uuid4()), self.models.current
+        )
         self.message_list = message_list
         self.tools = tools
         self.options = options
@@ -88,8 +100,22 @@ class RunCore:
         self.provider_error_details = False
         """Whether logs and tool errors may carry a provider's own error text (`Agent`)."""
         self.pipeline: Any = None  # the stream processors' chain, built when the loop starts
+        self.processors: list[Any] = [*input_processors, *output_processors, *error_processors]
+        self.require_approval: Any = None
+        """`require_tool_approval`: None/False, True, or `(tool_name, args, request_context) -> bool`."""
+        self.suspended_runs: Callable[[], SuspendedRunStore] | None = None
+        """Where the run is stored when it waits on a person (set by `Agent`; a getter, so a run
+        that never waits never loads the storage package)."""
+        self.suspended_run_ttl = timedelta(days=7)
+        self.claimed: SuspendedRun | None = None
+        """The stored run this one resumes, while it holds the claim on it."""
         self.runner.abort_signal = options.abort_signal
         self._output_schema: OutputSchema | None = None
+
+    @property
+    def model(self) -> LanguageModel:
+        """The model serving the run now (the one that answered last, with fallback models)."""
+        return self.models.current
 
     # ------------------------------------------------------------------ the state, as read outside
 
@@ -135,7 +161,23 @@ class RunCore:
         return "".join(s.reasoning_text for s in self.state.steps if s.finish_reason != "retry")
 
     def all_tool_calls(self) -> list[Chunk]:
-        return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_calls]
+        calls = [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_calls]
+        held = self.state.held
+        return calls if held is None else [*calls, *held.tool_calls]
+
+    def suspend_payload(self) -> Payload | None:
+        """The call a suspended run waits on: `tool_call_id`, `tool_name`, `args` and the tool's
+        own `suspend_payload` (None for an approval); None when the run is not suspended."""
+        held = self.state.held
+        if held is None or not held.queue:
+            return None
+        call = held.queue[0]
+        return Payload(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            args=call.args,
+            suspend_payload=call.suspend_payload,
+        )
 
     def all_tool_results(self) -> list[Chunk]:
         return [c for s in self.state.steps if s.finish_reason != "retry" for c in s.tool_results]

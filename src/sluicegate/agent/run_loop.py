@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sluicegate.agent.hold import Decision, continue_step
 from sluicegate.agent.model_step import UnrecoveredError, model_step
 from sluicegate.agent.results import Tripwire
 from sluicegate.agent.step import StepRecorder
@@ -28,27 +30,51 @@ from sluicegate.processors.input_guards import gated
 from sluicegate.processors.runner import StepConfig
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
+from sluicegate.stream.usage import Usage
 from sluicegate.tools import normalize_tools
 
 if TYPE_CHECKING:
+    from sluicegate.agent.held_step import HeldStep
     from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
 
 
-async def run_loop(run: RunCore) -> AsyncGenerator[Chunk, None]:
-    """The run's chunks, from `start` to `finish` (or `tripwire` / `error`)."""
+@dataclass(frozen=True, slots=True)
+class Resumption:
+    """Where a resumed run starts: its held step, and what was decided about its pending call."""
+
+    held: HeldStep
+    decision: Decision
+
+
+async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGenerator[Chunk, None]:
+    """The run's chunks, from `start` to `finish` (or `tripwire` / `error`, or the question of a
+    run that suspends). A resumed run (`resume`) starts at its held step instead: no `start`,
+    no `process_input` (it ran once, in the first stream)."""
     runner = run.runner
     message_list = run.message_list
-    yield run.chunk("start")
+    if resume is None:
+        yield run.chunk("start")
     try:
         run.pipeline = runner.stream_pipeline(message_list)
-        await runner.run_input(message_list)
-        run.state.input_gate = runner.parallel_input(message_list)
-        for chunk in await run.drain_processed():
-            yield chunk
-        run.state.system_base = message_list.system_snapshot()
-        while True:
+        if resume is None:
+            await runner.run_input(message_list)
+            run.state.input_gate = runner.parallel_input(message_list)
+            for chunk in await run.drain_processed():
+                yield chunk
+            run.state.system_base = message_list.system_snapshot()
+            more_steps = True
+        else:
+            async for chunk in continue_step(run, resume.held, resume.decision):
+                yield chunk
+            if run.state.held is not None:
+                _suspended(run)
+                return
+            run.state.completed += 1
+            run.state.step_number += 1
+            more_steps = run.state.completed < run.options.max_steps
+        while more_steps:
             config = await _prepare_step(run, run.state.step_number)
             if config is None:  # an input-step retry: the attempt never reached the model
                 continue
@@ -59,6 +85,9 @@ async def run_loop(run: RunCore) -> AsyncGenerator[Chunk, None]:
                 async for chunk in chunks:
                     yield chunk
             run.state.input_gate = None
+            if run.state.held is not None:
+                _suspended(run)
+                return
             step = run.state.current
             assert step is not None
             if step.finish_reason == "retry":
@@ -131,8 +160,33 @@ async def run_loop(run: RunCore) -> AsyncGenerator[Chunk, None]:
         run.state.finish_reason = "error"
         yield run.chunk("error", error=exc)
     finally:
+        if run.claimed is not None:
+            await _settle_claim(run)
         if run.trace is not None:
             run.trace.end_run(run)
+
+
+def _suspended(run: RunCore) -> None:
+    """The stream ends with its question: no `finish`, no `process_output_result`; as in Mastra
+    the suspended stream reports no usage (the snapshot keeps it for the resumed run)."""
+    run.state.finish_reason = "suspended"
+    run.state.usage = Usage()
+
+
+async def _settle_claim(run: RunCore) -> None:
+    """A resumed run that did not suspend again: it ended, so its stored run goes; if it
+    stopped before acting on the decision (a stream closed unread), the claim is given back."""
+    claimed, run.claimed = run.claimed, None
+    if claimed is None or run.suspended_runs is None:
+        return
+    store = run.suspended_runs()
+    try:
+        if run.state.decided:
+            await store.finish_suspended_run(claimed.run_id, version=claimed.version)
+        else:
+            await store.release_suspended_run(claimed.run_id, version=claimed.version)
+    except Exception:
+        log.error("suspended run %s: could not settle its claim", claimed.run_id, exc_info=True)
 
 
 async def _prepare_step(run: RunCore, step_number: int) -> StepConfig | None:

@@ -12,6 +12,10 @@ all of it belongs in such a snapshot:
   read it there: the retry count and each processor's `state`.
 - derivable: `object_ready`, whether `object` was already parsed from the final step (false in
   any run that has not reached its end).
+- human in the loop: `held`, the step waiting on people once the run suspended (stored as the
+  snapshot's held step, see `suspension`); `approved` and `resume_data`, what the resuming
+  call decided (a resumed run holds them for its one decided call); `decided`, whether that
+  decision was acted on (before it, a closed stream gives its claim back).
 - ephemeral (meaningful only inside the process running the step): `current`, the step being
   recorded, whose text counts while it streams; `input_gate`, the pending result of the
   parallel input guards; `finishing`, set while `process_output_result` runs.
@@ -21,11 +25,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.agent.step import StepRecorder
 from sluicegate.stream.usage import Usage
+
+if TYPE_CHECKING:
+    from sluicegate.agent.held_step import HeldStep
 
 SystemMessages = list[tuple[dict[str, Any], str | None]]
 """System messages with their tags, as `MessageList.system_snapshot()` gives them."""
@@ -60,3 +67,7 @@ class RunState:
     current: StepRecorder | None = None
     input_gate: asyncio.Future[Any] | None = None
     finishing: bool = False
+    held: HeldStep | None = None
+    approved: set[str] = field(default_factory=set)
+    resume_data: dict[str, Any] = field(default_factory=dict)
+    decided: bool = False

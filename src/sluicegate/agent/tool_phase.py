@@ -1,8 +1,10 @@
 """The tool phase of a step: the model's tool calls run, concurrently, and become
 `tool-result` / `tool-error` chunks.
 
-`call_tool` is one call about to run: `process_tool_call` may rewrite its arguments, the tool
-validates and executes them, `process_tool_result` sees what it returned. A provider-executed
+`call_tool` is one call about to run: a call that needs a person's approval stops there (a
+`tool-call-approval` chunk, see `hold`); otherwise `process_tool_call` may rewrite its arguments,
+the tool validates and executes them (a tool that calls `context.suspend()` ends as a
+`tool-call-suspended` chunk), `process_tool_result` sees what it returned. A provider-executed
 tool's result only passes through `process_tool_result` (`provider_tool_result`).
 """
 
@@ -11,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from sluicegate.agent.approval import needs_approval
 from sluicegate.agent.call_options import active_tools
 from sluicegate.agent.model_parts import MISSING_TOOL_NAME
 from sluicegate.agent.step import StepRecorder, UnparsedArgs
@@ -28,6 +31,14 @@ if TYPE_CHECKING:
     from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
+
+
+class ToolStep(Protocol):
+    """The step a call belongs to: being recorded (`StepRecorder`) or held (`HeldStep`)."""
+
+    step_number: int
+
+    def invocation(self, tool_call_id: str) -> dict[str, Any] | None: ...
 
 
 async def run_tools(run: RunCore, step: StepRecorder, config: StepConfig) -> AsyncGenerator[Chunk, None]:
@@ -64,7 +75,7 @@ async def run_tools(run: RunCore, step: StepRecorder, config: StepConfig) -> Asy
 
 
 def traced_tool(
-    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: ToolStep
 ) -> Awaitable[Chunk]:
     """`call_tool`, inside a tool span when tracing is on."""
     work = call_tool(run, call, tools, writer, step)
@@ -89,7 +100,7 @@ async def provider_tool_result(run: RunCore, chunk: Chunk, step: StepRecorder) -
 
 
 async def call_tool(
-    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: StepRecorder
+    run: RunCore, call: Chunk, tools: dict[str, Tool], writer: Writer, step: ToolStep
 ) -> Chunk:
     """One tool call, from the model's arguments to its result chunk: a failure becomes a
     `tool-error` the model sees, never the end of the run."""
@@ -105,6 +116,12 @@ async def call_tool(
     elif isinstance(payload.args, UnparsedArgs):
         error = ToolInputError(f"invalid input for tool {name!r}: the arguments {payload.args.reason}")
     else:
+        if await needs_approval(run, tool, name, payload.args, payload.tool_call_id):
+            return Chunk(
+                "tool-call-approval",
+                run.run_id,
+                Payload(tool_call_id=payload.tool_call_id, tool_name=name, args=payload.args),
+            )
         tool_args = payload.args  # what the tool receives; the chunk and history keep payload.args
         if run.runner.handles_tool_call:
             tool_args = await run.runner.run_tool_call(
@@ -123,8 +140,21 @@ async def call_tool(
                 request_context=run.request_context,
                 writer=writer,
                 tool_name=name,
+                resume_data=run.state.resume_data.get(payload.tool_call_id),
+                suspend_schema=tool.context_schema(),
             )
             result = await tool.execute(validated, context)
+            if context.suspended:
+                return Chunk(
+                    "tool-call-suspended",
+                    run.run_id,
+                    Payload(
+                        tool_call_id=payload.tool_call_id,
+                        tool_name=name,
+                        args=payload.args,
+                        suspend_payload=context.suspend_payload,
+                    ),
+                )
         except ToolInputError as exc:
             error = exc
         except Exception as exc:

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from sluicegate.processors.builtin.system_prompt_scrubber import SystemPromptScrubber
     from sluicegate.processors.builtin.token_limiter import TokenLimiter, TokenLimiterProcessor
     from sluicegate.processors.builtin.tool_call_filter import ToolCallFilter
+    from sluicegate.processors.builtin.tool_result_token_limiter import ToolResultTokenLimiter
     from sluicegate.processors.builtin.tool_search import ToolSearchProcessor
     from sluicegate.processors.builtin.unicode_normalizer import UnicodeNormalizer
     from sluicegate.processors.builtin.working_memory import WorkingMemory
@@ -70,6 +71,7 @@ _BUILTINS: dict[str, str] = {
     "TokenLimiter": "token_limiter",
     "TokenLimiterProcessor": "token_limiter",
     "ToolCallFilter": "tool_call_filter",
+    "ToolResultTokenLimiter": "tool_result_token_limiter",
     "BatchPartsProcessor": "batch_parts",
     "ToolSearchProcessor": "tool_search",
     "CostGuardProcessor": "cost_guard",
@@ -168,6 +170,7 @@ __all__ = [
     "TokenLimiter",
     "TokenLimiterProcessor",
     "ToolCallFilter",
+    "ToolResultTokenLimiter",
     "ToolSearchProcessor",
     "TripWire",
     "UnicodeNormalizer",

@@ -17,8 +17,9 @@ After `parallel([...])` the data is keyed by branch (`"processor:<id>"`); `map` 
     )
     agent = Agent("a", model=..., input_processors=[pipeline])
 
-The LLM-request, LLM-response and API-error hooks are not run through workflows: put processors
-that need them in the arrays directly.
+The LLM-request, LLM-response and API-error hooks are not run through workflows, so a processor
+that implements one (`CostGuardProcessor`, `TokenLimiter`) is refused with a `ConfigurationError`:
+put it in the agent's arrays directly.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, processor_id, report_violation
+
+UNRUN_HOOKS = ("process_llm_request", "process_llm_response", "process_api_error")
+"""Hooks a workflow cannot run: they belong to one model call, not to the data a workflow passes."""
 
 WORKFLOW_HOOKS = (
     "process_input",
@@ -67,6 +71,14 @@ class Step:
     """One workflow step: a processor, or a function of the data."""
 
     def __init__(self, id: str, *, processor: Any = None, execute: StepFunction | None = None) -> None:
+        skipped = [hook for hook in UNRUN_HOOKS if processor is not None and implements(processor, hook)]
+        if skipped:
+            # Refused, not skipped: a CostGuard or TokenLimiter in a workflow would otherwise
+            # look placed while its reservation or trimming never happens.
+            raise ConfigurationError(
+                f"processor {processor_id(processor)!r} implements {', '.join(skipped)}, which processor "
+                "workflows do not run; put it in the agent's processor arrays directly"
+            )
         self.id = id
         self.processor = processor
         self.execute = execute

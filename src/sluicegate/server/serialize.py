@@ -44,7 +44,9 @@ def tool_json(tool: Tool) -> dict[str, Any]:
 
 
 def _model_parts(agent: Agent) -> tuple[str, str]:
-    model = agent.model
+    model: Any = agent.model
+    if isinstance(model, (list, tuple)):  # fallback models: the first one is the agent's model
+        model = model[0]["model"] if isinstance(model[0], dict) else model[0]
     if isinstance(model, str):
         provider, _, model_id = model.partition("/")
         return provider, model_id or model
@@ -160,6 +162,7 @@ def _step_json(step: StepResult) -> dict[str, Any]:
         "usage": step.usage.to_dict(),
         "warnings": to_json(step.warnings),
         "response": to_json(step.response),
+        **({"tripwire": step.tripwire.to_dict()} if step.tripwire is not None else {}),
     }
 
 

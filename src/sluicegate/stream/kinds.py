@@ -119,6 +119,31 @@ class FilePayload(Protocol):
     media_type: str | None
 
 
+class ToolCallApprovalPayload(Protocol):
+    """`tool-call-approval`: the run stopped before this call; approve or decline it."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+class ToolCallSuspendedPayload(Protocol):
+    """`tool-call-suspended`: the tool called `context.suspend(suspend_payload)`; resume it."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    suspend_payload: Any
+
+
+class ToolOutputDeniedPayload(Protocol):
+    """`tool-output-denied`: the call was declined and never ran; `reason` is what the model read."""
+
+    tool_call_id: str
+    tool_name: str
+    reason: str
+
+
 ChunkKind = Literal[
     "start",
     "step-start",
@@ -139,6 +164,9 @@ ChunkKind = Literal[
     "error",
     "tripwire",
     "file",
+    "tool-call-approval",
+    "tool-call-suspended",
+    "tool-output-denied",
 ]
 
 
@@ -180,6 +208,18 @@ def is_chunk(chunk: Chunk[Any], kind: Literal["error"]) -> TypeGuard[Chunk[Error
 def is_chunk(chunk: Chunk[Any], kind: Literal["tripwire"]) -> TypeGuard[Chunk[TripwirePayload]]: ...
 @overload
 def is_chunk(chunk: Chunk[Any], kind: Literal["file"]) -> TypeGuard[Chunk[FilePayload]]: ...
+@overload
+def is_chunk(
+    chunk: Chunk[Any], kind: Literal["tool-call-approval"]
+) -> TypeGuard[Chunk[ToolCallApprovalPayload]]: ...
+@overload
+def is_chunk(
+    chunk: Chunk[Any], kind: Literal["tool-call-suspended"]
+) -> TypeGuard[Chunk[ToolCallSuspendedPayload]]: ...
+@overload
+def is_chunk(
+    chunk: Chunk[Any], kind: Literal["tool-output-denied"]
+) -> TypeGuard[Chunk[ToolOutputDeniedPayload]]: ...
 @overload
 def is_chunk(chunk: Chunk[Any], kind: str) -> bool: ...
 def is_chunk(chunk: Chunk[Any], kind: str) -> bool:

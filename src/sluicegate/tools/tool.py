@@ -45,10 +45,69 @@ class ToolContext:
     writer: Any = None
     """`await context.writer.custom({"type": "data-...", "data": ...})` streams a data chunk."""
     tool_name: str = ""
+    resume_data: Any = None
+    """What `resume_stream` was given, validated against the tool's `resume_schema`; None on a
+    first run. A suspended tool runs again from the start when resumed: this tells the runs apart."""
+    suspend_schema: Any = None
+    suspended: bool = False
+    suspend_payload: Any = None
+
+    async def suspend(self, payload: Any = None) -> None:
+        """Stop the run here and wait for a human: the stream ends with a `tool-call-suspended`
+        chunk carrying `payload` (checked against the tool's `suspend_schema`), and whatever
+        `execute` returns after this is ignored. `resume_stream(data, run_id=...)` runs the tool
+        again with `context.resume_data` set."""
+        if self.suspend_schema is not None:
+            payload = check_schema(self.suspend_schema, payload, f"tool {self.tool_name!r} suspend payload")
+            payload = _plain(payload)
+        self.suspended = True
+        self.suspend_payload = payload
 
 
 class ToolInputError(ToolError):
     """The model's arguments did not match the tool's input schema."""
+
+
+def compile_schema(schema: Any, what: str) -> Any:
+    """A pydantic model class as it is; a JSON-schema dict -> its checked validator."""
+    if schema is None:
+        return None
+    if isinstance(schema, dict):
+        import jsonschema  # here, not at module level: it adds ~100 ms to `import sluicegate`
+
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return jsonschema.Draft202012Validator(schema)
+    if not _is_pydantic_model(schema):
+        raise ToolError(f"{what} must be a pydantic model or a JSON-schema dict")
+    return schema
+
+
+def check_schema(schema: Any, value: Any, what: str) -> Any:
+    """`value` checked against a schema from `compile_schema`: a model instance for a pydantic
+    model, the value itself for a JSON schema. Raises `ToolInputError` naming what failed."""
+    if hasattr(schema, "iter_errors"):
+        errors = sorted(schema.iter_errors(value), key=lambda e: list(e.path))
+        if errors:
+            detail = "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors)
+            raise ToolInputError(f"invalid {what}: {detail}")
+        return value
+    import pydantic
+
+    try:
+        return schema.model_validate(value)
+    except pydantic.ValidationError as exc:
+        problems = "; ".join(
+            f"{'/'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}"
+            for e in exc.errors(include_url=False, include_context=False)
+        )
+        raise ToolInputError(f"invalid {what}: {problems}") from exc
+
+
+def _plain(value: Any) -> Any:
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    return value
 
 
 Execute = Callable[[Any, ToolContext], Awaitable[Any] | Any]
@@ -67,9 +126,20 @@ class Tool:
         output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
         to_model_output: Callable[[Any], dict[str, Any]] | None = None,
         provider_options: dict[str, Any] | None = None,
+        require_approval: bool = False,
+        suspend_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+        resume_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
     ) -> None:
         if not id or not isinstance(id, str):
             raise ToolError("a tool needs a non-empty string id")
+        if not isinstance(require_approval, bool):
+            raise ToolError(f"tool {id!r}: require_approval must be True or False, got {require_approval!r}")
+        self.require_approval = require_approval
+        """Every call waits for `approve_tool_call` / `decline_tool_call` before it runs."""
+        self.suspend_schema = suspend_schema
+        self.resume_schema = resume_schema
+        self._suspend_check = compile_schema(suspend_schema, f"tool {id!r}: suspend_schema")
+        self._resume_check = compile_schema(resume_schema, f"tool {id!r}: resume_schema")
         self.id = id
         self.description = description
         self.input_schema = input_schema
@@ -137,6 +207,16 @@ class Tool:
             )
             raise ToolInputError(f"invalid input for tool {self.id!r}: {problems}") from exc
 
+    def validate_resume_data(self, data: Any) -> Any:
+        """`resume_stream`'s data checked against `resume_schema` (as given when there is none)."""
+        if self._resume_check is None:
+            return data
+        return _plain(check_schema(self._resume_check, data, f"resume data for tool {self.id!r}"))
+
+    def context_schema(self) -> Any:
+        """What `ToolContext.suspend` checks its payload against."""
+        return self._suspend_check
+
     async def execute(self, input: Any, context: ToolContext) -> Any:
         if self._execute is None:
             raise ToolError(f"tool {self.id!r} has no execute function")
@@ -161,8 +241,13 @@ def create_tool(
     output_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
     to_model_output: Callable[[Any], dict[str, Any]] | None = None,
     provider_options: dict[str, Any] | None = None,
+    require_approval: bool = False,
+    suspend_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+    resume_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
 ) -> Tool:
-    """Build a tool; see `Tool`."""
+    """Build a tool; see `Tool`. `require_approval=True`: each call waits for a human's
+    approval; `suspend_schema` / `resume_schema` check what `context.suspend(...)` sends and what
+    `resume_stream` brings back."""
     return Tool(
         id=id,
         description=description,
@@ -171,6 +256,9 @@ def create_tool(
         output_schema=output_schema,
         to_model_output=to_model_output,
         provider_options=provider_options,
+        require_approval=require_approval,
+        suspend_schema=suspend_schema,
+        resume_schema=resume_schema,
     )
 
 
@@ -196,12 +284,24 @@ def tool(func: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 @overload
 def tool(
-    *, id: str | None = None, description: str | None = None
+    *,
+    id: str | None = None,
+    description: str | None = None,
+    require_approval: bool = False,
+    suspend_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+    resume_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
 def tool(
-    func: Callable[P, R] | None = None, /, *, id: str | None = None, description: str | None = None
+    func: Callable[P, R] | None = None,
+    /,
+    *,
+    id: str | None = None,
+    description: str | None = None,
+    require_approval: bool = False,
+    suspend_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+    resume_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a tool from a function: name from the function, description from its docstring,
     input schema from its parameters (described by the docstring's `Args:` section). A
@@ -257,6 +357,9 @@ def tool(
             description=description if description is not None else doc.description,
             input_schema=model,
             execute=execute,
+            require_approval=require_approval,
+            suspend_schema=suspend_schema,
+            resume_schema=resume_schema,
         )
 
     return build(func) if func is not None else build

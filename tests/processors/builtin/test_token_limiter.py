@@ -8,11 +8,16 @@ from hypothesis import strategies as st
 
 from sluicegate import Agent
 from sluicegate.errors import TripWire
-from sluicegate.messages import Message, MessageList
-from sluicegate.processors import ProcessInputStepArgs, Processor, TokenLimiter, TokenLimiterProcessor
+from sluicegate.messages import Message, MessageList, to_prompt_messages
+from sluicegate.processors import (
+    ProcessInputStepArgs,
+    ProcessLLMRequestArgs,
+    Processor,
+    TokenLimiter,
+    TokenLimiterProcessor,
+)
+from sluicegate.processors.builtin.prompt_tokens import TOKENS_PER_CONVERSATION, TOKENS_PER_MESSAGE
 from sluicegate.processors.builtin.token_limiter import (
-    TOKENS_PER_CONVERSATION,
-    TOKENS_PER_MESSAGE,
     _units_newest_first,
 )
 from sluicegate.request_context import RequestContext
@@ -204,49 +209,39 @@ async def test_non_stream_result_is_truncated() -> None:
 # ---------------------------------------------------------------------- speed paths stay exact
 
 
-def forward_units(messages: list[Message]) -> list[list[Message]]:
+def forward_units(messages: list[dict[str, Any]]) -> list[list[int]]:
     """The grouping rule, written the obvious way (oldest first), as the reference."""
-    units: list[list[Message]] = []
+    units: list[list[int]] = []
     open_calls: set[str] = set()
-    for message in messages:
-        ids = {
-            p["toolInvocation"]["toolCallId"]
-            for p in message.content.parts
-            if p.get("type") == "tool-invocation"
-        }
-        if message.role == "tool" and units and open_calls and ids & open_calls:
-            units[-1].append(message)
+    for index, message in enumerate(messages):
+        ids = {p["toolCallId"] for p in message["content"] if p["type"] in ("tool-call", "tool-result")}
+        if message["role"] == "tool" and units and open_calls and ids & open_calls:
+            units[-1].append(index)
             continue
-        units.append([message])
-        open_calls = ids if message.role == "assistant" else set()
+        units.append([index])
+        open_calls = ids if message["role"] == "assistant" else set()
     return units
 
 
-def tool_call(call_ids: list[str]) -> Message:
-    return Message.coerce(
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "tool-call", "toolCallId": c, "toolName": "t", "input": {}} for c in call_ids
-            ],
-        }
-    )
+def tool_call(call_ids: list[str]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool-call", "toolCallId": c, "toolName": "t", "input": {}} for c in call_ids],
+    }
 
 
-def tool_result(call_id: str) -> Message:
-    return Message.coerce(
-        {
-            "role": "tool",
-            "content": [
-                {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "toolName": "t",
-                    "output": {"type": "json", "value": 1},
-                }
-            ],
-        }
-    )
+def tool_result(call_id: str) -> dict[str, Any]:
+    return {
+        "role": "tool",
+        "content": [
+            {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "toolName": "t",
+                "output": {"type": "json", "value": 1},
+            }
+        ],
+    }
 
 
 MESSAGE_KINDS = st.one_of(
@@ -260,17 +255,16 @@ MESSAGE_KINDS = st.one_of(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(MESSAGE_KINDS, max_size=14))
 def test_units_newest_first_match_the_forward_grouping(kinds: list[tuple[str, Any]]) -> None:
-    messages = []
+    messages: list[dict[str, Any]] = []
     for kind, value in kinds:
         if kind == "call":
             messages.append(tool_call(value))
         elif kind == "result":
             messages.append(tool_result(value))
         else:
-            messages.append(Message.text_message(kind, "x"))
-    expected = [[m.id for m in unit] for unit in forward_units(messages)]
-    got = [[m.id for m in messages[a : b + 1]] for a, b in _units_newest_first(messages)]
-    assert got[::-1] == expected
+            messages.append({"role": kind, "content": [{"type": "text", "text": "x"}]})
+    got = [list(range(a, b + 1)) for a, b in _units_newest_first(messages)]
+    assert got[::-1] == forward_units(messages)
 
 
 @settings(max_examples=200, deadline=None)
@@ -282,13 +276,20 @@ def test_text_bound_never_undercounts(text: str) -> None:
 
 
 def run_input_step(limiter: TokenLimiterProcessor, messages: list[Message]) -> list[str]:
+    """The texts of the prompt the limiter lets through (both of its input hooks, in order)."""
     message_list = MessageList()
     message_list.add(messages, "memory")
-    args = ProcessInputStepArgs(
-        abort=_abort, request_context=RequestContext(), message_list=message_list, model=None
+    state: dict[str, Any] = {}
+    common: dict[str, Any] = {"abort": _abort, "request_context": RequestContext(), "state": state}
+    limiter.process_input_step(ProcessInputStepArgs(**common, message_list=message_list, model=None))
+    prompt = message_list.get.all.model()
+    result = limiter.process_llm_request(
+        ProcessLLMRequestArgs(**common, prompt=prompt, message_list=message_list, model=None)
     )
-    limiter.process_input_step(args)
-    return [m.text for m in message_list.get.all.db()]
+    if result is not None and result.prompt is not None:
+        prompt = result.prompt
+    assert len(message_list) == len(messages)  # the run's messages keep everything
+    return [p["text"] for m in prompt for p in m["content"] if p["type"] == "text"]
 
 
 def _abort(reason: str | None = None, **_: Any) -> None:
@@ -337,6 +338,7 @@ def test_the_limit_is_exact_at_the_boundary() -> None:
     counter = TokenLimiter(1).counter()
     total = sum(counter.message(m) for m in messages) + TOKENS_PER_CONVERSATION
     # Untokenized, the byte bound is above the limit: only exact counting decides.
-    assert sum(TokenLimiter(1).counter().message_bound(m) for m in messages) > total
+    bound = TokenLimiter(1).counter().prompt_message_bound
+    assert sum(bound(m) for m in to_prompt_messages(messages)) > total
     assert run_input_step(TokenLimiter(total), messages) == [m.text for m in messages]
     assert run_input_step(TokenLimiter(total - 1), messages) == [m.text for m in messages[1:]]

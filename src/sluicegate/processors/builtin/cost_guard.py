@@ -360,6 +360,11 @@ class CostGuardProcessor(Processor):
 
             await readable_context(self.store, args.request_context, args.state)
 
+    def suspend_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """What a run's spend so far must keep over a suspension (human in the loop): without it
+        a `scope="run"` budget would start again from zero on every approval."""
+        return {key: state[key] for key in _CARRIED if key in state}
+
     async def _violation(self, args: Any, spent: float, key: str | None) -> None:
         state = args.state
         usage = {
@@ -471,6 +476,9 @@ def estimate_input_tokens(
         counted = -(-len(text) // 3)
     return counted + 4 * len(prompt) + 1
 
+
+_CARRIED = ("run_cost", "input_tokens", "output_tokens", "warned")
+"""The state keys a run's spend lives in (the held reservation is settled before a run suspends)."""
 
 _COUNTS = ("input_tokens", "output_tokens", "total_tokens", "cached_input_tokens", "reasoning_tokens")
 

@@ -455,7 +455,19 @@ class RegexFilterProcessor(Processor):
         """A chunk carrying a whole value the client sees (tool-call arguments, a tool
         result, `data-*` data unless opted out), with every string in it checked."""
         kind = part.type
-        if kind == "tool-call":
+        if kind == "tool-call-suspended":  # the tool's own payload can carry secrets too
+            scrubbed = self._structured(
+                args, Chunk("tool-call", part.run_id, part.payload, part.data, part.from_)
+            )
+            assert scrubbed is not None
+            payload = scrubbed.payload
+            value, changed = self._scrub_value(args, payload.get("suspend_payload"), kind)
+            if changed:
+                payload = Payload(**{**vars(payload), "suspend_payload": value})
+            return (
+                part if payload is part.payload else Chunk(kind, part.run_id, payload, part.data, part.from_)
+            )
+        if kind in ("tool-call", "tool-call-approval"):  # the arguments a person is asked about too
             field_name = "args"
         elif kind == "tool-result":
             field_name = "result"

@@ -1,21 +1,29 @@
 """`TokenLimiter`: keep the prompt inside a context window, and cap how much the model may say.
 
-Counts are real tiktoken counts (see `sluicegate.tokens`), cached per message part so a long
-history is tokenized once, not once per step.
+Counting lives in `prompt_tokens` (shared with `ToolResultTokenLimiter`).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 from collections.abc import Iterator
 from typing import Any, Literal
 
 import tiktoken
 
-from sluicegate.messages import Message
-from sluicegate.processors.args import ProcessInputStepArgs, ProcessOutputResultArgs, ProcessOutputStreamArgs
+from sluicegate.messages.convert import PromptMessage
+from sluicegate.processors.args import (
+    ProcessInputStepArgs,
+    ProcessLLMRequestArgs,
+    ProcessLLMRequestResult,
+    ProcessOutputResultArgs,
+    ProcessOutputStreamArgs,
+)
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin.prompt_tokens import (
+    TOKENS_PER_CONVERSATION,
+    PartTokenCounter,
+    compact_json,
+)
 from sluicegate.stream.chunk import Chunk, text_delta
 from sluicegate.tokens import (
     DEFAULT_ENCODING,
@@ -28,192 +36,44 @@ from sluicegate.tokens import (
 Strategy = Literal["truncate", "abort"]
 CountMode = Literal["cumulative", "part"]
 
-TOKENS_PER_MESSAGE = 4
-"""Framing of one chat message: OpenAI's 3 tokens per message plus the role's token."""
-TOKENS_PER_CONVERSATION = 3
-"""The tokens that prime the assistant's reply."""
-TOKENS_PER_IMAGE = 765
-"""Providers bill an image at a near-flat rate; its encoded size says little."""
-BYTES_PER_TOKEN = 4
-"""For non-image files, whose decoded bytes are usually text-like."""
-
-_CACHE_LIMIT = 200_000
 _MODEL_ID_KEY = "model_id"
+_TOOL_PARTS = ("tool-call", "tool-result")
+_INPUT_KEY = "input-limiter"
+_HISTORY_KEY = "history-tool-call-ids"
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-class PartTokenCounter:
-    """Token counts of message parts for one encoding, remembered between calls.
-
-    Text is cached by its string (a repeated step finds the same string objects, whose hash
-    Python keeps); tool invocations by identity, re-counted when their args, result or model
-    output object changes.
-    """
-
-    __slots__ = ("_encode", "_invocations", "_texts", "encoding")
-
-    def __init__(self, encoding: tiktoken.Encoding) -> None:
-        self.encoding = encoding
-        self._encode = encoding.encode_ordinary
-        self._texts: dict[str, int] = {}
-        self._invocations: dict[int, tuple[Any, Any, Any, Any, Any, int]] = {}
-
-    def text(self, text: str) -> int:
-        count = self._texts.get(text)
-        if count is None:
-            if len(self._texts) >= _CACHE_LIMIT:
-                self._texts.clear()
-            count = self._texts[text] = len(self._encode(text))
-        return count
-
-    def invocation(self, inv: dict[str, Any]) -> int:
-        """A completed tool call and its result: the call's name and arguments, plus the result
-        as a separate tool message. Calls without a result never reach the model."""
-        if inv.get("state") != "result":
-            return 0
-        args, result, model_output = inv.get("args"), inv.get("result"), inv.get("modelOutput")
-        cached = self._invocations.get(id(inv))
-        if (
-            cached is not None
-            and cached[0] is inv
-            and cached[1] is args
-            and cached[2] is result
-            and cached[3] is model_output
-            and cached[4] == inv.get("toolName")
-        ):
-            return cached[5]
-        output = model_output if model_output is not None else result
-        count = self.text(str(inv.get("toolName", "")))
-        count += self.text(args if isinstance(args, str) else _json(args if args is not None else {}))
-        count += (
-            _file_tokens(output)
-            if _is_media(output)
-            else self.text(output if isinstance(output, str) else _json(output))
-        )
-        count += TOKENS_PER_MESSAGE  # the result travels in its own tool message
-        if len(self._invocations) >= _CACHE_LIMIT:
-            self._invocations.clear()
-        self._invocations[id(inv)] = (inv, args, result, model_output, inv.get("toolName"), count)
-        return count
-
-    def message(self, message: Message) -> int:
-        """Tokens `message` costs in the prompt, framing included."""
-        total = TOKENS_PER_MESSAGE
-        parts = message.content.parts
-        if not parts:
-            legacy = message.content.content
-            return total + (self.text(legacy) if isinstance(legacy, str) else 0)
-        for part in parts:
-            kind = part.get("type")
-            if kind == "text":
-                total += self.text(part.get("text") or "")
-            elif kind == "tool-invocation":
-                total += self.invocation(part["toolInvocation"])
-            elif kind == "reasoning":
-                total += self.text(part.get("text") or part.get("reasoning") or "")
-            elif kind == "file":
-                total += _file_tokens(part)
-        return total
-
-    def text_bound(self, text: str) -> int:
-        """At least `text`'s token count, without tokenizing: the cached count when there is
-        one, else its UTF-8 size (a byte-level BPE token is never shorter than one byte)."""
-        count = self._texts.get(text)
-        if count is not None:
-            return count
-        return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-    def message_bound(self, message: Message) -> int:
-        """At least `message.count`: exact for whatever is cached or is not text."""
-        total = TOKENS_PER_MESSAGE
-        parts = message.content.parts
-        if not parts:
-            legacy = message.content.content
-            return total + (self.text_bound(legacy) if isinstance(legacy, str) else 0)
-        bound = self.text_bound
-        for part in parts:
-            kind = part.get("type")
-            if kind == "text":
-                total += bound(part.get("text") or "")
-            elif kind == "tool-invocation":
-                total += self.invocation(part["toolInvocation"])
-            elif kind == "reasoning":
-                total += bound(part.get("text") or part.get("reasoning") or "")
-            elif kind == "file":
-                total += _file_tokens(part)
-        return total
-
-    def system(self, content: str) -> int:
-        return TOKENS_PER_MESSAGE + self.text(content)
-
-    def count(self, text: str) -> int:
-        """Uncached count, for one-off strings such as stream deltas."""
-        return len(self._encode(text))
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        """The longest prefix of `text` within `max_tokens` tokens, never ending mid-character."""
-        if max_tokens <= 0:
-            return ""
-        tokens = self._encode(text)
-        if len(tokens) <= max_tokens:
-            return text
-        return self.encoding.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")
-
-
-def _is_media(value: Any) -> bool:
-    return (
-        isinstance(value, dict)
-        and isinstance(value.get("data"), str)
-        and isinstance(value.get("mediaType", value.get("mimeType")), str)
-    )
-
-
-def _file_tokens(part: Any) -> int:
-    media_type = str(part.get("mediaType") or part.get("mimeType") or "")
-    if media_type.startswith("image/"):
-        return TOKENS_PER_IMAGE
-    data = part.get("data")
-    if isinstance(data, (bytes, bytearray)):
-        return max(1, len(data) // BYTES_PER_TOKEN)
-    if isinstance(data, str) and not data.startswith(("http://", "https://")):
-        encoded = data.split(",", 1)[1] if data.startswith("data:") else data
-        return max(1, (len(encoded) * 3 // 4) // BYTES_PER_TOKEN)
-    return 258  # a remote file of unknown size
-
-
-def _tool_call_ids(message: Message) -> set[str]:
-    return {
-        p["toolInvocation"]["toolCallId"] for p in message.content.parts if p.get("type") == "tool-invocation"
-    }
-
-
-def _open_calls(message: Message) -> set[str]:
-    """The calls a tool message may answer after `message`: an assistant message's tool calls."""
-    if message.role != "assistant":
+def _call_ids(message: PromptMessage) -> set[str]:
+    """The tool call ids a V2 prompt message carries (calls or results)."""
+    content = message.get("content")
+    if not isinstance(content, list):
         return set()
-    return _tool_call_ids(message)
+    return {p["toolCallId"] for p in content if p.get("type") in _TOOL_PARTS and "toolCallId" in p}
 
 
-def _units_newest_first(messages: list[Message]) -> Iterator[tuple[int, int]]:
-    """`(first, last)` message indexes of each unit, newest first, so a caller that stops early
-    never looks at old history. A unit is a message plus the `tool` messages right after it
-    that answer its tool calls: a tool call is never separated from its result."""
+def _open_calls(message: PromptMessage) -> set[str]:
+    """The calls a tool message may answer after `message`: an assistant message's tool calls."""
+    if message.get("role") != "assistant":
+        return set()
+    return _call_ids(message)
+
+
+def _units_newest_first(messages: list[PromptMessage]) -> Iterator[tuple[int, int]]:
+    """`(first, last)` indexes of each unit, newest first, so a caller that stops early never
+    looks at old history. A unit is a message plus the `tool` messages right after it that
+    answer its tool calls: a tool call is never separated from its result."""
     last = len(messages) - 1
     while last >= 0:
-        if messages[last].role != "tool":
+        if messages[last].get("role") != "tool":
             yield last, last
             last -= 1
             continue
         head = last
-        while head >= 0 and messages[head].role == "tool":
+        while head >= 0 and messages[head].get("role") == "tool":
             head -= 1
         calls = _open_calls(messages[head]) if head >= 0 else set()
         answered = head + 1  # tool messages from here on stand alone (unanswered or orphaned)
         if calls:
-            while answered <= last and _tool_call_ids(messages[answered]) & calls:
+            while answered <= last and _call_ids(messages[answered]) & calls:
                 answered += 1
         for index in range(last, answered - 1, -1):
             yield index, index
@@ -224,17 +84,28 @@ def _units_newest_first(messages: list[Message]) -> Iterator[tuple[int, int]]:
             last = head
 
 
-def _unit_tokens(counter: PartTokenCounter, messages: list[Message], unit: tuple[int, int]) -> int:
-    message = counter.message
-    return sum(message(messages[index]) for index in range(unit[0], unit[1] + 1))
+def _unit_tokens(counter: PartTokenCounter, messages: list[PromptMessage], unit: tuple[int, int]) -> int:
+    count = counter.prompt_message
+    return sum(count(messages[index]) for index in range(unit[0], unit[1] + 1))
 
 
-def _fits(counter: PartTokenCounter, messages: list[Message], budget: int) -> bool:
+def _unit_call_ids(messages: list[PromptMessage], unit: tuple[int, int]) -> set[str]:
+    first, last = unit
+    if first == last:
+        message = messages[first]
+        return _call_ids(message) if message.get("role") != "user" else set()
+    ids: set[str] = set()
+    for index in range(first, last + 1):
+        ids |= _call_ids(messages[index])
+    return ids
+
+
+def _fits(counter: PartTokenCounter, messages: list[PromptMessage], budget: int) -> bool:
     """Whether every message surely fits `budget`, from upper bounds of their counts (newest
     first, stopping as soon as the bound passes the budget). Then nothing is dropped, and no
     count is needed, so a long history that fits is never tokenized."""
     total = 0
-    bound = counter.message_bound
+    bound = counter.prompt_message_bound
     for index in range(len(messages) - 1, -1, -1):
         total += bound(messages[index])
         if total > budget:
@@ -245,11 +116,16 @@ def _fits(counter: PartTokenCounter, messages: list[Message], budget: int) -> bo
 class TokenLimiterProcessor(Processor):
     """Limits tokens on both sides of the model.
 
-    As an input processor it runs before every step: system messages are always kept, the newest
-    user message is always kept whole, and the oldest other messages are dropped until the prompt
-    fits `limit` (a tool call is dropped together with its result). It aborts with a `TripWire`
-    when there are no messages, or when the system messages alone (or with the newest user
-    message) exceed the limit.
+    As an input processor it fits every model call's prompt (in `process_llm_request`, so it
+    counts what the processors before it, such as `ToolCallFilter`, left; put it last). System
+    messages are always kept, the newest user message is always kept whole, and so are the
+    current run's tool calls and results (dropping them makes the model call the same tool
+    again); then the newest other messages are kept while they fit and older ones are dropped
+    from this call's prompt (a tool call always together with its result). The run's messages
+    and memory keep everything. It aborts with a `TripWire` when there are no messages, when the
+    system messages alone exceed the limit, when the run's own tool traffic does, or when not
+    even the newest user message fits. Use it in `input_processors` directly: processor
+    workflows do not run `process_llm_request`.
 
     As an output processor it caps generated text: `count_mode="cumulative"` counts the whole
     response, `"part"` each text chunk on its own; past the limit, `strategy="truncate"` cuts the
@@ -330,17 +206,34 @@ class TokenLimiterProcessor(Processor):
 
     # ------------------------------------------------------------------ input
 
-    def process_input_step(self, args: ProcessInputStepArgs) -> Any:
+    def process_input_step(self, args: ProcessInputStepArgs) -> None:
+        """Only marks this object as an input limiter for the request: the prompt is fitted in
+        `process_llm_request`, which output processors get too."""
+        args.state[_MODEL_ID_KEY] = model_id_of(args.model)
+        args.state[f"{_INPUT_KEY}:{id(self)}"] = True
+
+    def process_llm_request(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | None:
+        """Fits the outbound prompt, as the processors before this one left it (after a
+        `ToolCallFilter`, say), so only what the model will really receive is counted. The
+        change is for this call only: the run's messages and memory keep everything."""
+        state = args.state
         model_id = model_id_of(args.model)
-        args.state[_MODEL_ID_KEY] = model_id
-        message_list = args.message_list
-        messages = message_list.get.all.db()
+        state[_MODEL_ID_KEY] = model_id
+        if not state.get(f"{_INPUT_KEY}:{id(self)}"):
+            return None  # an output-only limiter leaves the prompt alone
+        prompt = args.prompt
+        history_key = f"{_HISTORY_KEY}:{id(self)}"
+        if history_key not in state:
+            # The request's first prompt: every tool call in it predates the run. Its ids are
+            # collected only if a later call needs trimming.
+            state[history_key] = list(prompt)
+        messages = [m for m in prompt if m.get("role") != "system"]
         if not messages:
             args.abort(
                 "TokenLimiterProcessor: No messages to process. Cannot send LLM a request with no messages."
             )
         counter = self.counter(model_id)
-        system_tokens = sum(counter.system(m["content"]) for m in message_list.get_system_messages())
+        system_tokens = sum(counter.prompt_message(m) for m in prompt if m.get("role") == "system")
         if system_tokens + TOKENS_PER_CONVERSATION >= self.limit:
             args.abort(
                 "TokenLimiterProcessor: System messages alone exceed token limit. "
@@ -350,30 +243,67 @@ class TokenLimiterProcessor(Processor):
         budget = self.limit - system_tokens - TOKENS_PER_CONVERSATION
         if _fits(counter, messages, budget):
             return None  # the common case: nothing to drop, and nothing needed tokenizing
+        history = state[history_key]
+        if isinstance(history, list):
+            history = state[history_key] = {i for m in history for i in _call_ids(m)}
+        kept = self._fit(args, counter, messages, history, budget, system_tokens)
+        if kept is None:
+            return None
+        keep = {id(messages[i]) for first, last in kept for i in range(first, last + 1)}
+        return ProcessLLMRequestResult(
+            prompt=[m for m in prompt if m.get("role") == "system" or id(m) in keep]
+        )
 
-        # Newest units first, each counted exactly; counting stops at the first that does not fit.
-        units = _units_newest_first(messages)
-        seen: list[tuple[int, int]] = []
-        anchor: tuple[int, int] | None = None
-        for unit in units:
-            seen.append(unit)
-            if messages[unit[0]].role == "user":
-                anchor = unit
-                break
-        remaining = budget
+    def _fit(
+        self,
+        args: ProcessLLMRequestArgs,
+        counter: PartTokenCounter,
+        messages: list[PromptMessage],
+        history: set[str],
+        budget: int,
+        system_tokens: int,
+    ) -> list[tuple[int, int]] | None:
+        """The units to send, or None when all of them are. Kept whatever it costs: the newest
+        user message, and the run's own tool traffic (its calls and results: calls made in this
+        request, and any call after the newest user message, such as one resumed after an
+        approval). Evicting those makes the model ask for the same tool again, in a loop. The
+        rest is kept newest first while it fits; everything older than the first unit that does
+        not fit is dropped."""
+        units = list(_units_newest_first(messages))  # structure only: nothing is tokenized here
+        anchor = next((n for n, u in enumerate(units) if messages[u[0]].get("role") == "user"), None)
+        pinned: set[int] = set()
+        run_tokens = 0
+        for n, unit in enumerate(units):
+            ids = _unit_call_ids(messages, unit)
+            if ids and ((anchor is not None and n < anchor) or not ids <= history):
+                pinned.add(n)
+                run_tokens += _unit_tokens(counter, messages, unit)
+        if run_tokens > budget:
+            args.abort(
+                "TokenLimiterProcessor: The current run's tool calls and results alone exceed the "
+                "token budget; they cannot be dropped without the model losing results it asked for. "
+                "Cap tool results (ToolResultTokenLimiter) or raise the limit.",
+                metadata={
+                    "system_tokens": system_tokens,
+                    "limit": self.limit,
+                    "remaining_budget": budget,
+                    "current_run_tokens": run_tokens,
+                },
+            )
+        remaining = budget - run_tokens
         if anchor is not None:
-            remaining -= _unit_tokens(counter, messages, anchor)
-        keep_from = len(messages)
+            pinned.add(anchor)
+            remaining -= _unit_tokens(counter, messages, units[anchor])
         if remaining >= 0:
-            for first, last in itertools.chain(seen, units):
-                if (first, last) != anchor:
-                    cost = _unit_tokens(counter, messages, (first, last))
-                    if cost > remaining:
-                        break
-                    remaining -= cost
-                keep_from = first
-        kept_anchor = anchor is not None and remaining >= 0 and keep_from > anchor[0]
-        if remaining < 0 or (keep_from == len(messages) and not kept_anchor):
+            for n, unit in enumerate(units):
+                if n in pinned:
+                    continue
+                cost = _unit_tokens(counter, messages, unit)
+                if cost > remaining:
+                    break
+                remaining -= cost
+                pinned.add(n)
+        if remaining < 0 or not pinned:
             args.abort(
                 "TokenLimiterProcessor: No messages fit within the remaining token budget. "
                 "Cannot send LLM a request with no messages.",
@@ -384,14 +314,9 @@ class TokenLimiterProcessor(Processor):
                     "message_count": len(messages),
                 },
             )
-        dropped = [m.id for m in messages[:keep_from]]
-        if kept_anchor:
-            anchor_ids = {m.id for m in messages[anchor[0] : anchor[1] + 1]}  # type: ignore[index]
-            dropped = [mid for mid in dropped if mid not in anchor_ids]
-        if not dropped:
+        if len(pinned) == len(units):
             return None
-        message_list.remove_by_ids(dropped)
-        return message_list
+        return [units[n] for n in pinned]
 
     # ------------------------------------------------------------------ output
 
@@ -409,7 +334,7 @@ class TokenLimiterProcessor(Processor):
         if kind == "text-delta":
             text = part.payload.text
         elif kind == "object":
-            text = _json(part.payload.get("object", part.payload.get("value")))
+            text = compact_json(part.payload.get("object", part.payload.get("value")))
         else:
             return part  # lifecycle, reasoning and tool traffic are neither counted nor withheld
         state = args.state
