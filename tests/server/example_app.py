@@ -104,6 +104,13 @@ _USAGE: dict[str, Any] = {"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}
 storage = SQLiteStore(os.environ.get("SLUICEGATE_TEST_DB", ":memory:"))
 memory = Memory(storage=storage)
 delay = float(os.environ.get("ECHO_DELAY", "0"))
+# Several server processes reconnect a client through one Redis run log; one process keeps its own.
+redis_url = os.environ.get("SLUICEGATE_REDIS_URL")
+logs: dict[str, Any] = {}
+if redis_url:
+    from sluicegate.stream import RedisRunLog
+
+    logs["run_log"] = RedisRunLog(redis_url)
 
 echo = Agent(
     name="echo",
@@ -113,6 +120,7 @@ echo = Agent(
     tools=[add, wipe, ask],
     input_processors=[UnicodeNormalizer(), BlockWord()],
     memory=memory,
+    **logs,
 )
 plain = Agent(name="plain", instructions="No processors.", model=EchoModel(deltas=3))
 

@@ -1,5 +1,6 @@
-"""`observe` over HTTP: every stream the server serves is teed into its run log; `observe`
-replays it from an offset and follows it live, with typed answers for offsets it cannot serve."""
+"""`observe` over HTTP: every run an agent makes is in its run log (`Agent(run_log=...)`);
+the route replays a run from an offset and follows it live (`Agent.observe`), with typed
+answers for offsets it cannot serve and the identity rules of the decision routes."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from fastapi.testclient import TestClient
 from sluicegate import Agent, Sluicegate
 from sluicegate.errors import APICallError
 from sluicegate.server import ServerSettings, create_app
-from sluicegate.server.reconnect import RunTee
-from sluicegate.stream import Chunk, InMemoryRunLog, RunLogUnavailableError
+from sluicegate.server.hitl_routes import _public
+from sluicegate.server.streaming import chunk_event
+from sluicegate.stream import Chunk, InMemoryRunLog, Payload, RunLogUnavailableError
 from sluicegate.testing.echo_model import EchoModel
 
 from .helpers import call_then_disconnect, sse_events
@@ -59,14 +61,8 @@ def test_a_resumed_run_continues_its_offsets(client: TestClient, run_log: InMemo
 
 
 @pytest.fixture
-def run_log() -> InMemoryRunLog:
-    return InMemoryRunLog(max_chunks=50)
-
-
-@pytest.fixture
-def client(example: Any, run_log: InMemoryRunLog) -> Any:
-    with TestClient(create_app(example.registry, ServerSettings(), run_log=run_log)) as client:
-        yield client
+def run_log(example: Any) -> Any:
+    return example.echo.run_log
 
 
 @pytest.mark.parametrize(
@@ -98,9 +94,15 @@ def test_observe_through_another_agent_is_unknown(client: TestClient) -> None:
     assert answer.status_code == 404 and answer.json()["field"] == "runId"
 
 
-def test_dropped_chunks_answer_410_with_the_first_offset_kept(example: Any) -> None:
+def _app_with(run_log: Any) -> Any:
+    return create_app(
+        Sluicegate(agents={"echo": Agent(name="echo", model=EchoModel(deltas=8), run_log=run_log)})
+    )
+
+
+def test_dropped_chunks_answer_410_with_the_first_offset_kept() -> None:
     small = InMemoryRunLog(max_chunks=3)
-    with TestClient(create_app(example.registry, ServerSettings(), run_log=small)) as client:
+    with TestClient(_app_with(small)) as client:
         streamed = _events(client.post("/api/agents/echo/stream", json={"messages": "a long enough text"}))
         run_id = streamed[0]["runId"]
         gone = _observe(client, run_id, 0)
@@ -114,7 +116,7 @@ def test_dropped_chunks_answer_410_with_the_first_offset_kept(example: Any) -> N
         assert _events(_observe(client, run_id, first)) == streamed[first:]
 
 
-def test_a_failing_log_is_503_and_never_breaks_the_stream(example: Any) -> None:
+def test_a_failing_log_is_503_and_never_breaks_the_stream() -> None:
     class Broken(InMemoryRunLog):
         async def open(self, run_id: str, **owner: Any) -> Any:
             raise ConnectionError("redis is down")
@@ -122,17 +124,17 @@ def test_a_failing_log_is_503_and_never_breaks_the_stream(example: Any) -> None:
         async def info(self, run_id: str) -> Any:
             raise RunLogUnavailableError(run_id, "redis is down")
 
-    with TestClient(create_app(example.registry, ServerSettings(), run_log=Broken())) as client:
+    with TestClient(_app_with(Broken())) as client:
         streamed = _events(client.post("/api/agents/echo/stream", json={"messages": "hi"}))
         assert streamed[-1]["type"] == "finish"
         answer = _observe(client, streamed[0]["runId"])
         assert answer.status_code == 503 and answer.json()["field"] == "runId"
 
 
-def test_a_disconnect_closes_the_run_as_aborted(example: Any) -> None:
-    slow = Agent(name="slow", model=EchoModel(deltas=50, delay=0.02))
+def test_a_disconnect_closes_the_run_as_aborted() -> None:
     log = InMemoryRunLog()
-    app = create_app(Sluicegate(agents={"slow": slow}), ServerSettings(), run_log=log)
+    slow = Agent(name="slow", model=EchoModel(deltas=50, delay=0.02), run_log=log)
+    app = create_app(Sluicegate(agents={"slow": slow}), ServerSettings())
     sent = asyncio.run(call_then_disconnect(app, "/api/agents/slow/stream", {"messages": "go"}, after=0.2))
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
     run_id = sse_events(body + "data: [DONE]\n\n")[0][0]["runId"]
@@ -140,23 +142,38 @@ def test_a_disconnect_closes_the_run_as_aborted(example: Any) -> None:
     assert info.status == "aborted" and 0 < info.next_offset < 50
 
 
-def test_the_log_keeps_the_public_error_not_the_providers_text() -> None:
-    log = InMemoryRunLog()
+def test_a_provider_error_read_back_from_json_is_made_public_again() -> None:
+    """A Redis log keeps an error chunk as JSON: the route shows what the live stream showed."""
+    secret = APICallError(
+        "upstream said: key sk-live-123 is revoked",
+        provider="openai",
+        status_code=401,
+        response_body="sk-live-123",
+    )
+    stored = Chunk.from_dict(
+        json.loads(json.dumps(Chunk("error", "r-1", payload=Payload(error=secret)).to_dict()))
+    )
+    assert "sk-live-123" in str(stored.to_dict())  # what a Redis log holds
 
-    async def main() -> dict[str, Any]:
-        writer = await log.open("r-1", agent_id="a")
-        secret = APICallError("upstream said: key sk-live-123 is revoked", provider="openai", status_code=401)
-        RunTee(writer, None, details=False).append(Chunk("error", "r-1", payload={"error": secret}))
-        await writer.close("error")
-        chunks = [c async for c in log.read("r-1")]
-        return chunks[0].to_dict()
+    async def main(details: bool) -> dict[str, Any]:
+        async def chunks() -> Any:
+            yield stored
 
-    logged = asyncio.run(main())
-    assert "sk-live-123" not in str(logged)
-    assert logged["payload"]["error"]["message"]
+        shown = [chunk_event(c, details) async for c in _public(chunks(), details)]
+        return shown[0]
+
+    shown = asyncio.run(main(details=False))
+    assert "sk-live-123" not in str(shown)
+    assert shown["payload"]["error"] == {
+        "message": "the model provider answered 401",
+        "name": stored.payload.get("error")["name"],
+        "isRetryable": False,
+        "statusCode": 401,
+    }
+    assert "sk-live-123" in str(asyncio.run(main(details=True)))
 
 
-def test_observe_follows_a_live_run(example: Any) -> None:
+def test_observe_follows_a_live_run() -> None:
     """A second client joins a run mid-stream with the offset it wants and gets the rest live."""
     slow = Agent(name="slow", model=EchoModel(deltas=30, delay=0.03))
     app = create_app(Sluicegate(agents={"slow": slow}), ServerSettings())
@@ -191,26 +208,14 @@ def test_observe_follows_a_live_run(example: Any) -> None:
     assert events == streamed[3:]
 
 
-def test_the_log_is_on_redis_when_the_server_runs_with_redis(
-    example: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from sluicegate.stream import RedisRunLog
-
-    assert isinstance(create_app(example.registry, ServerSettings.from_env()).state.run_log, InMemoryRunLog)
-    monkeypatch.setenv("SLUICEGATE_REDIS_URL", "redis://127.0.0.1:6390/2")
-    settings = ServerSettings.from_env()
-    assert settings.redis_url == "redis://127.0.0.1:6390/2"
-    log = create_app(example.registry, settings).state.run_log
-    assert isinstance(log, RedisRunLog) and log.url == settings.redis_url
-
-
-def test_a_follower_is_let_go_at_the_request_timeout_and_the_run_goes_on(example: Any) -> None:
+def test_a_follower_is_let_go_at_the_request_timeout_and_the_run_goes_on() -> None:
     log = InMemoryRunLog()
+    agent = Agent(name="echo", model=EchoModel(), run_log=log)
 
     async def main() -> tuple[list[dict[str, Any]], Any]:
-        writer = await log.open("r-open", agent_id="echo")
+        writer = await log.open("r-open", agent_id=agent.id)
         writer.append(Chunk("start", "r-open", payload={}))
-        app = create_app(example.registry, ServerSettings(request_timeout=0.3), run_log=log)
+        app = create_app(Sluicegate(agents={"echo": agent}), ServerSettings(request_timeout=0.3))
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
             answer = await http.post("/api/agents/echo/observe", json={"runId": "r-open"})

@@ -25,7 +25,6 @@ from sluicegate.server.bodies import AgentCallBody, call_options, narrow_memory_
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
-from sluicegate.server.reconnect import open_tee, owner_of
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
 from sluicegate.server.traces import (
@@ -169,19 +168,10 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     span = start_request_span(f"POST stream {agent.name}", _span_attributes(request, key))
     try:
         with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
-            output, options = await _start(agent, body, request, stream=True)
+            output, _ = await _start(agent, body, request, stream=True)
     except BaseException:
         span.end()
         raise
-    resource_id, thread_id = owner_of(options)
-    tee = await open_tee(
-        request,
-        output,
-        agent_id=agent.id,
-        resource_id=resource_id,
-        thread_id=thread_id,
-        details=agent.provider_error_details,
-    )
     return ChunkStreamResponse(
         output.full_stream,
         run_id=output.run_id,
@@ -189,5 +179,4 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         headers=trace_headers(span),
         span=lambda: run_span(span),
         error_details=agent.provider_error_details,
-        tee=tee,
     )

@@ -1,6 +1,6 @@
 """Human-in-the-loop and reconnect routes, as `@mastra/client-js` calls them: list the runs
 waiting on a person, approve or decline a pending tool call, resume a suspended tool, and
-observe (replay, then follow) a streamed run.
+observe (replay, then follow) a run through the agent's run log (`Agent.observe`).
 
 Who may act on a run: with an identity hook, only the resource the run was started for (and,
 when the identity pins a thread, only a run on that thread); without one, the `resourceId` the
@@ -13,6 +13,7 @@ it may not touch exists.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -20,7 +21,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from sluicegate.agent import Agent
-from sluicegate.errors import UnknownModelError
+from sluicegate.agent.observe import ObservedOutput
+from sluicegate.errors import APICallError, UnknownModelError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.agents import run_error, run_to_end
 from sluicegate.server.bodies import (
@@ -35,7 +37,6 @@ from sluicegate.server.bodies import (
 from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_context, bound_resource, bound_thread, identity_of
-from sluicegate.server.reconnect import open_tee, run_log_of
 from sluicegate.server.serialize import output_json, suspended_run_json
 from sluicegate.server.streaming import ChunkStreamResponse
 from sluicegate.storage.errors import (
@@ -44,7 +45,14 @@ from sluicegate.storage.errors import (
     ToolCallNotPendingError,
 )
 from sluicegate.storage.suspended_runs import SuspendedRun
-from sluicegate.stream.run_log import RunInfo, RunLogUnavailableError, RunNotFoundError
+from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.payload import Payload
+from sluicegate.stream.run_log import (
+    OffsetExpiredError,
+    OffsetOutOfRangeError,
+    RunLogUnavailableError,
+    RunNotFoundError,
+)
 from sluicegate.tools.tool import ToolInputError
 
 log = logging.getLogger("sluicegate.server")
@@ -66,6 +74,7 @@ _DECISION_ERRORS: dict[int | str, dict[str, Any]] = {
     502: ERRORS[400] | {"description": "The model provider failed."},
 }
 _STREAM_ERRORS = {**_DECISION_ERRORS, **_SSE}
+_ERROR_CHUNKS = frozenset(("error", "tool-error"))
 _CLAIMED = frozenset(("claimed", "already claimed", "changed by other claimers meanwhile"))
 
 
@@ -170,21 +179,12 @@ def _resume_options(request: Request, body: ResumeStreamBody, stored: SuspendedR
 # ----------------------------------------------------------------------------- streams
 
 
-async def _stream(request: Request, agent: Agent, stored: SuspendedRun, output: Any) -> ChunkStreamResponse:
-    tee = await open_tee(
-        request,
-        output,
-        agent_id=agent.id,
-        resource_id=stored.resource_id,
-        thread_id=stored.thread_id,
-        details=agent.provider_error_details,
-    )
+def _stream(request: Request, agent: Agent, output: Any) -> ChunkStreamResponse:
     return ChunkStreamResponse(
         output.full_stream,
         run_id=output.run_id,
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
-        tee=tee,
         on_end=output.aclose,
     )
 
@@ -200,7 +200,7 @@ async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Reque
         output = await agent.approve_tool_call(run_id=body.runId, tool_call_id=body.toolCallId, **options)
     except Exception as exc:
         raise decision_error(exc, agent, body) from exc
-    return await _stream(request, agent, stored, output)
+    return _stream(request, agent, output)
 
 
 @router.post("/{agentId}/decline-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)
@@ -215,7 +215,7 @@ async def decline_tool_call(agentId: str, body: DeclineBody, request: Request) -
         )
     except Exception as exc:
         raise decision_error(exc, agent, body) from exc
-    return await _stream(request, agent, stored, output)
+    return _stream(request, agent, output)
 
 
 @router.post("/{agentId}/resume-stream", responses=_STREAM_ERRORS, response_class=JSONResponse)
@@ -231,7 +231,7 @@ async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) 
         )
     except Exception as exc:
         raise decision_error(exc, agent, body) from exc
-    return await _stream(request, agent, stored, output)
+    return _stream(request, agent, output)
 
 
 # ----------------------------------------------------------------------------- to the end
@@ -322,32 +322,39 @@ async def list_suspended_runs(
 # ----------------------------------------------------------------------------- observe
 
 
-async def _observed(request: Request, agent: Agent, body: ObserveBody) -> RunInfo:
-    """The run's log entry, if the caller may read it (404 with one body otherwise)."""
+async def _observed(request: Request, agent: Agent, body: ObserveBody) -> ObservedOutput:
+    """The run's chunks from `offset`, if the caller may read them (404 with one body otherwise):
+    the agent's `observe`, for the run's own resource."""
     missing = ApiError(404, f"runId: no run {body.runId!r} to observe", field="runId")
     acting = bound_resource(request, body.resourceId, "resourceId")
     pinned = bound_thread(request, None, "threadId")
+    run_log = agent.run_log
+    if run_log is None:  # `Agent(run_log=None)`: nothing is kept, nothing can be observed
+        raise missing
     try:
-        info = await run_log_of(request).info(body.runId)
+        info = await run_log.info(body.runId)
+        trusted = identity_of(request) is None and acting is None
+        if info.agent_id != agent.id or (not trusted and info.resource_id != acting):
+            raise missing
+        if pinned is not None and info.thread_id != pinned:
+            raise missing
+        context = RequestContext()
+        if info.resource_id is not None:
+            context.set(RESOURCE_ID_KEY, info.resource_id)
+        return await agent.observe(run_id=body.runId, offset=body.offset, request_context=context)
     except RunNotFoundError:
         raise missing from None
-    except RunLogUnavailableError as exc:
-        raise ApiError(503, f"runId: {exc}", field="runId") from None
-    trusted = identity_of(request) is None and acting is None
-    if info.agent_id != agent.id or (not trusted and info.resource_id != acting):
-        raise missing
-    if pinned is not None and info.thread_id != pinned:
-        raise missing
-    if body.offset < info.first_offset:
+    except OffsetExpiredError as exc:
         raise ApiError(
             410,
-            f"offset: chunks before {info.first_offset} of run {body.runId!r} are no longer kept",
+            f"offset: chunks before {exc.first_offset} of run {body.runId!r} are no longer kept",
             field="offset",
-            extra={"firstOffset": info.first_offset},
-        )
-    if info.status is not None and body.offset > info.next_offset:
-        raise bad_request("offset", f"the run ended after {info.next_offset} chunks")
-    return info
+            extra={"firstOffset": exc.first_offset},
+        ) from None
+    except OffsetOutOfRangeError as exc:
+        raise bad_request("offset", f"the run ended after {exc.end} chunks") from None
+    except RunLogUnavailableError as exc:
+        raise ApiError(503, f"runId: {exc}", field="runId") from None
 
 
 @router.post(
@@ -362,14 +369,47 @@ async def _observed(request: Request, agent: Agent, body: ObserveBody) -> RunInf
     response_class=JSONResponse,
 )
 async def observe(agentId: str, body: ObserveBody, request: Request) -> Any:
-    """Replay a streamed run's chunks from `offset`, then follow it live until it ends (or
-    suspends). Leaving does not stop the run."""
+    """Replay a run's chunks from `offset`, then follow it live until it ends (or suspends).
+    Leaving does not stop the run."""
     _, agent = agent_or_404(request, agentId)
-    await _observed(request, agent, body)
+    observed = await _observed(request, agent, body)
     return ChunkStreamResponse(
-        run_log_of(request).read(body.runId, body.offset),
+        _public(observed.full_stream, agent.provider_error_details),
         run_id=body.runId,
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
+        on_end=observed.aclose,
         timeout_message="stopped following the run after {timeout:g} s; observe again to go on",
     )
+
+
+_PROVIDER_FIELDS = frozenset(("statusCode", "isRetryable", "responseBody", "url"))
+
+
+async def _public(chunks: AsyncIterator[Chunk[Any]], details: bool) -> AsyncIterator[Chunk[Any]]:
+    """The observed chunks, a provider error in them as the live stream showed it. A chunk read
+    back from a log that serialized it (Redis) holds its error as JSON, no longer the exception
+    the live stream made public: it is made public again here (status and retryability, not the
+    provider's text or body) unless the agent has `provider_error_details`."""
+    async for chunk in chunks:
+        if not details and chunk.type in _ERROR_CHUNKS:
+            error = chunk.payload.get("error") if isinstance(chunk.payload, Payload) else None
+            if isinstance(error, dict) and _PROVIDER_FIELDS & error.keys():
+                fields = {**chunk.payload.__dict__, "error": _public_provider_error(error)}
+                chunk = Chunk(chunk.type, chunk.run_id, payload=Payload(**fields), from_=chunk.from_)
+        yield chunk
+
+
+def _public_provider_error(error: dict[str, Any]) -> dict[str, Any]:
+    status = error.get("statusCode")
+    provider = error.get("provider")
+    rebuilt = APICallError(
+        "",
+        status_code=status if isinstance(status, int) and not isinstance(status, bool) else None,
+        is_retryable=error.get("isRetryable") is True,
+        provider=provider if isinstance(provider, str) else None,
+    )
+    public = rebuilt.public_json(details=False)
+    if isinstance(error.get("name"), str):
+        public["name"] = error["name"]
+    return public
