@@ -32,8 +32,9 @@ def _events(response: httpx.Response) -> list[dict[str, Any]]:
     return [json.loads(r[6:]) for r in records if r.startswith("data: {")]
 
 
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[tuple[str, str]]:
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    tmp_path = tmp_path_factory.mktemp("two-processes")
     redis = start_redis()
     env = {**os.environ, "SLUICEGATE_TEST_DB": str(tmp_path / "shared.db"), "SLUICEGATE_REDIS_URL": redis.url}
     processes: list[tuple[subprocess.Popen[bytes], Path]] = []
