@@ -12,7 +12,6 @@ it may not touch exists.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -54,8 +53,6 @@ from sluicegate.stream.run_log import (
     RunNotFoundError,
 )
 from sluicegate.tools.tool import ToolInputError
-
-log = logging.getLogger("sluicegate.server")
 
 router = APIRouter(prefix="/api/agents", tags=["human in the loop"])
 
