@@ -113,7 +113,9 @@ async def test_the_choice_serves_every_step_and_is_made_once() -> None:
 
 async def test_the_latest_user_message_is_classified() -> None:
     seen: list[str] = []
-    router = ModelRouterProcessor(routes={"simple": MockModel([text_step("x")])}, rule=lambda t: seen.append(t))
+    router = ModelRouterProcessor(
+        routes={"simple": MockModel([text_step("x")])}, rule=lambda t: seen.append(t)
+    )
     await Agent(name="r", model=MockModel([text_step("ok")]), input_processors=[router]).generate(
         [
             {"role": "user", "content": "first question"},
@@ -133,7 +135,9 @@ async def test_no_user_text_routes_nothing() -> None:
     assert judge.calls == [] and len(configured.calls) == 1
 
 
-async def test_a_failing_rule_keeps_the_configured_model_and_reports(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failing_rule_keeps_the_configured_model_and_reports(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def broken(text: str) -> str:
         raise RuntimeError("rule crashed")
 
@@ -219,7 +223,12 @@ async def test_an_answer_without_confidence_abstains_unless_min_confidence_is_ze
 
 @pytest.mark.parametrize(
     "answer",
-    [RuntimeError("provider down"), "not json at all", {"confidence": 0.9}, {"route": "medium", "confidence": 1}],
+    [
+        RuntimeError("provider down"),
+        "not json at all",
+        {"confidence": 0.9},
+        {"route": "medium", "confidence": 1},
+    ],
 )
 async def test_classifier_failure_keeps_the_configured_model(answer: Any) -> None:
     router = ModelRouterProcessor(routes={"simple": MockModel()}, classifier=classifier(answer))
@@ -271,12 +280,18 @@ async def test_id_option() -> None:
         ({"routes": {"a": 42}, "rule": by_length}, "route 'a' must map to"),
         ({"routes": {"a": "openai/gpt-5"}}, "needs a `rule`, a `classifier`, or both"),
         ({"routes": {"a": "openai/gpt-5"}, "rule": "simple"}, "rule must be callable"),
-        ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "descriptions": {"b": "x"}}, "unknown route.*b"),
+        (
+            {"routes": {"a": "openai/gpt-5"}, "rule": by_length, "descriptions": {"b": "x"}},
+            "unknown route.*b",
+        ),
         ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "min_confidence": 1.5}, "min_confidence"),
         ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "min_confidence": True}, "min_confidence"),
         ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "instructions": "x"}, "there is none"),
         ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "id": ""}, "id must be"),
-        ({"routes": {"a": "openai/gpt-5"}, "classifier": "openai/gpt-5", "max_output_tokens": 0}, "max_output"),
+        (
+            {"routes": {"a": "openai/gpt-5"}, "classifier": "openai/gpt-5", "max_output_tokens": 0},
+            "max_output",
+        ),
     ],
 )
 def test_bad_options_are_configuration_errors(options: dict[str, Any], message: str) -> None:
@@ -288,6 +303,8 @@ def test_bad_options_are_configuration_errors(options: dict[str, Any], message: 
     ("routes", "classifier_model"),
     [({"a": "nowhere/model"}, None), ({"a": "gpt-5"}, None), ({"a": "openai/gpt-5"}, "nowhere/model")],
 )
-def test_unknown_model_strings_are_refused_when_built(routes: dict[str, str], classifier_model: str | None) -> None:
+def test_unknown_model_strings_are_refused_when_built(
+    routes: dict[str, str], classifier_model: str | None
+) -> None:
     with pytest.raises(UnknownModelError):
         ModelRouterProcessor(routes=routes, rule=by_length, classifier=classifier_model)
