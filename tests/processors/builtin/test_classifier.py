@@ -188,7 +188,7 @@ async def test_classifier_model_result() -> None:
     triage = ClassifierProcessor(
         categories=CATEGORIES, classifier=judge, descriptions={"technical": "bugs and errors"}
     )
-    _, main, context = await run(triage, "The app crashes")
+    _, _, context = await run(triage, "The app crashes")
     assert context.get(CLASSIFICATION_KEY) == Classification(
         category="technical", confidence=0.8, reason="an error report"
     )

@@ -144,7 +144,7 @@ async def test_a_failing_rule_keeps_the_configured_model_and_reports(
     router = ModelRouterProcessor(routes={"simple": MockModel()}, rule=broken)
     seen = watch(router)
     with caplog.at_level(logging.WARNING):
-        configured, _, result = await run(router, SHORT)
+        _, _, result = await run(router, SHORT)
     assert result.text == "from the configured model"
     assert "rule crashed" in seen[0].message and seen[0].detail["routed"] is False
     assert "the configured model serves the run" in caplog.text
@@ -233,7 +233,7 @@ async def test_an_answer_without_confidence_abstains_unless_min_confidence_is_ze
 async def test_classifier_failure_keeps_the_configured_model(answer: Any) -> None:
     router = ModelRouterProcessor(routes={"simple": MockModel()}, classifier=classifier(answer))
     seen = watch(router)
-    configured, context, result = await run(router, SHORT)
+    _, context, result = await run(router, SHORT)
     assert result.text == "from the configured model"
     assert ROUTE_KEY not in context
     assert len(seen) == 1 and seen[0].detail["routed"] is False

@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Never, get_args
 
 import pydantic
 
@@ -111,7 +111,7 @@ class ClassifierProcessor(Processor):
         json_prompt_injection: bool = False,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         id: str | None = None,
-        **unknown: Any,
+        **unknown: Never,
     ) -> None:
         super().__init__()
         if unknown:

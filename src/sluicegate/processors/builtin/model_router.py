@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Never
 
 import pydantic
 
@@ -114,7 +114,7 @@ class ModelRouterProcessor(Processor):
         json_prompt_injection: bool = False,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         id: str | None = None,
-        **unknown: Any,
+        **unknown: Never,
     ) -> None:
         super().__init__()
         if unknown:
