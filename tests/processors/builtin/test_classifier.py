@@ -336,3 +336,23 @@ class FreeCategory(pydantic.BaseModel):
 def test_bad_options_are_configuration_errors(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         ClassifierProcessor(**options)
+
+
+async def test_the_embedded_model_gets_a_grammar_sized_schema() -> None:
+    judge = MockModel([text_step(json.dumps({"category": "billing", "confidence": 0.9}))], provider="local")
+    triage = ClassifierProcessor(categories=CATEGORIES, classifier=judge)
+    assert (await run(triage, "hi"))[2].get(CLASSIFICATION_KEY).category == "billing"
+    assert judge.calls[0].response_format is not None
+    schema = judge.calls[0].response_format["schema"]
+    assert schema["properties"]["category"]["enum"] == CATEGORIES
+    assert len(schema["properties"]["confidence"]["anyOf"][0]["enum"]) == 21
+    assert schema["properties"]["reason"]["anyOf"][0]["maxLength"] == 160
+
+
+def test_a_result_model_without_a_bounded_answer_is_refused_for_the_embedded_model() -> None:
+    class Tagged(pydantic.BaseModel):
+        category: Literal["a", "b"]
+        tags: list[str]
+
+    with pytest.raises(ConfigurationError, match=r"no longest value|without maxItems"):
+        ClassifierProcessor(categories=Tagged, classifier=MockModel(provider="local"))

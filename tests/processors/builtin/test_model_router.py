@@ -308,3 +308,23 @@ def test_unknown_model_strings_are_refused_when_built(
 ) -> None:
     with pytest.raises(UnknownModelError):
         ModelRouterProcessor(routes=routes, rule=by_length, classifier=classifier_model)
+
+
+async def test_the_embedded_model_gets_a_grammar_sized_schema() -> None:
+    """`local/...` judges answer under a llama.cpp grammar: the route is an enum and the
+    confidence a choice on the score grid, so every answer the grammar allows is a valid one."""
+    judge = MockModel([text_step(json.dumps({"route": "simple", "confidence": 0.75}))], provider="local")
+    router = ModelRouterProcessor(routes={"simple": MockModel([text_step("s")])}, classifier=judge)
+    assert (await run(router, SHORT))[2].text == "s"
+    assert judge.calls[0].response_format is not None
+    schema = judge.calls[0].response_format["schema"]
+    assert schema["properties"]["route"]["enum"] == ["simple"]
+    grid = schema["properties"]["confidence"]["anyOf"][0]["enum"]
+    assert 0.75 in grid and len(grid) == 21
+
+
+def test_a_token_cap_too_small_for_a_verdict_on_the_embedded_model_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="max_output_tokens=8"):
+        ModelRouterProcessor(
+            routes={"simple": MockModel()}, classifier=MockModel(provider="local"), max_output_tokens=8
+        )
