@@ -356,3 +356,12 @@ def test_a_result_model_without_a_bounded_answer_is_refused_for_the_embedded_mod
 
     with pytest.raises(ConfigurationError, match=r"no longest value|without maxItems"):
         ClassifierProcessor(categories=Tagged, classifier=MockModel(provider="local"))
+
+
+async def test_a_category_name_fills_a_strict_result_model() -> None:
+    class Strict(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="forbid")
+        category: Literal["a", "b"]
+
+    triage = ClassifierProcessor(categories=Strict, rule=lambda t: "b")
+    assert (await run(triage, "x"))[2].get(CLASSIFICATION_KEY) == Strict(category="b")

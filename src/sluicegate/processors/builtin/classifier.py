@@ -149,7 +149,7 @@ class ClassifierProcessor(Processor):
                 f"ClassifierProcessor: context_key must be a non-empty string, got {context_key!r}"
             )
         self.context_key = context_key
-        self.classifier: DetectorModel[pydantic.BaseModel] | None = None
+        self.detector: DetectorModel[pydantic.BaseModel] | None = None
         if classifier is not None:
             described = {name: (descriptions or {}).get(name) for name in self.categories}
             schema = self.result_type.model_json_schema()
@@ -159,7 +159,7 @@ class ClassifierProcessor(Processor):
                 if name != "category" and _is_string(prop)
             ]
             try:
-                self.classifier = DetectorModel(
+                self.detector = DetectorModel(
                     classifier,
                     instructions=instructions or default_instructions(described),
                     schema=self.result_type,
@@ -217,12 +217,12 @@ class ClassifierProcessor(Processor):
                 return None
             if answer is not None:
                 return self._rule_result(answer)
-        if self.classifier is None:
+        if self.detector is None:
             self._unclassified("the rule could not classify the input", abort)
             return None
         verdict = await judged(
             self,
-            self.classifier,
+            self.detector,
             f'Classify the following content:\n\nContent: "{text}"',
             error_strategy=self.error_strategy,
         )
@@ -238,7 +238,10 @@ class ClassifierProcessor(Processor):
             result: pydantic.BaseModel = answer
         elif isinstance(answer, str | enum.Enum):
             try:
-                result = self.result_type.model_validate({"category": answer, "confidence": 1.0})
+                fields: dict[str, Any] = {"category": answer}
+                if self.result_type is Classification:
+                    fields["confidence"] = 1.0
+                result = self.result_type.model_validate(fields)
             except pydantic.ValidationError as exc:
                 raise ConfigurationError(
                     f"ClassifierProcessor: the rule returned {answer!r}, which is not a valid "

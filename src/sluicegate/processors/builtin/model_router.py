@@ -143,11 +143,11 @@ class ModelRouterProcessor(Processor):
                 f"ModelRouterProcessor: min_confidence must be between 0 and 1, got {min_confidence!r}"
             )
         self.min_confidence = float(min_confidence)
-        self.classifier: DetectorModel[RouteVerdict] | None = None
+        self.detector: DetectorModel[RouteVerdict] | None = None
         if classifier is not None:
             described = {name: (descriptions or {}).get(name) for name in self.routes}
             try:
-                self.classifier = DetectorModel(
+                self.detector = DetectorModel(
                     classifier,
                     instructions=instructions or default_instructions(described),
                     schema=RouteVerdict,
@@ -197,10 +197,10 @@ class ModelRouterProcessor(Processor):
                     )
                 log.info("[ModelRouterProcessor] rule routed the request to %r", chosen)
                 return ModelRoute(chosen, 1.0, "rule")
-        if self.classifier is None:
+        if self.detector is None:
             return None
         try:
-            verdict = await self.classifier.ask(f'Choose the route for this request:\n\nRequest: "{text}"')
+            verdict = await self.detector.ask(f'Choose the route for this request:\n\nRequest: "{text}"')
         except DetectorError as exc:
             self._abstain(f"the classifier failed ({exc})", {"error": str(exc)})
             return None
