@@ -327,7 +327,18 @@ class FreeCategory(pydantic.BaseModel):
         ({"categories": CATEGORIES, "rule": by_keyword, "error_strategy": "fallback"}, "error_strategy"),
         ({"categories": CATEGORIES, "rule": by_keyword, "descriptions": {"x": "y"}}, "unknown categories: x"),
         ({"categories": CATEGORIES, "rule": by_keyword, "context_key": ""}, "context_key"),
-        ({"categories": CATEGORIES, "rule": by_keyword, "provider_options": {}}, "there is none"),
+        (
+            {"categories": CATEGORIES, "rule": by_keyword, "provider_options": {}},
+            "provider_options configure",
+        ),
+        (
+            {"categories": CATEGORIES, "rule": by_keyword, "json_prompt_injection": True},
+            "json_prompt_injection configure",
+        ),
+        (
+            {"categories": CATEGORIES, "rule": by_keyword, "descriptions": {"abuse": "x"}},
+            "descriptions configure",
+        ),
         ({"categories": CATEGORIES, "rule": by_keyword, "id": ""}, "id must be"),
         ({"categories": CATEGORIES, "classifier": "nowhere/model"}, "unknown model provider"),
         ({"categories": CATEGORIES, "classifier": 42}, "must be a 'provider/model' string"),

@@ -286,7 +286,15 @@ async def test_id_option() -> None:
         ),
         ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "min_confidence": 1.5}, "min_confidence"),
         ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "min_confidence": True}, "min_confidence"),
-        ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "instructions": "x"}, "there is none"),
+        ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "instructions": "x"}, "instructions configure"),
+        (
+            {"routes": {"a": "openai/gpt-5"}, "rule": by_length, "descriptions": {"a": "x"}},
+            "descriptions configure",
+        ),
+        (
+            {"routes": {"a": "openai/gpt-5"}, "rule": by_length, "max_output_tokens": 64},
+            "max_output_tokens configure",
+        ),
         ({"routes": {"a": "openai/gpt-5"}, "rule": by_length, "id": ""}, "id must be"),
         (
             {"routes": {"a": "openai/gpt-5"}, "classifier": "openai/gpt-5", "max_output_tokens": 0},

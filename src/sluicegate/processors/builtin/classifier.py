@@ -176,10 +176,16 @@ class ClassifierProcessor(Processor):
                 )
             except (ValueError, TypeError) as exc:
                 raise ConfigurationError(str(exc)) from exc
-        elif instructions is not None or provider_options is not None or json_prompt_injection:
-            raise ConfigurationError(
-                "ClassifierProcessor: instructions, provider_options and json_prompt_injection "
-                "configure the `classifier`, and there is none"
+        else:
+            _no_classifier_options(
+                "ClassifierProcessor",
+                descriptions=descriptions,
+                instructions=instructions,
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection or None,
+                max_output_tokens=None
+                if max_output_tokens == DEFAULT_MAX_OUTPUT_TOKENS
+                else max_output_tokens,
             )
 
     def action_for(self, category: str) -> ClassifierAction:
@@ -311,3 +317,10 @@ def _check_choice(option: str, value: Any, choices: Sequence[str]) -> None:
     if value not in choices:
         listed = ", ".join(repr(c) for c in choices)
         raise ConfigurationError(f"ClassifierProcessor: {option} must be one of {listed}, got {value!r}")
+
+
+def _no_classifier_options(label: str, **given: Any) -> None:
+    """Options that only configure the classifier model are refused without one, rather than ignored."""
+    named = [name for name, value in given.items() if value is not None]
+    if named:
+        raise ConfigurationError(f"{label}: {', '.join(named)} configure the `classifier`, and there is none")

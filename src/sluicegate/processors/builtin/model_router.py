@@ -162,10 +162,16 @@ class ModelRouterProcessor(Processor):
                 )
             except (ValueError, TypeError) as exc:
                 raise ConfigurationError(str(exc)) from exc
-        elif instructions is not None or provider_options is not None or json_prompt_injection:
-            raise ConfigurationError(
-                "ModelRouterProcessor: instructions, provider_options and json_prompt_injection "
-                "configure the `classifier`, and there is none"
+        else:
+            _no_classifier_options(
+                "ModelRouterProcessor",
+                descriptions=descriptions,
+                instructions=instructions,
+                provider_options=provider_options,
+                json_prompt_injection=json_prompt_injection or None,
+                max_output_tokens=None
+                if max_output_tokens == DEFAULT_MAX_OUTPUT_TOKENS
+                else max_output_tokens,
             )
 
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
@@ -263,3 +269,10 @@ def _check_routes(routes: Any) -> dict[str, str | LanguageModel]:
             )
         checked[name] = model
     return checked
+
+
+def _no_classifier_options(label: str, **given: Any) -> None:
+    """Options that only configure the classifier model are refused without one, rather than ignored."""
+    named = [name for name, value in given.items() if value is not None]
+    if named:
+        raise ConfigurationError(f"{label}: {', '.join(named)} configure the `classifier`, and there is none")
