@@ -376,3 +376,11 @@ async def test_a_category_name_fills_a_strict_result_model() -> None:
 
     triage = ClassifierProcessor(categories=Strict, rule=lambda t: "b")
     assert (await run(triage, "x"))[2].get(CLASSIFICATION_KEY) == Strict(category="b")
+
+
+async def test_an_async_rule() -> None:
+    async def lookup(text: str) -> str:
+        return "technical"
+
+    triage = ClassifierProcessor(categories=CATEGORIES, rule=lookup)
+    assert (await run(triage, "x"))[2].get(CLASSIFICATION_KEY).category == "technical"

@@ -336,3 +336,11 @@ def test_a_token_cap_too_small_for_a_verdict_on_the_embedded_model_is_refused() 
         ModelRouterProcessor(
             routes={"simple": MockModel()}, classifier=MockModel(provider="local"), max_output_tokens=8
         )
+
+
+async def test_an_async_rule() -> None:
+    async def lookup(text: str) -> str | None:
+        return "simple"
+
+    router = ModelRouterProcessor(routes={"simple": MockModel([text_step("s")])}, rule=lookup)
+    assert (await run(router, SHORT))[2].text == "s"

@@ -6,6 +6,7 @@ unless `error_strategy` says otherwise."""
 from __future__ import annotations
 
 import enum
+import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Never, get_args
@@ -35,8 +36,9 @@ ClassifierErrorStrategy = Literal["block", "allow"]
 CLASSIFICATION_KEY = "sluicegate__classification"
 """The default `request_context` key of the typed classification (see `context_key`)."""
 
-ClassifierRule = Callable[[str], "str | pydantic.BaseModel | None"]
-"""`rule(text)`: a category name, a result of the `categories` model, or None (cannot tell)."""
+ClassifierRule = Callable[[str], Any]
+"""`rule(text)`: a category name, a result of the `categories` model, or None (cannot tell); an
+async function may be the rule."""
 
 
 class Classification(Verdict):
@@ -218,6 +220,8 @@ class ClassifierProcessor(Processor):
         if self.rule is not None:
             try:
                 answer = self.rule(text)
+                if inspect.isawaitable(answer):
+                    answer = await answer
             except Exception as exc:
                 self._unclassified(f"the rule failed ({type(exc).__name__}: {exc})", abort)
                 return None

@@ -7,8 +7,9 @@ the capable one) in place."""
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Never
 
@@ -35,8 +36,9 @@ log = logging.getLogger(__name__)
 ROUTE_KEY = "sluicegate__modelRoute"
 """The `request_context` key under which the router records the `ModelRoute` it took."""
 
-RouteRule = Callable[[str], str | None]
-"""`rule(text)`: the route for the request's latest user text, or None to abstain."""
+RouteRule = Callable[[str], "Awaitable[str | None] | str | None"]
+"""`rule(text)`: the route for the request's latest user text, or None to abstain (an async
+function may be the rule, for a lookup)."""
 
 _STATE_KEY = "model_router"
 
@@ -192,6 +194,8 @@ class ModelRouterProcessor(Processor):
         if self.rule is not None:
             try:
                 chosen = self.rule(text)
+                if inspect.isawaitable(chosen):
+                    chosen = await chosen
             except Exception as exc:
                 self._abstain(f"the rule failed ({type(exc).__name__}: {exc})", {"error": str(exc)})
                 return None
