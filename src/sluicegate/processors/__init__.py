@@ -40,9 +40,11 @@ if TYPE_CHECKING:
         new_pseudonym_key,
     )
     from sluicegate.processors.builtin.batch_parts import BatchPartsProcessor
+    from sluicegate.processors.builtin.classifier import ClassifierProcessor
     from sluicegate.processors.builtin.cost_guard import CostGuardProcessor, InMemoryUsageStore
     from sluicegate.processors.builtin.language_detector import LanguageDetector
     from sluicegate.processors.builtin.message_history import MessageHistory
+    from sluicegate.processors.builtin.model_router import ModelRouterProcessor
     from sluicegate.processors.builtin.moderation import ModerationProcessor
     from sluicegate.processors.builtin.pii_detector import PIIDetector
     from sluicegate.processors.builtin.prefill_error_handler import PrefillErrorHandler
@@ -95,6 +97,8 @@ _BUILTINS: dict[str, str] = {
     "PromptInjectionDetector": "prompt_injection_detector",
     "LanguageDetector": "language_detector",
     "SystemPromptScrubber": "system_prompt_scrubber",
+    "ModelRouterProcessor": "model_router",
+    "ClassifierProcessor": "classifier",
 }
 
 
@@ -125,6 +129,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BatchPartsProcessor",
+    "ClassifierProcessor",
     "CompatRule",
     "CostGuardProcessor",
     "ErrorProcessor",
@@ -133,6 +138,7 @@ __all__ = [
     "InputProcessor",
     "LanguageDetector",
     "MessageHistory",
+    "ModelRouterProcessor",
     "ModerationProcessor",
     "OutputProcessor",
     "OutputResult",
