@@ -177,6 +177,28 @@ async def test_a_raising_on_verdict_does_not_change_the_outcome() -> None:
     assert result.tripwire is not None and result.tripwire.reason == "MESSAGE_BLOCKED"
 
 
+async def test_an_async_on_verdict_is_awaited() -> None:
+    seen: list[float] = []
+
+    async def record(verdict: EvaluationVerdict) -> None:
+        seen.append(verdict.score)
+
+    await agent(moderation(Endpoint({"score": 0.2}), on_verdict=record)).generate("x")
+    assert seen == [0.2]
+
+
+async def test_a_slow_endpoint_is_no_verdict_even_past_the_agents_processor_timeout(
+    endpoint: FakeProvider,
+) -> None:
+    endpoint.reply(PATH, json={"score": 0.0}, delay=2.0)
+    processor = real(endpoint, mode="warn", call_timeout=0.3)
+    assert processor.timeout is not None and processor.timeout > 0.3
+    model = MockModel([text_step("the answer")])
+    slow_agent = Agent("a", model=model, input_processors=[processor], processor_timeout=0.1)
+    result = await slow_agent.generate("x")
+    assert result.tripwire is None and result.text == "the answer"
+
+
 async def test_a_given_client_is_used_and_left_open() -> None:
     endpoint = Endpoint({"score": 0.0})
     async with httpx.AsyncClient(transport=httpx.MockTransport(endpoint)) as client:

@@ -19,6 +19,7 @@ is a failure: `mode="warn"` logs it and lets the text through, `mode="strict"` s
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ DEFAULT_MAX_CHARS = 8000
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_BREAKER_FAILURES = 3
 DEFAULT_BREAKER_COOLDOWN = 60.0
+_HOOK_MARGIN = 5.0
 
 _KNOWN_OPTIONS = (
     "url, mode, phases, threshold, reason, max_chars, call_timeout, retries, headers, breaker, "
@@ -97,50 +99,51 @@ def _positive_int(name: str, value: Any) -> int:
 class EvaluationModerationProcessor(Processor):
     """Blocks (or reports) text an external evaluation endpoint scores at or above `threshold`.
 
-    `phases` says what is judged: `"input"` (default, as in Mastra) is the text of the last
-    input message, once per run; `"output"` is the final response text, in
-    `process_output_result` (after it streamed: a block there becomes the run's tripwire, it
-    cannot unsend text; use `ModerationProcessor` to gate the stream itself). Text is cut to
-    `max_chars` and never logged.
+        `phases` says what is judged: `"input"` (default, as in Mastra) is the text of the last
+        input message, once per run; `"output"` is the final response text, in
+        `process_output_result` (after it streamed: a block there becomes the run's tripwire, it
+        cannot unsend text; use `ModerationProcessor` to gate the stream itself). Text is cut to
+        `max_chars` and never logged.
 
-    `mode="strict"` (default) aborts the run with `reason` (`"MESSAGE_BLOCKED"`) when the text
-    is flagged, and with `"EVALUATION_UNAVAILABLE"` when there is no verdict (fail closed,
-    logged as an error). `mode="warn"` never stops a run: a flagged text is reported to
-    `on_violation` and logged, a failure is logged, and the text passes.
+        `mode="strict"` (default) aborts the run with `reason` (`"MESSAGE_BLOCKED"`) when the text
+        is flagged, and with `"EVALUATION_UNAVAILABLE"` when there is no verdict (fail closed,
+        logged as an error). `mode="warn"` never stops a run: a flagged text is reported to
+        `on_violation` and logged, a failure is logged, and the text passes.
 
-    One call has `call_timeout` seconds in all (the hook as a whole stays under the agent's
-    `processor_timeout`); `retries=1` repeats a call that timed out, could
-    not connect or got a 5xx. Failures feed `breaker` (a `CircuitBreaker`, by default 3
-    failures in 60 s open it for 60 s); while it is open no call is made, the text counts as
-    unavailable (passed in warn mode, blocked in strict mode), and after the cooldown one call
-    probes the endpoint again. `on_verdict` sees every verdict (for cost accounting).
-    `headers` go with every request (an API key); `client` (an `httpx.AsyncClient`, reused and
-    not closed) or `transport` (an `httpx` transport) replace the default per-call client.
+        One call has `call_timeout` seconds in all (the hook's own `timeout`, which overrides the
+        agent's `processor_timeout`, is set to cover every attempt); `retries=1` repeats a call that timed out, could
+        not connect or got a 5xx. Failures feed `breaker` (a `CircuitBreaker`, by default 3
+        failures in 60 s open it for 60 s); while it is open no call is made, the text counts as
+        unavailable (passed in warn mode, blocked in strict mode), and after the cooldown one call
+        probes the endpoint again. `on_verdict` sees every verdict (for cost accounting).
+        `headers` go with every request (an API key); `client` (an `httpx.AsyncClient`, reused and
+        not closed) or `transport` (an `httpx` transport) replace the default per-call client.
 
-    ```python
-    import asyncio
+        ```python
+        import asyncio
+    import inspect
 
-    import httpx
+        import httpx
 
-    from sluicegate import Agent
-    from sluicegate.processors import EvaluationModerationProcessor
-    from sluicegate.testing import MockModel, text_step
-
-
-    def endpoint(request: httpx.Request) -> httpx.Response:
-        bad = b"ransom" in request.content
-        return httpx.Response(200, json={"score": 0.95 if bad else 0.02, "category": "illicit"})
+        from sluicegate import Agent
+        from sluicegate.processors import EvaluationModerationProcessor
+        from sluicegate.testing import MockModel, text_step
 
 
-    moderation = EvaluationModerationProcessor(
-        url="https://moderation.example/v1/evaluate",
-        mode="strict",
-        transport=httpx.MockTransport(endpoint),
-    )
-    agent = Agent("a", model=MockModel([text_step("Hello!")]), input_processors=[moderation])
-    result = asyncio.run(agent.generate("write a ransom note"))
-    assert result.tripwire is not None and result.tripwire.reason == "MESSAGE_BLOCKED"
-    ```
+        def endpoint(request: httpx.Request) -> httpx.Response:
+            bad = b"ransom" in request.content
+            return httpx.Response(200, json={"score": 0.95 if bad else 0.02, "category": "illicit"})
+
+
+        moderation = EvaluationModerationProcessor(
+            url="https://moderation.example/v1/evaluate",
+            mode="strict",
+            transport=httpx.MockTransport(endpoint),
+        )
+        agent = Agent("a", model=MockModel([text_step("Hello!")]), input_processors=[moderation])
+        result = asyncio.run(agent.generate("write a ransom note"))
+        assert result.tripwire is not None and result.tripwire.reason == "MESSAGE_BLOCKED"
+        ```
     """
 
     id = "evaluation-moderation"
@@ -209,6 +212,9 @@ class EvaluationModerationProcessor(Processor):
         self.max_chars = _positive_int("max_chars", max_chars)
         self.call_timeout = _positive_number("call_timeout", call_timeout)
         self.retries = retries
+        self.timeout = (retries + 1) * self.call_timeout + _HOOK_MARGIN
+        """The hook timeout (see `processor_timeout`): long enough for every attempt, so a slow
+        endpoint ends as "no verdict" (handled per `mode`), not as a `ProcessorTimeoutError`."""
         self.headers = dict(headers or {})
         self.breaker = breaker or CircuitBreaker(
             failures=DEFAULT_BREAKER_FAILURES, window=60.0, cooldown=DEFAULT_BREAKER_COOLDOWN
@@ -251,7 +257,9 @@ class EvaluationModerationProcessor(Processor):
             return
         if self.on_verdict is not None:
             try:
-                self.on_verdict(verdict)
+                pending = self.on_verdict(verdict)
+                if inspect.isawaitable(pending):
+                    await pending
             except Exception:
                 log.warning("EvaluationModerationProcessor: on_verdict raised", exc_info=True)
         if not (verdict.flagged or verdict.score >= self.threshold):
