@@ -110,12 +110,13 @@ class EvaluationModerationProcessor(Processor):
         logged as an error). `mode="warn"` never stops a run: a flagged text is reported to
         `on_violation` and logged, a failure is logged, and the text passes.
 
-        One call has `call_timeout` seconds in all (the hook's own `timeout`, which overrides the
-        agent's `processor_timeout`, is set to cover every attempt); `retries=1` repeats a call that timed out, could
-        not connect or got a 5xx. Failures feed `breaker` (a `CircuitBreaker`, by default 3
-        failures in 60 s open it for 60 s); while it is open no call is made, the text counts as
-        unavailable (passed in warn mode, blocked in strict mode), and after the cooldown one call
-        probes the endpoint again. `on_verdict` sees every verdict (for cost accounting).
+        One call has `call_timeout` seconds in all; `retries=1` repeats a call that timed out,
+        could not connect or got a 5xx (the hook's own `timeout`, which overrides the agent's
+        `processor_timeout`, covers every attempt). Failures feed `breaker` (a `CircuitBreaker`,
+        by default 3 failures in 60 s open it for 60 s); while it is open no call is made, the
+        text counts as unavailable (passed in warn mode, blocked in strict mode), and after the
+        cooldown one call probes the endpoint again. `on_verdict` (sync or async) sees every
+        verdict (for cost accounting).
         `headers` go with every request (an API key); `client` (an `httpx.AsyncClient`, reused and
         not closed) or `transport` (an `httpx` transport) replace the default per-call client.
 
