@@ -199,6 +199,18 @@ async def test_a_slow_endpoint_is_no_verdict_even_past_the_agents_processor_time
     assert result.tripwire is None and result.text == "the answer"
 
 
+async def test_the_default_client_is_kept_per_loop_and_closed_by_aclose() -> None:
+    processor = moderation(Endpoint({"score": 0.0}))
+    await agent(processor).generate("x")
+    first = processor._http()
+    await agent(processor).generate("y")
+    assert processor._http() is first and not first.is_closed
+    await processor.aclose()
+    assert first.is_closed
+    await agent(processor).generate("z")
+    assert processor._http() is not first
+
+
 async def test_a_given_client_is_used_and_left_open() -> None:
     endpoint = Endpoint({"score": 0.0})
     async with httpx.AsyncClient(transport=httpx.MockTransport(endpoint)) as client:
