@@ -40,14 +40,21 @@ if TYPE_CHECKING:
         new_pseudonym_key,
     )
     from sluicegate.processors.builtin.batch_parts import BatchPartsProcessor
+    from sluicegate.processors.builtin.classifier import ClassifierProcessor
     from sluicegate.processors.builtin.cost_guard import CostGuardProcessor, InMemoryUsageStore
+    from sluicegate.processors.builtin.evaluation_moderation import (
+        EvaluationModerationProcessor,
+        EvaluationVerdict,
+    )
     from sluicegate.processors.builtin.language_detector import LanguageDetector
     from sluicegate.processors.builtin.message_history import MessageHistory
+    from sluicegate.processors.builtin.model_router import ModelRouterProcessor
     from sluicegate.processors.builtin.moderation import ModerationProcessor
     from sluicegate.processors.builtin.pii_detector import PIIDetector
     from sluicegate.processors.builtin.prefill_error_handler import PrefillErrorHandler
     from sluicegate.processors.builtin.prompt_injection_detector import PromptInjectionDetector
     from sluicegate.processors.builtin.provider_history_compat import CompatRule, ProviderHistoryCompat
+    from sluicegate.processors.builtin.refusal_handler import RefusalHandler
     from sluicegate.processors.builtin.regex_filter import RegexFilter, RegexFilterProcessor
     from sluicegate.processors.builtin.response_cache import ResponseCache, build_response_cache_key
     from sluicegate.processors.builtin.semantic_recall import SemanticRecall
@@ -95,6 +102,11 @@ _BUILTINS: dict[str, str] = {
     "PromptInjectionDetector": "prompt_injection_detector",
     "LanguageDetector": "language_detector",
     "SystemPromptScrubber": "system_prompt_scrubber",
+    "ModelRouterProcessor": "model_router",
+    "ClassifierProcessor": "classifier",
+    "RefusalHandler": "refusal_handler",
+    "EvaluationModerationProcessor": "evaluation_moderation",
+    "EvaluationVerdict": "evaluation_moderation",
 }
 
 
@@ -125,14 +137,18 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BatchPartsProcessor",
+    "ClassifierProcessor",
     "CompatRule",
     "CostGuardProcessor",
     "ErrorProcessor",
+    "EvaluationModerationProcessor",
+    "EvaluationVerdict",
     "InMemoryPseudonymStore",
     "InMemoryUsageStore",
     "InputProcessor",
     "LanguageDetector",
     "MessageHistory",
+    "ModelRouterProcessor",
     "ModerationProcessor",
     "OutputProcessor",
     "OutputResult",
@@ -160,6 +176,7 @@ __all__ = [
     "ProviderHistoryCompat",
     "PseudonymKeyError",
     "PseudonymStore",
+    "RefusalHandler",
     "RegexFilter",
     "RegexFilterProcessor",
     "ResponseCache",
