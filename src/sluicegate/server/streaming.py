@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from starlette.responses import Response
 
@@ -64,7 +64,10 @@ async def wait_for_disconnect(receive: Receive) -> None:
 
 class ChunkStreamResponse(Response):
     """An ASGI response that streams a run's chunks as SSE and cancels the run when the client
-    leaves or `timeout` seconds pass."""
+    leaves or `timeout` seconds pass (`timeout_message` is the `error` event then).
+
+    `on_end` runs once the response is over, however it ended (a resumed run's output is
+    closed there, so one its client never read gives its claim back)."""
 
     def __init__(
         self,
@@ -75,6 +78,8 @@ class ChunkStreamResponse(Response):
         headers: dict[str, str] | None = None,
         span: Callable[[], AbstractContextManager[Any]] | None = None,
         error_details: bool = False,
+        on_end: Callable[[], Awaitable[None]] | None = None,
+        timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -85,7 +90,9 @@ class ChunkStreamResponse(Response):
         self._extra_headers = headers or {}
         self._span = span
         self._error_details = error_details
-        self.cancelled_by: str | None = None
+        self._on_end = on_end
+        self._timeout_message = timeout_message
+        self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
@@ -94,10 +101,12 @@ class ChunkStreamResponse(Response):
             (b"x-accel-buffering", b"no"),
             *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],
         ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        producer = asyncio.ensure_future(self._produce(send))
-        watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+        tasks: tuple[asyncio.Future[None], ...] = ()
         try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            producer = asyncio.ensure_future(self._produce(send))
+            watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+            tasks = (producer, watcher)
             done, _ = await asyncio.wait(
                 {producer, watcher}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
             )
@@ -110,7 +119,7 @@ class ChunkStreamResponse(Response):
                 await producer
             if self.cancelled_by == "timeout":
                 with contextlib.suppress(OSError):
-                    message = f"the run did not finish within {self._timeout:g} s and was cancelled"
+                    message = self._timeout_message.format(timeout=self._timeout)
                     await send(
                         {
                             "type": "http.response.body",
@@ -119,11 +128,13 @@ class ChunkStreamResponse(Response):
                         }
                     )
         finally:
-            for task in (producer, watcher):
+            for task in tasks:
                 if not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+            if self._on_end is not None:
+                await self._on_end()
 
     async def _produce(self, send: Send) -> None:
         chunks = self._chunks
