@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -24,6 +25,7 @@ from sluicegate.server.bodies import AgentCallBody, call_options, narrow_memory_
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
+from sluicegate.server.reconnect import open_tee, owner_of
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
 from sluicegate.server.traces import (
@@ -38,6 +40,8 @@ from sluicegate.server.traces import (
 router = APIRouter(prefix="/api", tags=["agents"])
 
 TRACE_HEADER = "x-sluicegate-trace-id"
+
+T = TypeVar("T")
 
 
 @router.get("/agents", responses=ERRORS)
@@ -77,6 +81,29 @@ def run_error(exc: BaseException, *, details: bool = False) -> ApiError:
     raise exc
 
 
+async def run_to_end(request: Request, run: Coroutine[Any, Any, T]) -> T:
+    """The result of `run`, driven by a task of its own: a client that disconnects (499) or the
+    request timeout (504) cancels it."""
+    settings = settings_of(request)
+    task = asyncio.ensure_future(run)
+    watcher = asyncio.ensure_future(wait_for_disconnect(request.receive))
+    try:
+        done, _ = await asyncio.wait(
+            {task, watcher}, timeout=settings.request_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        for pending in (task, watcher):
+            if not pending.done():
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pending
+    if task not in done:
+        if watcher in done:
+            raise ApiError(499, "client closed the request")
+        raise ApiError(504, f"the run did not finish within {settings.request_timeout:g} s and was cancelled")
+    return task.result()
+
+
 def _refusal(exc: BaseException, body: AgentCallBody, *, details: bool) -> ApiError:
     """`run_error`, except that another resource's thread gets the answer creating a thread with
     a taken id gets on every route (not a 403 that would confirm whose it is)."""
@@ -106,7 +133,6 @@ async def _start(
 async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONResponse:
     """Run the agent to its end and return the full output (text, steps, usage, tripwire)."""
     key, agent = agent_or_404(request, agentId)
-    settings = settings_of(request)
     messages, options = await _start(agent, body, request, stream=False)
     span = start_request_span(f"POST generate {agent.name}", _span_attributes(request, key))
 
@@ -114,24 +140,10 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
         with run_span(span):
             return await agent.generate(messages, **options)
 
-    task = asyncio.ensure_future(run())
-    watcher = asyncio.ensure_future(wait_for_disconnect(request.receive))
     try:
-        done, _ = await asyncio.wait(
-            {task, watcher}, timeout=settings.request_timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-    finally:
-        for pending in (task, watcher):
-            if not pending.done():
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await pending
-    if task not in done:
-        if watcher in done:
-            raise ApiError(499, "client closed the request")
-        raise ApiError(504, f"the run did not finish within {settings.request_timeout:g} s and was cancelled")
-    try:
-        result = task.result()
+        result = await run_to_end(request, run())
+    except ApiError:
+        raise
     except Exception as exc:
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
     return JSONResponse(
@@ -157,10 +169,19 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     span = start_request_span(f"POST stream {agent.name}", _span_attributes(request, key))
     try:
         with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
-            output, _ = await _start(agent, body, request, stream=True)
+            output, options = await _start(agent, body, request, stream=True)
     except BaseException:
         span.end()
         raise
+    resource_id, thread_id = owner_of(options)
+    tee = await open_tee(
+        request,
+        output,
+        agent_id=agent.id,
+        resource_id=resource_id,
+        thread_id=thread_id,
+        details=agent.provider_error_details,
+    )
     return ChunkStreamResponse(
         output.full_stream,
         run_id=output.run_id,
@@ -168,4 +189,5 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         headers=trace_headers(span),
         span=lambda: run_span(span),
         error_details=agent.provider_error_details,
+        tee=tee,
     )

@@ -26,13 +26,15 @@ from starlette.types import ASGIApp
 
 from sluicegate import __version__
 from sluicegate.registry import Sluicegate
-from sluicegate.server import agents, memory_routes, processor_routes, tool_routes
+from sluicegate.server import agents, hitl_routes, memory_routes, processor_routes, tool_routes
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
 from sluicegate.server.headers import SecurityHeaders
 from sluicegate.server.identity import IdentityGate
+from sluicegate.server.reconnect import close_run_log, make_run_log
 from sluicegate.server.settings import ServerSettings
 from sluicegate.server.traces import install_recent_spans
+from sluicegate.stream.run_log import RunLog
 
 
 class _App(FastAPI):
@@ -43,9 +45,15 @@ class _App(FastAPI):
         return SecurityHeaders(super().build_middleware_stack())
 
 
-def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> FastAPI:
+def create_app(
+    registry: Sluicegate, settings: ServerSettings | None = None, *, run_log: RunLog | None = None
+) -> FastAPI:
     """An ASGI app serving `registry` under `/api` (Mastra's routes), `/openapi.json`,
     and the studio at `/studio` when `settings.studio` is set.
+
+    `run_log` keeps the chunks of every streamed run for `observe` (see
+    `sluicegate.server.reconnect`); by default one in this process, or on Redis when
+    `settings.redis_url` is set.
 
     FastAPI's `/docs` and `/redoc` pages are turned off: they load their scripts from a CDN,
     which fails offline and puts a third party's code next to the API token. The schema at
@@ -78,13 +86,22 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     app.state.registry = registry
     app.state.settings = settings
     app.state.app_key = uuid.uuid4().hex
+    if run_log is None:  # the app's own: closed with it
+        run_log = make_run_log(settings)
+        made = run_log
+
+        async def close_log() -> None:
+            await close_run_log(made)
+
+        app.router.add_event_handler("shutdown", close_log)
+    app.state.run_log = run_log
     # Only the studio reads spans: without it the server turns no tracing on by itself (an
     # OpenTelemetry provider the application configured still gets the run spans).
     app.state.spans = (
         install_recent_spans(settings.trace_capacity, app_key=app.state.app_key) if settings.studio else None
     )
     install_error_handlers(app)
-    for module in (agents, memory_routes, processor_routes, tool_routes):
+    for module in (agents, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sluicegate.agent import Agent
+from sluicegate.agent.resume import MAX_DECLINE_REASON_CHARS
 from sluicegate.errors import SluicegateError
 from sluicegate.memory.errors import MemoryOptionError
 from sluicegate.messages import Message
@@ -26,6 +27,7 @@ from sluicegate.server.plain_json import check_plain_json
 from sluicegate.server.settings import ServerSettings
 
 RESERVED_CONTEXT_PREFIXES = ("mastra__", "sluicegate__")
+NO_OVERRIDES = "this server does not let clients replace the agent's model or instructions"
 
 
 class _Body(BaseModel):
@@ -61,7 +63,27 @@ class StructuredOutputBody(_Body):
     json_schema: dict[str, Any] = Field(alias="schema", description="A JSON schema for the answer.")
 
 
-class AgentCallBody(_Body):
+class _RunTuning(_Body):
+    """The options that tune a run, shared by starting one and resuming one."""
+
+    requestContext: dict[str, Any] | None = None
+    maxSteps: int | None = Field(default=None, ge=1)
+    maxProcessorRetries: int | None = Field(default=None, ge=0, le=100)
+    toolChoice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
+    activeTools: list[str] | None = None
+    modelSettings: dict[str, Any] | None = None
+    providerOptions: dict[str, dict[str, Any]] | None = None
+    model: str | None = None
+    requireToolApproval: bool | None = Field(
+        default=None, description="Every tool call waits for approve-tool-call / decline-tool-call."
+    )
+    # Observability hints a Mastra client may send; they do not change the run.
+    savePerStep: bool | None = None
+    returnScorerData: bool | None = None
+    tracingOptions: dict[str, Any] | None = None
+
+
+class AgentCallBody(_RunTuning):
     """Body of `POST /api/agents/{agentId}/generate` and `/stream`."""
 
     messages: str | list[Any] = Field(description="A string or a list of messages (model or UI shape).")
@@ -72,23 +94,11 @@ class AgentCallBody(_Body):
     resourceId: str | None = Field(
         default=None, min_length=1, max_length=256, description="Legacy form of memory.resource."
     )
-    requestContext: dict[str, Any] | None = None
-    maxSteps: int | None = Field(default=None, ge=1)
-    maxProcessorRetries: int | None = Field(default=None, ge=0, le=100)
-    toolChoice: Literal["auto", "none", "required"] | ToolChoiceTool | None = None
-    activeTools: list[str] | None = None
-    modelSettings: dict[str, Any] | None = None
-    providerOptions: dict[str, dict[str, Any]] | None = None
     structuredOutput: StructuredOutputBody | None = None
     instructions: str | list[str] | None = None
     system: str | list[str] | None = None
-    model: str | None = None
     clientTools: dict[str, Any] | None = None
-    # Observability hints a Mastra client may send; they do not change the run.
-    runId: str | None = Field(default=None, max_length=256)
-    savePerStep: bool | None = None
-    returnScorerData: bool | None = None
-    tracingOptions: dict[str, Any] | None = None
+    runId: str | None = Field(default=None, max_length=256, description="An observability hint; ignored.")
 
 
 def _messages(value: str | list[Any]) -> list[Message]:
@@ -122,10 +132,29 @@ def request_context_from(value: dict[str, Any] | None, field: str = "requestCont
 def call_options(body: AgentCallBody, settings: ServerSettings) -> tuple[list[Message], dict[str, Any]]:
     """The messages and the `generate`/`stream` keyword options a body asks for."""
     messages = _messages(body.messages)
-    options: dict[str, Any] = {"request_context": request_context_from(body.requestContext)}
+    options = tuning_options(body, settings)
     memory = _memory(body)
     if memory is not None:
         options["memory"] = memory
+    if body.structuredOutput is not None:
+        options["structured_output"] = {"schema": body.structuredOutput.json_schema}
+    for name in ("instructions", "system"):
+        if getattr(body, name) is not None and not settings.allow_client_overrides:
+            raise bad_request(name, NO_OVERRIDES)
+    if body.instructions is not None or body.system is not None:
+        parts: list[str] = []
+        for value in (body.instructions, body.system):
+            if value is not None:
+                parts.extend([value] if isinstance(value, str) else value)
+        options["instructions"] = parts
+    if body.clientTools:
+        raise bad_request("clientTools", "client-side tools are not supported by this server")
+    return messages, options
+
+
+def tuning_options(body: _RunTuning, settings: ServerSettings) -> dict[str, Any]:
+    """The keyword options of the run-tuning fields a body sets (and its request context)."""
+    options: dict[str, Any] = {"request_context": request_context_from(body.requestContext)}
     if body.maxSteps is not None:
         if body.maxSteps > settings.max_steps_limit:
             raise bad_request("maxSteps", f"must be at most {settings.max_steps_limit}")
@@ -139,6 +168,8 @@ def call_options(body: AgentCallBody, settings: ServerSettings) -> tuple[list[Me
         )
     if body.activeTools is not None:
         options["active_tools"] = list(body.activeTools)
+    if body.requireToolApproval is not None:
+        options["require_tool_approval"] = body.requireToolApproval
     try:
         if body.modelSettings is not None:
             options["model_settings"] = normalize_model_settings(body.modelSettings, where="modelSettings")
@@ -147,24 +178,11 @@ def call_options(body: AgentCallBody, settings: ServerSettings) -> tuple[list[Me
             options["provider_options"] = dict(body.providerOptions)
     except ModelSettingsError as exc:
         raise bad_request(exc.field, exc.reason) from None
-    if body.structuredOutput is not None:
-        options["structured_output"] = {"schema": body.structuredOutput.json_schema}
-    for name in ("model", "instructions", "system"):
-        if getattr(body, name) is not None and not settings.allow_client_overrides:
-            raise bad_request(
-                name, "this server does not let clients replace the agent's model or instructions"
-            )
     if body.model is not None:
+        if not settings.allow_client_overrides:
+            raise bad_request("model", NO_OVERRIDES)
         options["model"] = body.model
-    if body.instructions is not None or body.system is not None:
-        parts: list[str] = []
-        for value in (body.instructions, body.system):
-            if value is not None:
-                parts.extend([value] if isinstance(value, str) else value)
-        options["instructions"] = parts
-    if body.clientTools:
-        raise bad_request("clientTools", "client-side tools are not supported by this server")
-    return messages, options
+    return options
 
 
 def _memory(body: AgentCallBody) -> dict[str, Any] | None:
@@ -245,3 +263,80 @@ class ProcessorExecuteBody(_Body):
 class ToolExecuteBody(_Body):
     data: Any = None
     requestContext: dict[str, Any] | None = None
+
+
+# ----------------------------------------------------------------------------- human in the loop
+
+MAX_RUN_ID_CHARS = 1024
+"""The longest run or tool call id accepted (the suspended-run stores' limit)."""
+
+_ID_PATTERN = r"^[^\x00-\x1f\x7f]+$"  # no control characters: every store can keep it
+
+
+def _run_id(description: str) -> Any:
+    return Field(min_length=1, max_length=MAX_RUN_ID_CHARS, pattern=_ID_PATTERN, description=description)
+
+
+def _tool_call_id() -> Any:
+    return Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_RUN_ID_CHARS,
+        pattern=_ID_PATTERN,
+        description="The pending call to decide; may be left out when the run waits on one call only.",
+    )
+
+
+def _resource_id() -> Any:
+    return Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="Whose run (without an identity hook; with one, the authenticated resource).",
+    )
+
+
+class ToolDecisionBody(_Body):
+    """Body of `approve-tool-call` and `approve-tool-call-generate`."""
+
+    runId: str = _run_id("The suspended run (the `runId` of its chunks and result).")
+    toolCallId: str | None = _tool_call_id()
+    resourceId: str | None = _resource_id()
+    requestContext: dict[str, Any] | None = None
+    model: str | None = None
+    format: Literal["mastra"] | None = Field(default=None, description="Only Mastra's chunks are served.")
+
+
+class DeclineBody(ToolDecisionBody):
+    """Body of `decline-tool-call` and `decline-tool-call-generate`."""
+
+    reason: str | None = Field(
+        default=None,
+        max_length=MAX_DECLINE_REASON_CHARS,
+        description="What the model is told instead of the tool's result.",
+    )
+
+
+class ResumeStreamBody(_RunTuning):
+    """Body of `resume-stream`: the data a suspended tool resumes with, and run options. The
+    conversation, memory and instructions are the stored run's: fields that would change them are
+    refused."""
+
+    runId: str = _run_id("The suspended run.")
+    toolCallId: str | None = _tool_call_id()
+    resumeData: Any = Field(description="Checked against the tool's resume schema.")
+    resourceId: str | None = _resource_id()
+    memory: MemoryBody | None = Field(
+        default=None, description="As Mastra's clients send it: must name the run's own thread and resource."
+    )
+    threadId: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ObserveBody(_Body):
+    """Body of `observe`: which run to replay, from which chunk."""
+
+    runId: str = _run_id("The run to observe.")
+    offset: int = Field(
+        default=0, ge=0, le=2**53, description="How many chunks the client already has (0: replay all)."
+    )
+    resourceId: str | None = _resource_id()

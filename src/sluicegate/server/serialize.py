@@ -12,6 +12,7 @@ from sluicegate.errors import public_error
 from sluicegate.processors.base import HOOKS, implements, processor_id
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
+from sluicegate.storage.suspended_runs import SuspendedRun
 from sluicegate.stream.payload import to_json
 from sluicegate.tools import Tool
 
@@ -186,7 +187,34 @@ def output_json(result: FullOutput, *, error_details: bool = False) -> dict[str,
         out["tripwire"] = result.tripwire.to_dict()
     if result.error is not None:
         out["error"] = public_error(result.error, details=error_details)
+    if result.suspend_payload is not None:
+        out["suspendPayload"] = to_json(result.suspend_payload)
     trace_id = getattr(result, "trace_id", None)
     if trace_id:
         out["traceId"] = trace_id
+    return out
+
+
+def suspended_run_json(run: SuspendedRun) -> dict[str, Any]:
+    """A run waiting on a person, as Mastra's `GET /api/agents/:agentId/suspended-runs` lists it."""
+    out: dict[str, Any] = {
+        "runId": run.run_id,
+        "status": "suspended",
+        "suspendedAt": run.suspended_at.isoformat(),
+        "expiresAt": run.expires_at.isoformat(),
+        "toolCalls": [
+            {
+                "toolCallId": call.tool_call_id,
+                "toolName": call.tool_name,
+                "args": call.args,
+                "requiresApproval": call.kind == "approval",
+                **({"suspendPayload": call.suspend_payload} if call.kind == "suspend" else {}),
+            }
+            for call in run.pending
+        ],
+    }
+    if run.thread_id is not None:
+        out["threadId"] = run.thread_id
+    if run.resource_id is not None:
+        out["resourceId"] = run.resource_id
     return out

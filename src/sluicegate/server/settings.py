@@ -79,6 +79,9 @@ class ServerSettings:
     max_connections: int | None = None
     """Open connections one server process accepts; more are answered 503 at once. None: half
     the process's open-file limit, at most 2048. Applies where `request_read_timeout` does."""
+    redis_url: str | None = None
+    """Keep the reconnect log (what `observe` replays) on this Redis (`RedisRunLog`), so a
+    client can reconnect through any server process; None: in this process (`InMemoryRunLog`)."""
 
     def __post_init__(self) -> None:
         if not self.request_read_timeout > 0 or self.request_read_timeout == float("inf"):
@@ -92,7 +95,7 @@ class ServerSettings:
     def from_env(cls, *, studio: bool | None = None) -> ServerSettings:
         """Settings from `SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS` (comma-separated),
         `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`,
-        `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`."""
+        `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_REDIS_URL`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -107,4 +110,5 @@ class ServerSettings:
             studio=studio_env if studio is None else studio,
             request_read_timeout=_seconds("SLUICEGATE_REQUEST_READ_TIMEOUT", 30.0),
             max_connections=_int("SLUICEGATE_MAX_CONNECTIONS", 0) or None,  # unset: None
+            redis_url=os.environ.get("SLUICEGATE_REDIS_URL") or None,
         )

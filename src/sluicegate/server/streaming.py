@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
-from typing import Any, cast
+from typing import Any, Literal, Protocol, cast
 
 from starlette.responses import Response
 
@@ -41,6 +41,18 @@ def error_event(run_id: str, message: str, name: str) -> dict[str, Any]:
 
 _ERROR_CHUNKS = frozenset(("error", "tool-error"))
 
+Outcome = Literal["done", "error", "disconnect", "timeout"]
+"""How a streamed response ended: the run's stream ran out, failed outside the run's own error
+handling, the client left, or the request timeout passed."""
+
+
+class Tee(Protocol):
+    """Where each streamed chunk is also written (the run log), and told how the stream ended."""
+
+    def append(self, chunk: Any) -> None: ...
+
+    async def close(self, outcome: Outcome) -> None: ...
+
 
 def chunk_event(chunk: Any, error_details: bool) -> dict[str, Any]:
     """A chunk's JSON for the client. An `error` / `tool-error` chunk's error goes out as
@@ -64,7 +76,11 @@ async def wait_for_disconnect(receive: Receive) -> None:
 
 class ChunkStreamResponse(Response):
     """An ASGI response that streams a run's chunks as SSE and cancels the run when the client
-    leaves or `timeout` seconds pass."""
+    leaves or `timeout` seconds pass.
+
+    `tee` gets every chunk as it is sent and, once the response is over, how it ended;
+    `on_end` runs last (a resumed run's output is closed there, so an unread one gives its
+    claim back)."""
 
     def __init__(
         self,
@@ -75,6 +91,8 @@ class ChunkStreamResponse(Response):
         headers: dict[str, str] | None = None,
         span: Callable[[], AbstractContextManager[Any]] | None = None,
         error_details: bool = False,
+        tee: Tee | None = None,
+        on_end: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -85,7 +103,10 @@ class ChunkStreamResponse(Response):
         self._extra_headers = headers or {}
         self._span = span
         self._error_details = error_details
-        self.cancelled_by: str | None = None
+        self._tee = tee
+        self._on_end = on_end
+        self._failed = False
+        self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
@@ -102,7 +123,14 @@ class ChunkStreamResponse(Response):
                 {producer, watcher}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
             )
             if producer in done:
-                producer.result()
+                try:
+                    producer.result()
+                except OSError:  # the client went away while a chunk was being sent
+                    self.cancelled_by = "disconnect"
+                    raise
+                except Exception:
+                    self._failed = True
+                    raise
                 return
             self.cancelled_by = "disconnect" if watcher in done else "timeout"
             producer.cancel()
@@ -124,13 +152,28 @@ class ChunkStreamResponse(Response):
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+            await self._end()
+
+    async def _end(self) -> None:
+        try:
+            await self._close_tee(self.cancelled_by or ("error" if self._failed else "done"))
+        finally:
+            if self._on_end is not None:
+                await self._on_end()
+
+    async def _close_tee(self, outcome: Outcome) -> None:
+        tee, self._tee = self._tee, None
+        if tee is not None:
+            await tee.close(outcome)
 
     async def _produce(self, send: Send) -> None:
         chunks = self._chunks
         span = self._span() if self._span is not None else contextlib.nullcontext()
         with span:
             await self._send_all(chunks, send)
-        # The run's span has ended (and reached the trace buffer) before the client sees the end.
+        # The run's span has ended (and reached the trace buffer), and its log is closed (a
+        # decision sent right after the end reopens it), before the client sees the end.
+        await self._close_tee("error" if self._failed else "done")
         await send({"type": "http.response.body", "body": DONE, "more_body": False})
 
     async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
@@ -154,16 +197,20 @@ class ChunkStreamResponse(Response):
 
         writing = asyncio.ensure_future(writer())
         details = self._error_details
+        tee = self._tee.append if self._tee is not None else None
         try:
             try:
                 async for chunk in chunks:
                     pending.append(sse(chunk_event(chunk, details)))
+                    if tee is not None:
+                        tee(chunk)
                     ready.set()
                     if writing.done():
                         writing.result()  # the client is gone: stop the run
             except (asyncio.CancelledError, OSError):
                 raise
             except Exception as exc:  # the run failed outside its own error handling
+                self._failed = True
                 public = public_error(exc, details=details)
                 pending.append(sse(error_event(self._run_id, public["message"], public["name"])))
             finished = True

@@ -1,0 +1,352 @@
+"""Human-in-the-loop and reconnect routes, as `@mastra/client-js` calls them: list the runs
+waiting on a person, approve or decline a pending tool call, resume a suspended tool, and
+observe (replay, then follow) a streamed run.
+
+Who may act on a run: with an identity hook, only the resource the run was started for (and,
+when the identity pins a thread, only a run on that thread); without one, the `resourceId` the
+body names, or the run's owner when it names none (the server trusts its clients then, as
+Mastra's does; see `sluicegate.server.identity`). A run of another resource or another agent
+answers 404 with the body an unknown run id gets, never 403: nothing tells a caller that a run
+it may not touch exists.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from sluicegate.agent import Agent
+from sluicegate.errors import InvalidInputError
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
+from sluicegate.server.agents import run_error, run_to_end
+from sluicegate.server.bodies import (
+    NO_OVERRIDES,
+    DeclineBody,
+    ObserveBody,
+    ResumeStreamBody,
+    ToolDecisionBody,
+    request_context_from,
+    tuning_options,
+)
+from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
+from sluicegate.server.errors import ApiError, bad_request
+from sluicegate.server.identity import bind_context, bound_resource, bound_thread, identity_of
+from sluicegate.server.reconnect import open_tee, run_log_of
+from sluicegate.server.serialize import output_json, suspended_run_json
+from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.storage.errors import (
+    AmbiguousToolCallError,
+    SuspendedRunNotFoundError,
+    ToolCallNotPendingError,
+)
+from sluicegate.storage.suspended_runs import SuspendedRun
+from sluicegate.stream.run_log import RunInfo, RunLogUnavailableError, RunNotFoundError
+from sluicegate.tools.tool import ToolInputError
+
+log = logging.getLogger("sluicegate.server")
+
+router = APIRouter(prefix="/api/agents", tags=["human in the loop"])
+
+MAX_PAGE = 1000
+
+_SSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "Server-sent events: `data: <chunk JSON>` per chunk, then `data: [DONE]`.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+_DECISION_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    404: ERRORS[404] | {"description": "No such agent, or no suspended run of this id for the caller."},
+    409: ERRORS[400] | {"description": "The run is being resumed already, or the tool call is not pending."},
+    502: ERRORS[400] | {"description": "The model provider failed."},
+}
+_STREAM_ERRORS = {**_DECISION_ERRORS, **_SSE}
+_CLAIMED = frozenset(("claimed", "already claimed", "changed by other claimers meanwhile"))
+
+
+def unknown_run(run_id: str) -> ApiError:
+    """The one answer for a run the caller cannot act on, whatever the reason."""
+    return ApiError(404, f"runId: no suspended run {run_id!r}", field="runId")
+
+
+# ----------------------------------------------------------------------------- who acts
+
+
+async def _stored_run(
+    request: Request, agent: Agent, body: ToolDecisionBody | ResumeStreamBody
+) -> SuspendedRun:
+    """The stored run the body names, if the caller may act on it (404 otherwise). The agent
+    checks ownership again when it claims the run; this lookup finds the owner for a caller
+    without an identity hook, and the thread for one whose identity pins it."""
+    acting = bound_resource(request, body.resourceId, "resourceId")
+    pinned = bound_thread(request, None, "threadId")
+    stored = await agent.suspended_run_store.get_suspended_run(body.runId)
+    if stored is None or stored.agent_id != agent.id:
+        raise unknown_run(body.runId)
+    trusted = identity_of(request) is None and acting is None
+    if not trusted and stored.resource_id != acting:
+        raise unknown_run(body.runId)
+    if pinned is not None and stored.thread_id != pinned:
+        raise unknown_run(body.runId)
+    return stored
+
+
+def _acting_context(request: Request, given: dict[str, Any] | None, stored: SuspendedRun) -> RequestContext:
+    """The resumed run's request context: the body's values, the identity's over them, and the
+    run's owner as the resource the decision is made for."""
+    context = bind_context(request, request_context_from(given))
+    if stored.resource_id is not None:
+        context.set(RESOURCE_ID_KEY, stored.resource_id)
+    return context
+
+
+def decision_error(exc: BaseException, agent: Agent) -> ApiError:
+    """The HTTP answer for a decision the agent refused."""
+    if isinstance(exc, SuspendedRunNotFoundError):
+        if exc.reason in _CLAIMED:  # only the owner gets this far
+            return ApiError(409, f"runId: run {exc.run_id!r} is already being resumed", field="runId")
+        return unknown_run(exc.run_id)
+    if isinstance(exc, ToolCallNotPendingError):
+        return ApiError(409, f"toolCallId: {exc}", field="toolCallId")
+    if isinstance(exc, AmbiguousToolCallError):
+        return bad_request("toolCallId", str(exc))
+    if isinstance(exc, ToolInputError):
+        return bad_request("resumeData", str(exc))
+    if isinstance(exc, InvalidInputError) and "tool call" in str(exc):
+        return ApiError(409, f"toolCallId: {exc}", field="toolCallId")  # the call waits on another decision
+    return run_error(exc, details=agent.provider_error_details)
+
+
+def _decision_options(request: Request, body: ToolDecisionBody, stored: SuspendedRun) -> dict[str, Any]:
+    options: dict[str, Any] = {"request_context": _acting_context(request, body.requestContext, stored)}
+    if body.model is not None:
+        if not settings_of(request).allow_client_overrides:
+            raise bad_request("model", NO_OVERRIDES)
+        options["model"] = body.model
+    return options
+
+
+def _resume_options(request: Request, body: ResumeStreamBody, stored: SuspendedRun) -> dict[str, Any]:
+    memory = body.memory
+    if memory is not None and (memory.options is not None or memory.readOnly is not None):
+        field = "memory.options" if memory.options is not None else "memory.readOnly"
+        raise bad_request(field, "a resumed run keeps the memory settings it was started with")
+    thread = memory.thread if memory is not None else body.threadId
+    thread_id = thread if isinstance(thread, str) or thread is None else thread.id
+    resource = memory.resource if memory is not None and memory.resource is not None else None
+    if (thread_id is not None and thread_id != stored.thread_id) or (
+        resource is not None and resource != stored.resource_id
+    ):
+        raise unknown_run(body.runId)  # names another conversation: not a run this caller has
+    options = tuning_options(body, settings_of(request))
+    options["request_context"] = _acting_context(request, body.requestContext, stored)
+    return options
+
+
+# ----------------------------------------------------------------------------- streams
+
+
+async def _stream(request: Request, agent: Agent, stored: SuspendedRun, output: Any) -> ChunkStreamResponse:
+    tee = await open_tee(
+        request,
+        output,
+        agent_id=agent.id,
+        resource_id=stored.resource_id,
+        thread_id=stored.thread_id,
+        details=agent.provider_error_details,
+    )
+    return ChunkStreamResponse(
+        output.full_stream,
+        run_id=output.run_id,
+        timeout=settings_of(request).request_timeout,
+        error_details=agent.provider_error_details,
+        tee=tee,
+        on_end=output.aclose,
+    )
+
+
+@router.post("/{agentId}/approve-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)
+async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Request) -> Any:
+    """Run the pending tool call and continue the run, streamed like `/stream`."""
+    _, agent = agent_or_404(request, agentId)
+    stored = await _stored_run(request, agent, body)
+    options = _decision_options(request, body, stored)
+    try:
+        output = await agent.approve_tool_call(run_id=body.runId, tool_call_id=body.toolCallId, **options)
+    except Exception as exc:
+        raise decision_error(exc, agent) from exc
+    return await _stream(request, agent, stored, output)
+
+
+@router.post("/{agentId}/decline-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)
+async def decline_tool_call(agentId: str, body: DeclineBody, request: Request) -> Any:
+    """Refuse the pending tool call (it never runs; the model reads `reason`) and continue, streamed."""
+    _, agent = agent_or_404(request, agentId)
+    stored = await _stored_run(request, agent, body)
+    options = _decision_options(request, body, stored)
+    try:
+        output = await agent.decline_tool_call(
+            run_id=body.runId, tool_call_id=body.toolCallId, reason=body.reason, **options
+        )
+    except Exception as exc:
+        raise decision_error(exc, agent) from exc
+    return await _stream(request, agent, stored, output)
+
+
+@router.post("/{agentId}/resume-stream", responses=_STREAM_ERRORS, response_class=JSONResponse)
+async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) -> Any:
+    """Run a suspended tool again with `resumeData` and continue the run, streamed."""
+    _, agent = agent_or_404(request, agentId)
+    stored = await _stored_run(request, agent, body)
+    options = _resume_options(request, body, stored)
+    try:
+        output = await agent.resume_stream(
+            body.resumeData, run_id=body.runId, tool_call_id=body.toolCallId, **options
+        )
+    except Exception as exc:
+        raise decision_error(exc, agent) from exc
+    return await _stream(request, agent, stored, output)
+
+
+# ----------------------------------------------------------------------------- to the end
+
+
+@router.post("/{agentId}/approve-tool-call-generate", responses={**_DECISION_ERRORS, 504: ERRORS[400]})
+async def approve_tool_call_generate(agentId: str, body: ToolDecisionBody, request: Request) -> JSONResponse:
+    """Run the pending tool call and the rest of the run; the full output, like `/generate`."""
+    _, agent = agent_or_404(request, agentId)
+    stored = await _stored_run(request, agent, body)
+    options = _decision_options(request, body, stored)
+    try:
+        approved = agent.approve_tool_call_generate(
+            run_id=body.runId, tool_call_id=body.toolCallId, **options
+        )
+        result = await run_to_end(request, approved)
+    except ApiError:
+        raise
+    except Exception as exc:
+        raise decision_error(exc, agent) from exc
+    return JSONResponse(output_json(result, error_details=agent.provider_error_details))
+
+
+@router.post("/{agentId}/decline-tool-call-generate", responses={**_DECISION_ERRORS, 504: ERRORS[400]})
+async def decline_tool_call_generate(agentId: str, body: DeclineBody, request: Request) -> JSONResponse:
+    """Refuse the pending tool call and run the rest; the full output, like `/generate`."""
+    _, agent = agent_or_404(request, agentId)
+    stored = await _stored_run(request, agent, body)
+    options = _decision_options(request, body, stored)
+    try:
+        result = await run_to_end(
+            request,
+            agent.decline_tool_call_generate(
+                run_id=body.runId, tool_call_id=body.toolCallId, reason=body.reason, **options
+            ),
+        )
+    except ApiError:
+        raise
+    except Exception as exc:
+        raise decision_error(exc, agent) from exc
+    return JSONResponse(output_json(result, error_details=agent.provider_error_details))
+
+
+# ----------------------------------------------------------------------------- listing
+
+
+def _as_utc(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+@router.get("/{agentId}/suspended-runs", responses=ERRORS)
+async def list_suspended_runs(
+    agentId: str,
+    request: Request,
+    threadId: str | None = Query(default=None, min_length=1, max_length=256),
+    resourceId: str | None = Query(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="Whose runs (without an identity hook; with one, always the authenticated resource).",
+    ),
+    fromDate: Annotated[datetime | None, Query(description="Runs suspended at or after this time.")] = None,
+    toDate: Annotated[datetime | None, Query(description="Runs suspended at or before this time.")] = None,
+    page: int = Query(default=0, ge=0, le=1_000_000),
+    perPage: int = Query(default=100, ge=1, le=MAX_PAGE),
+) -> dict[str, Any]:
+    """The agent's runs waiting on a person, newest first: `{runs, total}` (total before paging)."""
+    _, agent = agent_or_404(request, agentId)
+    resource_id = bound_resource(request, resourceId, "resourceId")
+    thread_id = bound_thread(request, threadId, "threadId")
+    start, end = _as_utc(fromDate), _as_utc(toDate)
+    if start is not None and end is not None and start > end:
+        raise bad_request("fromDate", "must not be after toDate")
+    runs = await agent.list_suspended_runs(thread_id=thread_id, resource_id=resource_id)
+    if identity_of(request) is not None:  # the store narrows; this makes sure of it
+        runs = [r for r in runs if r.resource_id == resource_id]
+    if start is not None:
+        runs = [r for r in runs if r.suspended_at >= start]
+    if end is not None:
+        runs = [r for r in runs if r.suspended_at <= end]
+    first = page * perPage
+    return {"runs": [suspended_run_json(r) for r in runs[first : first + perPage]], "total": len(runs)}
+
+
+# ----------------------------------------------------------------------------- observe
+
+
+async def _observed(request: Request, agent: Agent, body: ObserveBody) -> RunInfo:
+    """The run's log entry, if the caller may read it (404 with one body otherwise)."""
+    missing = ApiError(404, f"runId: no run {body.runId!r} to observe", field="runId")
+    acting = bound_resource(request, body.resourceId, "resourceId")
+    pinned = bound_thread(request, None, "threadId")
+    try:
+        info = await run_log_of(request).info(body.runId)
+    except RunNotFoundError:
+        raise missing from None
+    except RunLogUnavailableError as exc:
+        raise ApiError(503, f"runId: {exc}", field="runId") from None
+    trusted = identity_of(request) is None and acting is None
+    if info.agent_id != agent.id or (not trusted and info.resource_id != acting):
+        raise missing
+    if pinned is not None and info.thread_id != pinned:
+        raise missing
+    if body.offset < info.first_offset:
+        raise ApiError(
+            410,
+            f"offset: chunks before {info.first_offset} of run {body.runId!r} are no longer kept",
+            field="offset",
+            extra={"firstOffset": info.first_offset},
+        )
+    if info.status is not None and body.offset > info.next_offset:
+        raise bad_request("offset", f"the run ended after {info.next_offset} chunks")
+    return info
+
+
+@router.post(
+    "/{agentId}/observe",
+    responses={
+        **ERRORS,
+        **_SSE,
+        404: ERRORS[404] | {"description": "No such agent, or no run with this id the caller may observe."},
+        410: ERRORS[400] | {"description": "The chunks at `offset` were dropped; `firstOffset` is kept."},
+        503: ERRORS[400] | {"description": "The run log cannot be read (its Redis failed)."},
+    },
+    response_class=JSONResponse,
+)
+async def observe(agentId: str, body: ObserveBody, request: Request) -> Any:
+    """Replay a streamed run's chunks from `offset`, then follow it live until it ends (or
+    suspends). Leaving does not stop the run."""
+    _, agent = agent_or_404(request, agentId)
+    await _observed(request, agent, body)
+    return ChunkStreamResponse(
+        run_log_of(request).read(body.runId, body.offset),
+        run_id=body.runId,
+        timeout=settings_of(request).request_timeout,
+        error_details=agent.provider_error_details,
+    )
