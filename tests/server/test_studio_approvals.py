@@ -54,7 +54,16 @@ transfer_funds = create_tool(
     execute=transfer,
     require_approval=True,
 )
-close_account = create_tool(id="close_account", input_schema={"type": "object"}, execute=confirm)
+close_account = create_tool(
+    id="close_account",
+    input_schema={"type": "object"},
+    execute=confirm,
+    resume_schema={
+        "type": "object",
+        "properties": {"confirmed": {"type": "boolean"}},
+        "required": ["confirmed"],
+    },
+)
 
 
 def _model() -> MockModel:
@@ -160,6 +169,11 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     card.locator("button.resume").click()
     assert "resume data is not JSON" in card.locator(".decision-error").inner_text()
     assert card.get_attribute("data-state") == "open"
+    # The tool's resume schema refuses this (400): the run stays suspended, the card open.
+    card.locator(".resume-data").fill('{"confirmed": "yes"}')
+    card.locator("button.resume").click()
+    card.locator(".decision-error").filter(has_text="resumeData").wait_for()
+    assert card.get_attribute("data-state") == "open" and card.locator("button.resume").is_enabled()
     card.locator(".resume-data").fill('{"confirmed": true}')
     card.locator("button.resume").click()
     page.locator(".msg.assistant", has_text="Checking is closed.").wait_for()
