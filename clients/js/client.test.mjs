@@ -104,3 +104,91 @@ test('processors: catalogue and execute', async () => {
 test('unknown agent is a 404', async () => {
   await assert.rejects(client.getAgent('nobody').details(), (error) => error.status === 404);
 });
+
+// Human in the loop: the echo agent calls a tool when told `/tool <name> <JSON args>`; `wipe`
+// waits for an approval, `ask` suspends itself until it gets `{ answer }`.
+const WIPE = '/tool wipe {"path": "/tmp/from-node"}';
+const ASK = '/tool ask {"question": "Which colour?"}';
+
+async function suspended(text, memory) {
+  const chunks = await collect(await client.getAgent('echo').stream(text, memory ? { memory } : {}));
+  const last = chunks.at(-1);
+  assert.ok(['tool-call-approval', 'tool-call-suspended'].includes(last.type), `suspended, got ${last.type}`);
+  return { chunks, runId: last.runId, toolCallId: last.payload.toolCallId, last };
+}
+
+function text(chunks) {
+  return chunks.filter((c) => c.type === 'text-delta').map((c) => c.payload.text).join('');
+}
+
+test('approve a tool call, listed first', async () => {
+  const resourceId = `hitl-${Date.now()}`;
+  const agent = client.getAgent('echo');
+  const { runId, toolCallId, last } = await suspended(WIPE, { thread: `${resourceId}-t`, resource: resourceId });
+  assert.deepEqual(last.payload.args, { path: '/tmp/from-node' });
+  const listed = await agent.listSuspendedRuns({ resourceId });
+  assert.equal(listed.total, 1);
+  assert.equal(listed.runs[0].runId, runId);
+  assert.equal(listed.runs[0].status, 'suspended');
+  assert.deepEqual(listed.runs[0].toolCalls, [
+    { toolCallId, toolName: 'wipe', args: { path: '/tmp/from-node' }, requiresApproval: true },
+  ]);
+  const chunks = await collect(await agent.approveToolCall({ runId, toolCallId }));
+  assert.equal(chunks[0].type, 'tool-result');
+  assert.deepEqual(chunks[0].payload.result, { wiped: '/tmp/from-node' });
+  assert.equal(chunks.at(-1).type, 'finish');
+  assert.equal(text(chunks), 'Tool wipe said: {"wiped": "/tmp/from-node"}');
+  assert.equal((await agent.listSuspendedRuns({ resourceId })).total, 0);
+  // decided once: a second approval is refused
+  await assert.rejects(
+    agent.approveToolCall({ runId, toolCallId }).then((r) => collect(r)),
+    (error) => error.status === 404,
+  );
+});
+
+test('decline a tool call', async () => {
+  const { runId, toolCallId } = await suspended(WIPE);
+  const chunks = await collect(await client.getAgent('echo').declineToolCall({ runId, toolCallId, reason: 'not that one' }));
+  const denied = chunks.find((c) => c.type === 'tool-output-denied');
+  assert.equal(denied.payload.reason, 'not that one');
+  assert.equal(chunks.some((c) => c.type === 'tool-result'), false);
+  assert.equal(text(chunks), 'Tool wipe said: "not that one"');
+});
+
+test('approve and decline with generate', async () => {
+  const agent = client.getAgent('echo');
+  const first = await agent.generate(WIPE);
+  assert.equal(first.finishReason, 'suspended');
+  assert.equal(first.suspendPayload.toolName, 'wipe');
+  const approved = await agent.approveToolCallGenerate({ runId: first.runId, toolCallId: first.suspendPayload.toolCallId });
+  assert.equal(approved.finishReason, 'stop');
+  assert.equal(approved.text, 'Tool wipe said: {"wiped": "/tmp/from-node"}');
+  const second = await agent.generate(WIPE);
+  const declined = await agent.declineToolCallGenerate({ runId: second.runId, toolCallId: second.suspendPayload.toolCallId });
+  assert.equal(declined.text, 'Tool wipe said: "Tool call was not approved by the user"');
+});
+
+test('resumeStream gives a suspended tool its answer', async () => {
+  const { runId, toolCallId, last } = await suspended(ASK);
+  assert.equal(last.type, 'tool-call-suspended');
+  assert.deepEqual(last.payload.suspendPayload, { question: 'Which colour?' });
+  const agent = client.getAgent('echo');
+  await assert.rejects(
+    agent.resumeStream({ colour: 'blue' }, { runId, toolCallId }).then((r) => collect(r)),
+    (error) => error.status === 400 && /resumeData/.test(error.message),
+  );
+  const chunks = await collect(await agent.resumeStream({ answer: 'blue' }, { runId, toolCallId }));
+  assert.deepEqual(chunks[0].payload.result, { answer: 'blue' });
+  assert.equal(text(chunks), 'Tool ask said: {"answer": "blue"}');
+});
+
+test('observe replays a run from an offset', async () => {
+  const agent = client.getAgent('echo');
+  const { chunks: asked, runId, toolCallId } = await suspended(WIPE);
+  const rest = await collect(await agent.approveToolCall({ runId, toolCallId }));
+  const replay = await collect(await agent.observe({ runId }));
+  assert.deepEqual(replay, [...asked, ...rest]);
+  const tail = await collect(await agent.observe({ runId, offset: asked.length }));
+  assert.deepEqual(tail, rest);
+  await assert.rejects(agent.observe({ runId: 'no-such-run' }), (error) => error.status === 404);
+});

@@ -18,7 +18,7 @@ def python_blocks(name: str) -> list[str]:
 
 def test_server_doc_blocks_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocks = python_blocks("server.md")
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -29,6 +29,7 @@ def test_server_doc_blocks_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "Echo: hi" in out and "data: [DONE]" in out
     assert "1\n403\n404\n409\n401\n" in out  # the identity hook's example
+    assert "tool-call-approval {'order': 'A-7'}\n1\n{'refunded': 'A-7'} finish\n404 runId\nTrue\n" in out
 
 
 def test_deploy_doc_blocks_compile() -> None:

@@ -185,3 +185,70 @@ def test_no_field_of_any_body_turns_hostile_input_into_a_500(client: TestClient)
                     failures.append(f"{method} {route} {'.'.join(map(str, path))}={value!r}: {response.text}")
     assert sent > 1500
     assert not failures, f"{len(failures)} of {sent} requests failed:\n" + "\n".join(failures[:20])
+
+
+# Routes that act on a run by id: (route, what suspends the run, a valid body). "RUN" and "CALL"
+# stand for the run and its pending tool call; each request gets a run of its own, so the
+# hostile value meets a run that is still waiting.
+WIPE = '/tool wipe {"path": "/tmp/a"}'
+ASK = '/tool ask {"question": "?"}'
+DECISION_BODIES: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "approve-tool-call",
+        WIPE,
+        {"runId": "RUN", "toolCallId": "CALL", "requestContext": {"k": "v"}, "format": "mastra"},
+    ),
+    ("approve-tool-call-generate", WIPE, {"runId": "RUN", "toolCallId": "CALL", "resourceId": "u1"}),
+    ("decline-tool-call", WIPE, {"runId": "RUN", "toolCallId": "CALL", "reason": "no"}),
+    ("decline-tool-call-generate", WIPE, {"runId": "RUN", "reason": "no", "requestContext": {}}),
+    (
+        "resume-stream",
+        ASK,
+        {
+            "runId": "RUN",
+            "toolCallId": "CALL",
+            "resumeData": {"answer": "blue"},
+            "memory": {"thread": "t-fuzz", "resource": "u1"},
+            "maxSteps": 2,
+            "modelSettings": {"temperature": 0.5},
+            "requireToolApproval": False,
+        },
+    ),
+    ("observe", "hello", {"runId": "RUN", "offset": 1, "resourceId": "u1"}),
+]
+
+
+def _placeholders(value: Any, run_id: str, call_id: str) -> Any:
+    if value == "RUN":
+        return run_id
+    if value == "CALL":
+        return call_id
+    if isinstance(value, dict):
+        return {k: _placeholders(v, run_id, call_id) for k, v in value.items()}
+    return value
+
+
+def _run_for(client: TestClient, text: str) -> tuple[str, str]:
+    streamed = client.post(
+        "/api/agents/echo/stream", json={"messages": text, "memory": {"thread": "t-fuzz", "resource": "u1"}}
+    )
+    last = json.loads(streamed.text.split("\n\n")[-3][len("data: ") :])
+    return last["runId"], last["payload"].get("toolCallId", "")
+
+
+def test_no_field_of_a_decision_body_turns_hostile_input_into_a_500(client: TestClient) -> None:
+    failures: list[str] = []
+    sent = 0
+    for route, text, body in DECISION_BODIES:
+        path = f"/api/agents/echo/{route}"
+        valid = client.post(path, json=_placeholders(body, *_run_for(client, text)))
+        assert valid.status_code == 200, (route, valid.text)
+        for field in _paths(body):
+            for value in HOSTILE:
+                raw = json.dumps(_placeholders(_with(body, field, value), *_run_for(client, text)))
+                response = client.post(path, content=raw, headers={"content-type": "application/json"})
+                sent += 1
+                if response.status_code >= 500 and response.status_code not in (502, 504):
+                    failures.append(f"{route} {'.'.join(map(str, field))}={value!r}: {response.text}")
+    assert sent > 400
+    assert not failures, f"{len(failures)} of {sent} requests failed:\n" + "\n".join(failures[:20])

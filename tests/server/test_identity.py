@@ -144,6 +144,26 @@ NAMING_BOB: list[tuple[str, str, dict[str, Any]]] = [
     ("PATCH", "/api/memory/threads/{threadId}", {"json": {"resourceId": "bob", "title": "pwned"}}),
     ("DELETE", "/api/memory/threads/{threadId}", {"params": {"resourceId": "bob"}}),
     ("GET", "/api/memory/threads/{threadId}/messages", {"params": {"resourceId": "bob"}}),
+    # Runs by id: naming bob is a 403; bob's run by id alone is a 404 (tests/server/test_hitl_identity.py).
+    ("GET", "/api/agents/{agentId}/suspended-runs", {"params": {"resourceId": "bob"}}),
+    ("POST", "/api/agents/{agentId}/approve-tool-call", {"json": {"runId": "r-1", "resourceId": "bob"}}),
+    ("POST", "/api/agents/{agentId}/decline-tool-call", {"json": {"runId": "r-1", "resourceId": "bob"}}),
+    (
+        "POST",
+        "/api/agents/{agentId}/approve-tool-call-generate",
+        {"json": {"runId": "r-1", "resourceId": "bob"}},
+    ),
+    (
+        "POST",
+        "/api/agents/{agentId}/decline-tool-call-generate",
+        {"json": {"runId": "r-1", "resourceId": "bob"}},
+    ),
+    (
+        "POST",
+        "/api/agents/{agentId}/resume-stream",
+        {"json": {"runId": "r-1", "resumeData": {}, "resourceId": "bob"}},
+    ),
+    ("POST", "/api/agents/{agentId}/observe", {"json": {"runId": "r-1", "resourceId": "bob"}}),
 ]
 
 # The same routes naming only bob's thread (no resource): an agent run gets the 409 a taken

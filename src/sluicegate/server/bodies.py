@@ -337,6 +337,10 @@ class ObserveBody(_Body):
 
     runId: str = _run_id("The run to observe.")
     offset: int = Field(
-        default=0, ge=0, le=2**53, description="How many chunks the client already has (0: replay all)."
+        default=0,
+        ge=0,
+        le=2**53,
+        strict=True,
+        description="How many chunks the client already has (0: replay all).",
     )
     resourceId: str | None = _resource_id()

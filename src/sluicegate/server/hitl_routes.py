@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from sluicegate.agent import Agent
-from sluicegate.errors import InvalidInputError
+from sluicegate.errors import InvalidInputError, UnknownModelError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.agents import run_error, run_to_end
 from sluicegate.server.bodies import (
@@ -105,7 +105,7 @@ def _acting_context(request: Request, given: dict[str, Any] | None, stored: Susp
     return context
 
 
-def decision_error(exc: BaseException, agent: Agent) -> ApiError:
+def decision_error(exc: BaseException, agent: Agent, body: ToolDecisionBody | ResumeStreamBody) -> ApiError:
     """The HTTP answer for a decision the agent refused."""
     if isinstance(exc, SuspendedRunNotFoundError):
         if exc.reason in _CLAIMED:  # only the owner gets this far
@@ -117,6 +117,8 @@ def decision_error(exc: BaseException, agent: Agent) -> ApiError:
         return bad_request("toolCallId", str(exc))
     if isinstance(exc, ToolInputError):
         return bad_request("resumeData", str(exc))
+    if isinstance(exc, UnknownModelError) and body.model is not None:
+        return bad_request("model", str(exc))
     if isinstance(exc, InvalidInputError) and "tool call" in str(exc):
         return ApiError(409, f"toolCallId: {exc}", field="toolCallId")  # the call waits on another decision
     return run_error(exc, details=agent.provider_error_details)
@@ -179,7 +181,7 @@ async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Reque
     try:
         output = await agent.approve_tool_call(run_id=body.runId, tool_call_id=body.toolCallId, **options)
     except Exception as exc:
-        raise decision_error(exc, agent) from exc
+        raise decision_error(exc, agent, body) from exc
     return await _stream(request, agent, stored, output)
 
 
@@ -194,7 +196,7 @@ async def decline_tool_call(agentId: str, body: DeclineBody, request: Request) -
             run_id=body.runId, tool_call_id=body.toolCallId, reason=body.reason, **options
         )
     except Exception as exc:
-        raise decision_error(exc, agent) from exc
+        raise decision_error(exc, agent, body) from exc
     return await _stream(request, agent, stored, output)
 
 
@@ -209,7 +211,7 @@ async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) 
             body.resumeData, run_id=body.runId, tool_call_id=body.toolCallId, **options
         )
     except Exception as exc:
-        raise decision_error(exc, agent) from exc
+        raise decision_error(exc, agent, body) from exc
     return await _stream(request, agent, stored, output)
 
 
@@ -230,7 +232,7 @@ async def approve_tool_call_generate(agentId: str, body: ToolDecisionBody, reque
     except ApiError:
         raise
     except Exception as exc:
-        raise decision_error(exc, agent) from exc
+        raise decision_error(exc, agent, body) from exc
     return JSONResponse(output_json(result, error_details=agent.provider_error_details))
 
 
@@ -250,7 +252,7 @@ async def decline_tool_call_generate(agentId: str, body: DeclineBody, request: R
     except ApiError:
         raise
     except Exception as exc:
-        raise decision_error(exc, agent) from exc
+        raise decision_error(exc, agent, body) from exc
     return JSONResponse(output_json(result, error_details=agent.provider_error_details))
 
 
