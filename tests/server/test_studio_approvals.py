@@ -32,6 +32,8 @@ pytestmark = studio.pytestmark
 page = studio.page  # the browser fixture, opened on this module's `studio_url`
 shot = studio.shot
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+# Model-written markup: shown as these characters, never parsed (it would set window.pwned).
+MARKUP = '<img src=x onerror="window.pwned=1"><b>rent</b>'
 ran: list[Any] = []
 
 
@@ -77,7 +79,7 @@ def _model() -> MockModel:
             text_step("I did not move the money."),
             tool_call_step(("call_c", "close_account", {"account": "checking"})),
             text_step("Checking is closed."),
-            tool_call_step(("call_d", "transfer_funds", args)),
+            tool_call_step(("call_d", "transfer_funds", {**args, "memo": MARKUP})),
             text_step("Done elsewhere."),
         ]
     )
@@ -183,6 +185,8 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     # Decided elsewhere first: the route's refusal is shown on the card, which stays closed.
     card = _ask(page, "t-2", "Move 100 once more")
     run_d = card.get_attribute("data-run-id")
+    assert json.loads(card.locator("pre.args").inner_text())["memo"] == MARKUP
+    assert card.locator("pre.args img, pre.args b").count() == 0
     with httpx.stream(
         "POST",
         f"{studio_url}/api/agents/banker/approve-tool-call",
@@ -195,7 +199,7 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     assert "no suspended run" in card.locator(".decision-error").inner_text()
     assert card.locator("button.approve").is_disabled()
     assert len(ran) == 2  # approved once, elsewhere
-    assert page.blocked == []
+    assert page.evaluate("window.pwned") is None and page.blocked == []
 
 
 def test_open_a_waiting_run_from_the_list(page: Any, studio_url: str) -> None:

@@ -277,7 +277,8 @@ async function chatView(agentId) {
     suspendedBox.replaceChildren(...[...groups].map(([threadId, runs]) => h("div", { class: "thread-group", "data-thread": threadId },
       h("h3", {}, threadId ? "Thread " + threadId : "No thread"),
       ...runs.map((run) => h("div", { class: "suspended-run", "data-run-id": run.runId },
-        h("div", { class: "muted" }, "run " + run.runId + " · since " + new Date(run.suspendedAt).toLocaleTimeString()),
+        h("div", { class: "muted" }, "run " + run.runId + " · since " + new Date(run.suspendedAt).toLocaleString() +
+          (run.expiresAt ? " · expires " + new Date(run.expiresAt).toLocaleString() : "")),
         ...run.toolCalls.map((call) => h("div", { class: "pending-call", "data-tool-call-id": call.toolCallId },
           h("code", {}, call.toolName), " ", h("span", { class: "chip" }, call.requiresApproval ? "needs approval" : "needs input"),
           h("button", { type: "button", class: "open-call", onclick: () => showDecision(run.runId, call,
