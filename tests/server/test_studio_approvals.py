@@ -46,7 +46,10 @@ async def confirm(input: Any, context: ToolContext) -> Any:
     if context.resume_data is None:
         await context.suspend({"question": f"Close account {input['account']}?"})
         return None
-    return {"closed": bool(context.resume_data.get("confirmed"))}
+    if not context.resume_data["confirmed"]:
+        await context.suspend({"question": "Sure? It cannot be undone."})
+        return None
+    return {"closed": True}
 
 
 transfer_funds = create_tool(
@@ -176,6 +179,16 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     card.locator("button.resume").click()
     card.locator(".decision-error").filter(has_text="resumeData").wait_for()
     assert card.get_attribute("data-state") == "open" and card.locator("button.resume").is_enabled()
+    # The tool asks again: the same call gets a new card; the answered one stays decided.
+    card.locator(".resume-data").fill('{"confirmed": false}')
+    card.locator("button.resume").click()
+    again = page.locator('.decision[data-tool-call-id="call_c"][data-state="open"]')
+    again.wait_for()
+    assert card.first.get_attribute("data-state") == "decided"
+    assert json.loads(again.locator("pre.suspend-payload").inner_text()) == {
+        "question": "Sure? It cannot be undone."
+    }
+    card = card.nth(1)
     card.locator(".resume-data").fill('{"confirmed": true}')
     card.locator("button.resume").click()
     page.locator(".msg.assistant", has_text="Checking is closed.").wait_for()

@@ -177,9 +177,12 @@ async function chatView(agentId) {
   // A card asking the person about one pending tool call. The arguments (or the suspend
   // payload) are shown exactly as they arrived, after the server's output guardrails, and
   // only ever as text.
-  function showDecision(runId, call, kind, who) {
+  function showDecision(runId, call, kind, who, fromList) {
+    // One card per pending question: opening it from the list shows the card there is (open or
+    // being decided); a stream asking again (a tool that suspends a second time) gets a new one.
+    const live = fromList ? ["open", "deciding"] : ["open"];
     const existing = [...log.querySelectorAll(".decision")].find((c) => c.dataset.runId === runId &&
-      c.dataset.toolCallId === call.toolCallId && c.dataset.state === "open");
+      c.dataset.toolCallId === call.toolCallId && live.includes(c.dataset.state));
     if (existing) { existing.scrollIntoView({ block: "nearest" }); return existing; }
     const status = h("p", { class: "decision-status" });
     const problem = h("p", { class: "error decision-error", role: "alert" });
@@ -282,7 +285,7 @@ async function chatView(agentId) {
         ...run.toolCalls.map((call) => h("div", { class: "pending-call", "data-tool-call-id": call.toolCallId },
           h("code", {}, call.toolName), " ", h("span", { class: "chip" }, call.requiresApproval ? "needs approval" : "needs input"),
           h("button", { type: "button", class: "open-call", onclick: () => showDecision(run.runId, call,
-            call.requiresApproval ? "approval" : "suspend", { threadId: run.threadId, resourceId: run.resourceId }) }, "Open"))))))));
+            call.requiresApproval ? "approval" : "suspend", { threadId: run.threadId, resourceId: run.resourceId }, true) }, "Open"))))))));
   }
 
   view.replaceChildren(h("h1", {}, "Chat with " + agent.name),
