@@ -119,8 +119,8 @@ def _ask(page: Any, thread: str, text: str) -> Any:
 
 
 def _listed(page: Any) -> list[str]:
-    page.click("#suspended-refresh")
-    page.wait_for_load_state("networkidle")
+    page.click("#suspended-refresh")  # sets aria-busy before it fetches
+    page.locator('#suspended-runs[aria-busy="false"]').wait_for(state="attached")
     runs = page.locator("#suspended-runs .suspended-run")
     return [runs.nth(i).get_attribute("data-run-id") for i in range(runs.count())]
 

@@ -258,13 +258,22 @@ async function chatView(agentId) {
   }
 
   // The agent's runs waiting on a person, one group per thread.
+  // Only the latest of overlapping loads is drawn; aria-busy stays set until it is.
+  let loads = 0;
   async function loadSuspended() {
+    const mine = ++loads;
+    suspendedBox.setAttribute("aria-busy", "true");
     const query = new URLSearchParams(owner());
-    let page;
+    let page, failure;
     try {
       page = await api(agentPath + "/suspended-runs" + (query.toString() ? "?" + query : ""));
     } catch (error) {
-      suspendedBox.replaceChildren(h("p", { class: "error" }, String(error.message || error)));
+      failure = error;
+    }
+    if (mine !== loads) return;
+    suspendedBox.setAttribute("aria-busy", "false");
+    if (failure) {
+      suspendedBox.replaceChildren(h("p", { class: "error" }, String(failure.message || failure)));
       return;
     }
     if (!page.runs.length) {
