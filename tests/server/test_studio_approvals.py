@@ -161,7 +161,8 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     page.locator(".tool-denied").wait_for()
     assert "transfer_funds did not run. Not this month" in page.locator(".tool-denied").inner_text()
     page.locator(".msg.assistant", has_text="I did not move the money.").wait_for()
-    assert card.get_attribute("data-state") == "decided" and len(ran) == 1
+    page.locator(f'.decision[data-run-id="{run_b}"][data-state="decided"]').wait_for()
+    assert len(ran) == 1
     assert _listed(page) == []
 
     # A tool that asked a question: its payload, resume data checked as JSON before sending.
@@ -184,7 +185,7 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     card.locator("button.resume").click()
     again = page.locator('.decision[data-tool-call-id="call_c"][data-state="open"]')
     again.wait_for()
-    assert card.first.get_attribute("data-state") == "decided"
+    page.locator('.decision[data-tool-call-id="call_c"][data-state="decided"]').wait_for()
     assert json.loads(again.locator("pre.suspend-payload").inner_text()) == {
         "question": "Sure? It cannot be undone."
     }
