@@ -235,6 +235,12 @@ def test_open_a_waiting_run_from_the_list(page: Any, studio_url: str) -> None:
     assert SECRET not in page.locator("body").inner_text()
     group.locator("button.open-call").click()  # opening it again shows the same card
     assert page.locator(".decision").count() == 1
+    # The request never reaches the server: said on the card, which can be tried again.
+    page.route("**/approve-tool-call", lambda route: route.abort())
+    card.locator("button.approve").click()
+    card.locator(".decision-error").filter(has_text="Failed to fetch").wait_for()
+    assert card.get_attribute("data-state") == "open" and card.locator("button.approve").is_enabled()
+    page.unroute("**/approve-tool-call")
     card.locator("button.approve").click()
     page.locator(".msg.assistant", has_text="Transferred 100 to savings.").wait_for()
     page.locator("#suspended-runs").filter(has_text="No run is waiting").wait_for()

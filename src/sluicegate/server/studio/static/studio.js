@@ -149,7 +149,11 @@ async function chatView(agentId) {
       return { status: response.status, error: problem.error || ("HTTP " + response.status) };
     }
     log.append(answer);
-    await streamInto(answer, response, who);
+    try {
+      await streamInto(answer, response, who);
+    } catch (error) {  // the route accepted: whatever was decided stands, only the reading broke
+      answer.append(h("div", { class: "error" }, "the stream broke off: " + String(error.message || error)));
+    }
     return null;
   }
 
@@ -167,7 +171,7 @@ async function chatView(agentId) {
       const failed = await post("/stream", body, answer, who);
       if (failed) log.append(h("div", { class: "msg assistant" }, h("span", { class: "error" }, failed.error)));
     } catch (error) {
-      answer.append(h("span", { class: "error" }, String(error.message || error)));
+      log.append(h("div", { class: "msg assistant" }, h("span", { class: "error" }, String(error.message || error))));
     } finally {
       send.disabled = false;
       loadSuspended();
