@@ -146,3 +146,30 @@ async def test_concurrent_approvals_of_one_call_run_it_once(example: Any) -> Non
         if answer.status_code != 200:
             assert answer.json()["field"] == "runId", answer.text
     assert len(example.wiped) <= 1
+
+
+def test_resume_naming_another_resources_memory_is_403(hooked: TestClient) -> None:
+    run_id, _ = suspend_as(hooked, ALICE, ASK, "t-alice")
+    answer = hooked.post(
+        "/api/agents/echo/resume-stream",
+        json={
+            "runId": run_id,
+            "resumeData": {"answer": "x"},
+            "memory": {"thread": "t-alice", "resource": "bob"},
+        },
+        headers=ALICE,
+    )
+    assert answer.status_code == 403 and answer.json()["field"] == "memory.resource", answer.text
+    pinned = {**ALICE, "x-thread": "t-alice"}
+    answer = hooked.post(
+        "/api/agents/echo/resume-stream",
+        json={"runId": run_id, "resumeData": {"answer": "x"}, "threadId": "t-elsewhere"},
+        headers=pinned,
+    )
+    assert answer.status_code == 403 and answer.json()["field"] == "threadId", answer.text
+    done = hooked.post(
+        "/api/agents/echo/resume-stream",
+        json={"runId": run_id, "resumeData": {"answer": "x"}, "memory": {"thread": "t-alice"}},
+        headers=pinned,
+    )
+    assert sse_events(done.text)[0][-1]["type"] == "finish"

@@ -189,3 +189,35 @@ def test_observe_follows_a_live_run(example: Any) -> None:
     events, done = sse_events(observed.text)
     assert done and streamed[-1]["type"] == "finish"
     assert events == streamed[3:]
+
+
+def test_the_log_is_on_redis_when_the_server_runs_with_redis(
+    example: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sluicegate.stream import RedisRunLog
+
+    assert isinstance(create_app(example.registry, ServerSettings.from_env()).state.run_log, InMemoryRunLog)
+    monkeypatch.setenv("SLUICEGATE_REDIS_URL", "redis://127.0.0.1:6390/2")
+    settings = ServerSettings.from_env()
+    assert settings.redis_url == "redis://127.0.0.1:6390/2"
+    log = create_app(example.registry, settings).state.run_log
+    assert isinstance(log, RedisRunLog) and log.url == settings.redis_url
+
+
+def test_a_follower_is_let_go_at_the_request_timeout_and_the_run_goes_on(example: Any) -> None:
+    log = InMemoryRunLog()
+
+    async def main() -> tuple[list[dict[str, Any]], Any]:
+        writer = await log.open("r-open", agent_id="echo")
+        writer.append(Chunk("start", "r-open", payload={}))
+        app = create_app(example.registry, ServerSettings(request_timeout=0.3), run_log=log)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            answer = await http.post("/api/agents/echo/observe", json={"runId": "r-open"})
+        writer.append(Chunk("finish", "r-open", payload={}))
+        return sse_events(answer.text)[0], await log.info("r-open")
+
+    events, info = asyncio.run(main())
+    assert [e["type"] for e in events] == ["start", "error"]
+    assert events[-1]["payload"]["error"]["message"].startswith("stopped following the run after 0.3 s")
+    assert info.status is None and info.next_offset == 2  # the run was not touched

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from sluicegate.agent import Agent
-from sluicegate.errors import InvalidInputError, UnknownModelError
+from sluicegate.errors import UnknownModelError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.agents import run_error, run_to_end
 from sluicegate.server.bodies import (
@@ -119,9 +119,25 @@ def decision_error(exc: BaseException, agent: Agent, body: ToolDecisionBody | Re
         return bad_request("resumeData", str(exc))
     if isinstance(exc, UnknownModelError) and body.model is not None:
         return bad_request("model", str(exc))
-    if isinstance(exc, InvalidInputError) and "tool call" in str(exc):
-        return ApiError(409, f"toolCallId: {exc}", field="toolCallId")  # the call waits on another decision
     return run_error(exc, details=agent.provider_error_details)
+
+
+_WAITS_FOR = {
+    "approval": "waits for an approval: use approve-tool-call or decline-tool-call",
+    "suspend": "suspended itself and waits for resume data: use resume-stream or decline-tool-call",
+}
+
+
+def _check_kind(stored: SuspendedRun, tool_call_id: str | None, kind: str) -> None:
+    """409 when the call waits on another kind of decision (approving a call that suspended
+    itself, resuming one that waits for an approval). An unknown or ambiguous id is the
+    agent's to refuse."""
+    calls = [c for c in stored.pending if tool_call_id is None or c.tool_call_id == tool_call_id]
+    if len(calls) == 1 and calls[0].kind != kind:
+        call = calls[0]
+        raise ApiError(
+            409, f"toolCallId: tool call {call.tool_call_id!r} {_WAITS_FOR[call.kind]}", field="toolCallId"
+        )
 
 
 def _decision_options(request: Request, body: ToolDecisionBody, stored: SuspendedRun) -> dict[str, Any]:
@@ -139,8 +155,9 @@ def _resume_options(request: Request, body: ResumeStreamBody, stored: SuspendedR
         field = "memory.options" if memory.options is not None else "memory.readOnly"
         raise bad_request(field, "a resumed run keeps the memory settings it was started with")
     thread = memory.thread if memory is not None else body.threadId
-    thread_id = thread if isinstance(thread, str) or thread is None else thread.id
-    resource = memory.resource if memory is not None and memory.resource is not None else None
+    named = thread if isinstance(thread, str) or thread is None else thread.id
+    thread_id = bound_thread(request, named, "memory.thread" if memory is not None else "threadId")
+    resource = bound_resource(request, memory.resource if memory is not None else None, "memory.resource")
     if (thread_id is not None and thread_id != stored.thread_id) or (
         resource is not None and resource != stored.resource_id
     ):
@@ -177,6 +194,7 @@ async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Reque
     """Run the pending tool call and continue the run, streamed like `/stream`."""
     _, agent = agent_or_404(request, agentId)
     stored = await _stored_run(request, agent, body)
+    _check_kind(stored, body.toolCallId, "approval")
     options = _decision_options(request, body, stored)
     try:
         output = await agent.approve_tool_call(run_id=body.runId, tool_call_id=body.toolCallId, **options)
@@ -205,6 +223,7 @@ async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) 
     """Run a suspended tool again with `resumeData` and continue the run, streamed."""
     _, agent = agent_or_404(request, agentId)
     stored = await _stored_run(request, agent, body)
+    _check_kind(stored, body.toolCallId, "suspend")
     options = _resume_options(request, body, stored)
     try:
         output = await agent.resume_stream(
@@ -223,6 +242,7 @@ async def approve_tool_call_generate(agentId: str, body: ToolDecisionBody, reque
     """Run the pending tool call and the rest of the run; the full output, like `/generate`."""
     _, agent = agent_or_404(request, agentId)
     stored = await _stored_run(request, agent, body)
+    _check_kind(stored, body.toolCallId, "approval")
     options = _decision_options(request, body, stored)
     try:
         approved = agent.approve_tool_call_generate(
@@ -351,4 +371,5 @@ async def observe(agentId: str, body: ObserveBody, request: Request) -> Any:
         run_id=body.runId,
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
+        timeout_message="stopped following the run after {timeout:g} s; observe again to go on",
     )

@@ -93,6 +93,7 @@ class ChunkStreamResponse(Response):
         error_details: bool = False,
         tee: Tee | None = None,
         on_end: Callable[[], Awaitable[None]] | None = None,
+        timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -105,6 +106,7 @@ class ChunkStreamResponse(Response):
         self._error_details = error_details
         self._tee = tee
         self._on_end = on_end
+        self._timeout_message = timeout_message
         self._failed = False
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
@@ -115,10 +117,12 @@ class ChunkStreamResponse(Response):
             (b"x-accel-buffering", b"no"),
             *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],
         ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        producer = asyncio.ensure_future(self._produce(send))
-        watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+        tasks: tuple[asyncio.Future[None], ...] = ()
         try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            producer = asyncio.ensure_future(self._produce(send))
+            watcher = asyncio.ensure_future(wait_for_disconnect(receive))
+            tasks = (producer, watcher)
             done, _ = await asyncio.wait(
                 {producer, watcher}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
             )
@@ -138,7 +142,7 @@ class ChunkStreamResponse(Response):
                 await producer
             if self.cancelled_by == "timeout":
                 with contextlib.suppress(OSError):
-                    message = f"the run did not finish within {self._timeout:g} s and was cancelled"
+                    message = self._timeout_message.format(timeout=self._timeout)
                     await send(
                         {
                             "type": "http.response.body",
@@ -146,8 +150,11 @@ class ChunkStreamResponse(Response):
                             "more_body": False,
                         }
                     )
+        except OSError:  # the client left before the response started
+            self.cancelled_by = self.cancelled_by or "disconnect"
+            raise
         finally:
-            for task in (producer, watcher):
+            for task in tasks:
                 if not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
