@@ -92,9 +92,10 @@ function pretty(value) {
   try { return JSON.stringify(value, null, 2); } catch (error) { return String(value); }
 }
 
-// What a finished decision route answered: 404 (stale or unknown run) and 409 (already decided,
-// being resumed) cannot succeed on a second try, so the card stays closed; others may.
-const FINAL_STATUSES = [404, 409];
+// Refusals a second try cannot change: 403 (not this caller's run), 404 (stale or unknown run),
+// 409 (already decided, being resumed). The card stays closed after them; after others (400:
+// resume data the tool refused, 401: no token yet, network errors) it can be sent again.
+const FINAL_STATUSES = [403, 404, 409];
 
 async function chatView(agentId) {
   const agent = await api("/api/agents/" + encodeURIComponent(agentId));
