@@ -241,6 +241,17 @@ def test_open_a_waiting_run_from_the_list(page: Any, studio_url: str) -> None:
     card.locator(".decision-error").filter(has_text="Failed to fetch").wait_for()
     assert card.get_attribute("data-state") == "open" and card.locator("button.approve").is_enabled()
     page.unroute("**/approve-tool-call")
+    # A refusal a retry cannot change (an identity hook's 403, answered here by the browser):
+    # the card closes, and the list opens a fresh one.
+    refusal = {"status": 403, "json": {"error": "resourceId: not yours"}}
+    page.route("**/approve-tool-call", lambda route: route.fulfill(**refusal))
+    card.locator("button.approve").click()
+    page.locator('.decision[data-state="stale"]').filter(has_text="resourceId: not yours").wait_for()
+    assert card.locator("button.approve").is_disabled()
+    page.unroute("**/approve-tool-call")
+    group.locator("button.open-call").click()
+    card = page.locator('.decision[data-tool-call-id="call_a"][data-state="open"]')
+    card.wait_for()
     card.locator("button.approve").click()
     page.locator(".msg.assistant", has_text="Transferred 100 to savings.").wait_for()
     page.locator("#suspended-runs").filter(has_text="No run is waiting").wait_for()
