@@ -87,16 +87,76 @@ async function* sse(response) {
   }
 }
 
+function pretty(value) {
+  if (value === undefined) return "";
+  try { return JSON.stringify(value, null, 2); } catch (error) { return String(value); }
+}
+
+// Refusals a second try cannot change: 403 (not this caller's run), 404 (stale or unknown run),
+// 409 (already decided, being resumed). The card stays closed after them; after others (400:
+// resume data the tool refused, 401: no token yet, network errors) it can be sent again.
+const FINAL_STATUSES = [403, 404, 409];
+
 async function chatView(agentId) {
   const agent = await api("/api/agents/" + encodeURIComponent(agentId));
+  const agentPath = "/api/agents/" + encodeURIComponent(agentId);
   const log = h("div", { class: "chat-log", id: "chat-log" });
   const input = h("textarea", { id: "chat-input", rows: 3, placeholder: "Message " + agent.name });
   const thread = h("input", { id: "chat-thread", placeholder: "thread id (optional)" });
   const resource = h("input", { id: "chat-resource", placeholder: "resource id" });
   const timelineBox = h("div", { id: "timeline", class: "timeline" }, h("p", { class: "muted" }, "Send a message to see its timeline."));
+  const suspendedBox = h("div", { id: "suspended-runs", class: "suspended" });
   const send = h("button", { type: "submit", id: "chat-send" }, "Send");
   const form = h("form", { class: "chat-form", onsubmit: (event) => { event.preventDefault(); sendMessage(); } },
     input, agent.supportsMemory ? h("div", { class: "row" }, thread, resource) : null, send);
+
+  function owner() {
+    const threadId = thread.value.trim();
+    return threadId ? { threadId, resourceId: resource.value.trim() || "studio" } : {};
+  }
+
+  // Renders one run's stream into `answer`; cards for decisions are added to the log after it.
+  async function streamInto(answer, response, who) {
+    const traceId = response.headers.get("x-sluicegate-trace-id");
+    for await (const chunk of sse(response)) {
+      const p = chunk.payload || {};
+      if (chunk.type === "text-delta") answer.append(p.text);
+      else if (chunk.type === "tripwire") {
+        answer.append(h("div", { class: "tripwire" }, "Blocked by " + (p.processorId || "a processor") + ": " + p.reason));
+      } else if (chunk.type === "error") {
+        answer.append(h("div", { class: "error" }, (p.error && p.error.message) || "error"));
+      } else if (chunk.type === "tool-call") {
+        answer.append(h("div", { class: "tool" }, "tool " + p.toolName + " " + JSON.stringify(p.args)));
+      } else if (chunk.type === "tool-result") {
+        answer.append(h("div", { class: "tool tool-result" }, "result of " + p.toolName + " " + JSON.stringify(p.result)));
+      } else if (chunk.type === "tool-output-denied") {
+        answer.append(h("div", { class: "tool-denied" }, "declined: " + p.toolName + " did not run. " + (p.reason || "")));
+      } else if (chunk.type === "tool-call-approval") {
+        showDecision(chunk.runId, p, "approval", who);
+      } else if (chunk.type === "tool-call-suspended") {
+        showDecision(chunk.runId, p, "suspend", who);
+      } else if (chunk.type.startsWith("data-")) {
+        answer.append(h("div", { class: "data" }, chunk.type + " " + JSON.stringify(chunk.data)));
+      }
+    }
+    if (traceId) await showTimeline(timelineBox, traceId);
+  }
+
+  async function post(path, body, answer, who) {
+    const response = await fetch(agentPath + path, { method: "POST", headers: headers(), body: JSON.stringify(body) });
+    if (response.status === 401) askToken();
+    if (!response.ok) {
+      const problem = await response.json().catch(() => ({}));
+      return { status: response.status, error: problem.error || ("HTTP " + response.status) };
+    }
+    log.append(answer);
+    try {
+      await streamInto(answer, response, who);
+    } catch (error) {  // the route accepted: whatever was decided stands, only the reading broke
+      answer.append(h("div", { class: "error" }, "the stream broke off: " + String(error.message || error)));
+    }
+    return null;
+  }
 
   async function sendMessage() {
     const text = input.value.trim();
@@ -104,42 +164,152 @@ async function chatView(agentId) {
     input.value = "";
     log.append(h("div", { class: "msg user" }, text));
     const answer = h("div", { class: "msg assistant" });
-    log.append(answer);
     const body = { messages: [{ role: "user", content: text }] };
-    if (thread.value.trim()) body.memory = { thread: thread.value.trim(), resource: resource.value.trim() || "studio" };
+    const who = owner();
+    if (who.threadId) body.memory = { thread: who.threadId, resource: who.resourceId };
     send.disabled = true;
     try {
-      const response = await fetch("/api/agents/" + encodeURIComponent(agentId) + "/stream",
-        { method: "POST", headers: headers(), body: JSON.stringify(body) });
-      if (!response.ok) {
-        const problem = await response.json().catch(() => ({}));
-        answer.append(h("span", { class: "error" }, problem.error || ("HTTP " + response.status)));
-        return;
-      }
-      const traceId = response.headers.get("x-sluicegate-trace-id");
-      for await (const chunk of sse(response)) {
-        if (chunk.type === "text-delta") answer.append(chunk.payload.text);
-        else if (chunk.type === "tripwire") {
-          answer.append(h("div", { class: "tripwire" }, "Blocked by " + (chunk.payload.processorId || "a processor") + ": " + chunk.payload.reason));
-        } else if (chunk.type === "error") {
-          answer.append(h("div", { class: "error" }, (chunk.payload.error && chunk.payload.error.message) || "error"));
-        } else if (chunk.type === "tool-call") {
-          answer.append(h("div", { class: "tool" }, "tool " + chunk.payload.toolName + " " + JSON.stringify(chunk.payload.args)));
-        } else if (chunk.type.startsWith("data-")) {
-          answer.append(h("div", { class: "data" }, chunk.type + " " + JSON.stringify(chunk.data)));
-        }
-      }
-      if (traceId) await showTimeline(timelineBox, traceId);
+      const failed = await post("/stream", body, answer, who);
+      if (failed) log.append(h("div", { class: "msg assistant" }, h("span", { class: "error" }, failed.error)));
     } catch (error) {
-      answer.append(h("span", { class: "error" }, String(error.message || error)));
+      log.append(h("div", { class: "msg assistant" }, h("span", { class: "error" }, String(error.message || error))));
     } finally {
       send.disabled = false;
+      loadSuspended();
     }
   }
 
+  // A card asking the person about one pending tool call. The arguments (or the suspend
+  // payload) are shown exactly as they arrived, after the server's output guardrails, and
+  // only ever as text.
+  function showDecision(runId, call, kind, who, fromList) {
+    // One card per pending question: opening it from the list shows the card there is (open or
+    // being decided); a stream asking again (a tool that suspends a second time) gets a new one.
+    const live = fromList ? ["open", "deciding"] : ["open"];
+    const existing = [...log.querySelectorAll(".decision")].find((c) => c.dataset.runId === runId &&
+      c.dataset.toolCallId === call.toolCallId && live.includes(c.dataset.state));
+    if (existing) { existing.scrollIntoView({ block: "nearest" }); return existing; }
+    const status = h("p", { class: "decision-status" });
+    const problem = h("p", { class: "error decision-error", role: "alert" });
+    const buttons = [];
+    const card = h("section", { class: "card decision " + kind, "data-run-id": runId, "data-tool-call-id": call.toolCallId,
+      "data-tool": call.toolName, "data-state": "open" });
+
+    async function decide(path, body, verb) {
+      if (card.dataset.state !== "open") return;  // a second click while the first is in flight
+      card.dataset.state = "deciding";
+      for (const b of buttons) b.disabled = true;
+      problem.textContent = "";
+      status.textContent = verb + "…";
+      const answer = h("div", { class: "msg assistant" });
+      const payload = Object.assign({ runId, toolCallId: call.toolCallId }, body);
+      if (who && who.resourceId) payload.resourceId = who.resourceId;
+      try {
+        const failed = await post(path, payload, answer, who);
+        if (failed) {
+          problem.textContent = failed.error;
+          status.textContent = "";
+          const final = FINAL_STATUSES.includes(failed.status);
+          card.dataset.state = final ? "stale" : "open";
+          if (!final) for (const b of buttons) b.disabled = false;
+          return;
+        }
+        card.dataset.state = "decided";
+        status.textContent = verb.replace(/ing$/, "ed");
+      } catch (error) {
+        problem.textContent = String(error.message || error);
+        status.textContent = "";
+        card.dataset.state = "open";
+        for (const b of buttons) b.disabled = false;
+      } finally {
+        loadSuspended();
+      }
+    }
+
+    if (kind === "approval") {
+      const reason = h("input", { class: "decline-reason", placeholder: "reason for declining (optional)", maxlength: 4000 });
+      const approve = h("button", { type: "button", class: "approve", onclick: () => decide("/approve-tool-call", {}, "Approving") }, "Approve");
+      const decline = h("button", { type: "button", class: "decline", onclick: () => {
+        const text = reason.value.trim();
+        decide("/decline-tool-call", text ? { reason: text } : {}, "Declining");
+      } }, "Decline");
+      buttons.push(approve, decline, reason);
+      card.append(h("h3", {}, "Approve ", h("code", {}, call.toolName), "?"),
+        h("p", { class: "muted" }, "The run waits before this tool call. Arguments:"),
+        h("pre", { class: "args" }, pretty(call.args)),
+        h("div", { class: "row" }, approve, decline, reason));
+    } else {
+      const data = h("textarea", { class: "resume-data", rows: 3, placeholder: "resume data as JSON, e.g. {\"confirmed\": true}" });
+      const resume = h("button", { type: "button", class: "resume", onclick: () => {
+        let value;
+        try { value = JSON.parse(data.value); } catch (error) {
+          problem.textContent = "resume data is not JSON: " + error.message;
+          return;
+        }
+        decide("/resume-stream", { resumeData: value }, "Resuming");
+      } }, "Resume");
+      buttons.push(resume, data);
+      card.append(h("h3", {}, h("code", {}, call.toolName), " is waiting for input"),
+        h("p", { class: "muted" }, "It asked:"),
+        h("pre", { class: "suspend-payload" }, pretty(call.suspendPayload)),
+        h("p", { class: "muted" }, "Arguments:"),
+        h("pre", { class: "args" }, pretty(call.args)),
+        data, h("div", { class: "row" }, resume));
+    }
+    card.append(status, problem);
+    log.append(card);
+    card.scrollIntoView({ block: "nearest" });
+    return card;
+  }
+
+  // The agent's runs waiting on a person, one group per thread.
+  // Only the latest of overlapping loads is drawn; aria-busy stays set until it is.
+  let loads = 0;
+  async function loadSuspended() {
+    const mine = ++loads;
+    suspendedBox.setAttribute("aria-busy", "true");
+    const query = new URLSearchParams(owner());
+    let page, failure;
+    try {
+      page = await api(agentPath + "/suspended-runs" + (query.toString() ? "?" + query : ""));
+    } catch (error) {
+      failure = error;
+    }
+    if (mine !== loads) return;
+    suspendedBox.setAttribute("aria-busy", "false");
+    if (failure) {
+      suspendedBox.replaceChildren(h("p", { class: "error" }, String(failure.message || failure)));
+      return;
+    }
+    if (!page.runs.length) {
+      suspendedBox.replaceChildren(h("p", { class: "muted" }, "No run is waiting on a person."));
+      return;
+    }
+    const groups = new Map();
+    for (const run of page.runs) {
+      const key = run.threadId || "";
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(run);
+    }
+    suspendedBox.replaceChildren(...[...groups].map(([threadId, runs]) => h("div", { class: "thread-group", "data-thread": threadId },
+      h("h3", {}, threadId ? "Thread " + threadId : "No thread"),
+      ...runs.map((run) => h("div", { class: "suspended-run", "data-run-id": run.runId },
+        h("div", { class: "muted" }, "run " + run.runId + " · since " + new Date(run.suspendedAt).toLocaleString() +
+          (run.expiresAt ? " · expires " + new Date(run.expiresAt).toLocaleString() : "")),
+        ...run.toolCalls.map((call) => h("div", { class: "pending-call", "data-tool-call-id": call.toolCallId },
+          h("code", {}, call.toolName), " ", h("span", { class: "chip" }, call.requiresApproval ? "needs approval" : "needs input"),
+          h("button", { type: "button", class: "open-call", onclick: () => showDecision(run.runId, call,
+            call.requiresApproval ? "approval" : "suspend", { threadId: run.threadId, resourceId: run.resourceId }, true) }, "Open"))))))));
+  }
+
   view.replaceChildren(h("h1", {}, "Chat with " + agent.name),
-    h("div", { class: "split" }, h("div", {}, log, form), h("div", {}, h("h2", {}, "Run timeline"), timelineBox)));
+    h("div", { class: "split" }, h("div", {}, log, form),
+      h("div", {}, h("h2", {}, "Waiting on a person ", h("button", { type: "button", id: "suspended-refresh", class: "small", onclick: loadSuspended }, "Refresh")),
+        suspendedBox, h("h2", {}, "Run timeline"), timelineBox)));
+  thread.addEventListener("change", loadSuspended);
+  resource.addEventListener("change", loadSuspended);
   input.focus();
+  await loadSuspended();
 }
 
 // ---------------------------------------------------------------- runs and timelines
