@@ -17,7 +17,7 @@ from sluicegate.memory import Memory
 from sluicegate.models.base import CallOptions, StreamPart
 from sluicegate.processors import Processor, UnicodeNormalizer
 from sluicegate.processors.args import ProcessInputArgs
-from sluicegate.storage import SQLiteStore
+from sluicegate.storage import PostgresStore, SQLiteStore
 from sluicegate.testing.echo_model import EchoModel
 from sluicegate.tools import ToolContext
 
@@ -101,7 +101,9 @@ class ToolEcho(EchoModel):
 _USAGE: dict[str, Any] = {"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}
 
 
-storage = SQLiteStore(os.environ.get("SLUICEGATE_TEST_DB", ":memory:"))
+_db = os.environ.get("SLUICEGATE_TEST_DB", ":memory:")
+# A PostgreSQL DSN puts several server processes on one database (tests/server/test_hitl_two_processes.py).
+storage: Any = PostgresStore(_db) if _db.startswith("postgresql://") else SQLiteStore(_db)
 memory = Memory(storage=storage)
 delay = float(os.environ.get("ECHO_DELAY", "0"))
 # Several server processes reconnect a client through one Redis run log; one process keeps its own.

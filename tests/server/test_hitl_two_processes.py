@@ -1,9 +1,11 @@
 """A run suspended through one `sluicegate serve` process is listed, approved and observed
-through another: both serve the example app on one SQLite file, and their reconnect log is one
-Redis, so the resumed run's events continue the offsets the first process gave."""
+through another: both serve the example app on one SQLite file or one PostgreSQL database, and
+their reconnect log is one Redis, so the resumed run's events continue the offsets the first
+process gave."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -17,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.cache.redis_server import start_redis
+from tests.memory.memory_pg_server import PostgresUnavailable, create_database, start_postgres
 from tests.server.live import free_port
 
 ROOT = Path(__file__).parents[2]
@@ -32,11 +35,24 @@ def _events(response: httpx.Response) -> list[dict[str, Any]]:
     return [json.loads(r[6:]) for r in records if r.startswith("data: {")]
 
 
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def servers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
     tmp_path = tmp_path_factory.mktemp("two-processes")
+    if request.param == "postgres":
+        try:
+            dsn, stop_postgres = start_postgres()
+        except PostgresUnavailable as error:
+            if os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1":
+                pytest.fail(f"{error} (SLUICEGATE_REQUIRE_SERVICES=1)")
+            pytest.skip(str(error))
+        request.addfinalizer(stop_postgres)
+        database = asyncio.run(create_database(dsn))
+    else:
+        database = str(tmp_path / "shared.db")
     redis = start_redis()
-    env = {**os.environ, "SLUICEGATE_TEST_DB": str(tmp_path / "shared.db"), "SLUICEGATE_REDIS_URL": redis.url}
+    env = {**os.environ, "SLUICEGATE_TEST_DB": database, "SLUICEGATE_REDIS_URL": redis.url}
     processes: list[tuple[subprocess.Popen[bytes], Path]] = []
     urls = []
     try:
