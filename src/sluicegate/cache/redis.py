@@ -6,9 +6,9 @@ Keys are namespaced with `prefix`, so `clear()` removes this cache's entries onl
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from sluicegate._redis import LoopRedis
 from sluicegate.errors import MissingExtraError
 
 try:
@@ -44,26 +44,13 @@ class RedisCache(ServerCache):
     ) -> None:
         self.url = url
         self.prefix = prefix
-        self._socket_timeout = socket_timeout
-        self._socket_connect_timeout = socket_connect_timeout
         self._scan_batch = scan_batch
-        self._own_client = client is None
-        self._client = client
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopRedis(
+            url, client=client, socket_timeout=socket_timeout, socket_connect_timeout=socket_connect_timeout
+        )
 
     def _redis(self) -> Redis:
-        if not self._own_client:
-            assert self._client is not None
-            return self._client
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = Redis.from_url(
-                self.url,
-                socket_timeout=self._socket_timeout,
-                socket_connect_timeout=self._socket_connect_timeout,
-            )
-            self._client_loop = loop
-        return self._client
+        return self._clients.client()
 
     async def get(self, key: str) -> Any:
         raw = await self._redis().get(self.prefix + key)
@@ -91,11 +78,7 @@ class RedisCache(ServerCache):
 
     async def close(self) -> None:
         """Close the client this cache created (a client passed in stays open)."""
-        if self._own_client and self._client is not None:
-            client, loop = self._client, self._client_loop
-            self._client, self._client_loop = None, None
-            if loop is asyncio.get_running_loop():
-                await client.aclose()
+        await self._clients.aclose()
 
     def __repr__(self) -> str:
         return f"RedisCache(url={_redact(self.url)!r}, prefix={self.prefix!r})"

@@ -12,10 +12,10 @@ tried as if the circuit were closed, and a WARNING is logged once per outage.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
+from sluicegate._redis import LoopRedis
 from sluicegate.errors import MissingExtraError
 
 try:
@@ -94,28 +94,18 @@ class RedisCircuitBreaker(CircuitBreaker):
         super().__init__(failures=failures, window=window, cooldown=cooldown)
         self.url = url
         self.prefix = prefix
-        self._socket_timeout = socket_timeout
-        self._socket_connect_timeout = socket_connect_timeout
-        self._own_client = client is None
-        self._client = client
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopRedis(
+            url, client=client, socket_timeout=socket_timeout, socket_connect_timeout=socket_connect_timeout
+        )
         self._scripts: dict[str, Any] = {}
+        self._scripts_client: Redis | None = None
         self._outage = False
 
     def _redis(self) -> Redis:
-        if not self._own_client:
-            assert self._client is not None
-            return self._client
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = Redis.from_url(
-                self.url,
-                socket_timeout=self._socket_timeout,
-                socket_connect_timeout=self._socket_connect_timeout,
-            )
-            self._client_loop = loop
-            self._scripts = {}
-        return self._client
+        client = self._clients.client()
+        if client is not self._scripts_client:  # a new loop's client: register the scripts again
+            self._scripts, self._scripts_client = {}, client
+        return client
 
     async def _run(self, script: str, keys: list[str], args: list[int]) -> int | None:
         """The script's result, or None when Redis could not be asked (logged once per outage)."""
@@ -169,11 +159,7 @@ class RedisCircuitBreaker(CircuitBreaker):
 
     async def close(self) -> None:
         """Close the client this breaker created (a client passed in stays open)."""
-        if self._own_client and self._client is not None:
-            client, loop = self._client, self._client_loop
-            self._client, self._client_loop = None, None
-            if loop is asyncio.get_running_loop():
-                await client.aclose()
+        await self._clients.aclose()
 
     def __repr__(self) -> str:
         return (

@@ -33,6 +33,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from sluicegate._redis import LoopRedis
 from sluicegate.errors import MissingExtraError
 
 try:
@@ -183,11 +184,9 @@ class RedisRunLog:
         self._idle_ms = max(1, round(idle_ttl * 1000))
         self._read_batch = read_batch
         self._block_ms = max(1, round(block * 1000))
-        self._socket_timeout = socket_timeout
-        self._socket_connect_timeout = socket_connect_timeout
-        self._own_client = client is None
-        self._client = client
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._clients = LoopRedis(
+            url, client=client, socket_timeout=socket_timeout, socket_connect_timeout=socket_connect_timeout
+        )
         self._dirty: list[_RedisWriter] = []
         self._wake: asyncio.Event | None = None
         self._flusher: asyncio.Task[None] | None = None
@@ -199,18 +198,7 @@ class RedisRunLog:
     # -- the client and the flusher ------------------------------------------------------------
 
     def _redis(self) -> Redis:
-        if not self._own_client:
-            assert self._client is not None
-            return self._client
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            self._client = Redis.from_url(
-                self.url,
-                socket_timeout=self._socket_timeout,
-                socket_connect_timeout=self._socket_connect_timeout,
-            )
-            self._client_loop = loop
-        return self._client
+        return self._clients.client()
 
     def _schedule(self, writer: _RedisWriter) -> None:
         self._dirty.append(writer)
@@ -343,11 +331,7 @@ class RedisRunLog:
                 await flusher
             except asyncio.CancelledError:
                 pass
-        if self._own_client and self._client is not None:
-            client, loop = self._client, self._client_loop
-            self._client, self._client_loop = None, None
-            if loop is asyncio.get_running_loop():
-                await client.aclose()
+        await self._clients.aclose()
 
     # -- the RunLog protocol --------------------------------------------------------------------
 
