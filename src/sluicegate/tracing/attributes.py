@@ -14,6 +14,8 @@ PROCESSOR = "processor"
 
 # sluicegate attributes
 RUN_ID = "sluicegate.run_id"
+TOOL_WAITING = "sluicegate.tool.waiting"
+"""On a tool span: the call waits on a person (`tool-call-approval` / `tool-call-suspended`)."""
 AGENT_ID = "sluicegate.agent.id"
 STEP_NUMBER = "sluicegate.step_number"
 PROCESSOR_ID = "sluicegate.processor.id"

@@ -248,6 +248,8 @@ class RunTrace:
         else:
             if result.type == "tool-error":
                 set_error(span, result.payload.error, content=self.capture_content)
+            elif result.type != "tool-result":  # it waits on a person: there is no result yet
+                span.set_attribute(attr.TOOL_WAITING, result.type)
             elif self.capture_content:
                 span.set_attribute(attr.GEN_AI_TOOL_CALL_RESULT, to_json(result.payload.result))
             return result
