@@ -625,3 +625,32 @@ async def test_steps_keep_their_model_and_tripwire_over_a_suspension() -> None:
     assert rejected.tripwire.processor_id == "reject-first" and rejected.tripwire.metadata == {"n": 1}
     assert held.tripwire is None and final.tripwire is None
     assert held.model == final.model == "mock-provider/mock-model-id"
+
+
+async def test_expired_suspended_runs_are_swept_when_a_run_suspends() -> None:
+    """Nothing else calls `purge_expired_suspended_runs`: a suspending run sweeps the store at
+    most once per `PURGE_EVERY`, so expired runs do not pile up."""
+    from datetime import UTC, datetime
+
+    from sluicegate.agent import hold
+    from sluicegate.storage.suspended_runs import PendingToolCall, SuspendedRun
+
+    store = InMemorySuspendedRunStore()
+    long_ago = datetime(2020, 1, 1, tzinfo=UTC)
+    await store.save_suspended_run(
+        SuspendedRun(
+            run_id="old",
+            agent_id="hitl",
+            resource_id=None,
+            thread_id=None,
+            pending=(PendingToolCall(tool_call_id="c", tool_name="lookup", args={}, kind="approval"),),
+            snapshot={},
+            suspended_at=long_ago,
+            expires_at=long_ago.replace(year=2021),
+        )
+    )
+    hold._last_purge.pop(store, None)
+    agent = agent_for([one_call(), one_call()], [lookup_tool([])], suspended_runs=store)
+    await agent.generate("hi", require_tool_approval=True)
+    assert await store.purge_expired_suspended_runs() == 0  # the suspension already swept it
+    assert store in hold._last_purge

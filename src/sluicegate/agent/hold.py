@@ -16,6 +16,8 @@ snapshot's shape is `suspension`'s.
 from __future__ import annotations
 
 import logging
+import time
+import weakref
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,10 @@ if TYPE_CHECKING:
     from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
+
+PURGE_EVERY = 3600.0
+"""Seconds between sweeps of expired suspended runs, made by whichever run suspends next."""
+_last_purge: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 DEFAULT_DECLINE_REASON = "Tool call was not approved by the user"
 """What the model is told about a declined call when the decline gives no reason (Mastra's text)."""
@@ -102,6 +108,7 @@ async def _suspend(run: RunCore, held: HeldStep) -> AsyncGenerator[Chunk, None]:
             pending=(held.queue[0],), snapshot=snapshot, suspended_at=now, expires_at=expires
         )
     await store.save_suspended_run(stored)
+    await _purge_now_and_then(store)
     run.claimed = None  # the new version is claimable again; this run no longer owns it
     run.state.held = held
     for chunk in await run.emit_processed(held.pending_chunk(run.run_id)):
@@ -184,3 +191,23 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
     )
     for chunk in await run.emit_processed(finish):
         yield chunk
+
+
+async def _purge_now_and_then(store: Any) -> None:
+    """Expired runs are deleted at most every `PURGE_EVERY` seconds per store, by a run that
+    suspends (never on the streaming path); a sweep that fails is logged, not the run's failure."""
+    now = time.monotonic()
+    try:
+        last = _last_purge.get(store)
+        if last is not None and now - last < PURGE_EVERY:
+            return
+        _last_purge[store] = now
+    except TypeError:  # a store that cannot be weakly referenced: its owner purges it
+        return
+    try:
+        purged = await store.purge_expired_suspended_runs()
+    except Exception as exc:
+        log.warning("purging expired suspended runs failed: %s", exc)
+        return
+    if purged:
+        log.info("purged %d expired suspended runs", purged)
