@@ -34,6 +34,8 @@ _SPELLED_EMAIL = re.compile(
     re.IGNORECASE,
 )
 _TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
+# What every text the view changes holds (a cheap first test: most prose chunks lack it).
+_HINT = re.compile(r"[0-9\[(<{]")
 _ASCII_TRIGGER = re.compile(rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]", re.IGNORECASE)
 
 
@@ -70,6 +72,8 @@ class View:
 def needs_view(text: str) -> bool:
     """Whether `text` has anything the view would change (cheap: ASCII text is one search)."""
     if text.isascii():
+        if _HINT.search(text) is None and "dot" not in text.lower():
+            return False
         return _ASCII_TRIGGER.search(text) is not None
     return (
         not unicodedata.is_normalized("NFKC", text)
