@@ -100,14 +100,14 @@ class RuleMatcher:
         text and in its normalized view (see `normalized`), mapped back to the text."""
         found = self._find(text, pos)
         view = build_view(text)
-        if view is not None:
-            seen = set(found)
-            for start, end, rule in self._find(view.text, view.index(pos)):
-                match = (*view.origin(start, end), rule)
-                if match not in seen:
-                    seen.add(match)
-                    found.append(match)
-        return found
+        if view is None:
+            return found
+        # The view's matches, and the text's own that no view match covers (a view match
+        # often contains a piece of the same value: "ane@x.com" of "j\u200bane@x.com").
+        seen = [
+            (*view.origin(start, end), rule) for start, end, rule in self._find(view.text, view.index(pos))
+        ]
+        return seen + [m for m in found if not any(s < m[1] and m[0] < e for s, e, _ in seen)]
 
     def _find(self, text: str, pos: int) -> list[tuple[int, int, RegexRule]]:
         found: list[tuple[int, int, RegexRule]] = []

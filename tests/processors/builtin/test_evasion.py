@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.processors.builtin.test_regex_filter import drive
 
 from sluicegate.guardrails.normalized import build_view
-from sluicegate.processors import RegexFilter, UnicodeNormalizer
+from sluicegate.processors import PIIDetector, RegexFilter, UnicodeNormalizer
 
 SECRETS = {
     "email": "jane.doe@example.com",
@@ -178,3 +178,43 @@ def test_unicode_normalizer_strips_format_characters_by_default() -> None:
     text = "pay\u200b me\u2060 now\ufeff"
     assert UnicodeNormalizer().normalize(text) == "pay me now"
     assert UnicodeNormalizer(strip_format_chars=False).normalize(text) == text
+
+
+EVASIVE = st.sampled_from(
+    [
+        "\u200b",
+        "\u2060",
+        " ",
+        "-",
+        ".",
+        "1",
+        "4",
+        "7",
+        "12",
+        "jane",
+        " at ",
+        " dot ",
+        "com",
+        "x",
+        "＠",
+        "ｅ",
+        "@",
+        "ex",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(EVASIVE, max_size=30), st.data())
+def test_stream_output_equals_the_redacted_whole_text(atoms: list[str], data: st.DataObject) -> None:
+    text = "".join(atoms)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=10)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    flt = RegexFilter(presets=["pii", "secrets"], strategy="redact", stream_carryover_size=None)
+    assert "".join(drive(flt, pieces)) == flt.redact(text)
+
+
+def test_pii_detector_offline_pass_sees_through_zero_width_characters() -> None:
+    verdict = PIIDetector(strategy="redact").pattern_verdict("mail j\u200bane@example.com")
+    assert [d.type for d in verdict.detections] == ["email"]
+    assert verdict.detections[0].value == "j\u200bane@example.com"
