@@ -18,10 +18,10 @@ import regex
 _FORMAT = regex.compile(r"\p{Cf}")
 _SEP = r"[ .\-\u00a0]{1,3}"
 # Single digits each split by a short separator run (an evasion: groups of several digits are
-# what the rules themselves accept), or such digits or a separator after a digit at the very end (a
-# stream may continue them).
+# what the rules themselves accept), unless part of a longer list ("1 2 3 ... 9 10"); or such
+# digits, or a separator after a digit, at the very end (a stream may continue them).
 _SPLIT_DIGITS = re.compile(
-    rf"(?<!\w)\d(?:{_SEP}\d(?!\d)){{3,}}(?:{_SEP}\Z)?|(?<!\w)\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
+    rf"(?<!\w)\d(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|(?<!\w)\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
 )
 _SEPARATOR = re.compile(_SEP)
 _AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"

@@ -88,6 +88,13 @@ def test_spelled_out_emails_are_caught(text: str) -> None:
     assert _filter().redact(f"write to {text} today") == "write to [EMAIL] today"
 
 
+@pytest.mark.parametrize(
+    "text", ["Count 1 2 3 4 5 6 7 8 9 10 and go.", "Steps 1 - 2 - 3 - 4 - 5 - 6 - 7 - 8 - 9 - 10 done."]
+)
+def test_a_list_of_small_numbers_is_not_a_split_value(text: str) -> None:
+    assert _filter().redact(text) == text
+
+
 def test_ordinary_text_builds_no_view() -> None:
     assert build_view("Meet at 10:30 on 2024-01-15; it costs $12.50 (3 of 4 people).") is None
 
