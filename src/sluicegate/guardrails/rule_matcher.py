@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import regex
 
 from sluicegate.guardrails.lead_screen import TailedRule, lead_initials, lead_screen, required_char
+from sluicegate.guardrails.normalized import View, build_view
 from sluicegate.guardrails.regex_rules import RegexRule
 
 _SCOPED_FLAGS = (
@@ -95,7 +96,20 @@ class RuleMatcher:
         self._unscreened = tuple(rule.compiled for rule, lead in leads.items() if lead is None)
 
     def find(self, text: str, pos: int = 0) -> list[tuple[int, int, RegexRule]]:
-        """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`."""
+        """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`: in the
+        text and in its normalized view (see `normalized`), mapped back to the text."""
+        found = self._find(text, pos)
+        view = build_view(text)
+        if view is None:
+            return found
+        # The view's matches, and the text's own that no view match covers (a view match
+        # often contains a piece of the same value: "ane@x.com" of "j\u200bane@x.com").
+        seen = [
+            (*view.origin(start, end), rule) for start, end, rule in self._find(view.text, view.index(pos))
+        ]
+        return seen + [m for m in found if not any(s < m[1] and m[0] < e for s, e, _ in seen)]
+
+    def _find(self, text: str, pos: int) -> list[tuple[int, int, RegexRule]]:
         found: list[tuple[int, int, RegexRule]] = []
         for rule, required in self._required:
             if required is not None and text.find(required, pos) < 0:
@@ -107,6 +121,17 @@ class RuleMatcher:
         return found
 
     def hold_from(self, buffer: str, pos: int, size: int) -> int:
+        """`_hold_from` on the buffer and, when it has anything to normalize, on its view."""
+        cut = self._hold_from(buffer, pos, size)
+        if cut < 0:
+            return cut
+        view = build_view(buffer)
+        if view is None:
+            return cut
+        at = self._hold_from(view.text, view.index(pos), len(view.text))
+        return -1 if at < 0 else min(cut, view.cut(at))
+
+    def _hold_from(self, buffer: str, pos: int, size: int) -> int:
         """Where text that may still become part of a match begins (`size`: nowhere), or -1
         when `buffer[pos:]` holds a complete match that more text cannot change.
 
@@ -152,7 +177,15 @@ class RuleMatcher:
 
     def settle(self, buffer: str, pos: int) -> tuple[int, list[Region]]:
         """Where the settled text ends and the matches inside it: text from the first partial
-        match (or a match that more text could extend) on must wait."""
+        match (or a match that more text could extend) on must wait; in the buffer and in its
+        normalized view alike."""
+        cut, regions = self._settle(buffer, pos)
+        view = build_view(buffer)
+        if view is None:
+            return cut, regions
+        return _settle_both(cut, regions, view, *self._settle(view.text, view.index(pos)))
+
+    def _settle(self, buffer: str, pos: int) -> tuple[int, list[Region]]:
         size = len(buffer)
         cut = size
         matches: list[tuple[int, int, RegexRule]] = []
@@ -172,3 +205,17 @@ class RuleMatcher:
             if region.start < cut < region.end:
                 cut = region.start
         return cut, [r for r in regions if r.end <= cut]
+
+
+def _settle_both(
+    cut: int, regions: list[Region], view: View, at: int, found: list[Region]
+) -> tuple[int, list[Region]]:
+    """The settled end and regions of a buffer from those of the buffer and of its view."""
+    cut = min(cut, view.cut(at))
+    matches = [(r.start, r.end, r.rule) for r in regions]
+    matches.extend((*view.origin(r.start, r.end), r.rule) for r in found)
+    merged = merge_regions(matches)
+    for region in merged:
+        if region.start < cut < region.end:
+            cut = region.start
+    return cut, [r for r in merged if r.end <= cut]

@@ -7,6 +7,8 @@ import re
 import unicodedata
 from typing import Any
 
+import regex
+
 from sluicegate.messages import Message
 from sluicegate.messages.part import Part
 from sluicegate.processors.args import ProcessInputArgs
@@ -17,6 +19,9 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 # Everything outside printable ASCII and the rest of the Basic Multilingual Plane (emoji live in
 # the astral planes), plus the joiners and variation selectors that only glue emoji together.
 _NON_BMP_OR_CONTROL = re.compile("[^\t\n\r\x20-\x7e\u00a0-\uffff]|[\u200d\ufe0e\ufe0f]")
+# Format characters (Unicode category Cf: zero-width space and joiners, word joiner, BOM, bidi
+# marks) are invisible and NFKC keeps them, so they hide values from pattern guards.
+_FORMAT = regex.compile(r"\p{Cf}")
 _NEWLINE_RUNS = re.compile(r"\n+")
 _BLANKS = re.compile(r"[ \t]+")
 
@@ -28,7 +33,9 @@ class UnicodeNormalizer(Processor):
     Options follow Mastra: `strip_control_chars` (False), `preserve_emojis` (True; with
     `strip_control_chars`, False also removes emoji and other astral-plane characters),
     `collapse_whitespace` (True: CR/CRLF become LF, newline runs one LF, space/tab runs one space),
-    `trim` (True).
+    `trim` (True), `strip_format_chars` (True: format characters such as U+200B-U+200D, U+2060
+    and U+FEFF are removed; a deliberate addition, as they would otherwise hide values from the
+    pattern guards that follow).
 
     Example::
 
@@ -46,16 +53,20 @@ class UnicodeNormalizer(Processor):
         preserve_emojis: bool = True,
         collapse_whitespace: bool = True,
         trim: bool = True,
+        strip_format_chars: bool = True,
     ) -> None:
         super().__init__()
         self.strip_control_chars = strip_control_chars
         self.preserve_emojis = preserve_emojis
         self.collapse_whitespace = collapse_whitespace
         self.trim = trim
+        self.strip_format_chars = strip_format_chars
 
     def normalize(self, text: str) -> str:
         """The normalized form of one string."""
         text = unicodedata.normalize("NFKC", text)
+        if self.strip_format_chars:
+            text = _FORMAT.sub("", text)
         if self.strip_control_chars:
             text = (_CONTROL if self.preserve_emojis else _NON_BMP_OR_CONTROL).sub("", text)
         if self.collapse_whitespace:

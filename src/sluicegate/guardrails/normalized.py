@@ -1,0 +1,158 @@
+"""The normalized view a pattern guard matches as well as the text itself, so evasions do not
+hide a value: NFKC (fullwidth and other look-alike forms), format characters removed (zero-width
+space, joiners, word joiner, BOM), separators between single digits collapsed ("4 1 1 1 ..."),
+spelled-out `at`/`dot` in email shapes. Each view character remembers the span of original
+characters it came from, so a match found in the view replaces the original characters,
+invisible ones included."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_left
+from collections import Counter
+from dataclasses import dataclass
+
+import regex
+
+_FORMAT = regex.compile(r"\p{Cf}")
+_SEP = r"[ .\-\u00a0]{1,3}"
+# Single digits each split by a short separator run (an evasion: groups of several digits are
+# what the rules themselves accept), unless part of a longer list ("1 2 3 ... 9 10"); or such
+# digits, or a separator after a digit, at the very end (a stream may continue them).
+_SPLIT_DIGITS = re.compile(
+    rf"(?<!\w)\d(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|(?<!\w)\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
+)
+_SEPARATOR = re.compile(_SEP)
+_AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"
+_DOT = r"(?:\s*[\[(<{]\s*dot\s*[\])>}]\s*|\s+dot\s+)"
+_TLD = r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app)"
+# An address with a spelled-out "at" and at least one spelled-out "dot", or a bracketed "[at]".
+_SPELLED_EMAIL = re.compile(
+    rf"[A-Za-z0-9._%+-]+(?:{_AT}[A-Za-z0-9-]+(?:(?:{_DOT}|\.)[A-Za-z0-9-]+)*{_DOT}{_TLD}"
+    rf"|\s*[\[(<{{]\s*at\s*[\])>}}]\s*[A-Za-z0-9-]+(?:(?:{_DOT}|\.)[A-Za-z0-9-]+)*(?:{_DOT}|\.){_TLD})\b",
+    re.IGNORECASE,
+)
+_TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
+# What every text the view changes holds (a cheap first test: most prose chunks lack it).
+_HINT = re.compile(r"[0-9\[(<{]")
+_ASCII_TRIGGER = re.compile(rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class View:
+    """`text` as matched; `starts[i]`/`ends[i]` the original span of view character `i`."""
+
+    text: str
+    starts: list[int]
+    ends: list[int]
+    source: str
+    """The original text."""
+
+    def index(self, pos: int) -> int:
+        """The first view character that comes from original position `pos` or later."""
+        return bisect_left(self.starts, pos)
+
+    def origin(self, start: int, end: int) -> tuple[int, int]:
+        """The original span of view span `[start, end)`, with the format characters right
+        after it: invisible characters inside or trailing a match are replaced with it."""
+        source = self.source
+        if start >= len(self.text):
+            return len(source), len(source)
+        end_at = self.ends[end - 1] if end > start else self.starts[start]
+        while end_at < len(source) and _FORMAT.match(source, end_at) is not None:
+            end_at += 1
+        return self.starts[start], end_at
+
+    def cut(self, index: int) -> int:
+        """The original position of view position `index` (a hold-back point)."""
+        return self.starts[index] if index < len(self.text) else len(self.source)
+
+
+def needs_view(text: str) -> bool:
+    """Whether `text` has anything the view would change (cheap: ASCII text is one search)."""
+    if text.isascii():
+        if _HINT.search(text) is None and "dot" not in text.lower():
+            return False
+        return _ASCII_TRIGGER.search(text) is not None
+    return (
+        not unicodedata.is_normalized("NFKC", text)
+        or _FORMAT.search(text) is not None
+        or (_ASCII_TRIGGER.search(text) is not None)
+    )
+
+
+def _edit(
+    text: str, starts: list[int], ends: list[int], edits: list[tuple[int, int, str]]
+) -> tuple[str, list[int], list[int]]:
+    """`text` with each `(start, end, replacement)` applied (sorted, not overlapping)."""
+    parts: list[str] = []
+    new_starts: list[int] = []
+    new_ends: list[int] = []
+    at = 0
+    for start, end, replacement in edits:
+        parts.append(text[at:start])
+        new_starts.extend(starts[at:start])
+        new_ends.extend(ends[at:start])
+        parts.append(replacement)
+        new_starts.extend([starts[start]] * len(replacement))
+        new_ends.extend([ends[end - 1]] * len(replacement))
+        at = end
+    parts.append(text[at:])
+    new_starts.extend(starts[at:])
+    new_ends.extend(ends[at:])
+    return "".join(parts), new_starts, new_ends
+
+
+def _digit_edits(run: str, offset: int) -> list[tuple[int, int, str]]:
+    """Edits collapsing one run of split digits: the most common separator goes; another one
+    (as in "1 2 3 - 4 5 - 6 7 8 9") stays as "-"; nine uniformly split digits take the
+    ddd-dd-dddd shape that is kept for identity numbers."""
+    separators = [(offset + m.start(), offset + m.end(), m.group()) for m in _SEPARATOR.finditer(run)]
+    if len(separators) < 2:  # a digit at the end, or a separator after it
+        return [(start, end, "") for start, end, _ in separators]
+    common = Counter(sep for _, _, sep in separators).most_common(1)[0][0]
+    edits = [(start, end, "" if sep == common else "-") for start, end, sep in separators]
+    if len(separators) == 8 and all(sep == common for _, _, sep in separators):
+        edits[2] = (edits[2][0], edits[2][1], "-")
+        edits[4] = (edits[4][0], edits[4][1], "-")
+    return edits
+
+
+def build_view(text: str) -> View | None:
+    """The normalized view of `text`, or None when it would be `text` itself."""
+    if not needs_view(text):
+        return None
+    size = len(text)
+    if text.isascii():
+        view, starts, ends = text, list(range(size)), list(range(1, size + 1))
+    else:
+        parts: list[str] = []
+        starts, ends = [], []
+        for index, char in enumerate(text):
+            if char < "\x80":
+                parts.append(char)
+                starts.append(index)
+                ends.append(index + 1)
+                continue
+            if unicodedata.category(char) == "Cf":
+                continue
+            folded = unicodedata.normalize("NFKC", char)
+            parts.append(folded)
+            starts.extend([index] * len(folded))
+            ends.extend([index + 1] * len(folded))
+        view = "".join(parts)
+    edits = [
+        edit for match in _SPLIT_DIGITS.finditer(view) for edit in _digit_edits(match.group(), match.start())
+    ]
+    if edits:
+        view, starts, ends = _edit(view, starts, ends, edits)
+    edits = []
+    for match in _SPELLED_EMAIL.finditer(view):
+        for token in _TOKEN.finditer(view, match.start(), match.end()):
+            edits.append((token.start(), token.end(), "@" if token.group("at") else "."))
+    if edits:
+        view, starts, ends = _edit(view, starts, ends, edits)
+    if view == text:
+        return None
+    return View(view, starts, ends, text)
