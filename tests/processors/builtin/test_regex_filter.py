@@ -213,6 +213,18 @@ def test_a_match_longer_than_max_value_chars_is_withheld_whole_and_reported(capl
     assert len(reports) == 1 and reports[0].detail["redactions"][0]["rule"] == "max_value_chars"
 
 
+def test_holding_a_long_forming_match_stays_linear() -> None:
+    # an email still forming, 100,000 characters in 4-character chunks: searched again only
+    # each time the hold grew by half (each chunk: about 20 s), then withheld whole
+    import time
+
+    token = "x@" + "a" * 100_000
+    f = RegexFilter(presets=["pii", "secrets", "urls"], strategy="redact")
+    began = time.perf_counter()
+    out = drive(f, [*(token[i : i + 4] for i in range(0, len(token), 4)), " end"])
+    assert time.perf_counter() - began < 3 and "".join(out) == " end"
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "9", False])
 def test_max_value_chars_must_be_a_positive_number_of_characters(bad: Any) -> None:
     with pytest.raises(ValueError, match="max_value_chars"):

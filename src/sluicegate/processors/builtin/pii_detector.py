@@ -332,7 +332,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if strategy != "redact":
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
-        self.patterns = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
+        self.patterns = RegexFilterProcessor(
+            presets=["pii", "secrets"], strategy="redact", max_value_chars=max_value_chars
+        )
         wanted = [
             r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
         ]

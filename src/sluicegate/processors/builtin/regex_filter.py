@@ -394,8 +394,13 @@ class RegexFilterProcessor(Processor):
             if not text:
                 return None
             part = stream.make(part.run_id, part.payload.id if id is None else id, text)
-        context = stream.context
         carry = stream.carry
+        if stream.scan_at and len(carry) + len(text) < stream.scan_at:
+            # A match longer than the carryover is still being held: holding it a little longer
+            # is safe, so it is searched again only once it grew by half (linear in all).
+            stream.carry = carry + text
+            return None
+        context = stream.context
         buffer = context + carry + text if (context or carry) else text
         pos = len(context)
         size = len(buffer)
@@ -416,7 +421,10 @@ class RegexFilterProcessor(Processor):
             self._withhold(args, stream, buffer, cut, size)
             stream.carry = ""
             stream.context = ""
+            stream.scan_at = 0
             return self._emit(args, stream, buffer, regions, pos, cut) if cut > pos else None
+        held = size - cut
+        stream.scan_at = held + max(cap // 2, held // 2) if cap is not None and held > cap else 0
         stream.carry = buffer[cut:]
         stream.carry_id = part.payload.id if id is None else id
         stream.carry_run_id = part.run_id
@@ -483,6 +491,7 @@ class RegexFilterProcessor(Processor):
         stream.carry = stream.context = ""
         stream.deferred = []
         stream.oversized = False
+        stream.scan_at = 0
         if not carry:
             return deferred
         buffer = context + carry
