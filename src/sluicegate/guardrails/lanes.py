@@ -169,6 +169,7 @@ class Member:
         "overlap",
         "position",
         "processor_id",
+        "report",
         "window_chars",
     )
 
@@ -186,6 +187,7 @@ class Member:
         processor_id: str,
         on_text_done: Callable[[str, Any], None] | None,
         max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+        report: Callable[[str, Any], None] | None = None,
     ) -> None:
         self.judge = judge
         self.args = args
@@ -194,6 +196,9 @@ class Member:
         self.overlap = overlap_chars
         self.max_hold = max_hold_ms / 1000
         self.max_value = max_value_chars
+        self.report = report
+        """Tells the guardrail's `on_violation` (message, detail) about a value redacted for its
+        length."""
         self.optimistic = release == "optimistic"
         self.chunk_window = chunk_window
         self.processor_id = processor_id

@@ -15,6 +15,7 @@ from sluicegate.guardrails.judgement import (
 )
 from sluicegate.guardrails.lanes import Member, consume
 from sluicegate.guardrails.windows import PREFETCH_KEY, WindowedStream
+from sluicegate.processors.base import notify_violation
 from sluicegate.stream.chunk import Chunk
 
 _STATE_KEY = "windowed_stream"
@@ -34,6 +35,7 @@ def _member(processor: WindowedGuard, args: Any, position: int) -> Member:
         processor_id=str(getattr(processor, "id", type(processor).__name__)),
         on_text_done=processor._prefetch,
         max_value_chars=processor.max_value_chars,
+        report=lambda message, detail: notify_violation(processor, message, detail),
     )
 
 

@@ -294,6 +294,11 @@ class WindowedStream:
             member.processor_id,
             member.max_value,
         )
+        if member.report is not None:
+            member.report(
+                f"a value longer than max_value_chars={member.max_value} was redacted whole",
+                {"reason": "max_value_chars", "channel": channel.name, "start": begin, "end": window.end},
+            )
         found.append(Redaction(begin, window.end, OVERSIZED, remove, member.position))
         lane.oversized = window.end
         return window.end, found

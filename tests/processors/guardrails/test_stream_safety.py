@@ -238,6 +238,8 @@ async def test_a_value_longer_than_max_value_chars_is_redacted_whole_and_logged(
         overlap_chars=30,
         max_value_chars=60,
     )
+    reports: list[Any] = []
+    pii.on_violation = reports.append
     pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
     agent = Agent(name="s", model=MockModel([answer_step("text", pieces)]), output_processors=[pii])
     with caplog.at_level("WARNING", logger="sluicegate.processors.guardrails"):
@@ -245,6 +247,8 @@ async def test_a_value_longer_than_max_value_chars_is_redacted_whole_and_logged(
         released = "".join([c.payload.text async for c in output.full_stream if c.type == "text-delta"])
     assert released == "here  done and more words after"
     assert any("max_value_chars=60" in r.getMessage() for r in caplog.records)
+    assert [r.detail["reason"] for r in reports] == ["max_value_chars"]
+    assert reports[0].detail["start"] == 5  # the value's start: nothing of it went out
 
 
 async def test_a_value_up_to_max_value_chars_is_held_and_released_whole() -> None:
