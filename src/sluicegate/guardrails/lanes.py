@@ -213,9 +213,15 @@ def value_start(text: str, end: int, limit: int) -> int:
     (a value longer than `limit` reports a start `limit` + 1 back)."""
     if end <= 0 or text[end - 1].isspace():
         return end
-    low = max(0, end - limit - 1)
-    found = _LAST_SPACE.search(text, low, end)
-    return found.end() if found is not None else low
+    floor = max(0, end - limit - 1)
+    low, step = end, 64
+    while low > floor:  # widening from the end: a value is usually short
+        low = max(floor, low - step)
+        found = _LAST_SPACE.search(text, low, end)
+        if found is not None:
+            return found.end()
+        step *= 4
+    return floor
 
 
 def value_end(text: str, start: int, end: int) -> int:

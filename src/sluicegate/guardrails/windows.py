@@ -237,9 +237,9 @@ class WindowedStream:
                 vetted = space + 1
         if judgement.flagged and judgement.drop:
             # The window's text is withheld; what the next window still judges starts after it.
-            found = [
+            found.append(
                 Redaction(min(lane.vetted_to, window.start), window.end, "dropped", remove, member.position)
-            ]
+            )
             vetted = window.end
             lane.judged_to = max(lane.judged_to, window.end)
         elif judgement.flagged and judgement.spans:
