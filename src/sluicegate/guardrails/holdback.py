@@ -17,7 +17,7 @@ class HoldBack:
     """One channel's hold-back (the text, the reasoning, or one tool call's streamed
     arguments), kept as one object in `args.state`."""
 
-    __slots__ = ("carry", "carry_id", "carry_run_id", "context", "deferred", "make")
+    __slots__ = ("carry", "carry_id", "carry_run_id", "context", "deferred", "make", "oversized", "scan_at")
 
     def __init__(self, make: Callable[[str, str, str], Chunk]) -> None:
         self.carry = ""
@@ -29,6 +29,10 @@ class HoldBack:
         self.deferred: list[Chunk] = []
         """`*-start`/`*-end` markers that arrived while text was held: they go out, in order,
         before the held text does, so a match spanning two text ids is still caught."""
+        self.oversized = False
+        self.scan_at = 0
+        """Held length at which a hold longer than the carryover is searched again (0: each chunk)."""
+        """A value longer than `max_value_chars` was withheld: drop the rest of it."""
         self.make = make
         """Builds this channel's delta chunk from (run id, id, text)."""
 

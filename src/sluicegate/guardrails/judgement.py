@@ -14,6 +14,9 @@ Release = Literal["vetted", "optimistic"]
 DEFAULT_WINDOW_CHARS = 400
 DEFAULT_OVERLAP_CHARS = 128
 DEFAULT_MAX_HOLD_MS = 500.0
+DEFAULT_MAX_VALUE_CHARS = 8192
+"""The longest value (a run of text without whitespace) a window holds back whole while it is
+still being written; a longer one is redacted whole (see `guardrails.windows`)."""
 
 
 @dataclass(slots=True)
@@ -48,12 +51,20 @@ Judge = Callable[[str, Any], Awaitable[Judgement]]
 hook's arguments: `abort`, `message_list`, ...)."""
 
 
-def check_window_options(window_chars: int, overlap_chars: int, max_hold_ms: float, release: str) -> None:
+def check_window_options(
+    window_chars: int,
+    overlap_chars: int,
+    max_hold_ms: float,
+    release: str,
+    max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+) -> None:
     if not isinstance(window_chars, int) or window_chars < 1:
         raise ValueError(f"window_chars must be a positive number of characters, got {window_chars!r}")
     if not isinstance(overlap_chars, int) or not 0 <= overlap_chars < window_chars:
         raise ValueError(f"overlap_chars must be 0 or more and below window_chars, got {overlap_chars!r}")
     if max_hold_ms <= 0:
         raise ValueError(f"max_hold_ms must be positive, got {max_hold_ms!r}")
+    if isinstance(max_value_chars, bool) or not isinstance(max_value_chars, int) or max_value_chars < 1:
+        raise ValueError(f"max_value_chars must be a positive number of characters, got {max_value_chars!r}")
     if release not in ("vetted", "optimistic"):
         raise ValueError(f"release must be 'vetted' or 'optimistic', got {release!r}")

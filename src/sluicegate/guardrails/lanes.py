@@ -5,10 +5,11 @@ redactions its verdicts asked for."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
 
-from sluicegate.guardrails.judgement import Judge, Judgement, Release
+from sluicegate.guardrails.judgement import DEFAULT_MAX_VALUE_CHARS, Judge, Judgement, Release
 from sluicegate.stream.chunk import Chunk, TextPayload
 
 
@@ -52,7 +53,15 @@ class Lane:
     """One member's windows over one channel: what it judged, what it vetted, and the
     redactions its verdicts asked for that are not released yet."""
 
-    __slots__ = ("chunks_since", "held_since", "judged_to", "redactions", "vetted_to", "windows")
+    __slots__ = (
+        "chunks_since",
+        "held_since",
+        "judged_to",
+        "oversized",
+        "redactions",
+        "vetted_to",
+        "windows",
+    )
 
     def __init__(self) -> None:
         self.judged_to = 0
@@ -63,6 +72,9 @@ class Lane:
         self.redactions: list[Redaction] = []
         self.held_since: float | None = None
         self.chunks_since = 0
+        self.oversized = -1
+        """Where the last value redacted for outgrowing `max_value_chars` was cut (-1: none):
+        the rest of that value is redacted too."""
 
 
 class Channel:
@@ -127,6 +139,7 @@ class Channel:
             lane.redactions = []
             lane.held_since = None
             lane.chunks_since = 0
+            lane.oversized = -1
 
 
 def reasoning_delta(run_id: str, id: str, text: str) -> Chunk:
@@ -150,11 +163,13 @@ class Member:
         "chunk_window",
         "judge",
         "max_hold",
+        "max_value",
         "on_text_done",
         "optimistic",
         "overlap",
         "position",
         "processor_id",
+        "report",
         "window_chars",
     )
 
@@ -171,6 +186,8 @@ class Member:
         chunk_window: int,
         processor_id: str,
         on_text_done: Callable[[str, Any], None] | None,
+        max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+        report: Callable[[str, Any], None] | None = None,
     ) -> None:
         self.judge = judge
         self.args = args
@@ -178,11 +195,43 @@ class Member:
         self.window_chars = window_chars
         self.overlap = overlap_chars
         self.max_hold = max_hold_ms / 1000
+        self.max_value = max_value_chars
+        self.report = report
+        """Tells the guardrail's `on_violation` (message, detail) about a value redacted for its
+        length."""
         self.optimistic = release == "optimistic"
         self.chunk_window = chunk_window
         self.processor_id = processor_id
         self.on_text_done = on_text_done
         """Called with the text released by a finished run of text (see `WindowedGuard`)."""
+
+
+def value_start(text: str, end: int, limit: int) -> int:
+    """Where the value (run of text without whitespace) that touches `end` begins: `end` when
+    the text before it ends in whitespace. A value touching the end of what was seen may still
+    be growing, so no window may release part of it. Looks back `limit` + 1 characters at most
+    (a value longer than `limit` reports a start `limit` + 1 back)."""
+    if end <= 0 or text[end - 1].isspace():
+        return end
+    floor = max(0, end - limit - 1)
+    low, step = end, 64
+    while low > floor:  # widening from the end: a value is usually short
+        low = max(floor, low - step)
+        found = _LAST_SPACE.search(text, low, end)
+        if found is not None:
+            return found.end()
+        step *= 4
+    return floor
+
+
+def value_end(text: str, start: int, end: int) -> int:
+    """Where the value running on at `start` ends, looking no further than `end`."""
+    found = _SPACE.search(text, start, end)
+    return found.start() if found is not None else end
+
+
+_SPACE = re.compile(r"\s")
+_LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 
 
 class Deferred(Exception):

@@ -7,9 +7,15 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from sluicegate.guardrails.judgement import Judgement, Release, check_window_options
+from sluicegate.guardrails.judgement import (
+    DEFAULT_MAX_VALUE_CHARS,
+    Judgement,
+    Release,
+    check_window_options,
+)
 from sluicegate.guardrails.lanes import Member, consume
 from sluicegate.guardrails.windows import PREFETCH_KEY, WindowedStream
+from sluicegate.processors.base import notify_violation
 from sluicegate.stream.chunk import Chunk
 
 _STATE_KEY = "windowed_stream"
@@ -28,6 +34,8 @@ def _member(processor: WindowedGuard, args: Any, position: int) -> Member:
         chunk_window=processor.chunk_window,
         processor_id=str(getattr(processor, "id", type(processor).__name__)),
         on_text_done=processor._prefetch,
+        max_value_chars=processor.max_value_chars,
+        report=lambda message, detail: notify_violation(processor, message, detail),
     )
 
 
@@ -54,6 +62,7 @@ class WindowedGuard:
     max_hold_ms: float
     release: Release
     chunk_window: int
+    max_value_chars: int = DEFAULT_MAX_VALUE_CHARS
 
     def init_windows(
         self,
@@ -64,10 +73,11 @@ class WindowedGuard:
         max_hold_ms: float,
         release: Release | None,
         chunk_window: int = 0,
+        max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
     ) -> None:
         if release is None:
             release = "optimistic" if strategy == "warn" else "vetted"
-        check_window_options(window_chars, overlap_chars, max_hold_ms, release)
+        check_window_options(window_chars, overlap_chars, max_hold_ms, release, max_value_chars)
         if chunk_window < 0:
             raise ValueError(f"chunk_window must be 0 or more, got {chunk_window!r}")
         self.window_chars = window_chars
@@ -75,6 +85,7 @@ class WindowedGuard:
         self.max_hold_ms = max_hold_ms
         self.release = release
         self.chunk_window = chunk_window
+        self.max_value_chars = max_value_chars
 
     def judges_windows(self) -> bool:
         """Whether the stream hooks judge windows, so the guardrail can share a panel with

@@ -27,6 +27,7 @@ redactions applied. A chain of three judges so costs about one judge latency, no
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any, NoReturn
 
@@ -44,10 +45,15 @@ from sluicegate.guardrails.lanes import (
     consume,
     reasoning_delta,
     remove,
+    value_end,
+    value_start,
 )
 from sluicegate.stream.chunk import Chunk, text_delta
 
 RETRACTION = "data-guardrail-retraction"
+OVERSIZED = "oversized-value"
+"""The kind of a redaction of a value longer than `max_value_chars`."""
+log = logging.getLogger("sluicegate.processors.guardrails")
 _POLL = 0.005
 """Seconds between looks at running judgements while the model is quiet."""
 PREFETCH_KEY = "windowed_stream_prefetched"
@@ -157,9 +163,15 @@ class WindowedStream:
     def _launch(self, member: Member, channel: Channel, lane: Lane, *, timed: bool = False) -> None:
         """Start judging everything the member has not judged yet, with the carried-over
         overlap before it."""
-        start = max(lane.vetted_to, lane.judged_to - member.overlap, 0)
+        text = channel.text()
+        start = lane.judged_to - member.overlap
+        if lane.judged_to:
+            held = value_start(text, lane.judged_to, member.max_value)
+            if lane.judged_to - held <= member.max_value:
+                start = min(start, held)  # a value still growing is judged again whole
+        start = max(lane.vetted_to, start, 0)
         end = channel.total
-        window_text = channel.text()[start:end]
+        window_text = text[start:end]
         lane.judged_to = end
         lane.held_since = None
         lane.chunks_since = 0
@@ -213,6 +225,9 @@ class WindowedStream:
         """Move the member's release point past a judged window, keeping back the overlap the
         next window judges again, and record the redactions the verdict asked for."""
         vetted = window.end if last else max(lane.vetted_to, window.end - member.overlap)
+        found: list[Redaction] = []
+        if not last or lane.oversized >= 0:
+            vetted, found = self._hold_value(member, channel, lane, window, vetted, last)
         if window.timed and not last:
             # A slow stream: release what was judged up to the last whitespace, so the text
             # keeps flowing; a value still being written after it waits for the next window.
@@ -220,16 +235,15 @@ class WindowedStream:
             space = max(text.rfind(" ", vetted, window.end), text.rfind("\n", vetted, window.end))
             if space >= 0:
                 vetted = space + 1
-        found: list[Redaction] = []
         if judgement.flagged and judgement.drop:
             # The window's text is withheld; what the next window still judges starts after it.
-            found = [
+            found.append(
                 Redaction(min(lane.vetted_to, window.start), window.end, "dropped", remove, member.position)
-            ]
+            )
             vetted = window.end
             lane.judged_to = max(lane.judged_to, window.end)
         elif judgement.flagged and judgement.spans:
-            found = [
+            found += [
                 Redaction(
                     s.start + window.start, s.end + window.start, s.type, judgement.replace, member.position
                 )
@@ -244,6 +258,50 @@ class WindowedStream:
                 vetted = redaction.end
         lane.redactions = pending
         lane.vetted_to = max(vetted, lane.vetted_to)
+
+    def _hold_value(
+        self, member: Member, channel: Channel, lane: Lane, window: Window, vetted: int, last: bool
+    ) -> tuple[int, list[Redaction]]:
+        """Keep back a value still growing at the window's end (the next window judges it again
+        whole, as `_launch` starts it there), so a value longer than the overlap is never
+        released in part. One longer than `max_value_chars` is redacted whole instead (fail
+        closed): a vetted member cannot hold it for ever, and reports it."""
+        text = channel.text()
+        found: list[Redaction] = []
+        if 0 <= lane.oversized < window.end and lane.oversized >= window.start:
+            # the rest of a value already redacted for its length, up to where it ends
+            tail = value_end(text, lane.oversized, window.end)
+            if tail > lane.oversized:
+                found.append(Redaction(lane.oversized, tail, OVERSIZED, remove, member.position))
+            lane.oversized = tail if tail == window.end else -1
+            vetted = max(vetted, tail)
+            if lane.oversized >= 0:
+                return vetted, found  # still the same value, already reported
+        if last:
+            return vetted, found
+        held = value_start(text, window.end, member.max_value)
+        if held >= vetted:
+            return vetted, found
+        if window.end - held <= member.max_value:
+            return min(vetted, max(held, lane.vetted_to)), found
+        if member.optimistic:
+            return vetted, found
+        # its start, within the text not released yet (earlier windows held from there)
+        begin = max(value_start(text, window.end, window.end - channel.released), channel.released)
+        log.warning(
+            "%s: a value of more than max_value_chars=%d characters was still being written at "
+            "the end of a window; it is redacted whole",
+            member.processor_id,
+            member.max_value,
+        )
+        if member.report is not None:
+            member.report(
+                f"a value longer than max_value_chars={member.max_value} was redacted whole",
+                {"reason": "max_value_chars", "channel": channel.name, "start": begin, "end": window.end},
+            )
+        found.append(Redaction(begin, window.end, OVERSIZED, remove, member.position))
+        lane.oversized = window.end
+        return window.end, found
 
     def _release_point(self, channel: Channel) -> int:
         """The lowest point every vetting member vetted, moved back before any redaction that

@@ -183,13 +183,53 @@ def test_hold_back_is_minimal() -> None:
     assert drive(f, ["see TICK", "ET-12", "34 now"]) == ["see ", "[REDACTED] now"]
 
 
-def test_stream_carryover_size_caps_the_hold() -> None:
-    f = RegexFilter(presets=["urls"], strategy="redact")
+def test_a_match_longer_than_the_carryover_is_held_whole_until_it_ends() -> None:
     long_url = ["https://", "example.com/", "a" * 30, "/b", " done"]
-    assert drive(f, long_url) == ["[URL] done"]
-    capped = RegexFilter(presets=["urls"], strategy="redact", stream_carryover_size=10)
-    out = drive(capped, long_url)
-    assert len(out) > 1 and all(len(piece) <= 40 for piece in out[:-1])
+    for size in (None, 128, 10):
+        f = RegexFilter(presets=["urls"], strategy="redact", stream_carryover_size=size)
+        assert drive(f, long_url) == ["[URL] done"], size
+
+
+JWT = "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0" * 12 + "." + "c2lnbmF0dXJl" * 4
+
+
+@pytest.mark.parametrize("step", [1, 5, 17, 64])
+def test_a_jwt_longer_than_the_default_carryover_never_reaches_the_client_whole(step: int) -> None:
+    text = f"token {JWT} ok"
+    pieces = [text[i : i + step] for i in range(0, len(text), step)]
+    out = "".join(drive(RegexFilter(presets=["secrets"], strategy="redact"), pieces))
+    assert out == "token [JWT] ok"
+
+
+def test_a_match_longer_than_max_value_chars_is_withheld_whole_and_reported(caplog: Any) -> None:
+    reports: list[Any] = []
+    f = RegexFilter(presets=["secrets"], strategy="redact", max_value_chars=100)
+    f.on_violation = reports.append
+    text = f"token {JWT} ok and more"
+    pieces = [text[i : i + 9] for i in range(0, len(text), 9)]
+    with caplog.at_level("WARNING"):
+        out = "".join(drive(f, pieces))
+    assert out == "token  ok and more"
+    assert any("max_value_chars=100" in r.getMessage() for r in caplog.records)
+    assert len(reports) == 1 and reports[0].detail["redactions"][0]["rule"] == "max_value_chars"
+
+
+def test_holding_a_long_forming_match_stays_linear() -> None:
+    # an email still forming, 100,000 characters in 4-character chunks: searched again only
+    # each time the hold grew by half (each chunk: about 20 s), then withheld whole
+    import time
+
+    token = "x@" + "a" * 100_000
+    f = RegexFilter(presets=["pii", "secrets", "urls"], strategy="redact")
+    began = time.perf_counter()
+    out = drive(f, [*(token[i : i + 4] for i in range(0, len(token), 4)), " end"])
+    assert time.perf_counter() - began < 3 and "".join(out) == " end"
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "9", False])
+def test_max_value_chars_must_be_a_positive_number_of_characters(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_value_chars"):
+        RegexFilter(presets=["secrets"], max_value_chars=bad)
 
 
 ALPHABET = st.sampled_from(

@@ -9,6 +9,7 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -174,3 +175,94 @@ async def test_what_memory_stores_is_what_the_client_received(tmp_path: Any) -> 
         assert stored[-1].role == "assistant" and client_text in stored[-1].text
     finally:
         await store.close()
+
+
+LONG_KEY = "sk-proj-" + "Zq7Xw2Lm9Rt4Vb8Nc3Hj6Kp1Ys5Df0Ga" * 4  # 136 characters: longer than both windows
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    words=st.lists(st.sampled_from([*FILLER, KEYS[0], LONG_KEY]), min_size=1, max_size=8),
+    data=st.data(),
+    sizes=st.sampled_from([(40, 30), (48, 32), (64, 8)]),
+    kind=st.sampled_from(["pii", "regex", "regex+pii"]),
+)
+async def test_a_value_longer_than_the_overlap_or_the_window_never_reaches_the_client_whole(
+    words: list[str], data: st.DataObject, sizes: tuple[int, int], kind: str
+) -> None:
+    text = " ".join(words)
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
+    secrets = [KEYS[0], LONG_KEY]
+    pii = PIIDetector(
+        model=whole_secret_detector(secrets=secrets),
+        redaction_method="placeholder",
+        window_chars=sizes[0],
+        overlap_chars=sizes[1],
+    )
+    # a carryover below the key lengths: a match still forming is held whole all the same
+    regex = RegexFilter(presets=["secrets"], strategy="redact", stream_carryover_size=16)
+    chain = {"pii": [pii], "regex": [regex], "regex+pii": [regex, pii]}[kind]
+    agent = Agent(
+        name="s", model=MockModel([answer_step("text", split(text, cuts))]), output_processors=chain
+    )
+    client, stored = await run_and_collect(agent)
+    for secret in secrets:
+        pieces = {secret[i : i + 12] for i in range(len(secret) - 11)}
+        assert not [p for p in pieces if p in client or p in stored]
+
+
+async def test_a_key_longer_than_the_overlap_split_before_its_last_character_is_redacted() -> None:
+    # the example that once leaked: window 40, overlap 30, a 32-character key twice
+    text = f"{KEYS[0]} {KEYS[0]}"
+    pii = PIIDetector(
+        model=whole_secret_detector(secrets=[KEYS[0]]),
+        redaction_method="placeholder",
+        window_chars=40,
+        overlap_chars=30,
+    )
+    agent = Agent(
+        name="s", model=MockModel([answer_step("text", [text[:-1], text[-1:]])]), output_processors=[pii]
+    )
+    client, stored = await run_and_collect(agent)
+    assert KEYS[0][1:] not in client and KEYS[0][1:] not in stored
+    assert leaked(client) == [] and leaked(stored) == []
+
+
+async def test_a_value_longer_than_max_value_chars_is_redacted_whole_and_logged(caplog: Any) -> None:
+    token = "eyJhbGciOi" + "JIUzI1NiJ9x" * 12  # 142 characters, never reported by the detector
+    text = f"here {token} done and more words after"
+    pii = PIIDetector(
+        model=whole_secret_detector(secrets=[]),
+        redaction_method="placeholder",
+        window_chars=40,
+        overlap_chars=30,
+        max_value_chars=60,
+    )
+    reports: list[Any] = []
+    pii.on_violation = reports.append
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    agent = Agent(name="s", model=MockModel([answer_step("text", pieces)]), output_processors=[pii])
+    with caplog.at_level("WARNING", logger="sluicegate.processors.guardrails"):
+        output = await agent.stream("hi")
+        released = "".join([c.payload.text async for c in output.full_stream if c.type == "text-delta"])
+    assert released == "here  done and more words after"
+    assert any("max_value_chars=60" in r.getMessage() for r in caplog.records)
+    assert [r.detail["reason"] for r in reports] == ["max_value_chars"]
+    assert reports[0].detail["start"] == 5  # the value's start: nothing of it went out
+
+
+async def test_a_value_up_to_max_value_chars_is_held_and_released_whole() -> None:
+    token = "eyJhbGciOi" + "JIUzI1NiJ9x" * 12
+    text = f"here {token} done"
+    pii = PIIDetector(model=whole_secret_detector(secrets=[]), window_chars=40, overlap_chars=30)
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    agent = Agent(name="s", model=MockModel([answer_step("text", pieces)]), output_processors=[pii])
+    output = await agent.stream("hi")
+    released = "".join([c.payload.text async for c in output.full_stream if c.type == "text-delta"])
+    assert released == text
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "100", True])
+def test_max_value_chars_must_be_a_positive_number_of_characters(bad: Any) -> None:
+    with pytest.raises(ValueError, match="max_value_chars"):
+        PIIDetector(model=whole_secret_detector(), max_value_chars=bad)

@@ -289,3 +289,13 @@ async def test_the_whole_response_check_starts_when_the_streamed_text_ends() -> 
     assert result.text == "hello there"
     # one window call, and the final check already asked before any output-result hook ran
     assert seen == [2] and len(judge.calls) == 2
+
+
+def test_value_start_finds_where_a_growing_value_begins_within_its_bound() -> None:
+    from sluicegate.guardrails.lanes import value_start
+
+    text = "some words then sk-" + "x" * 300
+    assert value_start(text, len(text), 8192) == text.index("sk-")
+    assert value_start("ends in a space ", 16, 8192) == 16
+    assert value_start("nospace" * 50, 350, 8192) == 0
+    assert value_start(text, len(text), 100) == len(text) - 101  # longer than the bound

@@ -35,6 +35,7 @@ from sluicegate.guardrails.guard_options import (
 from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
+    DEFAULT_MAX_VALUE_CHARS,
     DEFAULT_OVERLAP_CHARS,
     DEFAULT_WINDOW_CHARS,
     Judgement,
@@ -217,7 +218,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
     stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
     across chunks is judged whole, and with `release="vetted"` nothing reaches the client
-    before a verdict covered it. `data-*` chunks (what tools and processors write to the client)
+    before a verdict covered it. A value still being written at a window's end (a key, a JWT)
+    is held until it ends, up to `max_value_chars` (default 8,192): a longer one is redacted
+    whole and logged. `data-*` chunks (what tools and processors write to the client)
     are checked too, their strings judged like text (see `guardrails.data_parts`; a chunk to filter is
     dropped); `process_data_parts=False` leaves them alone.
 
@@ -270,6 +273,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         window_chars: int = DEFAULT_WINDOW_CHARS,
         overlap_chars: int = DEFAULT_OVERLAP_CHARS,
         max_hold_ms: float = DEFAULT_MAX_HOLD_MS,
+        max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
         release: Release | None = None,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         restore_output: bool = False,
@@ -313,6 +317,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             overlap_chars=overlap_chars,
             max_hold_ms=max_hold_ms,
             release=release,
+            max_value_chars=max_value_chars,
         )
         self.detection_types: tuple[str, ...] = (
             tuple(detection_types) if detection_types else DEFAULT_DETECTION_TYPES
@@ -327,7 +332,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if strategy != "redact":
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
-        self.patterns = RegexFilterProcessor(presets=["pii", "secrets"], strategy="redact")
+        self.patterns = RegexFilterProcessor(
+            presets=["pii", "secrets"], strategy="redact", max_value_chars=max_value_chars
+        )
         wanted = [
             r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
         ]

@@ -13,6 +13,7 @@ The rules, their presets and the matching live in `sluicegate.guardrails` (`rege
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from sluicegate.guardrails.holdback import MARKERS as _MARKERS
 from sluicegate.guardrails.holdback import HoldBack as _StreamState
 from sluicegate.guardrails.holdback import HoldBacks as _Streams
 from sluicegate.guardrails.holdback import tool_input_delta as _tool_input_delta
+from sluicegate.guardrails.judgement import DEFAULT_MAX_VALUE_CHARS
 from sluicegate.guardrails.lead_screen import lead_initials, lead_screen, required_char
 from sluicegate.guardrails.regex_rules import (
     DEFAULT_REPLACEMENT,
@@ -68,6 +70,7 @@ Strategy = Literal["block", "redact", "warn"]
 Phase = Literal["input", "output", "all"]
 Preset = Literal["pii", "secrets", "urls"]
 
+_SPACE = re.compile(r"\s")
 DEFAULT_CARRYOVER = 128
 """Characters the stream may hold back at most while a match is still forming (Mastra's default)."""
 
@@ -89,9 +92,12 @@ class RegexFilterProcessor(Processor):
     - `phase`: `"input"` (new input messages), `"output"` (stream and final messages), `"all"`.
     - `include_redacted_values`: put the matched text in reports (`on_violation` detail and the
       tripwire metadata); off by default, since it is the data being removed.
-    - `stream_carryover_size`: the most characters the stream holds back while a match may
-      still be forming (default 128, as in Mastra): held text never waits longer than that, and
-      a long unbroken token costs linear time. `None` holds exactly as long as a match needs.
+    - `stream_carryover_size`: accepted for Mastra compatibility (default 128); a match still
+      forming is never released in part, so it no longer bounds the hold (`max_value_chars`
+      does). `None` lifts the `max_value_chars` bound too.
+    - `max_value_chars`: a match still being written when the hold reaches
+      `stream_carryover_size` is held whole until it ends, up to this many characters (default
+      8,192); a longer one is withheld whole (fail closed), logged and reported.
     - `process_data_parts`: also check `data-*` chunks (on by default, unlike Mastra: what a
       tool writes to the client leaks as much as the answer; `False` opts out).
 
@@ -120,6 +126,7 @@ class RegexFilterProcessor(Processor):
         include_redacted_values: bool = False,
         stream_carryover_size: int | None = DEFAULT_CARRYOVER,
         process_data_parts: bool = True,
+        max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
     ) -> None:
         super().__init__()
         collected: list[RegexRule] = []
@@ -141,6 +148,11 @@ class RegexFilterProcessor(Processor):
         self.phase: Phase = phase
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = stream_carryover_size
+        if isinstance(max_value_chars, bool) or not isinstance(max_value_chars, int) or max_value_chars < 1:
+            raise ValueError(
+                f"max_value_chars must be a positive number of characters, got {max_value_chars!r}"
+            )
+        self.max_value_chars = max_value_chars
         if not isinstance(process_data_parts, bool):
             raise ValueError(f"process_data_parts must be True or False, got {process_data_parts!r}")
         self.process_data_parts = process_data_parts
@@ -377,8 +389,18 @@ class RegexFilterProcessor(Processor):
         """Add one delta; return what can be emitted now (None when all of it must wait)."""
         if not text:
             return part
-        context = stream.context
+        if stream.oversized:
+            text = self._drop_rest(stream, text)
+            if not text:
+                return None
+            part = stream.make(part.run_id, part.payload.id if id is None else id, text)
         carry = stream.carry
+        if stream.scan_at and len(carry) + len(text) < stream.scan_at:
+            # A match longer than the carryover is still being held: holding it a little longer
+            # is safe, so it is searched again only once it grew by half (linear in all).
+            stream.carry = carry + text
+            return None
+        context = stream.context
         buffer = context + carry + text if (context or carry) else text
         pos = len(context)
         size = len(buffer)
@@ -391,15 +413,18 @@ class RegexFilterProcessor(Processor):
             stream.context = text[-_CONTEXT:] if len(text) >= _CONTEXT else buffer[-_CONTEXT:]
             return part
         cap = self.stream_carryover_size
-        if cap is not None and size - cut > cap:
-            # Held too long: all but the last `cap // 2` characters go out (a complete match
-            # across that point is settled whole). Halving the hold means this settling search
-            # runs once per `cap // 2` characters, not per chunk: bounded and linear.
-            cut = size - cap // 2
-            regions = _regions([m for m in self.find(buffer, pos) if m[0] < cut])
-            for region in regions:
-                if region.start < cut < region.end:
-                    cut = region.end
+        if cap is not None and size - cut > cap and size - cut > self.max_value_chars:
+            # A match still forming at the end is held whole up to `max_value_chars` (releasing
+            # its start would leak it in two pieces); past that, it is withheld whole (fail
+            # closed), reported, and the rest of it is dropped as it arrives.
+            regions = _regions([m for m in self.find(buffer, pos) if m[1] <= cut])
+            self._withhold(args, stream, buffer, cut, size)
+            stream.carry = ""
+            stream.context = ""
+            stream.scan_at = 0
+            return self._emit(args, stream, buffer, regions, pos, cut) if cut > pos else None
+        held = size - cut
+        stream.scan_at = held + max(cap // 2, held // 2) if cap is not None and held > cap else 0
         stream.carry = buffer[cut:]
         stream.carry_id = part.payload.id if id is None else id
         stream.carry_run_id = part.run_id
@@ -407,6 +432,34 @@ class RegexFilterProcessor(Processor):
         if cut <= pos:
             return None
         return self._emit(args, stream, buffer, regions, pos, cut)
+
+    def _withhold(
+        self, args: ProcessOutputStreamArgs, stream: _StreamState, buffer: str, start: int, end: int
+    ) -> None:
+        stream.oversized = True
+        log.warning(
+            "%s: a possible match of more than max_value_chars=%d characters was still being "
+            "written; it is withheld whole",
+            self.id,
+            self.max_value_chars,
+        )
+        detail: dict[str, Any] = {"rule": "max_value_chars", "start": start, "end": end}
+        if self.strategy == "redact":
+            self._report_redactions("process_output_stream", [detail])
+        else:
+            self._report(
+                "Regex filter: withheld a possible match longer than max_value_chars",
+                {"strategy": self.strategy, "phase": "process_output_stream", "redactions": [detail]},
+            )
+
+    def _drop_rest(self, stream: _StreamState, text: str) -> str:
+        """What follows a withheld over-long value: the rest of that value (up to whitespace)
+        is dropped too."""
+        found = _SPACE.search(text)
+        if found is None:
+            return ""
+        stream.oversized = False
+        return text[found.start() :]
 
     def _emit(
         self,
@@ -437,6 +490,8 @@ class RegexFilterProcessor(Processor):
         deferred = stream.deferred
         stream.carry = stream.context = ""
         stream.deferred = []
+        stream.oversized = False
+        stream.scan_at = 0
         if not carry:
             return deferred
         buffer = context + carry
