@@ -100,7 +100,10 @@ class RuleMatcher:
         for rule, required in self._required:
             if required is not None and text.find(required, pos) < 0:
                 continue  # every match holds this character: none here
-            for match in rule.compiled.finditer(text, pos):
+            # A candidate its check rejects must not hide a valid one inside it (whole texts
+            # and streams then agree, whatever the scan's starting point): validated rules
+            # are scanned overlapped.
+            for match in rule.compiled.finditer(text, pos, overlapped=rule.validate is not None):
                 start, end = match.span()
                 if end > start and (rule.validate is None or rule.validate(match.group())):
                     found.append((start, end, rule))
@@ -157,7 +160,9 @@ class RuleMatcher:
         cut = size
         matches: list[tuple[int, int, RegexRule]] = []
         for rule in self.rules:
-            for match in rule.compiled.finditer(buffer, pos, partial=True):
+            for match in rule.compiled.finditer(
+                buffer, pos, partial=True, overlapped=rule.validate is not None
+            ):
                 start, end = match.span()
                 # A complete match is final only if no longer match from its start could still
                 # form: `regex` reports "john@ex.com" in "john@ex.com.a", yet the text may
