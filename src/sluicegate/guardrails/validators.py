@@ -68,7 +68,7 @@ def phone_valid(text: str) -> bool:
     # `(555) 123-4567` numbers still leak a shape users fill with real ones.
     # (A North American area code never starts with 0 or 1.)
     reason = phonenumbers.is_possible_number_with_reason(number)
-    area_ok = str(number.national_number)[:1] in "23456789"
+    area_ok = not number.italian_leading_zero and str(number.national_number)[:1] in "23456789"
     return bool(reason == phonenumbers.ValidationResult.IS_POSSIBLE) and area_ok
 
 
