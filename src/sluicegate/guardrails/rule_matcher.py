@@ -158,6 +158,8 @@ class RuleMatcher:
                     if first.start() < cut:
                         cut = first.start()
         for pattern in self._unscreened:
+            if cut <= pos:
+                break  # all of the new text waits already
             first = pattern.search(buffer, pos, partial=True)
             if first is not None:
                 if not first.partial and first.end() < size:
