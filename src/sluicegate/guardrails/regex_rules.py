@@ -1,5 +1,6 @@
 """The rules a `RegexFilter` matches: `RegexRule` and the built-in presets (PII, secrets,
-URLs), with the checks some of them need (Luhn for card numbers)."""
+URLs). Structured PII kinds are found by pattern and confirmed by a check (see
+`guardrails.validators`)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,16 @@ from typing import Any
 
 import regex
 
+from sluicegate.guardrails.validators import (
+    card_valid,
+    iban_valid,
+    ip_valid,
+    phone_valid,
+    wallet_valid,
+)
+from sluicegate.guardrails.validators import luhn_valid as luhn_valid
+
 DEFAULT_REPLACEMENT = "[REDACTED]"
-
-
-def luhn_valid(number: str) -> bool:
-    """The Luhn checksum that every payment card number satisfies."""
-    digits = [int(c) for c in number if c.isdigit()]
-    if len(digits) < 12:
-        return False
-    total = 0
-    for index, digit in enumerate(reversed(digits)):
-        if index % 2:
-            digit *= 2
-            if digit > 9:
-                digit -= 9
-        total += digit
-    return total % 10 == 0
 
 
 _RE_TO_REGEX_FLAGS = (
@@ -99,14 +94,40 @@ PII_RULES: tuple[RegexRule, ...] = (
         # end in ".xx"). Possessive, as neither class holds "@" and `\Z` allows nothing after.
         tail=r"[a-zA-Z0-9._%+-]++(?:@[a-zA-Z0-9.-]*+)?\Z",
     ),
-    RegexRule(
-        "credit-card",
-        r"\b(?:\d{4}[- ]?){3}\d{1,7}\b|\b\d{4}[- ]?\d{6}[- ]?\d{5}\b",
-        "[CREDIT_CARD]",
-        validate=luhn_valid,
-    ),
+    RegexRule("credit-card", r"\b(?:\d[ -]?){11,18}\d\b", "[CREDIT_CARD]", validate=card_valid),
     RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
-    RegexRule("phone", r"(?<![\w+])(?:\+?1[-.\s]?)?(?:\(\d{3}\)|\d{3})[-.\s]?\d{3}[-.\s]?\d{4}\b", "[PHONE]"),
+    RegexRule(
+        "phone",
+        # International and national shapes, with an optional extension; libphonenumber decides.
+        r"(?<![\w+.])(?:\+\d{1,3}[-.\s]?)?(?:\(\d{1,4}\)[-.\s]?)?(?:\d{1,6}(?:[-.\s]\d{1,8}){1,5}|\d{6,15})"
+        r"(?:\s?(?:x|ext\.?)\s?\d{1,6})?(?!\w|[-.]\d)",
+        "[PHONE]",
+        validate=phone_valid,
+    ),
+    RegexRule(
+        "iban",
+        r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
+        "[IBAN]",
+        validate=iban_valid,
+    ),
+    RegexRule(
+        "ip-address", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d]|\.\d)", "[IP_ADDRESS]", validate=ip_valid
+    ),
+    RegexRule(
+        "ip-address",
+        r"(?<![\w:\[])(?:[0-9A-Fa-f]{1,4}:|:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{1,4}|:)?(?![\w:]|\.\d)",
+        "[IP_ADDRESS]",
+        validate=ip_valid,
+    ),
+    RegexRule(
+        "crypto-wallet",
+        r"\b(?:[13][1-9A-HJ-NP-Za-km-z]{25,34}|0x[0-9a-fA-F]{40})\b",
+        "[CRYPTO_WALLET]",
+        validate=wallet_valid,
+    ),
+    # Apart from the digit-led kinds: a lead starting with a letter would turn off the screen
+    # that skips every digit-led rule on chunks without a digit.
+    RegexRule("crypto-wallet", r"\bbc1[02-9ac-hj-np-z]{6,87}\b", "[CRYPTO_WALLET]", validate=wallet_valid),
 )
 SECRET_RULES: tuple[RegexRule, ...] = (
     RegexRule(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import regex
@@ -62,6 +63,22 @@ def merge_regions(matches: list[tuple[int, int, RegexRule]]) -> list[Region]:
     return regions
 
 
+def _scan(rule: RegexRule, text: str, pos: int, *, partial: bool) -> Iterator[tuple[regex.Match[str], bool]]:
+    """`rule`'s matches in `text[pos:]` and whether each counts (non-empty, and complete and
+    accepted by `rule.validate`). A candidate the check rejects is retried from its next
+    character, so it cannot hide a valid value inside it (and whole texts and streams agree,
+    wherever their scan starts); an accepted one is skipped whole, as `finditer` does."""
+    size = len(text)
+    while pos <= size:
+        match = rule.compiled.search(text, pos, partial=partial)
+        if match is None:
+            return
+        start, end = match.span()
+        valid = end > start and not match.partial and (rule.validate is None or rule.validate(match.group()))
+        yield match, valid
+        pos = end if valid or (rule.validate is None and end > start) else start + 1
+
+
 class RuleMatcher:
     """A filter's rules, compiled for matching whole texts and streams."""
 
@@ -114,10 +131,9 @@ class RuleMatcher:
         for rule, required in self._required:
             if required is not None and text.find(required, pos) < 0:
                 continue  # every match holds this character: none here
-            for match in rule.compiled.finditer(text, pos):
-                start, end = match.span()
-                if end > start and (rule.validate is None or rule.validate(match.group())):
-                    found.append((start, end, rule))
+            for match, valid in _scan(rule, text, pos, partial=False):
+                if valid:
+                    found.append((match.start(), match.end(), rule))
         return found
 
     def hold_from(self, buffer: str, pos: int, size: int) -> int:
@@ -167,6 +183,8 @@ class RuleMatcher:
                     if first.start() < cut:
                         cut = first.start()
         for pattern in self._unscreened:
+            if cut <= pos:
+                break  # all of the new text waits already
             first = pattern.search(buffer, pos, partial=True)
             if first is not None:
                 if not first.partial and first.end() < size:
@@ -190,7 +208,7 @@ class RuleMatcher:
         cut = size
         matches: list[tuple[int, int, RegexRule]] = []
         for rule in self.rules:
-            for match in rule.compiled.finditer(buffer, pos, partial=True):
+            for match, valid in _scan(rule, buffer, pos, partial=True):
                 start, end = match.span()
                 # A complete match is final only if no longer match from its start could still
                 # form: `regex` reports "john@ex.com" in "john@ex.com.a", yet the text may
@@ -198,7 +216,7 @@ class RuleMatcher:
                 if match.partial or end == size or rule.compiled.fullmatch(buffer, start, partial=True):
                     cut = min(cut, start)
                     break
-                if end > start and (rule.validate is None or rule.validate(match.group())):
+                if valid:
                     matches.append((start, end, rule))
         regions = merge_regions([m for m in matches if m[0] < cut])
         for region in regions:

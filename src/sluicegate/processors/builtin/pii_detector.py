@@ -193,7 +193,10 @@ def mask_value(value: str, pii_type: str, preserve_format: bool) -> str:
     return value[0] + "*" * (len(value) - 2) + value[-1]
 
 
-_PATTERN_TYPES = {"email": "email", "credit-card": "credit-card", "ssn": "ssn", "phone": "phone"}
+_PATTERN_TYPES = {
+    kind: kind
+    for kind in ("email", "credit-card", "ssn", "phone", "iban", "ip-address", "crypto-wallet", "url")
+}
 """`RegexFilter` rule names as detection types; every secret rule counts as `api-key`."""
 
 
@@ -210,7 +213,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     SHA-256), `"remove"`, or `"placeholder"` (`placeholder_text`, else `[EMAIL]`, `[PHONE]`, ...).
     When a flagged text cannot be redacted it is dropped rather than passed on. Reports never
     carry the PII itself; `include_detections` adds each detection's type, confidence and span.
-    There is a deterministic pass (the `RegexFilter` PII and secret presets);
+    There is a deterministic pass (the `RegexFilter` PII, secret and URL presets);
     `llm` says when the model is asked: `"always"` (default with a `model`: the model decides),
     `"when-unsure"` (the patterns decide when they find something, the model otherwise) or
     `"never"` (default without a `model`: offline and deterministic).
@@ -333,7 +336,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
         self.patterns = RegexFilterProcessor(
-            presets=["pii", "secrets"], strategy="redact", max_value_chars=max_value_chars
+            presets=["pii", "secrets", "urls"], strategy="redact", max_value_chars=max_value_chars
         )
         wanted = [
             r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
@@ -474,8 +477,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         )
 
     def pattern_verdict(self, content: str) -> PIIVerdict:
-        """What the `RegexFilter` PII and secret presets find in `content`, as a verdict (no
-        model call): emails, phones, card numbers, SSNs, API keys and tokens."""
+        """What the `RegexFilter` PII, secret and URL presets find in `content`, as a verdict
+        (no model call): emails, phones, card numbers, SSNs, IBANs, IP addresses, crypto
+        wallets, URLs, API keys and tokens."""
         detections = [
             PIIDetection(
                 type=_PATTERN_TYPES.get(rule.name, "api-key"),

@@ -83,7 +83,8 @@ class RegexFilterProcessor(Processor):
 
     - `rules`: your patterns, each a `RegexRule` or a dict with `name`, `pattern` (str or
       compiled) and optional `replacement` (default `[REDACTED]`).
-    - `presets`: `"pii"` (emails, phone numbers, SSNs, Luhn-checked card numbers), `"secrets"`
+    - `presets`: `"pii"` (emails, SSNs, and validated phone numbers, card numbers, IBANs, IP
+      addresses and crypto wallets: see `guardrails.validators`), `"secrets"`
       (API keys and tokens: OpenAI, Anthropic, AWS, GitHub, Slack, Google, Stripe, JWTs, bearer
       tokens, private keys, `api_key=...` assignments), `"urls"`.
     - `strategy`: `"block"` (default) aborts the run; `"redact"` replaces each match (overlapping
