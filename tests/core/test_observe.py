@@ -474,3 +474,13 @@ async def test_closing_the_stream_closes_the_run_and_its_entry_at_once():
     await stream.aclose()
     assert closed_provider == [True]  # the provider stream is closed by the time aclose returns
     assert (await status(agent, output.run_id)).status == "aborted"
+
+
+def test_an_agents_own_log_is_bounded_for_memory() -> None:
+    """The default log keeps at most 200 runs of 4,000 chunks (about 190 MB at ~230 bytes a
+    chunk), so a busy server's memory stays bounded without configuration."""
+    from sluicegate.testing import MockModel
+
+    log = Agent("bounded", model=MockModel([])).run_log
+    assert log is not None
+    assert (log.max_runs, log.max_chunks) == (200, 4_000)  # type: ignore[attr-defined]

@@ -71,6 +71,12 @@ _UNSET: Any = object()
 M = TypeVar("M")
 
 
+DEFAULT_LOG_CHUNKS = 4_000
+DEFAULT_LOG_RUNS = 200
+"""The bounds of an agent's own run log: a kept chunk costs about 230 bytes, so at most about
+190 MB however long or many the runs (about 25 MB for 200 runs of 500 chunks)."""
+
+
 class Agent(Generic[Out]):
     """An LLM agent whose pipeline is driven by processors.
 
@@ -256,7 +262,7 @@ class Agent(Generic[Out]):
         if self._run_log is None and self._own_run_log:
             from sluicegate.stream.run_log import InMemoryRunLog
 
-            self._run_log = InMemoryRunLog()
+            self._run_log = InMemoryRunLog(max_chunks=DEFAULT_LOG_CHUNKS, max_runs=DEFAULT_LOG_RUNS)
         return self._run_log
 
     async def observe(self, *, run_id: str, offset: int = 0, **options: Any) -> ObservedOutput:
