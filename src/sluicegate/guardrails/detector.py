@@ -248,3 +248,13 @@ def restrict_enum(
     if prop is not None and values:
         prop["enum"] = list(values)
     return schema
+
+
+def refuse_detector_options(label: str, *, max_output_tokens: int | None, **given: Any) -> None:
+    """Options that only configure a detector model, given to a processor that has none: refused
+    with a `ConfigurationError` naming them, rather than ignored."""
+    if max_output_tokens != DEFAULT_MAX_OUTPUT_TOKENS:
+        given["max_output_tokens"] = max_output_tokens
+    named = [name for name, value in given.items() if value is not None and value is not False]
+    if named:
+        raise ConfigurationError(f"{label}: {', '.join(named)} configure the `classifier`, and there is none")

@@ -19,6 +19,7 @@ from sluicegate.guardrails.detector import (
     DetectorModel,
     Verdict,
     judged,
+    refuse_detector_options,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.message_checks import input_ids, message_text, to_check
@@ -179,15 +180,13 @@ class ClassifierProcessor(Processor):
             except (ValueError, TypeError) as exc:
                 raise ConfigurationError(str(exc)) from exc
         else:
-            _no_classifier_options(
+            refuse_detector_options(
                 "ClassifierProcessor",
                 descriptions=descriptions,
                 instructions=instructions,
                 provider_options=provider_options,
-                json_prompt_injection=json_prompt_injection or None,
-                max_output_tokens=None
-                if max_output_tokens == DEFAULT_MAX_OUTPUT_TOKENS
-                else max_output_tokens,
+                json_prompt_injection=json_prompt_injection,
+                max_output_tokens=max_output_tokens,
             )
 
     def action_for(self, category: str) -> ClassifierAction:
@@ -321,10 +320,3 @@ def _check_choice(option: str, value: Any, choices: Sequence[str]) -> None:
     if value not in choices:
         listed = ", ".join(repr(c) for c in choices)
         raise ConfigurationError(f"ClassifierProcessor: {option} must be one of {listed}, got {value!r}")
-
-
-def _no_classifier_options(label: str, **given: Any) -> None:
-    """Options that only configure the classifier model are refused without one, rather than ignored."""
-    named = [name for name, value in given.items() if value is not None]
-    if named:
-        raise ConfigurationError(f"{label}: {', '.join(named)} configure the `classifier`, and there is none")

@@ -21,6 +21,7 @@ from sluicegate.guardrails.detector import (
     DetectorError,
     DetectorModel,
     Verdict,
+    refuse_detector_options,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.message_checks import message_text
@@ -165,15 +166,13 @@ class ModelRouterProcessor(Processor):
             except (ValueError, TypeError) as exc:
                 raise ConfigurationError(str(exc)) from exc
         else:
-            _no_classifier_options(
+            refuse_detector_options(
                 "ModelRouterProcessor",
                 descriptions=descriptions,
                 instructions=instructions,
                 provider_options=provider_options,
-                json_prompt_injection=json_prompt_injection or None,
-                max_output_tokens=None
-                if max_output_tokens == DEFAULT_MAX_OUTPUT_TOKENS
-                else max_output_tokens,
+                json_prompt_injection=json_prompt_injection,
+                max_output_tokens=max_output_tokens,
             )
 
     async def process_input_step(self, args: ProcessInputStepArgs) -> ProcessInputStepResult | None:
@@ -273,10 +272,3 @@ def _check_routes(routes: Any) -> dict[str, str | LanguageModel]:
             )
         checked[name] = model
     return checked
-
-
-def _no_classifier_options(label: str, **given: Any) -> None:
-    """Options that only configure the classifier model are refused without one, rather than ignored."""
-    named = [name for name, value in given.items() if value is not None]
-    if named:
-        raise ConfigurationError(f"{label}: {', '.join(named)} configure the `classifier`, and there is none")
