@@ -53,6 +53,7 @@ from sluicegate.stream.run_log import (
     RunStatus,
     RunWriter,
     _check_reopen,
+    check_ids,
     check_offset,
     check_positive,
     check_status,
@@ -343,10 +344,7 @@ class RedisRunLog:
         resource_id: str | None = None,
         thread_id: str | None = None,
     ) -> RunWriter:
-        if not isinstance(run_id, str) or not run_id:
-            raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
-        if not isinstance(agent_id, str) or not agent_id:
-            raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
+        check_ids(run_id, agent_id)
         meta_key = self._key(run_id) + ":meta"
         try:
             client = self._redis()

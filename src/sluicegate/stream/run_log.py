@@ -307,10 +307,7 @@ class InMemoryRunLog:
         resource_id: str | None = None,
         thread_id: str | None = None,
     ) -> RunWriter:
-        if not isinstance(run_id, str) or not run_id:
-            raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
-        if not isinstance(agent_id, str) or not agent_id:
-            raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
+        check_ids(run_id, agent_id)
         self._sweep()
         run = self._runs.get(run_id)
         if run is not None:
@@ -402,6 +399,14 @@ class InMemoryRunLog:
                 run_id,
             )
             del self._runs[run_id]
+
+
+def check_ids(run_id: Any, agent_id: Any) -> None:
+    """`open`'s ids: non-empty strings (they become keys, in memory and on Redis)."""
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(f"run_id must be a non-empty string, got {run_id!r}")
+    if not isinstance(agent_id, str) or not agent_id:
+        raise ValueError(f"agent_id must be a non-empty string, got {agent_id!r}")
 
 
 def _check_reopen(
