@@ -203,7 +203,7 @@
       if (response.status === 401) askToken();
       if (!response.ok) {
         const problem = await response.json().catch(() => ({}));
-        return { status: response.status, error: problem.error || ("HTTP " + response.status) };
+        return { status: response.status, field: problem.field, error: problem.error || ("HTTP " + response.status) };
       }
       log.append(answer);
       try {
@@ -233,7 +233,10 @@
         const failed = await post("/stream", body, answer, who);
         if (failed) {
           log.append(h("div", { class: "msg assistant" }, h("span", { class: "error" }, failed.error)));
-          if (failed.status === 400 && /^(model|instructions|requestContext)\b/.test(failed.error)) {
+          // Refused because of an override (named by the field, or the only thing that changed).
+          const field = failed.field || "";
+          const ours = /^(model|instructions|requestContext)\b/.test(field) || (!field && Object.keys(tuning).length > 0);
+          if (failed.status === 400 && ours) {
             overrides.panel.open = true;
             overrides.problem.textContent = failed.error;
           }

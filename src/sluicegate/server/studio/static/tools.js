@@ -30,8 +30,8 @@
         property.enum.map((v) => h("option", { value: JSON.stringify(v) }, String(v))));
       else control = h("input", { id, name, inputmode: type === "string" ? null : "decimal", autocomplete: "off",
         placeholder: property.default !== undefined ? "default " + JSON.stringify(property.default) : type });
-      const label = h("label", { for: id }, name, required.has(name) ? h("span", { class: "required", title: "required" }, " *") : null,
-        h("span", { class: "muted" }, " " + (type === "enum" ? "one of" : type)));
+      if (required.has(name)) control.setAttribute("aria-required", "true");
+      const label = h("label", { for: id, class: required.has(name) ? "required" : null, title: required.has(name) ? "required" : null }, name);
       return { name, type, control, node: h("div", { class: "field" }, label, control, property.description ? h("div", { class: "muted" }, property.description) : null) };
     });
     function read() {
@@ -57,7 +57,7 @@
   }
 
   function jsonEditor(key) {
-    const area = h("textarea", { id: key + "-json", class: "tool-json", rows: 4, spellcheck: "false", "aria-label": "Arguments as JSON" }, "{}");
+    const area = h("textarea", { id: key + "-json", class: "tool-json", rows: 4, spellcheck: "false" }, "{}");
     function read() {
       try { return JSON.parse(area.value || "null"); } catch (error) { throw new Error("the arguments are not JSON: " + error.message); }
     }
