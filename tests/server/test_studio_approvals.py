@@ -132,6 +132,8 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     # Approve: the card shows the call as the guardrail left it, never the key the model wrote.
     card = _ask(page, "t-1", "Move 100 to savings")
     assert card.get_attribute("data-tool") == "transfer_funds"
+    waiting = page.locator('.tool-call[data-tool-call-id="call_a"]')
+    assert waiting.get_attribute("data-state") == "waiting" and "approval" in waiting.inner_text()
     args = json.loads(card.locator("pre.args").inner_text())
     assert args == {"account": "savings", "amount": 100, "apiKey": "[API_KEY]"}
     assert SECRET not in page.locator("body").inner_text()

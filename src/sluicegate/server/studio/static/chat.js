@@ -187,10 +187,11 @@
           const card = calls.get(p.toolCallId);
           if (card) Messages.settle(card, { denied: true, reason: p.reason });
           else answer.append(h("div", { class: "tool-denied" }, "declined: " + p.toolName + " did not run. " + (p.reason || "")));
-        } else if (chunk.type === "tool-call-approval") {
-          showDecision(chunk.runId, p, "approval", who);
-        } else if (chunk.type === "tool-call-suspended") {
-          showDecision(chunk.runId, p, "suspend", who);
+        } else if (chunk.type === "tool-call-approval" || chunk.type === "tool-call-suspended") {
+          const kind = chunk.type === "tool-call-approval" ? "approval" : "suspend";
+          const card = calls.get(p.toolCallId);
+          if (card) Messages.waiting(card, kind === "approval" ? "waiting for a person's approval" : "waiting for input from a person");
+          showDecision(chunk.runId, p, kind, who);
         } else if (chunk.type.startsWith("data-")) {
           answer.append(h("div", { class: "data" }, chunk.type + " " + JSON.stringify(chunk.data)));
         }
@@ -245,6 +246,7 @@
         log.append(h("div", { class: "msg assistant" }, h("span", { class: "error" }, message(error))));
       } finally {
         send.disabled = false;
+        if (who.threadId) historyState.textContent = "thread " + who.threadId;
         loadSuspended();
         loadThreads();
       }

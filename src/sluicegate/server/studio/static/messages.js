@@ -27,6 +27,11 @@ const Messages = (() => {
       h("pre", { class: "tool-output" + (outcome.isError ? " error" : "") }, pretty(outcome.result)));
   }
 
+  function waiting(card, text) {
+    card.dataset.state = "waiting";
+    card.querySelector(".tool-result-slot").replaceChildren(h("span", { class: "muted" }, text));
+  }
+
   // The parts of a stored message (Mastra's format 2) that a person should see, as nodes.
   function partNodes(message) {
     const content = message.content;
@@ -72,7 +77,7 @@ const Messages = (() => {
       for (const card of node.querySelectorAll(".tool-call")) {
         const id = card.dataset.toolCallId;
         const earlier = id && cards.get(id);
-        if (earlier && earlier.dataset.state === "call" && card.dataset.state !== "call") {
+        if (earlier && ["call", "waiting"].includes(earlier.dataset.state) && card.dataset.state !== "call") {
           earlier.querySelector(".tool-result-slot").replaceWith(card.querySelector(".tool-result-slot"));
           earlier.dataset.state = card.dataset.state;
           card.remove();
@@ -85,5 +90,5 @@ const Messages = (() => {
     return shown;
   }
 
-  return { toolCard, settle, stored, thread };
+  return { toolCard, settle, waiting, stored, thread };
 })();

@@ -27,7 +27,7 @@
       } catch (error) { result.textContent = message(error); result.className = "try-result blocked"; }
     }
     return h("section", { class: "card processor", "data-processor": p.id },
-      h("h2", {}, p.name, h("span", { class: "muted" }, " · " + p.id), p.isWorkflow ? h("span", { class: "chip" }, "workflow") : null),
+      h("h2", {}, p.name, p.name !== p.id ? h("span", { class: "muted" }, " · " + p.id) : null, p.isWorkflow ? h("span", { class: "chip" }, "workflow") : null),
       h("p", { class: "description" }, p.description || ""),
       h("dl", {}, h("dt", {}, "Hooks"), h("dd", {}, chips(p.hooks || p.phases)),
         h("dt", {}, "Used by"), h("dd", {}, chips(p.configurations.map((c) => c.agentId + " (" + c.type + ")")))),

@@ -28,7 +28,7 @@ const WorkflowGraph = (() => {
     const widest = Math.max(...layout.map((r) => r.length));
     const width = LABEL_W + widest * BOX_W + (widest - 1) * GAP_X + 2 * PAD;
     const height = layout.length * ROW_H - (ROW_H - BOX_H) + 2 * PAD;
-    const root = svg("svg", { class: "workflow-graph", viewBox: "0 0 " + width + " " + height, role: "img",
+    const root = svg("svg", { class: "workflow-graph", viewBox: "0 0 " + width + " " + height, width, height, role: "img",
       "aria-label": "workflow " + id + ": " + stepGraph.map((s) => s.type).join(", ") });
     const centres = layout.map((row, r) => {
       const span = row.length * BOX_W + (row.length - 1) * GAP_X;
