@@ -31,7 +31,6 @@ EXPECTED = [
     "approvals",
     "chat-history",
     "overrides",
-    "memory-tools",
     "tools",
     "workflow",
     "narrow",

@@ -236,11 +236,13 @@ def test_memory_lists_the_agents_own_threads_with_tool_calls(
     # No empty bubble: every message shows text or a tool call.
     for bubble in page.locator("#memory-messages .msg").all():
         assert bubble.locator(".text, .tool-call").count() > 0
-    shot(page, "memory-tools", tmp_path)
+    shot(page, "memory", tmp_path)
     # The thread continues in the chat, its history loaded there.
     page.get_by_role("link", name="continue in chat").click()
     page.locator('#chat-log .tool-call[data-state="result"]').wait_for()
-    assert page.input_value("#chat-thread") == "support-thread" and page.input_value("#chat-resource") == "ada"
+    assert (
+        page.input_value("#chat-thread") == "support-thread" and page.input_value("#chat-resource") == "ada"
+    )
     assert page.blocked == []
 
 
