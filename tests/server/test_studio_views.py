@@ -366,3 +366,38 @@ def test_views_add_their_own_nav_entry(page: Any, studio_url: str) -> None:
     page.goto(studio_url + "/studio#/chat/support")
     page.locator("#chat-input").wait_for()
     assert page.locator("nav a.active").inner_text() == "Agents"
+
+
+def test_timeline_rows_open_the_inspector(page: Any, studio_url: str) -> None:
+    """A click (or Enter) on a timeline row calls `openInspector(traceId, spanId)` when the run
+    inspector is loaded; without it the rows are plain."""
+    page.goto(studio_url + "/studio#/chat/support")
+    page.get_by_label("Thread id").fill("inspect-1")
+    _send(page, "hello")
+    row = page.locator('.span-row[data-processor="context-tag"]')
+    row.wait_for()
+    row.click()  # no inspector loaded: nothing happens, nothing breaks
+    page.evaluate(
+        "() => { window.opened = []; window.openInspector = (t, s) => window.opened.push([t, s]); }"
+    )
+    row.click()
+    row.focus()
+    page.keyboard.press("Enter")
+    trace_id = page.locator("#timeline p.muted").first.inner_text().split(" ")[1]
+    span_id = row.get_attribute("data-span-id")
+    assert len(span_id) == 16
+    assert page.evaluate("window.opened") == [[trace_id, span_id], [trace_id, span_id]]
+    assert page.blocked == []
+
+
+def test_a_view_defined_before_the_router_gets_its_entry(page: Any, studio_url: str) -> None:
+    """The eval page's script exposes `window.sluicegateEvalView(view)`; the router gives it a
+    nav entry and the `#/eval` route, once, even when the page already links it."""
+    page.add_init_script(
+        """window.sluicegateEvalView = async (view) => view.replaceChildren(
+             Object.assign(document.createElement("h1"), { textContent: "Evaluations" }));"""
+    )
+    page.goto(studio_url + "/studio#/eval")
+    page.locator("#view > h1", has_text="Evaluations").wait_for()
+    assert page.locator('nav a[data-view="eval"]').count() == 1
+    assert page.locator("nav a.active").inner_text() == "Eval"

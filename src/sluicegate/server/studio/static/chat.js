@@ -95,6 +95,7 @@
       input, h("div", { class: "row" }, send));
 
     function owner() {
+      if (!agent.supportsMemory) return {};
       const threadId = thread.value.trim();
       return threadId ? { threadId, resourceId: resource.value.trim() || "studio" } : {};
     }

@@ -108,7 +108,9 @@ const Studio = (() => {
   // this nav entry (a chat is reached from Agents).
   function registerView(name, label, render, options) {
     views.set(name, { render, also: (options && options.also) || [] });
-    if (label) nav.insertBefore(h("a", { href: "#/" + name, "data-view": name }, label), nav.querySelector("[data-static]"));
+    if (label && !nav.querySelector(`a[data-view="${name}"]`)) {
+      nav.insertBefore(h("a", { href: "#/" + name, "data-view": name }, label), nav.querySelector("[data-static]"));
+    }
   }
 
   function routeFor(name) {
@@ -135,6 +137,10 @@ const Studio = (() => {
   }
 
   function start() {
+    // The eval page's script renders through `window.sluicegateEvalView(view)`.
+    if (typeof window.sluicegateEvalView === "function" && !views.has("eval")) {
+      registerView("eval", "Eval", () => window.sluicegateEvalView(view));
+    }
     document.getElementById("token-button").addEventListener("click", askToken);
     window.addEventListener("hashchange", route);
     route();
