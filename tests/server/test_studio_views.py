@@ -76,6 +76,12 @@ async def weather(city: str, unit: str = "celsius", days: int = 1, alerts: bool 
     return {"city": city, "unit": unit, "days": days, "alerts": alerts}
 
 
+@tool(require_approval=True)
+async def wire(amount: int) -> dict[str, int]:
+    """Sends money; every call waits for a person's approval."""
+    return {"wired": amount}
+
+
 async def _merge(input: Any, context: Any) -> Any:
     return {"merged": {**input["left"], **input["right"]}}
 
@@ -108,7 +114,7 @@ def studio_url(tmp_path: Path) -> Iterator[str]:
         description="Answers with tools; its model shows what it was sent.",
         instructions="Be brief.",
         model=Introspect(deltas=3, provider="studio-test", model_id="main"),
-        tools=[add],
+        tools=[add, wire],
         input_processors=[ContextTag(), PIPELINE],
         memory=Memory(storage=storage),
     )
@@ -392,7 +398,7 @@ def test_timeline_rows_open_the_inspector(page: Any, studio_url: str) -> None:
 
 def test_a_view_defined_before_the_router_gets_its_entry(page: Any, studio_url: str) -> None:
     """The eval page's script exposes `window.sluicegateEvalView(view)`; the router gives it a
-    nav entry and the `#/eval` route, once, even when the page already links it."""
+    nav entry (once) and the `#/eval` route."""
     page.add_init_script(
         """window.sluicegateEvalView = async (view) => view.replaceChildren(
              Object.assign(document.createElement("h1"), { textContent: "Evaluations" }));"""
@@ -401,3 +407,26 @@ def test_a_view_defined_before_the_router_gets_its_entry(page: Any, studio_url: 
     page.locator("#view > h1", has_text="Evaluations").wait_for()
     assert page.locator('nav a[data-view="eval"]').count() == 1
     assert page.locator("nav a.active").inner_text() == "Eval"
+
+
+def test_a_call_waiting_for_approval_after_a_reload(page: Any, studio_url: str) -> None:
+    """After a reload the waiting run is listed (its messages are stored only when it ends);
+    once approved, the call and its result are shown, and the thread holds them."""
+    page.goto(studio_url + "/studio#/chat/support")
+    page.get_by_label("Thread id").fill("wire-1")
+    _send(page, '/tool wire {"amount": 5}')
+    page.locator('.decision[data-tool="wire"][data-state="open"]').wait_for()
+    page.reload()
+    page.locator("#suspended-runs .open-call").click()
+    page.locator('.decision[data-tool="wire"] button.approve').click()
+    page.locator('.decision[data-tool="wire"][data-state="decided"]').wait_for()
+    result = page.locator('#chat-log .tool-call[data-tool="wire"][data-state="result"]')
+    result.wait_for()
+    assert page.locator('#chat-log .tool-call[data-tool="wire"]').count() == 1
+    assert json.loads(result.locator(".tool-output").inner_text()) == {"wired": 5}
+    page.reload()
+    result.wait_for()
+    assert '/tool wire {"amount": 5}' in page.locator("#chat-log .msg.user").first.inner_text()
+    assert json.loads(result.locator(".tool-args").inner_text()) == {"amount": 5}
+    assert json.loads(result.locator(".tool-output").inner_text()) == {"wired": 5}
+    assert page.blocked == []

@@ -134,7 +134,10 @@
         const page = await api("/api/memory/threads/" + encodeURIComponent(who.threadId) + "/messages?" + query);
         if (mine !== historyLoads) return;
         log.replaceChildren(...Messages.thread(page.messages));
-        historyState.textContent = page.messages.length ? "thread " + who.threadId + ": " + page.total + " stored messages" : "";
+        calls.clear();  // a call still waiting on a person gets its result on its stored card
+        for (const card of log.querySelectorAll(".tool-call")) calls.set(card.dataset.toolCallId, card);
+        historyState.textContent = !page.messages.length ? ""
+          : "thread " + who.threadId + ": " + (page.hasMore ? "the first " + page.messages.length + " of " : "") + page.total + " stored messages";
         log.scrollTop = log.scrollHeight;
       } catch (error) {
         if (mine !== historyLoads) return;
