@@ -173,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(problem, file=sys.stderr)
                 return 2
             dev = args.command == "dev"
+            if dev:  # the studio's per-run model and instructions overrides (unless set to 0)
+                os.environ.setdefault("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "1")
             return _serve(
                 args.app,
                 host=args.host,

@@ -11,6 +11,8 @@ from typing import Any
 
 RESOURCE_ID_KEY = "mastra__resourceId"
 THREAD_ID_KEY = "mastra__threadId"
+AGENT_ID_KEY = "sluicegate__agentId"
+"""The id of the agent running the request (set by the agent; memory records it on new threads)."""
 
 
 class RequestContext:

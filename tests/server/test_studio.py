@@ -222,7 +222,6 @@ def test_studio_in_chromium(page: Any, studio_url: str, tmp_path: Path) -> None:
     page.locator("button.thread").first.click()
     page.locator("#memory-messages .msg.assistant").wait_for()
     assert "Echo: my [redacted] plan" in page.locator("#memory-messages").inner_text()
-    shot(page, "memory", tmp_path)
 
     # Processors: the catalogue, and "try it" on the word filter.
     page.goto(studio_url + "/studio#/processors")

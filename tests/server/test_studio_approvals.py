@@ -132,6 +132,8 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     # Approve: the card shows the call as the guardrail left it, never the key the model wrote.
     card = _ask(page, "t-1", "Move 100 to savings")
     assert card.get_attribute("data-tool") == "transfer_funds"
+    waiting = page.locator('.tool-call[data-tool-call-id="call_a"]')
+    assert waiting.get_attribute("data-state") == "waiting" and "approval" in waiting.inner_text()
     args = json.loads(card.locator("pre.args").inner_text())
     assert args == {"account": "savings", "amount": 100, "apiKey": "[API_KEY]"}
     assert SECRET not in page.locator("body").inner_text()
@@ -144,8 +146,10 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     page.locator('.decision[data-state="decided"]').wait_for()
     assert card.locator(".decision-status").inner_text() == "Approved"
     page.locator(".msg.assistant", has_text="Transferred 100 to savings.").wait_for()
-    result = page.locator(".tool-result")
-    assert result.count() == 1 and '"transferred":100' in result.inner_text()
+    # The result completes the card of its call (shown when the model asked for it).
+    result = page.locator('.tool-call[data-state="result"]')
+    assert result.count() == 1 and result.get_attribute("data-tool-call-id") == "call_a"
+    assert json.loads(result.locator(".tool-output").inner_text()) == {"transferred": 100, "to": "savings"}
     assert card.locator(".decision-error").inner_text() == ""
     assert card.locator("button.approve").is_disabled() and card.locator("button.decline").is_disabled()
     assert ran == [args]  # once, with the stored arguments (RegexFilter rewrote the call first)
@@ -193,7 +197,8 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     card.locator(".resume-data").fill('{"confirmed": true}')
     card.locator("button.resume").click()
     page.locator(".msg.assistant", has_text="Checking is closed.").wait_for()
-    assert '"closed":true' in page.locator(".tool-result").last.inner_text()
+    closed = page.locator('.tool-call[data-tool-call-id="call_c"][data-state="result"] .tool-output')
+    assert json.loads(closed.inner_text()) == {"closed": True}
     assert card.locator(".decision-error").inner_text() == ""
 
     # Decided elsewhere first: the route's refusal is shown on the card, which stays closed.

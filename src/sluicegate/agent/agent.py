@@ -56,7 +56,7 @@ from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
 from sluicegate.processors.validation import check_processor_array
-from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
+from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.tools import Tool, normalize_tools
 
 if TYPE_CHECKING:
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
     from sluicegate.stream.run_log import RunLog
 
 ProcessorArray = Sequence[Any] | Callable[[RequestContext], Any]
-AGENT_ID_KEY = "sluicegate__agentId"
 
 _UNSET: Any = object()
 

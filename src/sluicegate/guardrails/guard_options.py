@@ -26,6 +26,17 @@ def resolve_llm(label: str, model: Any, llm: str | None) -> LLMMode:
     return llm  # type: ignore[return-value]
 
 
+def describe_detection(subject: str, llm: LLMMode, offline: str, phases: str) -> str:
+    """A guardrail's one-line description that says who decides: the studio shows it, and "by
+    an LLM" would be wrong for a detector that never calls one."""
+    how = {
+        "always": "by an LLM",
+        "when-unsure": f"by {offline}, asking an LLM only when they find nothing",
+        "never": f"by {offline} (offline, no model call)",
+    }[llm]
+    return f"{subject} {how}, for {phases}."
+
+
 def default_error_strategy(strategy: str, error_strategy: str | None) -> ErrorStrategy:
     """`error_strategy`, checked; by default `"block"` for guardrails that block or redact
     (fail closed) and `"allow"` for those that only warn or filter."""

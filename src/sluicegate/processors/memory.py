@@ -28,7 +28,7 @@ from sluicegate.processors.builtin.working_memory import (
     resolve_template,
     write_working_memory,
 )
-from sluicegate.request_context import RequestContext
+from sluicegate.request_context import AGENT_ID_KEY, RequestContext
 from sluicegate.storage.base import MemoryStore
 from sluicegate.storage.sqlite import SQLiteStore
 from sluicegate.storage.types import Thread
@@ -265,7 +265,12 @@ class Memory:
             raise MemoryConfigurationError(
                 "memory needs a resource id as well as a thread id: memory={'thread': ..., 'resource': ...}"
             )
-        await self.get_or_create_thread(thread_id, resource_id)
+        # A new thread records the agent that started it, so the studio can list an agent's own
+        # threads when several agents share one store.
+        agent_id = request_context.get(AGENT_ID_KEY)
+        await self.get_or_create_thread(
+            thread_id, resource_id, metadata={"agentId": agent_id} if isinstance(agent_id, str) else None
+        )
         set_memory_context(
             request_context, thread_id=thread_id, resource_id=resource_id, read_only=config.read_only
         )

@@ -88,6 +88,12 @@ class Step:
         """The key of this step's output after `parallel`."""
         return f"processor:{self.id}" if self.processor is not None else self.id
 
+    def describe(self) -> dict[str, Any]:
+        """This step as a node of the workflow's graph."""
+        if self.processor is None:
+            return {"id": self.id, "kind": "function"}
+        return {"id": self.id, "kind": "processor", "processorId": processor_id(self.processor)}
+
     def hooks(self) -> set[str]:
         if self.processor is None:
             return set()
@@ -117,16 +123,26 @@ def create_step(processor: Any = None, *, id: str | None = None, execute: StepFu
 
 
 class _Node:
+    kind = "node"
+
     async def run(self, hook: str, data: Data, outer: Any) -> Data:
         raise NotImplementedError
 
     def hooks(self) -> set[str]:
         return set()
 
+    def steps(self) -> list[Step]:
+        return []
+
 
 class _Then(_Node):
+    kind = "then"
+
     def __init__(self, step: Step) -> None:
         self.step = step
+
+    def steps(self) -> list[Step]:
+        return [self.step]
 
     async def run(self, hook: str, data: Data, outer: Any) -> Data:
         return await self.step.run(hook, data, outer)
@@ -136,23 +152,33 @@ class _Then(_Node):
 
 
 class _Parallel(_Node):
+    kind = "parallel"
+
     def __init__(self, steps: Sequence[Step]) -> None:
-        self.steps = list(steps)
+        self.branches = list(steps)
+
+    def steps(self) -> list[Step]:
+        return list(self.branches)
 
     async def run(self, hook: str, data: Data, outer: Any) -> Data:
-        results = await asyncio.gather(*(step.run(hook, _copy(data), outer) for step in self.steps))
+        results = await asyncio.gather(*(step.run(hook, _copy(data), outer) for step in self.branches))
         return {
             "__parallel__": True,
-            **{step.key: result for step, result in zip(self.steps, results, strict=True)},
+            **{step.key: result for step, result in zip(self.branches, results, strict=True)},
         }
 
     def hooks(self) -> set[str]:
-        return set().union(*(step.hooks() for step in self.steps))
+        return set().union(*(step.hooks() for step in self.branches))
 
 
 class _Branch(_Node):
+    kind = "branch"
+
     def __init__(self, branches: Sequence[tuple[Condition, Step]]) -> None:
         self.branches = list(branches)
+
+    def steps(self) -> list[Step]:
+        return [step for _, step in self.branches]
 
     async def run(self, hook: str, data: Data, outer: Any) -> Data:
         for condition, step in self.branches:
@@ -165,6 +191,8 @@ class _Branch(_Node):
 
 
 class _Map(_Node):
+    kind = "map"
+
     def __init__(self, fn: StepFunction) -> None:
         self.fn = fn
 
@@ -207,6 +235,14 @@ class ProcessorWorkflow:
 
     def map(self, fn: StepFunction) -> ProcessorWorkflow:
         return self._add(_Map(fn))
+
+    def step_graph(self) -> list[dict[str, Any]]:
+        """The workflow's stages in order, for drawing it: each is `{"type": "then" | "parallel" |
+        "branch" | "map", "steps": [...]}` (a branch's steps in the order their conditions are
+        tried; a map has none)."""
+        return [
+            {"type": node.kind, "steps": [step.describe() for step in node.steps()]} for node in self._nodes
+        ]
 
     def commit(self) -> ProcessorWorkflow:
         """Freeze the workflow and expose exactly the hooks its processors implement."""

@@ -1,5 +1,8 @@
 """Memory routes: threads by resource (and agent), and a thread's messages.
 
+A thread records the agent that started it in `metadata.agentId`; listing with `agentId` leaves
+out the threads of other agents (threads without the key, made by other clients, are listed).
+
 Threads live in the agent's memory store (`?agentId=`) or the registry's `storage`; the server
 keeps none of them itself. A `resourceId` given on a thread route must own the thread, and a
 thread of another resource answers 404 with the body an unknown id gets. Creating a thread whose
@@ -26,6 +29,16 @@ from sluicegate.storage.types import Thread
 router = APIRouter(prefix="/api/memory", tags=["memory"])
 
 MAX_PAGE = 1000
+
+
+AGENT_KEY = "agentId"
+"""The thread metadata key naming the agent that started the thread (`Memory` sets it)."""
+
+
+def _agent_key(request: Request, agent_id: str | None) -> str | None:
+    """The `id` of the agent `agentId` names (the registry key may differ from it)."""
+    agent = registry_of(request).get_agent(agent_id) if agent_id else None
+    return agent.id if agent is not None else None
 
 
 def _store(request: Request, agent_id: str | None) -> MemoryStore:
@@ -69,7 +82,9 @@ async def list_threads(
     order_field: Literal["createdAt", "updatedAt"] = Query(default="updatedAt", alias="orderBy[field]"),
     order_direction: Literal["ASC", "DESC"] = Query(default="DESC", alias="orderBy[direction]"),
 ) -> dict[str, Any]:
-    """A resource's threads, newest first by default, paginated like Mastra."""
+    """A resource's threads, newest first by default, paginated like Mastra. With `agentId`,
+    only that agent's: threads another agent started (their `metadata.agentId`) are left out,
+    so agents sharing one store do not list each other's conversations."""
     resource_id = bound_resource(request, resourceId, "resourceId")
     if resource_id is None:
         raise bad_request("resourceId", "required")
@@ -78,6 +93,9 @@ async def list_threads(
     threads = await store.list_threads(resource_id)
     if pinned is not None:
         threads = [t for t in threads if t.id == pinned]
+    owner = _agent_key(request, agentId)
+    if owner is not None:
+        threads = [t for t in threads if t.metadata.get(AGENT_KEY, owner) == owner]
     key = "created_at" if order_field == "createdAt" else "updated_at"
     threads.sort(key=lambda t: getattr(t, key), reverse=order_direction == "DESC")
     shown, more = _page(threads, page, perPage)
@@ -99,9 +117,11 @@ async def create_thread(
         raise bad_request("resourceId", "required")
     thread_id = bound_thread(request, body.threadId, "threadId") or str(uuid.uuid4())
     store = _store(request, agentId or body.agentId)
-    wanted = Thread(
-        id=thread_id, resource_id=resource_id, title=body.title or "", metadata=dict(body.metadata or {})
-    )
+    metadata = dict(body.metadata or {})
+    owner = _agent_key(request, agentId or body.agentId)
+    if owner is not None:
+        metadata.setdefault(AGENT_KEY, owner)
+    wanted = Thread(id=thread_id, resource_id=resource_id, title=body.title or "", metadata=metadata)
     stored = await store.create_thread(wanted)
     if stored.resource_id != resource_id:
         raise thread_unavailable("threadId", thread_id)

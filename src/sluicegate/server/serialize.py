@@ -10,6 +10,7 @@ from sluicegate.agent import Agent
 from sluicegate.agent.results import FullOutput, StepResult
 from sluicegate.errors import public_error
 from sluicegate.processors.base import HOOKS, implements, processor_id
+from sluicegate.processors.workflow import ProcessorWorkflow
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
 from sluicegate.storage.suspended_runs import SuspendedRun
@@ -108,8 +109,11 @@ def processor_hooks(processor: Any) -> list[str]:
     return [hook for hook in HOOKS if implements(processor, hook)]
 
 
-def _is_workflow(processor: Any) -> bool:
-    return type(processor).__module__.startswith("sluicegate.workflows")
+def _workflow_fields(processor: Any) -> dict[str, Any]:
+    """`isWorkflow`, and for a workflow its stages (`stepGraph`), which the studio draws."""
+    if not isinstance(processor, ProcessorWorkflow):
+        return {"isWorkflow": False}
+    return {"isWorkflow": True, "stepGraph": processor.step_graph()}
 
 
 def _doc(processor: Any) -> str:
@@ -130,7 +134,7 @@ def processor_summary(registry: Sluicegate, pid: str, processor: Any) -> dict[st
         "hooks": processor_hooks(processor),
         "agentIds": sorted({u.agent_id for u in uses}),
         "configurations": [{"agentId": u.agent_id, "type": u.type} for u in uses if u.type != "error"],
-        "isWorkflow": _is_workflow(processor),
+        **_workflow_fields(processor),
     }
 
 
@@ -147,7 +151,7 @@ def processor_detail(registry: Sluicegate, pid: str, processor: Any) -> dict[str
             for u in uses
             if u.type != "error"
         ],
-        "isWorkflow": _is_workflow(processor),
+        **_workflow_fields(processor),
     }
 
 

@@ -18,6 +18,7 @@ from sluicegate.guardrails.guard_options import (
     check_choice,
     check_threshold,
     default_error_strategy,
+    describe_detection,
     resolve_llm,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
@@ -144,6 +145,9 @@ class LanguageDetector(Processor):
         self.include_detection_details = include_detection_details
         self.translation_quality: TranslationQuality = translation_quality
         self.llm: LLMMode = resolve_llm("LanguageDetector", model, llm)
+        self.description = describe_detection(
+            "Language detection (and translation)", self.llm, "lingua's statistics", "input"
+        )
         if strategy == "translate" and self.llm == "never":
             raise ValueError("LanguageDetector strategy='translate' needs a `model` to translate with")
         schema = LanguageVerdict.model_json_schema()

@@ -30,6 +30,7 @@ from sluicegate.guardrails.guard_options import (
     check_parallel,
     check_threshold,
     default_error_strategy,
+    describe_detection,
     resolve_llm,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
@@ -314,6 +315,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
         self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
+        self.description = describe_detection(
+            "PII detection and redaction", self.llm, "validated patterns", "input and output"
+        )
         self.init_windows(
             strategy=strategy,
             window_chars=window_chars,

@@ -27,6 +27,7 @@ from sluicegate.guardrails.guard_options import (
     check_parallel,
     check_threshold,
     default_error_strategy,
+    describe_detection,
     resolve_llm,
 )
 from sluicegate.guardrails.judge_schema import JudgeLimits
@@ -149,6 +150,9 @@ class PromptInjectionDetector(ChecksInputOnly, Processor):
         self.include_scores = include_scores
         self.check_tool_results = check_tool_results
         self.llm: LLMMode = resolve_llm("PromptInjectionDetector", model, llm)
+        self.description = describe_detection(
+            "Prompt-injection and jailbreak detection", self.llm, "curated phrasings", "input"
+        )
         schema = InjectionVerdict.model_json_schema()
         if strategy != "rewrite":
             schema["properties"].pop("rewritten_content", None)

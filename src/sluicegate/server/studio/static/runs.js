@@ -1,0 +1,69 @@
+// Runs and their timelines: one row per span, processor decisions labelled with their outcome.
+// Clicking a row opens the run inspector (`window.openInspector(traceId, spanId)`) when one is
+// loaded; without it the rows are plain.
+"use strict";
+
+const Runs = (() => {
+  const { h, api, message, view, registerView } = Studio;
+  const OUTCOME_LABEL = { pass: "passed", modified: "modified", abort: "blocked", retry: "retry", error: "error", held: "held" };
+
+  function inspect(traceId, spanId) {
+    if (typeof window.openInspector === "function") window.openInspector(traceId, spanId);
+  }
+
+  function timelineRows(traceId, trace) {
+    const total = Math.max(trace.durationMs, 0.001);
+    return trace.spans.map((span) => {
+      const decision = span.decision;
+      const outcome = decision ? decision.outcome : span.status;
+      const label = decision
+        ? [decision.processorId, decision.phase, OUTCOME_LABEL[decision.outcome] || decision.outcome].join(" · ")
+        : span.name;
+      const bar = h("div", { class: "bar " + (decision ? "outcome-" + decision.outcome : "kind-" + span.kind),
+        style: { left: (100 * span.startMs / total).toFixed(2) + "%", width: Math.max(0.5, 100 * span.durationMs / total).toFixed(2) + "%" } });
+      return h("div", { class: "span-row", "data-outcome": outcome, "data-processor": decision ? decision.processorId : null,
+        "data-span-id": span.spanId, tabindex: "0",
+        onclick: () => inspect(traceId, span.spanId),
+        onkeydown: (event) => { if (event.key === "Enter") inspect(traceId, span.spanId); } },
+      h("div", { class: "span-label" }, label, h("span", { class: "muted" }, " " + span.durationMs.toFixed(2) + " ms"),
+        decision && decision.reason ? h("div", { class: "reason" }, "reason: " + decision.reason + (decision.retry ? " (retry)" : "")) : null),
+      h("div", { class: "span-track" }, bar));
+    });
+  }
+
+  async function showTimeline(box, traceId) {
+    try {
+      const trace = await api("/api/studio/traces/" + encodeURIComponent(traceId));
+      const decisions = trace.processors;
+      const summary = decisions.length
+        ? decisions.map((d) => d.processorId + (d.phase ? " · " + d.phase : "") + ": " + (OUTCOME_LABEL[d.outcome] || d.outcome)).join(", ")
+        : "no processor spans recorded for this run";
+      box.replaceChildren(h("p", { class: "muted" }, "trace " + traceId + " · " + trace.durationMs.toFixed(1) + " ms"),
+        h("p", { class: "summary" }, summary), ...timelineRows(traceId, trace));
+    } catch (error) {
+      box.replaceChildren(h("p", { class: "error" }, message(error)));
+    }
+  }
+
+  async function runsView(traceId) {
+    if (traceId) {
+      const box = h("div", { class: "timeline" });
+      view.replaceChildren(h("h1", {}, "Run"), h("a", { href: "#/runs" }, "← all runs"), box);
+      await showTimeline(box, traceId);
+      return;
+    }
+    const traces = await api("/api/studio/traces");
+    const rows = traces.map((t) => h("tr", {},
+      h("td", {}, h("a", { href: "#/runs/" + t.traceId }, t.name)),
+      h("td", {}, t.agentId || ""),
+      h("td", {}, new Date(t.startTime * 1000).toLocaleTimeString()),
+      h("td", {}, t.durationMs.toFixed(1) + " ms"),
+      h("td", {}, Object.entries(t.outcomes).map(([k, v]) => (OUTCOME_LABEL[k] || k) + " " + v).join(", "))));
+    view.replaceChildren(h("h1", {}, "Recent runs"),
+      traces.length ? h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, ["Run", "Agent", "Started", "Duration", "Processor decisions"].map((c) => h("th", {}, c)))), h("tbody", {}, rows)))
+        : h("p", { class: "muted" }, "No runs yet."));
+  }
+
+  registerView("runs", "Runs", runsView);
+  return { showTimeline, OUTCOME_LABEL };
+})();
