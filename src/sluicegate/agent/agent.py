@@ -535,7 +535,9 @@ class Agent(Generic[Out]):
 
 
 def _check_array(name: str, value: Any) -> Any:
-    if value is None or (callable(value) and not isinstance(value, (list, tuple))):
+    if value is None or (
+        callable(value) and not isinstance(value, (list, tuple, type)) and not hasattr(value, "id")
+    ):
         return value
     return check_processor_array(value, name)
 

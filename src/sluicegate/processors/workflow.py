@@ -40,6 +40,7 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, processor_id, report_violation
+from sluicegate.processors.validation import check_processor
 
 UNRUN_HOOKS = ("process_llm_request", "process_llm_response", "process_api_error")
 """Hooks a workflow cannot run: they belong to one model call, not to the data a workflow passes."""
@@ -110,7 +111,8 @@ def create_step(processor: Any = None, *, id: str | None = None, execute: StepFu
     """A step from a processor (`create_step(PIIDetector(...))`) or a function
     (`create_step(id="tag", execute=lambda data: {...})`)."""
     if processor is not None:
-        return Step(id or processor_id(processor), processor=processor)
+        pid = check_processor(processor, "create_step(processor)")
+        return Step(id or pid, processor=processor)
     if execute is None or not id:
         raise ConfigurationError("create_step needs a processor, or an id and an execute function")
     return Step(id, execute=execute)
