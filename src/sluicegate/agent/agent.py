@@ -21,6 +21,7 @@ from sluicegate.agent.hold import Decision
 from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
+from sluicegate.agent.preflight import check_processor_models
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.resume import list_runs, resumed_run
@@ -434,6 +435,7 @@ class Agent(Generic[Out]):
             input_array = [*binding.input_processors, *input_array]
             output_array = [*output_array, *binding.output_processors]
         message_list.add(input_messages, "input")
+        check_processor_models([*input_array, *output_array, *error_array])
 
         run_options = RunOptions(
             max_steps=max_steps,

@@ -8,6 +8,7 @@ called; a step result with a typo (`{"modle": ...}`) would silently change nothi
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -77,6 +78,9 @@ def _not_a_processor(processor: Any, where: str) -> ConfigurationError | None:
         )
     if isinstance(processor, Processor) or any(hasattr(processor, hook) for hook in HOOKS):
         return None
+    workflows = sys.modules.get("sluicegate.processors.workflow")
+    if workflows is not None and isinstance(processor, workflows.ProcessorWorkflow):
+        return None  # committed with only function steps: no hook, and nothing to run
     return ConfigurationError(
         f"{where} ({processor!r:.60}) is not a processor: it has none of the hooks "
         f"({', '.join(HOOKS)}); subclass sluicegate.processors.Processor"

@@ -220,6 +220,18 @@ class ProcessorWorkflow:
             setattr(self, hook, _hook_runner(self, hook))
         return self
 
+    def processors(self) -> list[Any]:
+        """The processors of its steps, in order (what a run's pre-flight check looks into)."""
+        steps: list[Step] = []
+        for node in self._nodes:
+            if isinstance(node, _Then):
+                steps.append(node.step)
+            elif isinstance(node, _Parallel):
+                steps.extend(node.steps)
+            elif isinstance(node, _Branch):
+                steps.extend(step for _, step in node.branches)
+        return [step.processor for step in steps if step.processor is not None]
+
     async def run(self, hook: str, args: Any) -> Any:
         data = _data_from_args(hook, args)
         for node in self._nodes:

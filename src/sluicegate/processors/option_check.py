@@ -1,0 +1,57 @@
+"""A misspelled processor option is a `ConfigurationError` that names it and the closest valid
+one, for every `Processor` subclass alike (the built-ins and yours).
+
+Python would report `stratgy=` as a bare `TypeError` about `__init__` of an internal class;
+`Processor.__new__` checks the keyword arguments against the class's `__init__` first. Only
+construction pays for it: the parameter names are read once per class.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from weakref import WeakKeyDictionary
+
+from sluicegate.errors import UnknownOptionError
+
+_known: WeakKeyDictionary[type, frozenset[str] | None] = WeakKeyDictionary()
+
+
+def known_options(cls: type) -> frozenset[str] | None:
+    """The keyword arguments `cls(...)` accepts; None when its `__init__` takes `**kwargs`
+    (anything goes, so nothing can be called unknown)."""
+    try:
+        return _known[cls]
+    except KeyError:
+        pass
+    try:
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # type: ignore[misc]
+    except (TypeError, ValueError):  # a builtin __init__ without a signature
+        names = None
+    else:
+        keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            names = None
+        else:
+            names = frozenset(p.name for p in parameters if p.kind in keyword)
+    _known[cls] = names
+    return names
+
+
+def check_options(cls: type, given: Iterable[str]) -> None:
+    """Raise `UnknownOptionError` for the first keyword `cls(...)` does not take."""
+    known = known_options(cls)
+    if known is None:
+        return
+    unknown = [name for name in given if name not in known]
+    if not unknown:
+        return
+    import difflib  # only a mistake needs suggestions
+
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    label = "unknown option" if len(unknown) == 1 else "unknown options"
+    listed = ", ".join(sorted(known)) or "none"
+    raise UnknownOptionError(f"{cls.__name__}: {label} {', '.join(hints)}; its options are: {listed}")
