@@ -198,6 +198,7 @@ class Agent(Generic[Out]):
             trace_id=run.trace_id,
             tool_errors=run.all_tool_errors(),
             suspend_payload=run.suspend_payload(),
+            steps_exhausted=run.steps_exhausted,
         )
 
     @overload
