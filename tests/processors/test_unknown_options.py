@@ -97,3 +97,15 @@ def test_no_builtin_constructor_swallows_keywords() -> None:
     for name, cls in BUILTINS:
         kinds = {p.kind for p in inspect.signature(cls.__init__).parameters.values()}
         assert inspect.Parameter.VAR_KEYWORD not in kinds, name
+
+
+async def test_a_misspelled_call_option_names_the_closest_one_too() -> None:
+    from sluicegate import Agent
+    from sluicegate.testing import MockModel
+
+    model = MockModel()
+    with pytest.raises(
+        UnknownOptionError, match=r"agent 'a' call: unknown option 'max_step' \(did you mean 'max_steps'\?\)"
+    ):
+        await Agent("a", model=model).generate("hi", max_step=2)
+    assert model.calls == []

@@ -56,6 +56,7 @@ from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
+from sluicegate.processors.option_check import unknown_options
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.tools import Tool, normalize_tools
@@ -372,9 +373,9 @@ class Agent(Generic[Out]):
             "abort_signal",
             "max_input_chars",
         }
-        unknown = set(options) - known
+        unknown = [name for name in options if name not in known]
         if unknown:
-            raise TypeError(f"unknown option(s) for {self.name!r}: {sorted(unknown)}; known: {sorted(known)}")
+            raise unknown_options(f"agent {self.name!r} call", unknown, known)
         caller_context = options.get("request_context")
         if caller_context is not None and not isinstance(caller_context, RequestContext):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")

@@ -44,14 +44,21 @@ def check_options(cls: type, given: Iterable[str]) -> None:
     if known is None:
         return
     unknown = [name for name in given if name not in known]
-    if not unknown:
-        return
+    if unknown:
+        raise unknown_options(cls.__name__, unknown, known)
+
+
+def unknown_options(label: str, unknown: Iterable[str], known: Iterable[str]) -> UnknownOptionError:
+    """The error for `unknown` keywords of `label`, each with its closest `known` spelling."""
     import difflib  # only a mistake needs suggestions
 
+    choices = sorted(known)
     hints = []
-    for name in unknown:
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    names = list(unknown)
+    for name in names:
+        close = difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
         hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    label = "unknown option" if len(unknown) == 1 else "unknown options"
-    listed = ", ".join(sorted(known)) or "none"
-    raise UnknownOptionError(f"{cls.__name__}: {label} {', '.join(hints)}; its options are: {listed}")
+    kind = "unknown option" if len(names) == 1 else "unknown options"
+    return UnknownOptionError(
+        f"{label}: {kind} {', '.join(hints)}; its options are: {', '.join(choices) or 'none'}"
+    )
