@@ -21,6 +21,7 @@ from sluicegate.processors.base import processor_id
 
 _checked_routes: WeakKeyDictionary[Any, bool] = WeakKeyDictionary()
 _ROUTER_MODULE = "sluicegate.processors.builtin.model_router"
+_DETECTOR_MODULE = "sluicegate.guardrails.detector"
 
 
 def check_processor_models(processors: Iterable[Any]) -> None:
@@ -48,11 +49,11 @@ def _models(processor: Any, seen: set[int]) -> Iterator[tuple[Any, str, Callable
         for step_processor in inner():
             yield from _models(step_processor, seen)
         return
-    from sluicegate.guardrails.detector import DetectorModel
-
-    for value in getattr(processor, "__dict__", {}).values():
-        if isinstance(value, DetectorModel):
-            yield processor, "model", functools.partial(getattr, value, "model")
+    detectors = sys.modules.get(_DETECTOR_MODULE)  # not imported: no guardrail exists
+    if detectors is not None:
+        for value in getattr(processor, "__dict__", {}).values():
+            if isinstance(value, detectors.DetectorModel):
+                yield processor, "model", functools.partial(getattr, value, "model")
     router_module = sys.modules.get(_ROUTER_MODULE)
     if (
         router_module is not None
