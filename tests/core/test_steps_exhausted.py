@@ -6,10 +6,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from fastapi.testclient import TestClient
 
 from sluicegate import Agent, Sluicegate, tool
-from sluicegate.server import ServerSettings, create_app
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
 
@@ -69,6 +67,11 @@ def test_the_sync_stream_reports_it_too() -> None:
 
 
 def test_the_http_body_carries_steps_exhausted() -> None:
+    pytest.importorskip("fastapi", reason="the server extra is not installed")
+    from fastapi.testclient import TestClient
+
+    from sluicegate.server import ServerSettings, create_app
+
     exhausted = _agent(_looping_model(2))
     answered = Agent("plain", model=MockModel([text_step("Hi.")]))
     app = create_app(Sluicegate(agents=[exhausted, answered]), ServerSettings())
