@@ -60,10 +60,11 @@ def _serve(
     if max_connections is not None:
         os.environ["SLUICEGATE_MAX_CONNECTIONS"] = str(max_connections)
     ServerSettings.from_env()  # a bad SLUICEGATE_* value fails here, not in every worker
+    path, _ = split_target(target)
     try:
         registry = load_registry(target)  # fail here, with a readable message, before workers start
     except SluicegateError as exc:
-        if not reload:
+        if not reload or not path.is_file():  # a wrong path is a typo in the command: stop
             raise
         # `dev` keeps serving (an error page) and reloads once the file is fixed.
         print(_color(f"sluicegate: {exc}", "1;31"), file=sys.stderr)
@@ -75,7 +76,6 @@ def _serve(
     if studio:
         os.environ["SLUICEGATE_STUDIO"] = "1"
         print(_color(f"sluicegate studio: {_studio_url(host, port)}", "1;36"), flush=True)
-    path, _ = split_target(target)
     options: dict[str, Any] = {
         "host": host,
         "port": port,

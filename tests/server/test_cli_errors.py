@@ -215,3 +215,8 @@ def test_sluicegate_dev_reloads_from_an_error_page_to_the_app(tmp_path: Path) ->
             output, _ = process.communicate()
     assert f"sluicegate studio: http://127.0.0.1:{port}/studio" in output
     assert f"{app_file}:3: NameError" in output
+
+
+def test_dev_stops_on_a_file_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dev", str(tmp_path / "apps.py")]) == 2
+    assert "no such application file" in capsys.readouterr().err
