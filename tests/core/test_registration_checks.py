@@ -167,7 +167,8 @@ def test_a_processor_class_is_rejected_when_the_agent_is_built(array: str):
     from sluicegate.processors import RegexFilter, UnicodeNormalizer
 
     with pytest.raises(
-        ConfigurationError, match=rf"{array}\[1\] is the class .*pass .*\(\.\.\.\), an instance"
+        ConfigurationError,
+        match=rf"{array}\[1\] is the class RegexFilter, .*pass RegexFilter\(\.\.\.\), an instance",
     ):
         Agent("a", model=_model(), **{array: [UnicodeNormalizer(), RegexFilter]})
 

@@ -46,7 +46,7 @@ def test_the_error_is_a_type_error_too_and_lists_the_options() -> None:
     with pytest.raises(TypeError) as caught:
         processors.RegexFilter(presets=["pii"], stratgy="block")
     message = str(caught.value)
-    assert "unknown option 'stratgy' (did you mean 'strategy'?)" in message
+    assert message.startswith("RegexFilter: unknown option 'stratgy' (did you mean 'strategy'?)")
     assert "presets" in message and "stream_carryover_size" in message
     assert "__init__" not in message
 

@@ -9,12 +9,23 @@ construction pays for it: the parameter names are read once per class.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Iterable
 from weakref import WeakKeyDictionary
 
 from sluicegate.errors import UnknownOptionError
 
 _known: WeakKeyDictionary[type, frozenset[str] | None] = WeakKeyDictionary()
+
+
+def class_name(cls: type) -> str:
+    """The name to show for `cls`: its shortest public alias in its own module, so a message
+    says `RegexFilter`, as the user wrote it, rather than `RegexFilterProcessor`."""
+    module = sys.modules.get(cls.__module__)
+    if module is None:
+        return cls.__name__
+    aliases = [name for name, value in vars(module).items() if value is cls and not name.startswith("_")]
+    return min(aliases, key=len, default=cls.__name__)
 
 
 def known_options(cls: type) -> frozenset[str] | None:
@@ -45,7 +56,7 @@ def check_options(cls: type, given: Iterable[str]) -> None:
         return
     unknown = [name for name in given if name not in known]
     if unknown:
-        raise unknown_options(cls.__name__, unknown, known)
+        raise unknown_options(class_name(cls), unknown, known)
 
 
 def unknown_options(label: str, unknown: Iterable[str], known: Iterable[str]) -> UnknownOptionError:

@@ -16,6 +16,7 @@ from weakref import WeakKeyDictionary
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.args import STEP_FIELDS, ProcessInputStepResult
 from sluicegate.processors.base import HOOKS, Processor, processor_id
+from sluicegate.processors.option_check import class_name
 
 
 def _camel(name: str) -> str:
@@ -72,7 +73,7 @@ def _not_a_processor(processor: Any, where: str) -> ConfigurationError | None:
     """A class where an instance belongs, or an object with no hook at all: both would only
     fail (or silently do nothing) once a run reaches them."""
     if isinstance(processor, type):
-        name = processor.__name__
+        name = class_name(processor)
         return ConfigurationError(
             f"{where} is the class {name}, not a processor: pass {name}(...), an instance"
         )
@@ -118,9 +119,8 @@ def check_processor(processor: Any, where: str) -> str:
 def check_processor_array(value: Any, where: str) -> list[Any]:
     """A resolved processor array (what a callable array returned, too) as a list."""
     if isinstance(value, type):
-        raise ConfigurationError(
-            f"{where} is the class {value.__name__}: pass a list of instances, [{value.__name__}(...)]"
-        )
+        name = class_name(value)
+        raise ConfigurationError(f"{where} is the class {name}: pass a list of instances, [{name}(...)]")
     if not isinstance(value, (list, tuple)):
         raise ConfigurationError(
             f"{where} must be a list of processors (or a callable returning one), got {type(value).__name__}"
