@@ -6,6 +6,8 @@
     sluicegate run app.py:agent "prompt"
     sluicegate demo
 
+Every command takes `--debug`: an error in the app or the command is one line without it.
+
 Server settings come from the environment (`SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS`,
 `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, ...); see docs/server.md. The two
 connection options travel to the worker processes the same way, as
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,7 +51,7 @@ def _serve(
         return 2
     from sluicegate.server.connections import listen_backlog, protocol_class
     from sluicegate.server.identity import warn_if_exposed
-    from sluicegate.server.loader import APP_ENV, load_registry, split_target
+    from sluicegate.server.loader import APP_ENV, DEV_ENV, load_registry, split_target
     from sluicegate.server.settings import ServerSettings
 
     # Options become environment variables, which uvicorn's worker processes inherit.
@@ -57,12 +60,22 @@ def _serve(
     if max_connections is not None:
         os.environ["SLUICEGATE_MAX_CONNECTIONS"] = str(max_connections)
     ServerSettings.from_env()  # a bad SLUICEGATE_* value fails here, not in every worker
-    registry = load_registry(target)  # fail here, with a readable message, before workers start
-    warn_if_exposed(host, registry)
+    path, _ = split_target(target)
+    try:
+        registry = load_registry(target)  # fail here, with a readable message, before workers start
+    except SluicegateError as exc:
+        if not reload or not path.is_file():  # a wrong path is a typo in the command: stop
+            raise
+        # `dev` keeps serving (an error page) and reloads once the file is fixed.
+        print(_color(f"sluicegate: {exc}", "1;31"), file=sys.stderr)
+    else:
+        warn_if_exposed(host, registry)
     os.environ[APP_ENV] = target
+    if reload:
+        os.environ[DEV_ENV] = "1"
     if studio:
         os.environ["SLUICEGATE_STUDIO"] = "1"
-    path, _ = split_target(target)
+        print(_color(f"sluicegate studio: {_studio_url(host, port)}", "1;36"), flush=True)
     options: dict[str, Any] = {
         "host": host,
         "port": port,
@@ -119,38 +132,101 @@ async def _run_once(target: str, prompt: str) -> int:
     return status
 
 
+EXAMPLES = {
+    "serve": "examples:\n  sluicegate serve app.py\n"
+    "  sluicegate serve app.py:registry --host 0.0.0.0 --port 8000 --workers 4",
+    "dev": "examples:\n  sluicegate dev app.py\n  sluicegate dev app.py --port 4200",
+    "run": 'examples:\n  sluicegate run app.py:support "Where is my order A-1001?"\n'
+    '  sluicegate run app.py:support "hi" --debug',
+    "demo": "example:\n  sluicegate demo",
+}
+"""An example command for each subcommand's `--help` (the `epilog`)."""
+
+
+def _command(sub: Any, name: str, helptext: str) -> argparse.ArgumentParser:
+    """A subcommand whose `--help` ends with its examples and takes `--debug`."""
+    cmd: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=helptext,
+        description=helptext[0].upper() + helptext[1:] + ".",
+        epilog=EXAMPLES[name],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the full traceback of an error instead of one line (e.g. --debug)",
+    )
+    return cmd
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sluicegate", description="Serve and run sluicegate agents.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="sluicegate",
+        description="Serve and run sluicegate agents.",
+        epilog="Run `sluicegate COMMAND --help` for a command's options and examples.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, helptext in (
         ("serve", "serve the app's agents over HTTP"),
-        ("dev", "serve with the studio, reloading on change"),
+        ("dev", "serve with the studio at /studio, reloading when a file changes"),
     ):
-        cmd = sub.add_parser(name, help=helptext)
-        cmd.add_argument("app", help="app.py or app.py:name")
-        cmd.add_argument("--host", default="127.0.0.1")
-        cmd.add_argument("--port", type=int, default=4111)
+        cmd = _command(sub, name, helptext)
+        cmd.add_argument(
+            "app",
+            help="the application file, or file:name for one registry or agent in it "
+            "(e.g. app.py, or app.py:registry)",
+        )
+        cmd.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="the address to listen on (default 127.0.0.1, this machine only; e.g. --host 0.0.0.0)",
+        )
+        cmd.add_argument(
+            "--port",
+            type=int,
+            default=4111,
+            help="the TCP port to listen on (default 4111; e.g. --port 8000)",
+        )
         cmd.add_argument(
             "--request-read-timeout",
             type=float,
             metavar="SECONDS",
-            help="close a connection whose request headers and body take longer (default 30)",
+            help="close a connection whose request headers and body take longer "
+            "(default 30; e.g. --request-read-timeout 10)",
         )
         cmd.add_argument(
             "--max-connections",
             type=int,
             metavar="N",
             help="answer 503 beyond N open connections per process "
-            "(default: half the open-file limit, at most 2048)",
+            "(default: half the open-file limit, at most 2048; e.g. --max-connections 500)",
         )
         if name == "serve":
-            cmd.add_argument("--workers", type=int, default=1)
-            cmd.add_argument("--studio", action="store_true", help="also serve the studio at /studio")
-    run = sub.add_parser("run", help="run one prompt, streamed to the terminal")
-    run.add_argument("target", help="app.py:agent")
-    run.add_argument("prompt")
-    sub.add_parser("demo", help="the processor demo (offline model when no API key is set)")
+            cmd.add_argument(
+                "--workers",
+                type=int,
+                default=1,
+                help="worker processes, each with the whole app (default 1; e.g. --workers 4)",
+            )
+            cmd.add_argument(
+                "--studio", action="store_true", help="also serve the studio at /studio (e.g. --studio)"
+            )
+    run = _command(sub, "run", "run one prompt, streamed to the terminal")
+    run.add_argument(
+        "target", help="the application file and the agent's registry key, id or name (e.g. app.py:support)"
+    )
+    run.add_argument("prompt", help='the user message (e.g. "Where is my order A-1001?")')
+    _command(sub, "demo", "the processor demo (offline model when no API key is set)")
     return parser
+
+
+def _studio_url(host: str, port: int) -> str:
+    """Where a browser on this machine reaches the studio (a wildcard address is not one)."""
+    shown = "127.0.0.1" if host in ("", "0.0.0.0") else "[::1]" if host == "::" else host
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/studio"
 
 
 def _check_serve_options(args: argparse.Namespace) -> str | None:
@@ -192,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         demo()
         return 0
     except SluicegateError as exc:
+        # A mistake in the app or the command: one line; the traceback only with --debug.
+        if args.debug:
+            traceback.print_exc()
         print(f"sluicegate: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

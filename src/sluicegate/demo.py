@@ -17,9 +17,11 @@ from typing import Any
 from sluicegate import Agent, RequestContext
 from sluicegate.demo_model import demo_model
 from sluicegate.models import resolve_model
+from sluicegate.models.base import LanguageModel
 from sluicegate.processors import Processor, RegexFilter, TokenLimiter, UnicodeNormalizer
 from sluicegate.processors.args import ProcessInputArgs, ProcessLLMRequestArgs, ProcessOutputResultArgs
 from sluicegate.processors.args import ProcessOutputStreamArgs as StreamArgs
+from sluicegate.tokens import model_id_of
 
 COLOR = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
@@ -83,15 +85,19 @@ class LiveStats(Processor):
         )
 
 
-async def show_stream(agent: Agent, prompt: str, **options: Any) -> None:
+async def show_stream(agent: Agent, prompt: str, **options: Any) -> bool:
+    """Streams one run to the terminal; returns whether a token limiter cut its text."""
     print(paint("  user: ", "33") + prompt)
     started = time.perf_counter()
     output = await agent.stream(prompt, **options)
     label = paint("  agent: ", "32")
+    cut = False
     async for chunk in output.full_stream:
         if chunk.type == "text-delta":
             print(label + chunk.payload.text, end="", flush=True)
             label = ""
+        elif chunk.type == "data-token-limit-reached":
+            cut = True
         elif chunk.type == "data-stats":
             print("\n" + dim(f"  [data-stats] {chunk.data}"), end="")
         elif chunk.type == "tripwire":
@@ -109,8 +115,42 @@ async def show_stream(agent: Agent, prompt: str, **options: Any) -> None:
     print(
         "\n"
         + dim(
-            f"  finish={await output.finish_reason}  tokens in/out={usage.input_tokens}/"
+            f"  finish={await output.finish_reason}  model tokens in/out={usage.input_tokens}/"
             f"{usage.output_tokens}  {time.perf_counter() - started:.2f}s"
+        )
+    )
+    return cut
+
+
+async def capped_story(model: LanguageModel, settings: dict[str, Any], limit: int = 20) -> None:
+    """Scene 2. The limiter cuts the streamed text at `limit` tokens by its own count
+    (tiktoken); it also caps the model's `max_output_tokens` at the budget left plus
+    `output_token_margin`, so the model may write (and bill) more tokens than are shown, counted
+    with its own tokenizer: the summary line says which number counts what."""
+    limiter = TokenLimiter(limit, strategy="truncate")
+    heading(f"2. Output processors on the live stream: cut the answer at {limit} tokens, redact PII, count")
+    agent = Agent(
+        "writer",
+        instructions="You are a storyteller.",
+        model=model,
+        output_processors=[
+            limiter,
+            RegexFilter(presets=["pii"], strategy="redact", phase="output"),
+            LiveStats(),
+        ],
+    )
+    cut = await show_stream(agent, "Tell me a long story about a lighthouse keeper.", model_settings=settings)
+    encoding = limiter.counter(model_id_of(model)).encoding.name
+    cap = limit + limiter.output_token_margin
+    shown = (
+        f"the limiter cut the text at {limit} tokens (its count: {encoding}, per streamed piece)"
+        if cut
+        else f"the model stopped before the limiter's {limit} tokens ({encoding})"
+    )
+    print(
+        dim(
+            f"  {shown}; the model's out count is in its own tokens: it may write {cap} "
+            f"({limit} + output_token_margin {limiter.output_token_margin}) before it is stopped"
         )
     )
 
@@ -149,18 +189,7 @@ async def main() -> None:
         model_settings=settings,
     )
 
-    heading("2. Output processors on the live stream: cap the answer at 20 tokens, redact PII, count")
-    agent = Agent(
-        "writer",
-        instructions="You are a storyteller.",
-        model=model,
-        output_processors=[
-            TokenLimiter(20, strategy="truncate"),
-            RegexFilter(presets=["pii"], strategy="redact", phase="output"),
-            LiveStats(),
-        ],
-    )
-    await show_stream(agent, "Tell me a long story about a lighthouse keeper.", model_settings=settings)
+    await capped_story(model, settings)
 
     heading("3. A tripwire: the input guardrail stops the run before any model call")
     agent = Agent(

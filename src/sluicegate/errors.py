@@ -26,6 +26,11 @@ class ConfigurationError(SluicegateError):
     """An agent, processor or model was configured in a way that cannot work."""
 
 
+class UnknownOptionError(ConfigurationError, TypeError):
+    """A processor was given a keyword option it does not take; the message names the closest
+    valid one. A `TypeError` too, as Python's own unexpected-keyword error is."""
+
+
 class UnknownModelError(ConfigurationError):
     """A model string names a provider sluicegate does not know."""
 

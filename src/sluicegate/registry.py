@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sluicegate.agent import Agent
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.base import processor_id
+from sluicegate.processors.validation import check_processor
 from sluicegate.storage.base import MemoryStore
 from sluicegate.tools import Tool, normalize_tools
 
@@ -60,11 +61,13 @@ def _keyed_processors(processors: Mapping[str, Any] | Iterable[Any] | None) -> d
     if processors is None:
         return {}
     items = (
-        processors.items() if isinstance(processors, Mapping) else ((processor_id(p), p) for p in processors)
+        processors.items()
+        if isinstance(processors, Mapping)
+        else ((check_processor(p, f"processors[{i}]"), p) for i, p in enumerate(processors))
     )
     keyed: dict[str, Any] = {}
     for key, processor in items:
-        processor_id(processor)
+        check_processor(processor, f"processors[{key!r}]")
         if key in keyed:
             raise ConfigurationError(f"two processors are registered as {key!r}")
         keyed[key] = processor

@@ -157,3 +157,67 @@ def test_hooks_set_on_the_instance_are_checked_too():
     fine.id = "fine"
     fine.process_output_result = lambda args: None  # type: ignore[method-assign]
     Agent("a", model=_model(), output_processors=[fine])
+
+
+# ---------------------------------------------------------------- classes and non-processors
+
+
+@pytest.mark.parametrize("array", ["input_processors", "output_processors", "error_processors"])
+def test_a_processor_class_is_rejected_when_the_agent_is_built(array: str):
+    from sluicegate.processors import RegexFilter, UnicodeNormalizer
+
+    with pytest.raises(
+        ConfigurationError,
+        match=rf"{array}\[1\] is the class RegexFilter, .*pass RegexFilter\(\.\.\.\), an instance",
+    ):
+        Agent("a", model=_model(), **{array: [UnicodeNormalizer(), RegexFilter]})
+
+
+def test_a_bare_class_as_the_whole_array_is_rejected():
+    from sluicegate.processors import UnicodeNormalizer
+
+    with pytest.raises(
+        ConfigurationError,
+        match=r"input_processors is the class UnicodeNormalizer.*\[UnicodeNormalizer\(\.\.\.\)\]",
+    ):
+        Agent("a", model=_model(), input_processors=UnicodeNormalizer)
+
+
+async def test_a_processor_class_in_a_per_call_array_is_rejected_before_the_model_is_called():
+    from sluicegate.processors import UnicodeNormalizer
+
+    model = _model()
+    with pytest.raises(ConfigurationError, match=r"output_processors\[0\] is the class"):
+        await Agent("a", model=model).generate("hi", output_processors=[UnicodeNormalizer])
+    assert model.calls == []
+
+
+@pytest.mark.parametrize("thing", [object(), "regex-filter", 42, lambda args: None])
+def test_an_object_without_any_hook_is_rejected(thing: object):
+    with pytest.raises(
+        ConfigurationError, match=r"input_processors\[0\] .*is not a processor: it has none of the hooks"
+    ):
+        Agent("a", model=_model(), input_processors=[thing])
+
+
+def test_a_duck_typed_processor_with_a_hook_is_still_accepted():
+    class Duck:
+        id = "duck"
+
+        def process_input(self, args):
+            return None
+
+    Agent("a", model=_model(), input_processors=[Duck()])
+
+
+def test_classes_are_rejected_by_create_step_and_the_registry_too():
+    from sluicegate import Sluicegate
+    from sluicegate.processors import UnicodeNormalizer
+    from sluicegate.workflows import create_step
+
+    with pytest.raises(ConfigurationError, match="is the class UnicodeNormalizer"):
+        create_step(UnicodeNormalizer)
+    with pytest.raises(ConfigurationError, match=r"processors\[0\] is the class UnicodeNormalizer"):
+        Sluicegate(processors=[UnicodeNormalizer])
+    with pytest.raises(ConfigurationError, match=r"processors\['norm'\] is the class"):
+        Sluicegate(processors={"norm": UnicodeNormalizer})

@@ -21,6 +21,7 @@ from sluicegate.agent.hold import Decision
 from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
+from sluicegate.agent.preflight import check_processor_models
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
 from sluicegate.agent.resume import list_runs, resumed_run
@@ -55,6 +56,7 @@ from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
+from sluicegate.processors.option_check import unknown_options
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.tools import Tool, normalize_tools
@@ -196,6 +198,7 @@ class Agent(Generic[Out]):
             trace_id=run.trace_id,
             tool_errors=run.all_tool_errors(),
             suspend_payload=run.suspend_payload(),
+            steps_exhausted=run.steps_exhausted,
         )
 
     @overload
@@ -369,9 +372,9 @@ class Agent(Generic[Out]):
             "abort_signal",
             "max_input_chars",
         }
-        unknown = set(options) - known
+        unknown = [name for name in options if name not in known]
         if unknown:
-            raise TypeError(f"unknown option(s) for {self.name!r}: {sorted(unknown)}; known: {sorted(known)}")
+            raise unknown_options(f"agent {self.name!r} call", unknown, known)
         caller_context = options.get("request_context")
         if caller_context is not None and not isinstance(caller_context, RequestContext):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")
@@ -433,6 +436,7 @@ class Agent(Generic[Out]):
             input_array = [*binding.input_processors, *input_array]
             output_array = [*output_array, *binding.output_processors]
         message_list.add(input_messages, "input")
+        check_processor_models([*input_array, *output_array, *error_array])
 
         run_options = RunOptions(
             max_steps=max_steps,
@@ -534,7 +538,9 @@ class Agent(Generic[Out]):
 
 
 def _check_array(name: str, value: Any) -> Any:
-    if value is None or (callable(value) and not isinstance(value, (list, tuple))):
+    if value is None or (
+        callable(value) and not isinstance(value, (list, tuple, type)) and not hasattr(value, "id")
+    ):
         return value
     return check_processor_array(value, name)
 

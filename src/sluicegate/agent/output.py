@@ -154,6 +154,11 @@ class ModelOutput(Generic[Out]):
         return self._finish(lambda run: run.tripwire)
 
     @property
+    def steps_exhausted(self) -> Awaitable[bool]:
+        """Whether the run ended at `max_steps` while the model still wanted tools."""
+        return self._finish(lambda run: run.steps_exhausted)
+
+    @property
     def error(self) -> Awaitable[BaseException | None]:
         return self._finish(lambda run: run.error)
 

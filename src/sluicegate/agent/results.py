@@ -88,6 +88,10 @@ class FullOutput(Generic[Out]):
     """The run's OpenTelemetry trace id (32 hex chars), or "" when the run was not traced."""
     tool_errors: list[ToolErrorChunk] = field(default_factory=list)
     """Every failed tool call of the run (`tool-error` chunks), in order."""
+    steps_exhausted: bool = False
+    """True when the run ended because it reached `max_steps` while the model still wanted
+    tools: the tools ran but the model never answered with their results, so `text` is what it
+    said before (often ""), and `finish_reason` is `"tool-calls"`. Logged at WARNING too."""
     suspend_payload: Any = None
     """A suspended run (`finish_reason == "suspended"`): the tool call it waits on
     (`tool_call_id`, `tool_name`, `args`, and the tool's own `suspend_payload`, None for an

@@ -136,6 +136,10 @@ class RunCore:
         return self.state.tripwire
 
     @property
+    def steps_exhausted(self) -> bool:
+        return self.state.steps_exhausted
+
+    @property
     def error(self) -> BaseException | None:
         return self.state.error
 

@@ -104,6 +104,7 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
                 break
             run.state.step_number += 1
         run.state.finish_reason = run.state.steps[-1].finish_reason if run.state.steps else None
+        warnings = _steps_exhausted(run)
         run.state.current = None  # its text is accepted: an abort from here on must not count it twice
         run.state.finishing = True
         try:
@@ -114,7 +115,7 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
             yield chunk
         finish = run.chunk(
             "finish",
-            step_result=Payload(reason=run.state.finish_reason, warnings=[]),
+            step_result=Payload(reason=run.state.finish_reason, warnings=warnings),
             output=Payload(usage=run.state.usage),
             response=Payload(ui_messages=run.response().ui_messages),
         )
@@ -164,6 +165,29 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
             await _settle_claim(run)
         if run.trace is not None:
             run.trace.end_run(run)
+
+
+def _steps_exhausted(run: RunCore) -> list[dict[str, str]]:
+    """Mark and log a run that `max_steps` ended while the model still wanted tools: its tools
+    ran, but the model never answered with their results, so the text is what it said before
+    (often nothing). Mastra reports only `finishReason: "tool-calls"`, which is easy to miss;
+    here it is a WARNING, `steps_exhausted` on the result and a warning on the `finish` chunk."""
+    last = run.state.steps[-1] if run.state.steps else None
+    if (
+        last is None
+        or last.finish_reason != "tool-calls"
+        or not last.tool_calls
+        or run.state.completed < run.options.max_steps
+    ):
+        return []
+    run.state.steps_exhausted = True
+    message = (
+        f"the run reached max_steps={run.options.max_steps} while the model still wanted tools "
+        f"({', '.join(sorted({c.payload.tool_name for c in last.tool_calls}))}): it never answered "
+        "with their results; raise max_steps or give the model what it needs"
+    )
+    log.warning("agent %r run %s: %s", run.agent_id, run.run_id, message)
+    return [{"type": "other", "message": message}]
 
 
 def _suspended(run: RunCore) -> None:

@@ -61,6 +61,8 @@ class RunState:
     """The number of the next step (retried attempts count)."""
     completed: int = 0
     """Steps that ended without a retry: what `max_steps` limits."""
+    steps_exhausted: bool = False
+    """The run ended at `max_steps` while the model still wanted tools (see `run_loop`)."""
     output_attempts: int = 0
     """Structured-output answers that failed validation."""
     object_ready: bool = False

@@ -112,6 +112,11 @@ class SyncModelOutput(Generic[Out]):
         return value
 
     @property
+    def steps_exhausted(self) -> bool:
+        value: bool = self._await("steps_exhausted")
+        return value
+
+    @property
     def error(self) -> BaseException | None:
         value: BaseException | None = self._await("error")
         return value

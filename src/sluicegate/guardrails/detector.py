@@ -7,7 +7,8 @@ Mastra, which always lets the content through): `"block"` aborts the run (the de
 blocking and redacting strategies), `"allow"` lets the content through, logged at WARNING and
 reported to `on_violation`, and `"fallback"` lets the guardrail's deterministic pass decide. A
 misconfigured detector (unknown provider, missing API key) is never a pass: an unknown provider
-is an error when the guardrail is built, a missing key when it is first called.
+is an error when the guardrail is built, a missing key when a run starts
+(`agent.preflight`), before the agent's model is called.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn, Self
 
 from sluicegate.errors import TripWire
 from sluicegate.processors.args import (
@@ -46,6 +46,7 @@ from sluicegate.processors.args import (
     ProcessToolResultArgs,
     ProcessToolResultResult,
 )
+from sluicegate.processors.option_check import check_options
 from sluicegate.stream.chunk import Chunk
 from sluicegate.tracing.metrics import record_violation
 
@@ -87,6 +88,12 @@ class Processor:
     """Called on every abort and every warn-strategy detection; its exceptions are swallowed."""
 
     _hook_names: ClassVar[tuple[str, ...]] = HOOKS
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # Before `__init__`: a misspelled option names itself and its closest valid spelling.
+        if kwargs:
+            check_options(cls, kwargs)
+        return super().__new__(cls)
 
     def __init__(self) -> None:
         pass

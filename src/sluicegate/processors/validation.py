@@ -8,13 +8,15 @@ called; a step result with a typo (`{"modle": ...}`) would silently change nothi
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 from weakref import WeakKeyDictionary
 
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.args import STEP_FIELDS, ProcessInputStepResult
-from sluicegate.processors.base import HOOKS, processor_id
+from sluicegate.processors.base import HOOKS, Processor, processor_id
+from sluicegate.processors.option_check import class_name
 
 
 def _camel(name: str) -> str:
@@ -67,9 +69,31 @@ def _class_check(cls: type) -> tuple[tuple[str, str] | None, str | None]:
     return found
 
 
+def _not_a_processor(processor: Any, where: str) -> ConfigurationError | None:
+    """A class where an instance belongs, or an object with no hook at all: both would only
+    fail (or silently do nothing) once a run reaches them."""
+    if isinstance(processor, type):
+        name = class_name(processor)
+        return ConfigurationError(
+            f"{where} is the class {name}, not a processor: pass {name}(...), an instance"
+        )
+    if isinstance(processor, Processor) or any(hasattr(processor, hook) for hook in HOOKS):
+        return None
+    workflows = sys.modules.get("sluicegate.processors.workflow")
+    if workflows is not None and isinstance(processor, workflows.ProcessorWorkflow):
+        return None  # committed with only function steps: no hook, and nothing to run
+    return ConfigurationError(
+        f"{where} ({processor!r:.60}) is not a processor: it has none of the hooks "
+        f"({', '.join(HOOKS)}); subclass sluicegate.processors.Processor"
+    )
+
+
 def check_processor(processor: Any, where: str) -> str:
-    """The processor's id, after checking that its hooks are spelled and typed as the runner
-    expects. `where` names the array (for the message)."""
+    """The processor's id, after checking that it is a processor instance whose hooks are
+    spelled and typed as the runner expects. `where` names its place (for the message)."""
+    problem = _not_a_processor(processor, where)
+    if problem is not None:
+        raise problem
     try:
         pid = processor_id(processor)
     except TypeError as exc:
@@ -94,13 +118,16 @@ def check_processor(processor: Any, where: str) -> str:
 
 def check_processor_array(value: Any, where: str) -> list[Any]:
     """A resolved processor array (what a callable array returned, too) as a list."""
+    if isinstance(value, type):
+        name = class_name(value)
+        raise ConfigurationError(f"{where} is the class {name}: pass a list of instances, [{name}(...)]")
     if not isinstance(value, (list, tuple)):
         raise ConfigurationError(
             f"{where} must be a list of processors (or a callable returning one), got {type(value).__name__}"
         )
     processors = list(value)
-    for processor in processors:
-        check_processor(processor, where)
+    for index, processor in enumerate(processors):
+        check_processor(processor, f"{where}[{index}]")
     return processors
 
 

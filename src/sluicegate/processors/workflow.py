@@ -40,6 +40,7 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.processors.base import implements, make_abort, processor_id, report_violation
+from sluicegate.processors.validation import check_processor
 
 UNRUN_HOOKS = ("process_llm_request", "process_llm_response", "process_api_error")
 """Hooks a workflow cannot run: they belong to one model call, not to the data a workflow passes."""
@@ -116,7 +117,8 @@ def create_step(processor: Any = None, *, id: str | None = None, execute: StepFu
     """A step from a processor (`create_step(PIIDetector(...))`) or a function
     (`create_step(id="tag", execute=lambda data: {...})`)."""
     if processor is not None:
-        return Step(id or processor_id(processor), processor=processor)
+        pid = check_processor(processor, "create_step(processor)")
+        return Step(id or pid, processor=processor)
     if execute is None or not id:
         raise ConfigurationError("create_step needs a processor, or an id and an execute function")
     return Step(id, execute=execute)
@@ -253,6 +255,18 @@ class ProcessorWorkflow:
         for hook in hooks:
             setattr(self, hook, _hook_runner(self, hook))
         return self
+
+    def processors(self) -> list[Any]:
+        """The processors of its steps, in order (what a run's pre-flight check looks into)."""
+        steps: list[Step] = []
+        for node in self._nodes:
+            if isinstance(node, _Then):
+                steps.append(node.step)
+            elif isinstance(node, _Parallel):
+                steps.extend(node.steps)
+            elif isinstance(node, _Branch):
+                steps.extend(step for _, step in node.branches)
+        return [step.processor for step in steps if step.processor is not None]
 
     async def run(self, hook: str, args: Any) -> Any:
         data = _data_from_args(hook, args)

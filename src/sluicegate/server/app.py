@@ -27,6 +27,7 @@ from starlette.types import ASGIApp
 from sluicegate import __version__
 from sluicegate.registry import Sluicegate
 from sluicegate.server import agents, hitl_routes, memory_routes, processor_routes, tool_routes
+from sluicegate.server.api_docs import mount_api_docs
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
 from sluicegate.server.headers import SecurityHeaders
@@ -44,12 +45,12 @@ class _App(FastAPI):
 
 
 def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> FastAPI:
-    """An ASGI app serving `registry` under `/api` (Mastra's routes), `/openapi.json`,
-    and the studio at `/studio` when `settings.studio` is set.
+    """An ASGI app serving `registry` under `/api` (Mastra's routes), `/openapi.json`, Swagger
+    UI at `/docs`, and the studio at `/studio` when `settings.studio` is set.
 
-    FastAPI's `/docs` and `/redoc` pages are turned off: they load their scripts from a CDN,
-    which fails offline and puts a third party's code next to the API token. The schema at
-    `/openapi.json` opens in any OpenAPI viewer."""
+    FastAPI's own `/docs` and `/redoc` pages are turned off: they load their scripts from a
+    CDN, which fails offline and puts a third party's code next to the API token. `/docs` is
+    served from the `swagger-ui-bundle` package instead (see `api_docs`)."""
     settings = settings or ServerSettings.from_env()
     middleware: list[Middleware] = []
     if settings.cors_origins:
@@ -84,6 +85,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         install_recent_spans(settings.trace_capacity, app_key=app.state.app_key) if settings.studio else None
     )
     install_error_handlers(app)
+    mount_api_docs(app, title="sluicegate")
     for module in (agents, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
@@ -93,7 +95,13 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         if settings.studio:
             return RedirectResponse("/studio")
         return JSONResponse(
-            {"name": "sluicegate", "version": __version__, "api": "/api", "openapi": "/openapi.json"}
+            {
+                "name": "sluicegate",
+                "version": __version__,
+                "api": "/api",
+                "openapi": "/openapi.json",
+                "docs": "/docs",
+            }
         )
 
     @app.get("/api", include_in_schema=False)

@@ -3,22 +3,58 @@
 A file that defines a `Sluicegate` object is served as it is; otherwise every module-level
 `Agent` is served, keyed by its id. Worker processes started by uvicorn import
 `app_from_env`, which reads the same file from `SLUICEGATE_APP`.
+
+Anything the file raises while it loads becomes an `AppLoadError` naming the file, the line and
+the message, so the CLI can print one line for it. Under `sluicegate dev` (`SLUICEGATE_DEV`)
+a file that fails to load is served as an error page on every route (see `dev_error`) until
+the reloader sees it fixed.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from sluicegate.agent import Agent
-from sluicegate.errors import ConfigurationError
+from sluicegate.errors import ConfigurationError, SluicegateError
 from sluicegate.registry import Sluicegate
 
 APP_ENV = "SLUICEGATE_APP"
+DEV_ENV = "SLUICEGATE_DEV"
+
+log = logging.getLogger("sluicegate.server")
+
+
+class AppLoadError(ConfigurationError):
+    """The application file raised while it was loaded: `file`, `line` and `detail` say where
+    and what (the line in the user's own code nearest the error)."""
+
+    def __init__(self, file: str, line: int | None, message: str) -> None:
+        super().__init__(f"{file}{f':{line}' if line else ''}: {message}")
+        self.file = file
+        self.line = line
+        self.detail = message
+
+    @classmethod
+    def of(cls, exc: BaseException, path: Path) -> AppLoadError:
+        """Where `exc` (raised while `path` loaded) happened: a syntax error's own position,
+        else the deepest traceback frame in the application's directory."""
+        message = str(exc) if isinstance(exc, SluicegateError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, SyntaxError) and exc.filename:
+            return cls(exc.filename, exc.lineno, f"{type(exc).__name__}: {exc.msg}")
+        file, line = str(path), None
+        directory = path.parent
+        for frame, lineno in traceback.walk_tb(exc.__traceback__):
+            frame_file = Path(frame.f_code.co_filename)
+            if frame_file.parent == directory or frame_file == path:
+                file, line = str(frame_file), lineno
+        return cls(file, line, message)
 
 
 def split_target(target: str) -> tuple[Path, str | None]:
@@ -42,7 +78,11 @@ def load_module(path: Path) -> ModuleType:
         raise ConfigurationError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise AppLoadError.of(exc, path) from exc
     return module
 
 
@@ -81,4 +121,13 @@ def app_from_env() -> Any:
     target = os.environ.get(APP_ENV)
     if not target:
         raise ConfigurationError(f"{APP_ENV} is not set")
+    if os.environ.get(DEV_ENV):
+        try:
+            registry = load_registry(target)
+        except SluicegateError as exc:
+            from sluicegate.server.dev_error import error_app
+
+            log.error("sluicegate dev: %s (serving an error page until the file is fixed)", exc)
+            return error_app(exc)
+        return create_app(registry, ServerSettings.from_env())
     return create_app(load_registry(target), ServerSettings.from_env())

@@ -189,6 +189,7 @@ def output_json(result: FullOutput, *, error_details: bool = False) -> dict[str,
         },
         "runId": result.run_id,
         "object": to_json(result.object),
+        "stepsExhausted": result.steps_exhausted,
     }
     if result.tripwire is not None:
         out["tripwire"] = result.tripwire.to_dict()

@@ -9,7 +9,7 @@ import enum
 import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Never, get_args
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -114,11 +114,8 @@ class ClassifierProcessor(Processor):
         json_prompt_injection: bool = False,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         id: str | None = None,
-        **unknown: Never,
     ) -> None:
         super().__init__()
-        if unknown:
-            raise ConfigurationError(f"ClassifierProcessor: unknown option(s): {', '.join(sorted(unknown))}")
         if id is not None:
             if not isinstance(id, str) or not id:
                 raise ConfigurationError(f"ClassifierProcessor: id must be a non-empty string, got {id!r}")

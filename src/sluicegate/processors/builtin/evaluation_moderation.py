@@ -51,11 +51,6 @@ DEFAULT_BREAKER_FAILURES = 3
 DEFAULT_BREAKER_COOLDOWN = 60.0
 _HOOK_MARGIN = 5.0
 
-_KNOWN_OPTIONS = (
-    "url, mode, phases, threshold, reason, max_chars, call_timeout, retries, headers, breaker, "
-    "on_verdict, client, transport"
-)
-
 
 class EvaluationVerdict(pydantic.BaseModel):
     """The endpoint's answer for one text."""
@@ -170,11 +165,8 @@ class EvaluationModerationProcessor(Processor):
         on_verdict: Callable[[EvaluationVerdict], Any] | None = None,
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        **options: Any,
     ) -> None:
         super().__init__()
-        if options:
-            raise _fail(f"unknown option(s) {sorted(options)}; known: {_KNOWN_OPTIONS}")
         if url is None:
             raise _fail("url (the evaluation endpoint) is required")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):

@@ -11,7 +11,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Never
+from typing import Any, Literal
 
 import pydantic
 
@@ -117,11 +117,8 @@ class ModelRouterProcessor(Processor):
         json_prompt_injection: bool = False,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         id: str | None = None,
-        **unknown: Never,
     ) -> None:
         super().__init__()
-        if unknown:
-            raise ConfigurationError(f"ModelRouterProcessor: unknown option(s): {', '.join(sorted(unknown))}")
         if id is not None:
             if not isinstance(id, str) or not id:
                 raise ConfigurationError(f"ModelRouterProcessor: id must be a non-empty string, got {id!r}")

@@ -64,7 +64,6 @@ DEFAULT_MAX_REFUSAL_CHARS = 400
 
 REMINDER_TYPE = "refusal-handler-retry"
 _RETRIED = "retried"
-_KNOWN_OPTIONS = "instruction, finish_reasons, text_patterns, max_refusal_chars, error_codes"
 
 
 def _records(value: Any) -> Iterable[dict[str, Any]]:
@@ -184,13 +183,8 @@ class RefusalHandler(Processor):
         text_patterns: Sequence[str | re.Pattern[str]] | None = None,
         max_refusal_chars: int = DEFAULT_MAX_REFUSAL_CHARS,
         error_codes: Sequence[str] = DEFAULT_ERROR_CODES,
-        **options: Any,
     ) -> None:
         super().__init__()
-        if options:
-            raise ConfigurationError(
-                f"RefusalHandler: unknown option(s) {sorted(options)}; known: {_KNOWN_OPTIONS}"
-            )
         if not isinstance(instruction, str) or not instruction.strip():
             raise ConfigurationError(
                 f"RefusalHandler: instruction must be a non-empty string, got {instruction!r}"

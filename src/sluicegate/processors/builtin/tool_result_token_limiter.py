@@ -4,8 +4,6 @@ window (or, with `TokenLimiter`, stop the run)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import tiktoken
 
 from sluicegate.errors import ConfigurationError
@@ -44,14 +42,8 @@ class ToolResultTokenLimiter(Processor):
     id = "tool-result-token-limiter"
     name = "ToolResultTokenLimiter"
 
-    def __init__(
-        self, limit: int | None = None, *, encoding: str | tiktoken.Encoding | None = None, **options: Any
-    ) -> None:
+    def __init__(self, limit: int | None = None, *, encoding: str | tiktoken.Encoding | None = None) -> None:
         super().__init__()
-        if options:
-            raise ConfigurationError(
-                f"ToolResultTokenLimiter: unknown option(s) {sorted(options)}; known: limit, encoding"
-            )
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < MIN_LIMIT:
             raise ConfigurationError(
                 f"ToolResultTokenLimiter: limit must be an integer of at least {MIN_LIMIT}, got {limit!r}"

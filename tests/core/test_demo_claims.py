@@ -1,0 +1,32 @@
+"""The demo's numbers agree with what it says: the token-limit scene names both counts (the
+limiter's, which cut the text, and the model's own, capped at the limit plus the margin)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sluicegate.demo import capped_story
+from sluicegate.processors import TokenLimiter
+from sluicegate.testing import MockModel, text_step
+
+STORY = " ".join(f"word{i}" for i in range(200))
+
+
+async def test_the_token_limit_scene_says_what_each_number_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    model = MockModel([text_step(STORY, pieces=100)])
+    await capped_story(model, {"max_output_tokens": 60, "temperature": 0})
+    out = capsys.readouterr().out
+    assert "cut the answer at 20 tokens" in out
+    shown = out.split("agent: ", 1)[1].split("\n", 1)[0]
+    limiter = TokenLimiter(20)
+    assert 15 <= limiter.counter().text(shown.strip()) <= 20  # cut where it says
+    margin = limiter.output_token_margin
+    assert model.calls[0].max_output_tokens == 20 + margin  # what the model was allowed ...
+    assert "the limiter cut the text at 20 tokens" in out
+    assert f"it may write {20 + margin} (20 + output_token_margin {margin})" in out  # ... is what it says
+
+
+async def test_a_short_answer_is_not_called_cut(capsys: pytest.CaptureFixture[str]) -> None:
+    await capped_story(MockModel([text_step("Once, a keeper.")]), {"max_output_tokens": 60})
+    out = capsys.readouterr().out
+    assert "the model stopped before the limiter's 20 tokens" in out and "cut the text" not in out
