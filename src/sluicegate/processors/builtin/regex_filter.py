@@ -47,6 +47,7 @@ from sluicegate.processors.args import (
 from sluicegate.processors.base import Processor, notify_violation
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
+from sluicegate.tracing.findings import redacted
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,8 @@ class RegexFilterProcessor(Processor):
         for region in regions:
             out.append(text[cursor : region.start])
             replace = self.replacement_for
+            if replace is None:  # a replacement_for counts its own (PIIDetector.redact_value)
+                redacted(region.rule.name)
             out.append(
                 region.rule.replacement
                 if replace is None
