@@ -636,14 +636,14 @@ class ProcessorRunner:
 
     def _traced_pipeline(self, entries: list[_StreamEntry], counts: PipelineCounts) -> StreamPipeline:
         """The per-chunk function of a traced run: the untraced one plus the counters of
-        `stream_counts` (chunks, sampled hook time, drops and replacements, text per processor,
-        redactions per processor)."""
+        `stream_counts` (chunks, sampled hook time, drops and replacements, what each processor
+        changed once it changes anything, redactions per processor)."""
         tripped = self._tripped
         fan_out = self._fan_out
         coerce = self._coerce_stream_result
         clock = time.perf_counter_ns
         tracks = counts.tracks
-        head = counts.head
+        redactions = [track.redactions for track in tracks]
         sink = counts.sink
 
         async def process(chunk: Chunk) -> StreamResultType:
@@ -657,8 +657,6 @@ class ProcessorRunner:
                 if calls >= EXACT_CHUNKS:
                     counts.mask = SAMPLE_MASK
                 start = clock()
-            if head is not None and chunk.type == "text-delta":
-                head.add(chunk.payload.text)
             token = collect(sink)
             try:
                 for index, stream_entry in enumerate(entries):
@@ -669,8 +667,7 @@ class ProcessorRunner:
                     args.part = chunk
                     stream_entry.parts_append(chunk)
                     watchdog = stream_entry.watchdog
-                    track = tracks[index]
-                    sink.current = track.redactions
+                    sink.current = redactions[index]
                     try:
                         if watchdog is None:
                             result = entry.fn(args)
@@ -696,30 +693,29 @@ class ProcessorRunner:
                         now = clock()
                         counts.timed(index, now - start)
                         start = now
+                    track = tracks[index]
                     if result is chunk:
-                        if chunk.type == "text-delta":
-                            track.add(chunk.payload.text)
+                        if track.recording:
+                            track.passed(chunk)
                         continue
+                    track.recording = True
+                    track.take(chunk)
                     if result is None:
                         counts.dropped(index, is_data)
-                        track.replaced(chunk, None)
-                        track.settle()
+                        track.put((), chunk)
                         return None
                     if result.__class__ is not Chunk:
                         result = await coerce(entry, result)
                         if result is None:
                             counts.dropped(index, is_data)
-                            track.replaced(chunk, None)
-                            track.settle()
+                            track.put((), chunk)
                             return None
                         if isinstance(result, list):
                             counts.fanned_out(index, is_data)
-                            track.add_chunks(result, chunk)
-                            track.settle()
+                            track.put(result, chunk)
                             return await fan_out(result, entries[index + 1 :])
                     counts.replaced(index)
-                    track.replaced(chunk, result)
-                    track.settle()
+                    track.put((result,), chunk)
                     chunk = result
                 return chunk
             finally:
@@ -813,8 +809,8 @@ class ProcessorRunner:
         track, token = held
         release(token)
         if flushed:
-            track.add_chunks(flushed)
-        track.settle()
+            track.recording = True
+            track.put(flushed)
 
     @property
     def flushes_stream(self) -> bool:

@@ -14,11 +14,11 @@ that earlier processors stopped (dropped, fanned out or failed on).
 Hook time is measured for every chunk of the first EXACT_CHUNKS of a step, then for every 16th:
 reading the clock per processor per chunk would cost more than the rest of the tracing together.
 
-Text is followed per processor (`TextTrack`): the text of each `text-delta` a processor passes
-on is appended to its track, so at the end of the step its input (the previous processor's
-track, or the model's text) and its output can be compared. That is what tells a processor that
-changed the text ("modified") from one that only held it back and regrouped it ("held"); the
-clock is read only when the amount held starts or stops being positive.
+What a processor was given and passed on is kept per processor (`TextTrack`) from the first
+chunk it does not pass through unchanged, so at the end of the step the two can be compared:
+that tells a processor that changed the text ("modified") from one that only held it back and
+regrouped it ("held"). A processor that passes every chunk through costs one flag check per
+chunk; the clock is read only when the amount held starts or stops being positive.
 """
 
 from __future__ import annotations
@@ -66,78 +66,101 @@ class ProcessorCounts:
 
 
 class TextTrack:
-    """The text one processor passed on during the current step, and how much it held back.
+    """What one processor was given and passed on during the current step, from the first
+    chunk it did not pass through unchanged (or from the start, with `record_all`): until then
+    what it passed on is what it was given, so nothing needs keeping for it.
 
-    `held_chars` is the most text it held at once (its input so far minus its output so far);
+    `given`/`parts` are the text of the `text-delta`s in and out; `given_others`/`others` the
+    other chunks, by identity, so holding a chunk back and releasing it later (in order) is no
+    change, while dropping, replacing or adding one is. `data-*` chunks reach only some
+    processors: dropping, replacing or adding one counts in `changed_other` at once. `held` is
+    the text held back now (characters in minus out), `held_chars` the most held at once,
     `held_ns` the longest stretch during which it held any. `redactions` counts, by kind, what
     guardrails reported redacting while this processor ran (see `sluicegate.tracing.findings`).
     """
 
     __slots__ = (
         "changed_other",
+        "given",
+        "given_others",
+        "held",
         "held_chars",
         "held_ns",
         "held_since",
-        "length",
+        "others",
         "parts",
+        "record_all",
+        "recording",
         "redactions",
-        "upstream",
     )
 
-    def __init__(self, upstream: TextTrack | None = None) -> None:
-        self.upstream = upstream
-        """The track of the text this processor receives (None: the model's own)."""
+    def __init__(self, record_all: bool = False) -> None:
+        self.record_all = record_all
+        self.redactions: dict[str, int] = {}
         self.reset()
 
     def reset(self) -> None:
+        self.recording = self.record_all
+        self.given: list[str] = []
         self.parts: list[str] = []
-        self.length = 0
+        self.given_others: list[Any] = []
+        self.others: list[Any] = []
+        self.held = 0
         self.held_chars = 0
         self.held_ns = 0
         self.held_since = 0
-        self.redactions: dict[str, int] = {}
+        self.redactions.clear()
         self.changed_other = 0
-        """Chunks other than text deltas it dropped, replaced or added (text is compared)."""
 
-    def add(self, text: str) -> None:
-        self.parts.append(text)
-        self.length += len(text)
+    def take(self, chunk: Any) -> None:
+        """`chunk` was given to it (called once it records)."""
+        kind = chunk.type
+        if kind == "text-delta":
+            text = chunk.payload.text
+            self.given.append(text)
+            self.held += len(text)
+        elif not kind.startswith("data-"):
+            self.given_others.append(chunk)
 
-    def add_chunks(self, chunks: Any, given: Any = None) -> None:
-        """Chunks it passed on in place of `given` (None: released from what it held)."""
-        kept = False
+    def passed(self, chunk: Any) -> None:
+        """`chunk` went through unchanged (called once it records)."""
+        kind = chunk.type
+        if kind == "text-delta":
+            text = chunk.payload.text
+            self.given.append(text)
+            self.parts.append(text)
+        elif not kind.startswith("data-"):
+            self.given_others.append(chunk)
+            self.others.append(chunk)
+
+    def put(self, chunks: Any, given: Any = None) -> None:
+        """Chunks it passed on in place of `given` (None: released from what it held), then
+        what it holds now."""
         for chunk in chunks:
-            if chunk is given:
-                kept = True
-            kind = chunk.get("type") if isinstance(chunk, dict) else getattr(chunk, "type", None)
+            if isinstance(chunk, dict):  # the runner builds the chunk: a new one, unless text
+                if chunk.get("type") == "text-delta":
+                    self._out(str(chunk.get("text", "")))
+                else:
+                    self.changed_other += 1
+                continue
+            kind = chunk.type
             if kind == "text-delta":
-                text = chunk.payload.text if not isinstance(chunk, dict) else chunk.get("text", "")
-                self.add(str(text))
-            elif chunk is not given:
-                self.changed_other += 1
-        if given is not None and not kept and getattr(given, "type", None) != "text-delta":
+                self._out(chunk.payload.text)
+            elif kind.startswith("data-"):
+                if chunk is not given:
+                    self.changed_other += 1
+            else:
+                self.others.append(chunk)
+        if given is not None and given.type.startswith("data-") and not any(c is given for c in chunks):
             self.changed_other += 1
+        self._settle()
 
-    def replaced(self, given: Any, result: Any) -> None:
-        """It returned `result` (a chunk, or None) for `given`."""
-        given_text = given.type == "text-delta"
-        if result is None:
-            if not given_text:
-                self.changed_other += 1
-            return
-        if result.type == "text-delta":
-            self.add(result.payload.text)
-            if not given_text:
-                self.changed_other += 1
-        else:
-            self.changed_other += 1
+    def _out(self, text: str) -> None:
+        self.parts.append(text)
+        self.held -= len(text)
 
-    def settle(self) -> None:
-        """After the processor dropped, replaced or released chunks: update what it holds."""
-        upstream = self.upstream
-        if upstream is None:
-            return
-        held = upstream.length - self.length
+    def _settle(self) -> None:
+        held = self.held
         if held > self.held_chars:
             self.held_chars = held
         if held > 0:
@@ -155,28 +178,28 @@ class TextTrack:
         if self.held_since:
             self._release(time.perf_counter_ns())
 
-    def text(self) -> str:
-        return "".join(self.parts)
+    def changed(self) -> bool:
+        """Whether what it passed on differs from what it was given."""
+        if self.changed_other:
+            return True
+        if "".join(self.parts) != "".join(self.given):
+            return True
+        mine, theirs = self.others, self.given_others
+        return len(mine) != len(theirs) or any(a is not b for a, b in zip(mine, theirs, strict=True))
 
 
 class PipelineCounts:
     """One per-chunk function's counters: chunks in, and one `ProcessorCounts` and `TextTrack`
-    per entry. `head` is the model's text, kept by the run's main pipeline only (a fan-out's
-    pipeline starts from the track of the processor that fanned out)."""
+    per entry (the tracks are the run's, shared with fan-out pipelines)."""
 
-    __slots__ = ("calls", "counts", "data_calls", "entries", "head", "mask", "sink", "tracks")
+    __slots__ = ("calls", "counts", "data_calls", "entries", "mask", "sink", "tracks")
 
     def __init__(
-        self,
-        entries: list[Any],
-        tracks: list[TextTrack] | None = None,
-        head: TextTrack | None = None,
-        sink: RedactionSink | None = None,
+        self, entries: list[Any], tracks: list[TextTrack] | None = None, sink: RedactionSink | None = None
     ) -> None:
         self.entries = entries
         self.counts = [ProcessorCounts() for _ in entries]
         self.tracks = tracks if tracks is not None else [TextTrack() for _ in entries]
-        self.head = head
         self.sink = sink if sink is not None else RedactionSink()
         self.calls = 0
         self.data_calls = 0

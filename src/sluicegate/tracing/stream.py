@@ -71,10 +71,7 @@ class StreamTracker:
         self.pipelines: dict[tuple[int, ...], PipelineCounts] = {}
         self.step_number = 0
         self.step_start_ns = time.time_ns()
-        self.head = TextTrack()
-        """The model's text this step, as it entered the stream processors."""
         self.tracks: dict[int, TextTrack] = {}
-        self.order: list[int] = []
         self.sink = RedactionSink()
 
     def step_started(self, step_number: int) -> None:
@@ -86,18 +83,13 @@ class StreamTracker:
         key = tuple(id(e) for e in entries)
         counts = self.pipelines.get(key)
         if counts is None:
-            ids = [id(e.entry) for e in entries]
-            if len(ids) >= len(self.order):  # the run's whole list (fan-outs get a suffix)
-                self.order = ids
-                upstream = self.head
-                for entry_id in ids:
-                    track = self.tracks.get(entry_id)
-                    if track is None:
-                        track = self.tracks[entry_id] = TextTrack(upstream)
-                    upstream = track
-            head = self.head if ids == self.order else None
-            tracks = [self.tracks.get(i) or TextTrack() for i in ids]
-            counts = self.pipelines[key] = PipelineCounts(entries, tracks, head, self.sink)
+            tracks = []
+            for stream_entry in entries:
+                track = self.tracks.get(id(stream_entry.entry))
+                if track is None:
+                    track = self.tracks[id(stream_entry.entry)] = TextTrack(self.run_trace.capture_changes)
+                tracks.append(track)
+            counts = self.pipelines[key] = PipelineCounts(entries, tracks, self.sink)
         return counts
 
     def flush(self) -> None:
@@ -126,7 +118,6 @@ class StreamTracker:
             state.reset()
         if totals:
             self._end_spans(totals.values())
-        self.head.reset()
         for track in self.tracks.values():
             track.reset()
         self.step_start_ns = time.time_ns()
@@ -163,9 +154,9 @@ class StreamTracker:
                 if track.held_chars > 0:
                     attributes[attr.STREAM_HELD_CHARS] = track.held_chars
                     attributes[attr.STREAM_HELD_MS] = round(track.held_ns / 1e6, 3)
-                if outcome == attr.MODIFIED and run_trace.capture_changes and track.upstream is not None:
-                    attributes[attr.CONTENT_BEFORE] = track.upstream.text()
-                    attributes[attr.CONTENT_AFTER] = track.text()
+                if outcome == attr.MODIFIED and run_trace.capture_changes:
+                    attributes[attr.CONTENT_BEFORE] = "".join(track.given)
+                    attributes[attr.CONTENT_AFTER] = "".join(track.parts)
             span = run_trace.tracer.start_span(
                 f"{attr.PROCESSOR} {pid} output_stream",
                 context=run_trace.context,
@@ -195,9 +186,7 @@ def _outcome(total: _Totals) -> tuple[str, str | None, bool]:
     track = total.track
     if not (total.dropped or total.modified or (track is not None and track.changed_other)):
         return attr.PASS, None, False
-    if track is None or track.changed_other or track.upstream is None:
-        return attr.MODIFIED, None, False
-    if track.length != track.upstream.length or track.text() != track.upstream.text():
+    if track is None or track.changed():
         return attr.MODIFIED, None, False
     return (attr.HELD if track.held_chars else attr.PASS), None, False
 
