@@ -68,7 +68,7 @@ from sluicegate.processors.stream_counts import EXACT_CHUNKS, SAMPLE_MASK, Pipel
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
-from sluicegate.tracing.findings import RedactionSink, collect, release
+from sluicegate.tracing.findings import CURRENT_SINK, RedactionSink, collect, release
 
 log = logging.getLogger("sluicegate.processors")
 
@@ -637,14 +637,18 @@ class ProcessorRunner:
     def _traced_pipeline(self, entries: list[_StreamEntry], counts: PipelineCounts) -> StreamPipeline:
         """The per-chunk function of a traced run: the untraced one plus the counters of
         `stream_counts` (chunks, sampled hook time, drops and replacements, what each processor
-        changed once it changes anything, redactions per processor)."""
+        changed once it changes anything, and the redactions of processors that report them)."""
         tripped = self._tripped
         fan_out = self._fan_out
         coerce = self._coerce_stream_result
         clock = time.perf_counter_ns
         tracks = counts.tracks
-        redactions = [track.redactions for track in tracks]
-        sink = counts.sink
+        counted = [bool(getattr(e.entry.processor, "counts_redactions", False)) for e in entries]
+        steps = [
+            (e, t, RedactionSink(t.redactions) if c else None)
+            for e, t, c in zip(entries, tracks, counted, strict=True)
+        ]
+        current = CURRENT_SINK
 
         async def process(chunk: Chunk) -> StreamResultType:
             is_data = chunk.type.startswith("data-")
@@ -657,70 +661,68 @@ class ProcessorRunner:
                 if calls >= EXACT_CHUNKS:
                     counts.mask = SAMPLE_MASK
                 start = clock()
-            token = collect(sink)
-            try:
-                for index, stream_entry in enumerate(entries):
-                    if is_data and not stream_entry.data_parts:
-                        continue
-                    entry = stream_entry.entry
-                    args = stream_entry.args
-                    args.part = chunk
-                    stream_entry.parts_append(chunk)
-                    watchdog = stream_entry.watchdog
-                    sink.current = redactions[index]
-                    try:
-                        if watchdog is None:
-                            result = entry.fn(args)
-                            if entry.is_async:
-                                result = await result
-                        else:  # an async hook under processor_timeout: see StreamWatchdog
-                            result = await call_watched(watchdog, entry, args)
-                    except TripWire as tripwire:
-                        counts.failed(index, is_data, tripwire)
-                        await tripped(entry, tripwire)
-                        raise
-                    except ProcessorError as exc:
-                        counts.failed(index, is_data, exc)
-                        raise
-                    except Exception as exc:
-                        counts.failed(index, is_data, exc)
-                        raise ProcessorError(
-                            f"processor {entry.pid!r} failed in process_output_stream: {exc}",
-                            processor_id=entry.pid,
-                            hook=entry.hook,
-                        ) from exc
-                    if timed:
-                        now = clock()
-                        counts.timed(index, now - start)
-                        start = now
-                    track = tracks[index]
-                    if result is chunk:
-                        if track.recording:
-                            track.passed(chunk)
-                        continue
-                    track.recording = True
-                    track.take(chunk)
+            for index, (stream_entry, track, sink) in enumerate(steps):
+                if is_data and not stream_entry.data_parts:
+                    continue
+                entry = stream_entry.entry
+                args = stream_entry.args
+                args.part = chunk
+                stream_entry.parts_append(chunk)
+                watchdog = stream_entry.watchdog
+                if sink is not None:
+                    token = current.set(sink)
+                try:
+                    if watchdog is None:
+                        result = entry.fn(args)
+                        if entry.is_async:
+                            result = await result
+                    else:  # an async hook under processor_timeout: see StreamWatchdog
+                        result = await call_watched(watchdog, entry, args)
+                except TripWire as tripwire:
+                    counts.failed(index, is_data, tripwire)
+                    await tripped(entry, tripwire)
+                    raise
+                except ProcessorError as exc:
+                    counts.failed(index, is_data, exc)
+                    raise
+                except Exception as exc:
+                    counts.failed(index, is_data, exc)
+                    raise ProcessorError(
+                        f"processor {entry.pid!r} failed in process_output_stream: {exc}",
+                        processor_id=entry.pid,
+                        hook=entry.hook,
+                    ) from exc
+                finally:
+                    if sink is not None:
+                        current.reset(token)
+                if timed:
+                    now = clock()
+                    counts.timed(index, now - start)
+                    start = now
+                if result is chunk:
+                    if track.recording:
+                        track.passed(chunk)
+                    continue
+                track.recording = True
+                track.take(chunk)
+                if result is None:
+                    counts.dropped(index, is_data)
+                    track.put((), chunk)
+                    return None
+                if result.__class__ is not Chunk:
+                    result = await coerce(entry, result)
                     if result is None:
                         counts.dropped(index, is_data)
                         track.put((), chunk)
                         return None
-                    if result.__class__ is not Chunk:
-                        result = await coerce(entry, result)
-                        if result is None:
-                            counts.dropped(index, is_data)
-                            track.put((), chunk)
-                            return None
-                        if isinstance(result, list):
-                            counts.fanned_out(index, is_data)
-                            track.put(result, chunk)
-                            return await fan_out(result, entries[index + 1 :])
-                    counts.replaced(index)
-                    track.put((result,), chunk)
-                    chunk = result
-                return chunk
-            finally:
-                sink.current = None
-                release(token)
+                    if isinstance(result, list):
+                        counts.fanned_out(index, is_data)
+                        track.put(result, chunk)
+                        return await fan_out(result, entries[index + 1 :])
+                counts.replaced(index)
+                track.put((result,), chunk)
+                chunk = result
+            return chunk
 
         return process
 
@@ -798,10 +800,8 @@ class ProcessorRunner:
         deadline or the step's end), with its redactions being counted."""
         if self.stream_counts is None:
             return None
-        counts = self.stream_counts(self._stream_entries)
-        track = counts.tracks[index]
-        counts.sink.current = track.redactions
-        return track, collect(counts.sink)
+        track = self.stream_counts(self._stream_entries).tracks[index]
+        return track, collect(RedactionSink(track.redactions))
 
     def _end_release(self, held: tuple[TextTrack, Token[RedactionSink | None]] | None, flushed: Any) -> None:
         if held is None:

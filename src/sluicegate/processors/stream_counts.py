@@ -19,14 +19,14 @@ chunk it does not pass through unchanged, so at the end of the step the two can 
 that tells a processor that changed the text ("modified") from one that only held it back and
 regrouped it ("held"). A processor that passes every chunk through costs one flag check per
 chunk; the clock is read only when the amount held starts or stops being positive.
+Redactions are counted per processor only for those that declare `counts_redactions`
+(see `sluicegate.tracing.findings`).
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
-
-from sluicegate.tracing.findings import RedactionSink
 
 EXACT_CHUNKS = 64
 SAMPLE_MASK = 15  # after EXACT_CHUNKS, time one chunk in 16
@@ -192,15 +192,12 @@ class PipelineCounts:
     """One per-chunk function's counters: chunks in, and one `ProcessorCounts` and `TextTrack`
     per entry (the tracks are the run's, shared with fan-out pipelines)."""
 
-    __slots__ = ("calls", "counts", "data_calls", "entries", "mask", "sink", "tracks")
+    __slots__ = ("calls", "counts", "data_calls", "entries", "mask", "tracks")
 
-    def __init__(
-        self, entries: list[Any], tracks: list[TextTrack] | None = None, sink: RedactionSink | None = None
-    ) -> None:
+    def __init__(self, entries: list[Any], tracks: list[TextTrack] | None = None) -> None:
         self.entries = entries
         self.counts = [ProcessorCounts() for _ in entries]
         self.tracks = tracks if tracks is not None else [TextTrack() for _ in entries]
-        self.sink = sink if sink is not None else RedactionSink()
         self.calls = 0
         self.data_calls = 0
         self.mask = 0

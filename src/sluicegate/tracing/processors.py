@@ -119,7 +119,6 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
         before = _snapshot(phase, args)
         token = otel_context.attach(trace.set_span_in_context(span, parent))
         sink = RedactionSink()
-        sink.current = {}
         collecting = collect(sink)
         started = time.perf_counter_ns()
         outcome = attr.PASS
@@ -149,7 +148,7 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
         finally:
             duration_ms = (time.perf_counter_ns() - started) / 1e6
             release(collecting)
-            add_redactions(span, sink.current or {})
+            add_redactions(span, sink.counts)
             otel_context.detach(token)
             span.set_attribute(attr.PROCESSOR_OUTCOME, outcome)
             span.set_attribute(attr.HOOK_DURATION_MS, duration_ms)

@@ -26,7 +26,6 @@ from opentelemetry.trace import Status, StatusCode
 from sluicegate.errors import TripWire
 from sluicegate.processors.stream_counts import PipelineCounts, TextTrack
 from sluicegate.tracing import attributes as attr
-from sluicegate.tracing.findings import RedactionSink
 from sluicegate.tracing.metrics import Instruments
 
 
@@ -72,7 +71,6 @@ class StreamTracker:
         self.step_number = 0
         self.step_start_ns = time.time_ns()
         self.tracks: dict[int, TextTrack] = {}
-        self.sink = RedactionSink()
 
     def step_started(self, step_number: int) -> None:
         self.step_number = step_number
@@ -89,7 +87,7 @@ class StreamTracker:
                 if track is None:
                     track = self.tracks[id(stream_entry.entry)] = TextTrack(self.run_trace.capture_changes)
                 tracks.append(track)
-            counts = self.pipelines[key] = PipelineCounts(entries, tracks, self.sink)
+            counts = self.pipelines[key] = PipelineCounts(entries, tracks)
         return counts
 
     def flush(self) -> None:

@@ -254,6 +254,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                       input_processors=[pseudo], output_processors=[pseudo])
     """
 
+    counts_redactions = True  # traced runs count its redactions per kind (tracing.findings)
+
     id = "pii-detector"
     name = "PII Detector"
 

@@ -115,6 +115,8 @@ class RegexFilterProcessor(Processor):
         agent = Agent(name="a", model=model, output_processors=[guard])
     """
 
+    counts_redactions = True  # traced runs count its redactions per kind (tracing.findings)
+
     id = "regex-filter"
     name = "Regex Filter"
 

@@ -117,6 +117,8 @@ class SystemPromptScrubber(WindowedGuard, Processor):
                       output_processors=[BatchPartsProcessor(batch_size=10), scrubber])
     """
 
+    counts_redactions = True  # traced runs count its redactions per kind (tracing.findings)
+
     id = "system-prompt-scrubber"
     name = "System Prompt Scrubber"
 
