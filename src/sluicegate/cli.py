@@ -62,6 +62,8 @@ def _serve(
     os.environ[APP_ENV] = target
     if studio:
         os.environ["SLUICEGATE_STUDIO"] = "1"
+    if reload:  # `dev`: the studio's inspector shows prompts, answers and what processors changed
+        os.environ.setdefault("SLUICEGATE_CAPTURE_CONTENT", "1")
     path, _ = split_target(target)
     options: dict[str, Any] = {
         "host": host,
