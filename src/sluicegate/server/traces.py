@@ -17,6 +17,7 @@ store keeps the newest `capacity` traces and none older than `max_age`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -228,7 +229,7 @@ class RecentSpans(SpanProcessor):
             for item in stored:
                 self._seq = max(self._seq, item.seq)
                 key = item.trace_id
-                if key in self._foreign or item.start_ns < cutoff:
+                if item.start_ns < cutoff:
                     continue
                 if key not in self._traces:
                     if len(self._traces) >= self.capacity and item.start_ns < min(self._started.values()):
@@ -422,9 +423,20 @@ def run_subtree(spans: list[ReadableSpan]) -> list[ReadableSpan]:
     return [s for s in spans if s.context and s.context.span_id in keep]
 
 
+OUTCOME_WORDS = {
+    "pass": "passed",
+    "modified": "modified",
+    "held": "held",
+    "abort": "blocked",
+    "retry": "retry",
+    "error": "error",
+}
+
+
 def timeline(spans: list[ReadableSpan]) -> dict[str, Any]:
     """The spans of one run as rows for the studio, in start order, with processor decisions
-    (outcome, tripwire reason, retry) pulled out of the agreed attributes."""
+    (outcome, tripwire reason, retry) pulled out of the agreed attributes, and each row's
+    `detail` for the inspector (see `inspect_row`)."""
     spans = run_subtree(spans)
     if not spans:
         return {"spans": [], "processors": [], "durationMs": 0.0}
@@ -446,7 +458,12 @@ def timeline(spans: list[ReadableSpan]) -> dict[str, Any]:
             "startMs": round((start - origin) / 1e6, 3),
             "durationMs": round((finish - start) / 1e6, 3),
             "status": "error" if span.status.status_code == StatusCode.ERROR else "ok",
+            "statusMessage": span.status.description,
             "attributes": {k: _plain(v) for k, v in attributes.items()},
+            "events": [
+                {"name": e.name, "attributes": {k: _plain(v) for k, v in (e.attributes or {}).items()}}
+                for e in span.events
+            ],
         }
         if row["kind"] == "processor":
             outcome = attributes.get(PROCESSOR_OUTCOME, "error" if row["status"] == "error" else "pass")
@@ -454,6 +471,8 @@ def timeline(spans: list[ReadableSpan]) -> dict[str, Any]:
                 "processorId": attributes.get(PROCESSOR_ID),
                 "phase": attributes.get(PROCESSOR_PHASE),
                 "outcome": outcome,
+                "label": f"{attributes.get(PROCESSOR_ID)} · {attributes.get(PROCESSOR_PHASE)}: "
+                f"{OUTCOME_WORDS.get(str(outcome), outcome)}",
                 "durationMs": row["durationMs"],
                 "startMs": row["startMs"],
                 "reason": attributes.get(TRIPWIRE_REASON),
@@ -461,5 +480,143 @@ def timeline(spans: list[ReadableSpan]) -> dict[str, Any]:
             }
             row["decision"] = decision
             decisions.append(decision)
+        row["detail"] = inspect_row(row)
         rows.append(row)
     return {"spans": rows, "processors": decisions, "durationMs": round((end - origin) / 1e6, 3)}
+
+
+def inspect_row(row: dict[str, Any]) -> dict[str, Any]:
+    """What the inspector shows for one row: for a processor its phase, outcome, chunks,
+    what it held, its redactions by kind and (content captured) the text before and after it;
+    for a model call the prompt, answer, tokens and cost; for a tool its arguments and result.
+    Content appears only when the spans carry it (capture_content / capture_changes)."""
+    a = row["attributes"]
+    kind = row["kind"]
+    detail: dict[str, Any] = {"kind": kind, "durationMs": row["durationMs"], "status": row["status"]}
+    if row["status"] == "error" and row.get("statusMessage"):
+        detail["error"] = row["statusMessage"]
+    if "sluicegate.step_number" in a:
+        detail["step"] = a["sluicegate.step_number"]
+    if kind == "processor":
+        decision = row.get("decision") or {}
+        detail.update(
+            processorId=decision.get("processorId"),
+            phase=decision.get("phase"),
+            outcome=decision.get("outcome"),
+            reason=decision.get("reason"),
+        )
+        if "sluicegate.stream.chunks_seen" in a:
+            detail["chunks"] = {
+                "seen": a.get("sluicegate.stream.chunks_seen", 0),
+                "dropped": a.get("sluicegate.stream.chunks_dropped", 0),
+                "modified": a.get("sluicegate.stream.chunks_modified", 0),
+            }
+        if "sluicegate.stream.held_chars" in a:
+            detail["held"] = {
+                "chars": a["sluicegate.stream.held_chars"],
+                "ms": a.get("sluicegate.stream.held_ms"),
+            }
+        redactions: dict[str, int] = {}
+        for event in row["events"]:
+            if event["name"] == "sluicegate.redaction":
+                kind_name = str(event["attributes"].get("sluicegate.redaction.kind"))
+                redactions[kind_name] = redactions.get(kind_name, 0) + int(
+                    event["attributes"].get("sluicegate.redaction.count", 1)
+                )
+        detail["redactions"] = redactions
+        if "sluicegate.content.before" in a or "sluicegate.content.after" in a:
+            detail["change"] = {
+                "before": readable(a.get("sluicegate.content.before")),
+                "after": readable(a.get("sluicegate.content.after")),
+            }
+    elif kind == "model":
+        detail.update(
+            model=a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
+            provider=a.get("gen_ai.provider.name"),
+            inputTokens=a.get("gen_ai.usage.input_tokens"),
+            outputTokens=a.get("gen_ai.usage.output_tokens"),
+            costUsd=a.get("sluicegate.usage.cost_usd"),
+            finishReasons=a.get("gen_ai.response.finish_reasons"),
+            replayed=bool(a.get("sluicegate.response.replayed", False)),
+        )
+        if "gen_ai.input.messages" in a:
+            detail["prompt"] = readable(a["gen_ai.input.messages"])
+        if "gen_ai.output.messages" in a:
+            detail["answer"] = readable(a["gen_ai.output.messages"])
+    elif kind == "tool":
+        detail.update(tool=a.get("gen_ai.tool.name"), callId=a.get("gen_ai.tool.call.id"))
+        if "gen_ai.tool.call.arguments" in a:
+            detail["arguments"] = readable(a["gen_ai.tool.call.arguments"])
+        if "gen_ai.tool.call.result" in a:
+            detail["result"] = readable(a["gen_ai.tool.call.result"])
+        if "sluicegate.tool.waiting" in a:
+            detail["waiting"] = a["sluicegate.tool.waiting"]
+    elif kind == "agent":
+        detail.update(
+            inputTokens=a.get("gen_ai.usage.input_tokens"),
+            outputTokens=a.get("gen_ai.usage.output_tokens"),
+            steps=a.get("sluicegate.steps"),
+            finishReason=a.get("sluicegate.finish_reason"),
+        )
+    return detail
+
+
+def readable(value: Any) -> str | None:
+    """A captured value (JSON text) as text a person reads: messages as `role: text` lines,
+    a string as itself, anything else as indented JSON."""
+    if value is None:
+        return None
+    try:
+        data = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return str(value)
+    if isinstance(data, str):
+        return data
+    messages: list[Any] | None = None
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        messages = [*(data.get("system") or []), *data["messages"]]
+    elif isinstance(data, list) and data and all(isinstance(m, dict) and "role" in m for m in data):
+        messages = data
+    if messages is None:
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    return "\n".join(
+        f"{m.get('role', 'system')}: {_message_text(m)}" for m in messages if isinstance(m, dict)
+    )
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content", message.get("parts"))
+    if isinstance(content, dict):  # a stored message: {format, parts, content}
+        content = content.get("parts") or content.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return json.dumps(content, ensure_ascii=False)
+    out: list[str] = []
+    for part in content:
+        if not isinstance(part, dict):
+            out.append(str(part))
+            continue
+        kind = part.get("type")
+        if kind == "text" or kind == "reasoning":
+            out.append(str(part.get("text", part.get("content", ""))))
+        elif kind in ("tool-call", "tool_call"):
+            name = part.get("toolName") or part.get("name")
+            args = part.get("input", part.get("args", part.get("arguments")))
+            out.append(f"[tool call {name} {json.dumps(args, ensure_ascii=False)}]")
+        elif kind in ("tool-result", "tool_call_response"):
+            name = part.get("toolName") or part.get("name")
+            result = part.get("output", part.get("result", part.get("response")))
+            out.append(f"[tool result {name} {json.dumps(result, ensure_ascii=False)}]")
+        elif kind == "tool-invocation":
+            inv = part.get("toolInvocation") or {}
+            out.append(
+                f"[tool {inv.get('toolName')} {json.dumps(inv.get('args'), ensure_ascii=False)}"
+                + (f" → {json.dumps(inv.get('result'), ensure_ascii=False)}" if "result" in inv else "")
+                + "]"
+            )
+        elif kind == "step-start":
+            continue
+        else:
+            out.append(json.dumps(part, ensure_ascii=False))
+    return " ".join(o for o in out if o)
