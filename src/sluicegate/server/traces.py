@@ -497,6 +497,8 @@ def inspect_row(row: dict[str, Any]) -> dict[str, Any]:
         detail["error"] = row["statusMessage"]
     if "sluicegate.step_number" in a:
         detail["step"] = a["sluicegate.step_number"]
+    if "sluicegate.hook.duration_ms" in a:
+        detail["hookMs"] = a["sluicegate.hook.duration_ms"]
     if kind == "processor":
         decision = row.get("decision") or {}
         detail.update(

@@ -314,7 +314,7 @@ async function chatView(agentId) {
 
 // ---------------------------------------------------------------- runs and timelines
 
-const OUTCOME_LABEL = { pass: "passed", modified: "modified", abort: "blocked", retry: "retry", error: "error" };
+const OUTCOME_LABEL = { pass: "passed", modified: "modified", held: "held", abort: "blocked", retry: "retry", error: "error" };
 
 function timelineRows(trace) {
   const total = Math.max(trace.durationMs, 0.001);
@@ -326,10 +326,10 @@ function timelineRows(trace) {
       : span.name;
     const bar = h("div", { class: "bar " + (decision ? "outcome-" + decision.outcome : "kind-" + span.kind),
       style: { left: (100 * span.startMs / total).toFixed(2) + "%", width: Math.max(0.5, 100 * span.durationMs / total).toFixed(2) + "%" } });
-    return h("div", { class: "span-row", "data-outcome": outcome, "data-processor": decision ? decision.processorId : null },
+    return window.sluicegateInspector.attach(h("div", { class: "span-row", "data-outcome": outcome, "data-processor": decision ? decision.processorId : null, "data-kind": span.kind },
       h("div", { class: "span-label" }, label, h("span", { class: "muted" }, " " + span.durationMs.toFixed(2) + " ms"),
         decision && decision.reason ? h("div", { class: "reason" }, "reason: " + decision.reason + (decision.retry ? " (retry)" : "")) : null),
-      h("div", { class: "span-track" }, bar));
+      h("div", { class: "span-track" }, bar)), span);
   });
 }
 
@@ -338,7 +338,7 @@ async function showTimeline(box, traceId) {
     const trace = await api("/api/studio/traces/" + encodeURIComponent(traceId));
     const decisions = trace.processors;
     const summary = decisions.length
-      ? decisions.map((d) => d.processorId + ": " + (OUTCOME_LABEL[d.outcome] || d.outcome)).join(", ")
+      ? decisions.map((d) => d.label || d.processorId + ": " + (OUTCOME_LABEL[d.outcome] || d.outcome)).join(", ")
       : "no processor spans recorded for this run";
     box.replaceChildren(h("p", { class: "muted" }, "trace " + traceId + " · " + trace.durationMs.toFixed(1) + " ms"),
       h("p", { class: "summary" }, summary), ...timelineRows(trace));
