@@ -206,6 +206,7 @@ async def test_spans_are_written_once_and_read_in_write_order(store: Any) -> Non
     assert [(s.trace_id[-1], s.span_id[-1]) for s in spans] == [("1", "1"), ("1", "2"), ("2", "1")]
     assert spans[0].record == {"name": "s0", "n": 0} and spans[0].agent_id == "echo"
     assert await store.spans_since(spans[1].seq) == spans[2:]
+    assert await store.latest_span_seq() == spans[2].seq
     assert [s.span_id for s in await store.recent_trace_spans(1)] == [f"{1:016x}", f"{2:016x}"]
 
 
@@ -254,6 +255,9 @@ class RecordingStore:
 
     async def spans_since(self, seq: int, limit: int = 5000) -> list[StoredSpan]:
         return []
+
+    async def latest_span_seq(self) -> int:
+        return 0
 
     async def recent_trace_spans(self, max_traces: int) -> list[StoredSpan]:
         return []

@@ -60,7 +60,7 @@ class RecentSpans(SpanProcessor):
     A trace is kept only once a run span (see `is_run_span`) starts in it, so the web
     framework's own spans for other requests neither fill the buffer nor evict runs."""
 
-    OVERLAP = 1000
+    OVERLAP = 200
     """How far before its last seq a reader asks again (PostgreSQL commits seqs out of order)."""
     MAX_PENDING = 100_000
     """Spans waiting to be written beyond this (storage down for long) are dropped, oldest first."""
@@ -94,6 +94,9 @@ class RecentSpans(SpanProcessor):
         self._loaded = False
         self._syncing: asyncio.Lock | None = None
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the store is used on (the server's): the writer runs there only."""
+        self._closed = False
 
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
         ctx = span.get_span_context()
@@ -134,7 +137,7 @@ class RecentSpans(SpanProcessor):
                 return
             spans.append(span)
             self._span_ids[key].add(ctx.span_id)
-            if self.store is None:
+            if self.store is None or self._closed:
                 return
             self._pending.append(span)
             if len(self._pending) > self.MAX_PENDING:
@@ -165,14 +168,23 @@ class RecentSpans(SpanProcessor):
     # ------------------------------------------------------------------ persistence
 
     def _start_flusher(self) -> None:
-        """Start the background writer on the running event loop (once)."""
-        if self._task is not None and not self._task.done():
+        """Start the background writer (once) on the loop the store is used on: the first loop
+        that syncs or ends a span; a span ended on another thread's loop is handed over."""
+        if self._closed or (self._task is not None and not self._task.done()):
             return
         try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # a span ended outside the loop: the next sync() writes it
-            return
-        self._task = loop.create_task(self._flush_loop(), name="sluicegate-trace-writer")
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._loop is None:
+            self._loop = loop
+        home = self._loop
+        if home is None or home.is_closed():
+            return  # no loop yet: the next sync() writes it
+        if loop is home:
+            self._task = home.create_task(self._flush_loop(), name="sluicegate-trace-writer")
+        else:
+            home.call_soon_threadsafe(self._start_flusher)
 
     async def _flush_loop(self) -> None:
         while True:
@@ -216,6 +228,8 @@ class RecentSpans(SpanProcessor):
             self._merge(found)
             self._loaded = True
             return
+        if await self.store.latest_span_seq() <= self._seq:
+            return  # nothing new (the common case: one small query)
         while True:
             found = await self.store.spans_since(max(0, self._seq - self.OVERLAP))
             fresh = [s for s in found if s.seq > self._seq]
@@ -252,7 +266,8 @@ class RecentSpans(SpanProcessor):
                 self._drop(key)
 
     async def aclose(self) -> None:
-        """Stop the background writer and write what is left."""
+        """Stop the background writer and write what is left; spans ending later are not stored."""
+        self._closed = True
         task, self._task = self._task, None
         if task is not None:
             task.cancel()

@@ -66,6 +66,10 @@ class PostgresSpans:
         rows = await pool.fetch(f"{_SELECT} WHERE seq > $1 ORDER BY seq LIMIT $2", seq, limit)
         return [_span(r) for r in rows]
 
+    async def latest_span_seq(self) -> int:
+        pool = await self.pool()
+        return int(await pool.fetchval("SELECT COALESCE(MAX(seq), 0) FROM sluicegate_spans"))
+
     async def recent_trace_spans(self, max_traces: int) -> list[StoredSpan]:
         pool = await self.pool()
         rows = await pool.fetch(

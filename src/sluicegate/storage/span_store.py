@@ -67,6 +67,10 @@ class SpanStore(Protocol):
         """Spans stored with a `seq` above `seq`, oldest first, at most `limit`."""
         ...
 
+    async def latest_span_seq(self) -> int:
+        """The highest `seq` stored (0: none)."""
+        ...
+
     async def recent_trace_spans(self, max_traces: int) -> list[StoredSpan]:
         """All spans of the newest `max_traces` traces (by start)."""
         ...

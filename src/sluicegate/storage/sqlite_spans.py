@@ -80,6 +80,13 @@ class SQLiteSpans:
         query = f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?"
         return await self._db.run(lambda c: [_span(r) for r in c.execute(query, (seq, limit))])
 
+    async def latest_span_seq(self) -> int:
+        def latest(c: apsw.Connection) -> int:
+            row = c.execute("SELECT COALESCE(MAX(seq), 0) FROM sluicegate_spans").fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._db.run(latest)
+
     async def recent_trace_spans(self, max_traces: int) -> list[StoredSpan]:
         return await self._db.run(
             lambda c: [
