@@ -176,8 +176,8 @@ class RecentSpans(SpanProcessor):
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if self._loop is None:
-            self._loop = loop
+        if self._loop is None or (self._loop.is_closed() and loop is not None):
+            self._loop = loop  # the first loop; or the next one, if that one has gone
         home = self._loop
         if home is None or home.is_closed():
             return  # no loop yet: the next sync() writes it
