@@ -62,9 +62,10 @@ def _serve(
     os.environ[APP_ENV] = target
     if studio:
         os.environ["SLUICEGATE_STUDIO"] = "1"
-    if reload:  # `dev`: the studio's inspector shows prompts, answers and what processors changed
-        os.environ.setdefault("SLUICEGATE_CAPTURE_CONTENT", "1")
     path, _ = split_target(target)
+    if reload:  # `dev`: the inspector shows content, and runs outlive reloads even without storage
+        os.environ.setdefault("SLUICEGATE_CAPTURE_CONTENT", "1")
+        os.environ.setdefault("SLUICEGATE_TRACE_DB", str(path.resolve().parent / ".sluicegate" / "traces.db"))
     options: dict[str, Any] = {
         "host": host,
         "port": port,

@@ -334,3 +334,19 @@ def test_trace_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     settings = ServerSettings.from_env()
     assert (settings.trace_max_age, settings.trace_capacity) == (3600.0, 50)
     assert settings.persist_traces is False and settings.capture_content is True
+
+
+def test_an_app_without_storage_keeps_its_runs_in_its_trace_db(tmp_path: Path) -> None:
+    def make(trace_db: str | None) -> TestClient:
+        agent = Agent(name="echo", model=EchoModel(deltas=3))
+        settings = ServerSettings(studio=True, trace_db=trace_db)
+        return TestClient(create_app(Sluicegate(agents={"echo": agent}), settings))
+
+    path = str(tmp_path / ".sluicegate" / "traces.db")  # what `sluicegate dev` sets
+    with make(path) as first:
+        kept = run(first)
+    with make(None) as memory_only:
+        lost = run(memory_only)
+    with make(path) as second:
+        shown = listed(second)
+        assert kept in shown and lost not in shown

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -37,6 +38,7 @@ from sluicegate.server.identity import IdentityGate
 from sluicegate.server.settings import ServerSettings
 from sluicegate.server.traces import RecentSpans, install_recent_spans
 from sluicegate.storage.span_store import SpanStore
+from sluicegate.storage.sqlite import SQLiteStore
 from sluicegate.tracing import state as tracing_state
 
 
@@ -49,7 +51,10 @@ def _recent_spans(registry: Sluicegate, settings: ServerSettings, app_key: str) 
     if settings.capture_content:
         tracing_state.STATE.capture_content = True
         tracing_state.STATE.capture_changes = True
-    store = registry.storage_for(None) if settings.persist_traces else None
+    store: Any = registry.storage_for(None) if settings.persist_traces else None
+    if settings.persist_traces and not isinstance(store, SpanStore) and settings.trace_db:
+        Path(settings.trace_db).parent.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(settings.trace_db)
     return install_recent_spans(
         settings.trace_capacity,
         app_key=app_key,
@@ -97,6 +102,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         yield
         if spans is not None:
             await spans.aclose()  # the spans not yet written
+            if isinstance(spans.store, SQLiteStore) and spans.store is not registry.storage_for(None):
+                await spans.store.close()  # the app's own trace file (`trace_db`)
 
     app = _App(
         title="sluicegate",

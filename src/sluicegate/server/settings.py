@@ -87,6 +87,9 @@ class ServerSettings:
     persist_traces: bool = True
     """With the studio and a storage that keeps spans (`SQLiteStore`, `PostgresStore`), write
     runs' spans there so they survive reloads and every server instance shows them."""
+    trace_db: str | None = None
+    """A SQLite file for the studio's runs when the app's storage cannot keep them (no storage,
+    or one without spans): `sluicegate dev` sets `.sluicegate/traces.db` beside the app."""
     capture_content: bool = False
     """Record prompts, answers, tool arguments and results, and what each processor changed, on
     the spans the studio shows (`sluicegate dev` turns it on; see docs/observability.md)."""
@@ -120,7 +123,7 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`,
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
-        `SLUICEGATE_CAPTURE_CONTENT`."""
+        `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -138,5 +141,6 @@ class ServerSettings:
             trace_capacity=_int("SLUICEGATE_TRACE_CAPACITY", 200),
             trace_max_age=_seconds("SLUICEGATE_TRACE_MAX_AGE", 7 * 86_400.0),
             persist_traces=_flag("SLUICEGATE_PERSIST_TRACES", True),
+            trace_db=os.environ.get("SLUICEGATE_TRACE_DB") or None,
             capture_content=_flag("SLUICEGATE_CAPTURE_CONTENT", False),
         )
