@@ -350,3 +350,26 @@ def test_an_app_without_storage_keeps_its_runs_in_its_trace_db(tmp_path: Path) -
     with make(path) as second:
         shown = listed(second)
         assert kept in shown and lost not in shown
+
+
+EXAMPLE = str(Path(__file__).parent / "example_app.py")
+
+
+@pytest.mark.parametrize(("command", "dev"), [("dev", True), ("serve", False)])
+def test_dev_captures_content_and_keeps_runs_beside_the_app(
+    monkeypatch: pytest.MonkeyPatch, command: str, dev: bool
+) -> None:
+    import uvicorn
+
+    from sluicegate.cli import main
+    from sluicegate.server.loader import APP_ENV
+
+    for name in ("SLUICEGATE_CAPTURE_CONTENT", "SLUICEGATE_TRACE_DB", "SLUICEGATE_STUDIO", APP_ENV):
+        monkeypatch.setenv(name, "")  # so that what the command sets is undone afterwards
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: None)
+    assert main([command, EXAMPLE]) == 0
+    settings = ServerSettings.from_env()
+    assert settings.capture_content is dev
+    expected = str(Path(EXAMPLE).resolve().parent / ".sluicegate" / "traces.db") if dev else None
+    assert settings.trace_db == expected
