@@ -373,3 +373,12 @@ def test_dev_captures_content_and_keeps_runs_beside_the_app(
     assert settings.capture_content is dev
     expected = str(Path(EXAMPLE).resolve().parent / ".sluicegate" / "traces.db") if dev else None
     assert settings.trace_db == expected
+
+
+def test_a_started_app_reads_the_stored_runs_before_any_studio_request(location: str) -> None:
+    with studio(location)() as first:
+        trace_id = run(first)
+    with studio(location)() as second:  # only started: nothing asked the studio yet
+        recent = second.app.state.spans
+        assert trace_id in recent.trace_ids()  # what other readers (observability routes) see
+        assert recent.spans(trace_id)

@@ -15,6 +15,7 @@ live in storage.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -40,6 +41,8 @@ from sluicegate.server.traces import RecentSpans, install_recent_spans
 from sluicegate.storage.span_store import SpanStore
 from sluicegate.storage.sqlite import SQLiteStore
 from sluicegate.tracing import state as tracing_state
+
+log = logging.getLogger("sluicegate.server")
 
 
 def _recent_spans(registry: Sluicegate, settings: ServerSettings, app_key: str) -> RecentSpans | None:
@@ -99,6 +102,11 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if spans is not None and spans.store is not None:
+            try:  # the runs stored before (a reload, other instances), and the writer started
+                await spans.sync()
+            except Exception:
+                log.exception("could not read the studio's stored runs; they will be read later")
         yield
         if spans is not None:
             await spans.aclose()  # the spans not yet written
