@@ -6,11 +6,11 @@ loop keeps on a traced run (see `sluicegate.processors.stream_counts`).
 `sluicegate.hook.duration_ms` is the sampled hook time scaled to all chunks the processor saw
 (`sluicegate.stream.chunks_timed` says how many were measured).
 
-The outcome compares the text the processor received with the text it passed on (its
-`TextTrack`): `modified` when they differ (or it dropped or replaced a chunk that is not text),
+The outcome compares what the processor was given with what it passed on (its `TextTrack`):
+`modified` when they differ (the text, or a chunk other than text dropped, replaced or added),
 `held` when it dropped or replaced chunks but the text came out the same (a hold-back that
-regrouped it), with `sluicegate.stream.held_chars` and `.held_ms`. A
-modified processor's span also carries the text before and after it when `capture_changes` is on.
+regrouped it), with `sluicegate.stream.held_chars` and `.held_ms`. With `capture_changes` a
+modified processor's span also carries the text before and after it.
 """
 
 from __future__ import annotations
