@@ -76,6 +76,9 @@ def _serve(
     if studio:
         os.environ["SLUICEGATE_STUDIO"] = "1"
         print(_color(f"sluicegate studio: {_studio_url(host, port)}", "1;36"), flush=True)
+    if reload:  # `dev`: the inspector shows content, and runs outlive reloads even without storage
+        os.environ.setdefault("SLUICEGATE_CAPTURE_CONTENT", "1")
+        os.environ.setdefault("SLUICEGATE_TRACE_DB", str(path.resolve().parent / ".sluicegate" / "traces.db"))
     options: dict[str, Any] = {
         "host": host,
         "port": port,

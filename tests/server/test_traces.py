@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -14,6 +16,8 @@ from sluicegate.server.traces import (
     TRIPWIRE_REASON,
     TRIPWIRE_RETRY,
     RecentSpans,
+    span_from_record,
+    stored_span,
     timeline,
 )
 
@@ -78,3 +82,110 @@ def test_buffer_ignores_runs_of_other_apps() -> None:
     own = _run(tracer, **{SERVER_APP: "a"})
     assert mine.trace_ids() == [own]
     assert mine.spans(other) == []
+
+
+def user(content: object) -> dict[str, object]:
+    return {"role": "user", "content": content}
+
+
+def text(value: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": value}]
+
+
+def test_rows_carry_what_the_inspector_shows() -> None:
+    recent = RecentSpans()
+    tracer = _provider(recent)
+    with tracer.start_as_current_span("invoke_agent support", attributes={AGENT_ID: "support"}) as run:
+        with tracer.start_as_current_span(
+            "processor pii output_stream",
+            attributes={
+                PROCESSOR_ID: "pii",
+                PROCESSOR_PHASE: "output_stream",
+                PROCESSOR_OUTCOME: "held",
+                "sluicegate.stream.chunks_seen": 9,
+                "sluicegate.stream.chunks_dropped": 3,
+                "sluicegate.stream.chunks_modified": 1,
+                "sluicegate.stream.held_chars": 7,
+                "sluicegate.stream.held_ms": 1.5,
+                "sluicegate.hook.duration_ms": 0.2,
+            },
+        ) as stream:
+            stream.add_event(
+                "sluicegate.redaction",
+                {"sluicegate.redaction.kind": "email", "sluicegate.redaction.count": 2},
+            )
+        with tracer.start_as_current_span(
+            "processor pii input",
+            attributes={
+                PROCESSOR_ID: "pii",
+                PROCESSOR_PHASE: "input",
+                PROCESSOR_OUTCOME: "modified",
+                "sluicegate.content.before": json.dumps(
+                    {
+                        "messages": [
+                            {
+                                "role": "user",
+                                "content": {"format": 2, "parts": [{"type": "text", "text": "a@b.co"}]},
+                            }
+                        ]
+                    }
+                ),
+                "sluicegate.content.after": json.dumps(
+                    [{"role": "user", "content": {"parts": [{"type": "text", "text": "[EMAIL]"}]}}]
+                ),
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "chat gpt-4o-mini",
+            attributes={
+                "gen_ai.request.model": "gpt-4o-mini",
+                "gen_ai.usage.input_tokens": 12,
+                "gen_ai.usage.output_tokens": 3,
+                "sluicegate.usage.cost_usd": 0.0000036,
+                "gen_ai.input.messages": json.dumps(
+                    [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+                ),
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}]
+                ),
+            },
+        ):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool weather",
+            attributes={
+                "gen_ai.tool.name": "weather",
+                "gen_ai.tool.call.arguments": '{"city":"Paris"}',
+                "gen_ai.tool.call.result": '{"forecast":"sunny"}',
+            },
+        ):
+            pass
+    view = timeline(recent.spans(format(run.get_span_context().trace_id, "032x")))
+    rows = {row["name"]: row for row in view["spans"]}
+    stream_row = rows["processor pii output_stream"]
+    assert stream_row["decision"]["label"] == "pii · output_stream: held"
+    assert stream_row["detail"]["held"] == {"chars": 7, "ms": 1.5}
+    assert stream_row["detail"]["chunks"] == {"seen": 9, "dropped": 3, "modified": 1}
+    assert stream_row["detail"]["redactions"] == {"email": 2}
+    assert stream_row["detail"]["hookMs"] == 0.2
+    change = rows["processor pii input"]["detail"]["change"]
+    assert change == {"before": "user: a@b.co", "after": "user: [EMAIL]"}
+    model = rows["chat gpt-4o-mini"]["detail"]
+    assert (model["inputTokens"], model["outputTokens"], model["costUsd"]) == (12, 3, 0.0000036)
+    assert (model["prompt"], model["answer"]) == ("user: hi", "assistant: hello")
+    tool = rows["execute_tool weather"]["detail"]
+    assert json.loads(tool["arguments"]) == {"city": "Paris"} and json.loads(tool["result"]) == {
+        "forecast": "sunny"
+    }
+    # nothing captured: no content keys at all
+    assert "change" not in stream_row["detail"]
+
+
+def test_a_stored_span_reads_back_as_the_span_it_was() -> None:
+    recent = RecentSpans()
+    trace_id = _run(_provider(recent))
+    spans = recent.spans(trace_id)
+    again = [span_from_record(stored.record) for stored in (stored_span(s) for s in spans) if stored]
+    assert timeline([s for s in again if s is not None]) == timeline(spans)
+    assert span_from_record({"name": "broken"}) is None

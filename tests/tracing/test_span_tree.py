@@ -66,8 +66,8 @@ EXPECTED = [
                 ],
             ),
             chat(2),  # the draft
-            # text-start is held with the text (dropped), then released with it (modified)
-            leaf(stream(2, "modified", seen=5, dropped=1, modified=1)),
+            # text-start is held with the text (dropped), then released with it unchanged: held
+            leaf(stream(2, "held", seen=5, dropped=1, modified=1)),
             leaf(proc("no-drafts", "output_step", "retry", 2, reason="answer was a draft", retry=True)),
             chat(3),  # the answer, with an e-mail address the stream guardrail redacts
             # step-start, text-start, 4 deltas (one held back), text-end, step-finish, finish

@@ -9,6 +9,7 @@ from typing import Any
 
 from sluicegate.guardrails.pseudonyms import PseudonymMap, token_label
 from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.tracing.findings import redacted
 
 HELD = "restore_held"
 HELD_AT = "restore_held_at"
@@ -29,6 +30,7 @@ def tokens_of(mapping: PseudonymMap) -> Callable[[str, str], str]:
     unnumbered label (`<EMAIL>`), redacted for good rather than passed on."""
 
     def replace(value: str, kind: str) -> str:
+        redacted(kind)
         token = mapping.token(value)
         if token is not None:
             return token

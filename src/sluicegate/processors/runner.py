@@ -15,6 +15,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from contextvars import Token
 from dataclasses import dataclass
 from html import escape
 from typing import Any, NoReturn
@@ -63,10 +64,11 @@ from sluicegate.processors.hook_timeout import (
 )
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
 from sluicegate.processors.offload import offload_sync_hook
-from sluicegate.processors.stream_counts import EXACT_CHUNKS, SAMPLE_MASK, PipelineCounts
+from sluicegate.processors.stream_counts import EXACT_CHUNKS, SAMPLE_MASK, PipelineCounts, TextTrack
 from sluicegate.processors.validation import check_step_result_keys
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
+from sluicegate.tracing.findings import CURRENT_SINK, RedactionSink, collect, release
 
 log = logging.getLogger("sluicegate.processors")
 
@@ -584,24 +586,14 @@ class ProcessorRunner:
 
     def _make_pipeline(self, entries: list[_StreamEntry]) -> StreamPipeline:
         counts = None if self.stream_counts is None else self.stream_counts(entries)
+        if counts is not None:
+            return self._traced_pipeline(entries, counts)
         tripped = self._tripped
         fan_out = self._fan_out
         coerce = self._coerce_stream_result
-        clock = time.perf_counter_ns
 
         async def process(chunk: Chunk) -> StreamResultType:
             is_data = chunk.type.startswith("data-")
-            timed = False
-            if counts is not None:  # a traced run: see sluicegate.processors.stream_counts
-                calls = counts.calls + 1
-                counts.calls = calls
-                if is_data:
-                    counts.data_calls += 1
-                timed = not (calls & counts.mask)
-                if timed:
-                    if calls >= EXACT_CHUNKS:
-                        counts.mask = SAMPLE_MASK
-                    start = clock()
             for index, stream_entry in enumerate(entries):
                 if is_data and not stream_entry.data_parts:
                     continue
@@ -618,44 +610,118 @@ class ProcessorRunner:
                     else:  # an async hook under processor_timeout: see StreamWatchdog
                         result = await call_watched(watchdog, entry, args)
                 except TripWire as tripwire:
-                    if counts is not None:
-                        counts.failed(index, is_data, tripwire)
                     await tripped(entry, tripwire)
                     raise
-                except ProcessorError as exc:
-                    if counts is not None:
-                        counts.failed(index, is_data, exc)
+                except ProcessorError:
                     raise
                 except Exception as exc:
-                    if counts is not None:
-                        counts.failed(index, is_data, exc)
                     raise ProcessorError(
                         f"processor {entry.pid!r} failed in process_output_stream: {exc}",
                         processor_id=entry.pid,
                         hook=entry.hook,
                     ) from exc
-                if timed and counts is not None:
-                    now = clock()
-                    counts.timed(index, now - start)
-                    start = now
                 if result is not chunk:
                     if result is None:
-                        if counts is not None:
-                            counts.dropped(index, is_data)
                         return None
                     if result.__class__ is not Chunk:
                         result = await coerce(entry, result)
                         if result is None:
-                            if counts is not None:
-                                counts.dropped(index, is_data)
                             return None
                         if isinstance(result, list):
-                            if counts is not None:
-                                counts.fanned_out(index, is_data)
                             return await fan_out(result, entries[index + 1 :])
-                    if counts is not None:
-                        counts.replaced(index)
                     chunk = result
+            return chunk
+
+        return process
+
+    def _traced_pipeline(self, entries: list[_StreamEntry], counts: PipelineCounts) -> StreamPipeline:
+        """The per-chunk function of a traced run: the untraced one plus the counters of
+        `stream_counts` (chunks, sampled hook time, drops and replacements, what each processor
+        changed once it changes anything, and the redactions of processors that report them)."""
+        tripped = self._tripped
+        fan_out = self._fan_out
+        coerce = self._coerce_stream_result
+        clock = time.perf_counter_ns
+        tracks = counts.tracks
+        counted = [bool(getattr(e.entry.processor, "counts_redactions", False)) for e in entries]
+        steps = [
+            (e, t, RedactionSink(t.redactions) if c else None)
+            for e, t, c in zip(entries, tracks, counted, strict=True)
+        ]
+        current = CURRENT_SINK
+
+        async def process(chunk: Chunk) -> StreamResultType:
+            is_data = chunk.type.startswith("data-")
+            calls = counts.calls + 1
+            counts.calls = calls
+            if is_data:
+                counts.data_calls += 1
+            timed = not (calls & counts.mask)
+            if timed:
+                if calls >= EXACT_CHUNKS:
+                    counts.mask = SAMPLE_MASK
+                start = clock()
+            for index, (stream_entry, track, sink) in enumerate(steps):
+                if is_data and not stream_entry.data_parts:
+                    continue
+                entry = stream_entry.entry
+                args = stream_entry.args
+                args.part = chunk
+                stream_entry.parts_append(chunk)
+                watchdog = stream_entry.watchdog
+                if sink is not None:
+                    token = current.set(sink)
+                try:
+                    if watchdog is None:
+                        result = entry.fn(args)
+                        if entry.is_async:
+                            result = await result
+                    else:  # an async hook under processor_timeout: see StreamWatchdog
+                        result = await call_watched(watchdog, entry, args)
+                except TripWire as tripwire:
+                    counts.failed(index, is_data, tripwire)
+                    await tripped(entry, tripwire)
+                    raise
+                except ProcessorError as exc:
+                    counts.failed(index, is_data, exc)
+                    raise
+                except Exception as exc:
+                    counts.failed(index, is_data, exc)
+                    raise ProcessorError(
+                        f"processor {entry.pid!r} failed in process_output_stream: {exc}",
+                        processor_id=entry.pid,
+                        hook=entry.hook,
+                    ) from exc
+                finally:
+                    if sink is not None:
+                        current.reset(token)
+                if timed:
+                    now = clock()
+                    counts.timed(index, now - start)
+                    start = now
+                if result is chunk:
+                    if track.recording:
+                        track.passed(chunk)
+                    continue
+                track.recording = True
+                track.take(chunk)
+                if result is None:
+                    counts.dropped(index, is_data)
+                    track.put((), chunk)
+                    return None
+                if result.__class__ is not Chunk:
+                    result = await coerce(entry, result)
+                    if result is None:
+                        counts.dropped(index, is_data)
+                        track.put((), chunk)
+                        return None
+                    if isinstance(result, list):
+                        counts.fanned_out(index, is_data)
+                        track.put(result, chunk)
+                        return await fan_out(result, entries[index + 1 :])
+                counts.replaced(index)
+                track.put((result,), chunk)
+                chunk = result
             return chunk
 
         return process
@@ -716,14 +782,35 @@ class ProcessorRunner:
             if deadline is None or deadline > now:
                 continue
             stream_entry.args.part = None  # type: ignore[assignment]
+            track = self._released_track(index)
+            flushed = None
             try:
                 flushed = await processor.on_stream_deadline(stream_entry.args)
             except TripWire as tripwire:
                 await self._tripped(stream_entry.entry, tripwire)
                 raise
+            finally:
+                self._end_release(track, flushed)
             if flushed:
                 out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
         return out
+
+    def _released_track(self, index: int) -> tuple[TextTrack, Token[RedactionSink | None]] | None:
+        """On a traced run, the track of the processor about to release held chunks (at a
+        deadline or the step's end), with its redactions being counted."""
+        if self.stream_counts is None:
+            return None
+        track = self.stream_counts(self._stream_entries).tracks[index]
+        return track, collect(RedactionSink(track.redactions))
+
+    def _end_release(self, held: tuple[TextTrack, Token[RedactionSink | None]] | None, flushed: Any) -> None:
+        if held is None:
+            return
+        track, token = held
+        release(token)
+        if flushed:
+            track.recording = True
+            track.put(flushed)
 
     @property
     def flushes_stream(self) -> bool:
@@ -739,6 +826,8 @@ class ProcessorRunner:
             if flush is None:
                 continue
             stream_entry.args.part = None  # type: ignore[assignment]
+            track = self._released_track(index)
+            flushed = None
             try:
                 flushed = flush(stream_entry.args)
                 if inspect.isawaitable(flushed):
@@ -746,6 +835,8 @@ class ProcessorRunner:
             except TripWire as tripwire:
                 await self._tripped(stream_entry.entry, tripwire)
                 raise
+            finally:
+                self._end_release(track, flushed)
             if flushed:
                 out.extend(await self._fan_out(list(flushed), self._stream_entries[index + 1 :]))
         return out

@@ -258,14 +258,7 @@ class ProcessorWorkflow:
 
     def processors(self) -> list[Any]:
         """The processors of its steps, in order (what a run's pre-flight check looks into)."""
-        steps: list[Step] = []
-        for node in self._nodes:
-            if isinstance(node, _Then):
-                steps.append(node.step)
-            elif isinstance(node, _Parallel):
-                steps.extend(node.steps)
-            elif isinstance(node, _Branch):
-                steps.extend(step for _, step in node.branches)
+        steps = [step for node in self._nodes for step in node.steps()]
         return [step.processor for step in steps if step.processor is not None]
 
     async def run(self, hook: str, args: Any) -> Any:

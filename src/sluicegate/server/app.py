@@ -15,7 +15,12 @@ live in storage.
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -33,7 +38,33 @@ from sluicegate.server.errors import install_error_handlers
 from sluicegate.server.headers import SecurityHeaders
 from sluicegate.server.identity import IdentityGate
 from sluicegate.server.settings import ServerSettings
-from sluicegate.server.traces import install_recent_spans
+from sluicegate.server.traces import RecentSpans, install_recent_spans
+from sluicegate.storage.span_store import SpanStore
+from sluicegate.storage.sqlite import SQLiteStore
+from sluicegate.tracing import state as tracing_state
+
+log = logging.getLogger("sluicegate.server")
+
+
+def _recent_spans(registry: Sluicegate, settings: ServerSettings, app_key: str) -> RecentSpans | None:
+    """Only the studio reads spans: without it the server turns no tracing on by itself (an
+    OpenTelemetry provider the application configured still gets the run spans). They are kept
+    in the registry's storage when it can keep them."""
+    if not settings.studio:
+        return None
+    if settings.capture_content:
+        tracing_state.STATE.capture_content = True
+        tracing_state.STATE.capture_changes = True
+    store: Any = registry.storage_for(None) if settings.persist_traces else None
+    if settings.persist_traces and not isinstance(store, SpanStore) and settings.trace_db:
+        Path(settings.trace_db).parent.mkdir(parents=True, exist_ok=True)
+        store = SQLiteStore(settings.trace_db)
+    return install_recent_spans(
+        settings.trace_capacity,
+        app_key=app_key,
+        store=store if isinstance(store, SpanStore) else None,
+        max_age=timedelta(seconds=settings.trace_max_age),
+    )
 
 
 class _App(FastAPI):
@@ -68,8 +99,24 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     if registry.resolve_identity is not None:
         middleware.append(Middleware(IdentityGate, resolve=registry.resolve_identity))
     middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
+    spans = _recent_spans(registry, settings, app_key := uuid.uuid4().hex)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if spans is not None and spans.store is not None:
+            try:  # the runs stored before (a reload, other instances), and the writer started
+                await spans.sync()
+            except Exception:
+                log.exception("could not read the studio's stored runs; they will be read later")
+        yield
+        if spans is not None:
+            await spans.aclose()  # the spans not yet written
+            if isinstance(spans.store, SQLiteStore) and spans.store is not registry.storage_for(None):
+                await spans.store.close()  # the app's own trace file (`trace_db`)
+
     app = _App(
         title="sluicegate",
+        lifespan=lifespan,
         version=__version__,
         description="Mastra-compatible agent API served by sluicegate.",
         middleware=middleware,
@@ -78,12 +125,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     )
     app.state.registry = registry
     app.state.settings = settings
-    app.state.app_key = uuid.uuid4().hex
-    # Only the studio reads spans: without it the server turns no tracing on by itself (an
-    # OpenTelemetry provider the application configured still gets the run spans).
-    app.state.spans = (
-        install_recent_spans(settings.trace_capacity, app_key=app.state.app_key) if settings.studio else None
-    )
+    app.state.app_key = app_key
+    app.state.spans = spans
     install_error_handlers(app)
     mount_api_docs(app, title="sluicegate")
     for module in (agents, hitl_routes, memory_routes, processor_routes, tool_routes):

@@ -50,6 +50,17 @@ def _seconds(name: str, default: float) -> float:
     return value
 
 
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigurationError(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}")
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """How the server guards itself and who may call it."""
@@ -70,7 +81,18 @@ class ServerSettings:
     studio: bool = False
     """Serve the studio at `/studio`."""
     trace_capacity: int = 200
-    """How many recent runs' spans the studio's timeline keeps in memory."""
+    """How many recent runs' spans the studio keeps (in memory, and in the app's storage)."""
+    trace_max_age: float = 7 * 86_400.0
+    """Seconds a run's spans are kept in the app's storage (and shown by the studio)."""
+    persist_traces: bool = True
+    """With the studio and a storage that keeps spans (`SQLiteStore`, `PostgresStore`), write
+    runs' spans there so they survive reloads and every server instance shows them."""
+    trace_db: str | None = None
+    """A SQLite file for the studio's runs when the app's storage cannot keep them (no storage,
+    or one without spans): `sluicegate dev` sets `.sluicegate/traces.db` beside the app."""
+    capture_content: bool = False
+    """Record prompts, answers, tool arguments and results, and what each processor changed, on
+    the spans the studio shows (`sluicegate dev` turns it on; see docs/observability.md)."""
     extra_headers: dict[str, str] = field(default_factory=dict)
     request_read_timeout: float = 30.0
     """Seconds a connection has to deliver a request's headers and whole body, counted from when
@@ -87,12 +109,21 @@ class ServerSettings:
             )
         if self.max_connections is not None and self.max_connections < 1:
             raise ConfigurationError(f"max_connections must be at least 1, got {self.max_connections}")
+        capacity = self.trace_capacity
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ConfigurationError(f"trace_capacity must be a positive integer, got {capacity!r}")
+        if not self.trace_max_age > 0 or self.trace_max_age == float("inf"):
+            raise ConfigurationError(
+                f"trace_max_age must be a positive number of seconds, got {self.trace_max_age!r}"
+            )
 
     @classmethod
     def from_env(cls, *, studio: bool | None = None) -> ServerSettings:
         """Settings from `SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS` (comma-separated),
         `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`,
-        `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`."""
+        `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
+        `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
+        `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -107,4 +138,9 @@ class ServerSettings:
             studio=studio_env if studio is None else studio,
             request_read_timeout=_seconds("SLUICEGATE_REQUEST_READ_TIMEOUT", 30.0),
             max_connections=_int("SLUICEGATE_MAX_CONNECTIONS", 0) or None,  # unset: None
+            trace_capacity=_int("SLUICEGATE_TRACE_CAPACITY", 200),
+            trace_max_age=_seconds("SLUICEGATE_TRACE_MAX_AGE", 7 * 86_400.0),
+            persist_traces=_flag("SLUICEGATE_PERSIST_TRACES", True),
+            trace_db=os.environ.get("SLUICEGATE_TRACE_DB") or None,
+            capture_content=_flag("SLUICEGATE_CAPTURE_CONTENT", False),
         )

@@ -107,6 +107,30 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX sluicegate_suspended_runs_expires ON sluicegate_suspended_runs (expires_at)",
         ),
     ),
+    Migration(
+        4,
+        "finished trace spans of agent runs, for the studio",
+        (
+            """CREATE TABLE sluicegate_traces (
+                trace_id TEXT PRIMARY KEY,
+                agent_id TEXT,
+                resource_id TEXT,
+                start_ns INTEGER NOT NULL
+            )""",
+            "CREATE INDEX sluicegate_traces_start ON sluicegate_traces (start_ns)",
+            # `seq` orders writes, so another server instance can read what was added since.
+            """CREATE TABLE sluicegate_spans (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                trace_id TEXT NOT NULL,
+                span_id TEXT NOT NULL,
+                start_ns INTEGER NOT NULL,
+                record TEXT NOT NULL,
+                agent_id TEXT,
+                resource_id TEXT,
+                UNIQUE (trace_id, span_id)
+            )""",
+        ),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -298,6 +322,29 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX sluicegate_suspended_runs_resource "
             "ON sluicegate_suspended_runs (agent_id, resource_id, suspended_at)",
             "CREATE INDEX sluicegate_suspended_runs_expires ON sluicegate_suspended_runs (expires_at)",
+        ),
+    ),
+    Migration(
+        6,
+        "finished trace spans of agent runs, for the studio",
+        (
+            """CREATE TABLE sluicegate_traces (
+                trace_id TEXT PRIMARY KEY,
+                agent_id TEXT,
+                resource_id TEXT,
+                start_ns BIGINT NOT NULL
+            )""",
+            "CREATE INDEX sluicegate_traces_start ON sluicegate_traces (start_ns)",
+            """CREATE TABLE sluicegate_spans (
+                seq BIGSERIAL PRIMARY KEY,
+                trace_id TEXT NOT NULL,
+                span_id TEXT NOT NULL,
+                start_ns BIGINT NOT NULL,
+                record TEXT NOT NULL,
+                agent_id TEXT,
+                resource_id TEXT,
+                UNIQUE (trace_id, span_id)
+            )""",
         ),
     ),
 )

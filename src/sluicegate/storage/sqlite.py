@@ -40,6 +40,7 @@ from sluicegate.storage.codec import (
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
 from sluicegate.storage.sqlite_files import DatabaseFiles
+from sluicegate.storage.sqlite_spans import SQLiteSpans
 from sluicegate.storage.sqlite_suspended import SQLiteSuspendedRuns
 from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES, check_max_bytes
 from sluicegate.storage.types import (
@@ -272,7 +273,7 @@ def _message(row: Sequence[Any]) -> Message:
     )
 
 
-class SQLiteStore(SQLiteSuspendedRuns, MemoryStore):
+class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, MemoryStore):
     """Memory in SQLite.
 
     ```python

@@ -81,6 +81,7 @@ def configure(
     otlp_headers: dict[str, str] | None = None,
     in_memory: bool = False,
     capture_content: bool = False,
+    capture_changes: bool = False,
     span_exporters: Sequence[Any] = (),
     service_name: str = "sluicegate",
     set_global: bool = True,
@@ -91,7 +92,11 @@ def configure(
     `"http://127.0.0.1:4318"`) exports both over OTLP/HTTP (protobuf) to `/v1/traces` and
     `/v1/metrics`; `in_memory` keeps them for `Telemetry.spans()` / `.metrics()` (tests);
     `span_exporters` adds your own. `capture_content=True` records prompts, completions and
-    tool arguments/results (after processors ran; off by default).
+    tool arguments/results (after processors ran; off by default). `capture_changes=True` (with
+    `capture_content`) also records, on each processor span whose outcome is `modified`, what the
+    processor was given and what it made of it: that is content *before* later guardrails ran,
+    so values they redact appear in spans. It is meant for development (`sluicegate dev` turns
+    it on for the studio's inspector), never for traces exported from production.
 
     sluicegate runs use these providers from now on. With `set_global` (the default) the
     first call also installs them as OpenTelemetry's global providers when none is set, so
@@ -102,11 +107,14 @@ def configure(
         ("console", console),
         ("in_memory", in_memory),
         ("capture_content", capture_content),
+        ("capture_changes", capture_changes),
         ("set_global", set_global),
     )
     for name, value in flags:
         if not isinstance(value, bool):
             raise ConfigurationError(f"configure({name}=...) must be a bool, got {value!r}")
+    if capture_changes and not capture_content:
+        raise ConfigurationError("configure(capture_changes=True) needs capture_content=True")
     if otlp_endpoint is not None:
         parsed = urlparse(otlp_endpoint) if isinstance(otlp_endpoint, str) else None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -178,6 +186,7 @@ def configure(
     STATE.tracer_provider = tracer_provider
     STATE.meter_provider = meter_provider
     STATE.capture_content = capture_content
+    STATE.capture_changes = capture_changes
     if previous is None and set_global:
         if is_default_tracer_provider(trace.get_tracer_provider()):
             trace.set_tracer_provider(tracer_provider)

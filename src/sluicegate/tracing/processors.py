@@ -36,8 +36,10 @@ from sluicegate.processors.args import (
     step_result_fields,
 )
 from sluicegate.tracing import attributes as attr
+from sluicegate.tracing.findings import RedactionSink, collect, release
 from sluicegate.tracing.metrics import Instruments
 from sluicegate.tracing.record import TracingContext, set_error, to_json
+from sluicegate.tracing.stream import add_redactions
 
 if TYPE_CHECKING:
     from sluicegate.processors.runner import ProcessorRunner
@@ -50,6 +52,7 @@ class RunTrace(Protocol):
     context: otel_context.Context
     trace_id: str
     step_number: int
+    capture_changes: bool
 
     def start_span(
         self,
@@ -115,6 +118,8 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
             pass
         before = _snapshot(phase, args)
         token = otel_context.attach(trace.set_span_in_context(span, parent))
+        sink = RedactionSink()
+        collecting = collect(sink)
         started = time.perf_counter_ns()
         outcome = attr.PASS
         try:
@@ -137,9 +142,13 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
             outcome = _outcome(phase, args, result, before, span)
             if outcome == attr.RETRY:
                 metrics.retries.add(1, metric_attributes)
+            elif outcome == attr.MODIFIED and run_trace.capture_changes:
+                _record_change(span, phase, args, result, before)
             return result
         finally:
             duration_ms = (time.perf_counter_ns() - started) / 1e6
+            release(collecting)
+            add_redactions(span, sink.counts)
             otel_context.detach(token)
             span.set_attribute(attr.PROCESSOR_OUTCOME, outcome)
             span.set_attribute(attr.HOOK_DURATION_MS, duration_ms)
@@ -197,6 +206,42 @@ def _outcome(phase: str, args: Any, result: Any, before: Any, span: Any) -> str:
     if _messages_state(message_list) != before:
         return attr.MODIFIED
     return attr.MODIFIED if _returns_change(phase, args, result, message_list) else attr.PASS
+
+
+def _after(phase: str, args: Any, result: Any) -> Any:
+    """What a modifying hook left, as JSON: what the runner applies from its return value,
+    else what it changed in place."""
+    if phase == "tool_result":
+        if isinstance(result, dict) and "result" in result:
+            return to_json(result["result"])
+        if result is not None and hasattr(result, "result"):
+            return to_json(result.result)
+        return to_json(getattr(args, "result", None))
+    if phase == "llm_request":
+        prompt = response = None
+        if isinstance(result, ProcessLLMRequestResult):
+            prompt, response = result.prompt, result.response
+        elif isinstance(result, dict):
+            prompt, response = result.get("prompt"), result.get("response")
+        if response is not None:
+            return to_json({"response": response})
+        return to_json(prompt if prompt is not None else args.prompt)
+    if isinstance(result, list):
+        return to_json([_as_dict(m) for m in result])
+    if isinstance(result, (ProcessInputStepResult, dict)):
+        fields = step_result_fields(result)
+        if isinstance(fields, dict) and fields.get("messages") is not None:
+            return to_json([_as_dict(m) for m in fields["messages"]])
+    return _messages_state(getattr(args, "message_list", None))
+
+
+def _record_change(span: Any, phase: str, args: Any, result: Any, before: Any) -> None:
+    """Content (`capture_changes` only): what the hook was given and what it made of it."""
+    after = _after(phase, args, result)
+    if before is not None:
+        span.set_attribute(attr.CONTENT_BEFORE, before)
+    if after is not None:
+        span.set_attribute(attr.CONTENT_AFTER, after)
 
 
 def _rejected(span: Any) -> str:

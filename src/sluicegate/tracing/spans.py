@@ -86,6 +86,7 @@ class RunTrace:
         self.tracer: trace.Tracer = state.tracer_provider().get_tracer(TRACER_SCOPE)
         self.metrics: Instruments = instruments()
         self.capture_content = state.STATE.capture_content
+        self.capture_changes = self.capture_content and state.STATE.capture_changes
         self.agent_id = agent_id
         self.run_id = str(run_id)
         self.base: dict[str, Any] = {attr.RUN_ID: self.run_id, attr.AGENT_ID: agent_id}
@@ -187,6 +188,10 @@ class RunTrace:
             usage = step.usage
             span.set_attribute(attr.GEN_AI_USAGE_INPUT_TOKENS, int(usage.input_tokens or 0))
             span.set_attribute(attr.GEN_AI_USAGE_OUTPUT_TOKENS, int(usage.output_tokens or 0))
+            model_id = step.response.get("modelId") or self._chat_attributes.get(attr.GEN_AI_REQUEST_MODEL)
+            cost = _cost(model_id, usage)
+            if cost is not None and not self._chat_replayed:
+                span.set_attribute(attr.USAGE_COST, cost)
             if step.finish_reason is not None and error is None:
                 span.set_attribute(attr.GEN_AI_RESPONSE_FINISH_REASONS, [str(step.finish_reason)])
             response_id = step.response.get("id")
@@ -292,6 +297,21 @@ class RunTrace:
             span.set_status(Status(StatusCode.ERROR, "the run stopped before it finished"))
             span.set_attribute(attr.ERROR_TYPE, "cancelled")
         span.end()
+
+
+def _cost(model_id: Any, usage: Usage) -> float | None:
+    """US dollars for `usage` at `CostGuardProcessor`'s default prices (the longest model-id
+    prefix wins); None for a model without a price."""
+    if not isinstance(model_id, str) or not model_id:
+        return None
+    from sluicegate.processors.builtin.cost_guard import DEFAULT_PRICING
+
+    lowered = model_id.lower()
+    for candidate in (lowered, lowered.rsplit("/", 1)[-1]):
+        best = max((key for key in DEFAULT_PRICING if candidate.startswith(key)), key=len, default=None)
+        if best is not None:
+            return round(DEFAULT_PRICING[best].cost(usage), 8)
+    return None
 
 
 def _model_attributes(model: Any) -> dict[str, Any]:

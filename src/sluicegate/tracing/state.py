@@ -23,6 +23,9 @@ class TracingState:
     tracer_provider: Any = None
     meter_provider: Any = None
     capture_content: bool = False
+    capture_changes: bool = False
+    """Also record what each modifying processor was given and what it made of it (see
+    `configure(capture_changes=...)`)."""
 
 
 STATE = TracingState()

@@ -5,6 +5,12 @@ loop keeps on a traced run (see `sluicegate.processors.stream_counts`).
 `flush` (at each model call and at the end of the run) turns them into spans and resets them.
 `sluicegate.hook.duration_ms` is the sampled hook time scaled to all chunks the processor saw
 (`sluicegate.stream.chunks_timed` says how many were measured).
+
+The outcome compares what the processor was given with what it passed on (its `TextTrack`):
+`modified` when they differ (the text, or a chunk other than text dropped, replaced or added),
+`held` when it dropped or replaced chunks but the text came out the same (a hold-back that
+regrouped it), with `sluicegate.stream.held_chars` and `.held_ms`. With `capture_changes` a
+modified processor's span also carries the text before and after it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from sluicegate.errors import TripWire
-from sluicegate.processors.stream_counts import PipelineCounts
+from sluicegate.processors.stream_counts import PipelineCounts, TextTrack
 from sluicegate.tracing import attributes as attr
 from sluicegate.tracing.metrics import Instruments
 
@@ -30,6 +36,7 @@ class RunSpans(Protocol):
     metrics: Instruments
     base: dict[str, Any]
     context: otel_context.Context
+    capture_changes: bool
 
 
 class _Totals:
@@ -41,10 +48,12 @@ class _Totals:
         "seen",
         "timed_ns",
         "timed_seen",
+        "track",
     )
 
-    def __init__(self, entry: Any) -> None:
+    def __init__(self, entry: Any, track: TextTrack | None) -> None:
         self.entry = entry
+        self.track = track
         self.seen = 0
         self.dropped = 0
         self.modified = 0
@@ -61,6 +70,7 @@ class StreamTracker:
         self.pipelines: dict[tuple[int, ...], PipelineCounts] = {}
         self.step_number = 0
         self.step_start_ns = time.time_ns()
+        self.tracks: dict[int, TextTrack] = {}
 
     def step_started(self, step_number: int) -> None:
         self.step_number = step_number
@@ -71,7 +81,13 @@ class StreamTracker:
         key = tuple(id(e) for e in entries)
         counts = self.pipelines.get(key)
         if counts is None:
-            counts = self.pipelines[key] = PipelineCounts(entries)
+            tracks = []
+            for stream_entry in entries:
+                track = self.tracks.get(id(stream_entry.entry))
+                if track is None:
+                    track = self.tracks[id(stream_entry.entry)] = TextTrack(self.run_trace.capture_changes)
+                tracks.append(track)
+            counts = self.pipelines[key] = PipelineCounts(entries, tracks)
         return counts
 
     def flush(self) -> None:
@@ -88,7 +104,8 @@ class StreamTracker:
                 data -= counts.stopped_data
                 total = totals.get(id(stream_entry.entry))
                 if total is None:
-                    total = totals[id(stream_entry.entry)] = _Totals(stream_entry.entry)
+                    track = self.tracks.get(id(stream_entry.entry))
+                    total = totals[id(stream_entry.entry)] = _Totals(stream_entry.entry, track)
                 total.seen += seen
                 total.dropped += counts.dropped
                 total.modified += counts.modified
@@ -99,6 +116,8 @@ class StreamTracker:
             state.reset()
         if totals:
             self._end_spans(totals.values())
+        for track in self.tracks.values():
+            track.reset()
         self.step_start_ns = time.time_ns()
 
     def _end_spans(self, totals: Iterable[_Totals]) -> None:
@@ -127,6 +146,15 @@ class StreamTracker:
                 attributes[attr.TRIPWIRE_RETRY] = retry
             elif outcome == attr.ERROR:
                 attributes[attr.ERROR_TYPE] = reason or "Exception"
+            track = total.track
+            if track is not None:
+                track.finish()
+                if track.held_chars > 0:
+                    attributes[attr.STREAM_HELD_CHARS] = track.held_chars
+                    attributes[attr.STREAM_HELD_MS] = round(track.held_ns / 1e6, 3)
+                if outcome == attr.MODIFIED and run_trace.capture_changes:
+                    attributes[attr.CONTENT_BEFORE] = "".join(track.given)
+                    attributes[attr.CONTENT_AFTER] = "".join(track.parts)
             span = run_trace.tracer.start_span(
                 f"{attr.PROCESSOR} {pid} output_stream",
                 context=run_trace.context,
@@ -135,6 +163,8 @@ class StreamTracker:
             )
             if outcome == attr.ERROR:
                 span.set_status(Status(StatusCode.ERROR, reason or "processor failed"))
+            if track is not None:
+                add_redactions(span, track.redactions)
             span.end(end_time=end)
             metric_attributes = {attr.PROCESSOR_ID: pid, attr.PROCESSOR_PHASE: "output_stream"}
             run_trace.metrics.hook_duration.record(duration_ms, metric_attributes)
@@ -151,4 +181,15 @@ def _outcome(total: _Totals) -> tuple[str, str | None, bool]:
         return (attr.RETRY if error.retry else attr.ABORT), str(error.reason), bool(error.retry)
     if error is not None:
         return attr.ERROR, type(error).__name__, False
-    return (attr.MODIFIED if total.dropped or total.modified else attr.PASS), None, False
+    track = total.track
+    if not (total.dropped or total.modified or (track is not None and track.changed_other)):
+        return attr.PASS, None, False
+    if track is None or track.changed():
+        return attr.MODIFIED, None, False
+    return (attr.HELD if track.held_chars else attr.PASS), None, False
+
+
+def add_redactions(span: Any, redactions: dict[str, int]) -> None:
+    """One `sluicegate.redaction` event per kind a guardrail redacted while the processor ran."""
+    for kind, count in sorted(redactions.items()):
+        span.add_event(attr.REDACTION_EVENT, {attr.REDACTION_KIND: kind, attr.REDACTION_COUNT: count})

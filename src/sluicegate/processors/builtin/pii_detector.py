@@ -84,6 +84,7 @@ from sluicegate.processors.args import (
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.tracing.findings import redacted
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +254,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         agent = Agent(name="crm", model="openai/gpt-5", tools=[send_email],
                       input_processors=[pseudo], output_processors=[pseudo])
     """
+
+    counts_redactions = True  # traced runs count its redactions per kind (tracing.findings)
 
     id = "pii-detector"
     name = "PII Detector"
@@ -510,6 +513,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return redacted if redacted.strip() else None
 
     def redact_value(self, value: str, pii_type: str) -> str:
+        redacted(pii_type)
         if self.redaction_method == "hash":
             return f"[HASH:{hashlib.sha256(value.encode()).hexdigest()[:8]}]"
         if self.redaction_method == "remove":

@@ -47,6 +47,7 @@ from sluicegate.processors.args import (
 from sluicegate.processors.base import Processor, notify_violation
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
+from sluicegate.tracing.findings import redacted
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,8 @@ class RegexFilterProcessor(Processor):
         agent = Agent(name="a", model=model, output_processors=[guard])
     """
 
+    counts_redactions = True  # traced runs count its redactions per kind (tracing.findings)
+
     id = "regex-filter"
     name = "Regex Filter"
 
@@ -178,6 +181,8 @@ class RegexFilterProcessor(Processor):
         for region in regions:
             out.append(text[cursor : region.start])
             replace = self.replacement_for
+            if replace is None:  # a replacement_for counts its own (PIIDetector.redact_value)
+                redacted(region.rule.name)
             out.append(
                 region.rule.replacement
                 if replace is None

@@ -46,6 +46,7 @@ from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessOutputResultArgs, ProcessOutputStreamArgs
 from sluicegate.processors.base import Processor
 from sluicegate.stream.chunk import Chunk
+from sluicegate.tracing.findings import redacted
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         agent = Agent(name="a", model="openai/gpt-5",
                       output_processors=[BatchPartsProcessor(batch_size=10), scrubber])
     """
+
+    counts_redactions = True  # traced runs count its redactions per kind (tracing.findings)
 
     id = "system-prompt-scrubber"
     name = "System Prompt Scrubber"
@@ -265,6 +268,7 @@ class SystemPromptScrubber(WindowedGuard, Processor):
         return substitute(text, spans, self._replacement)
 
     def _replacement(self, value: str, kind: str) -> str:
+        redacted(kind)
         if self.redaction_method == "placeholder":
             return self.placeholder_text
         if self.redaction_method == "remove":

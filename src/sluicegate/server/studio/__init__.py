@@ -8,6 +8,7 @@ step. The only studio-specific routes are the two trace views under `/api/studio
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from sluicegate.server.deps import ERRORS, spans_of
 from sluicegate.server.errors import not_found
 from sluicegate.server.headers import CSP, STUDIO_POLICY
 from sluicegate.server.identity import identity_of
-from sluicegate.server.traces import AGENT_ID, RESOURCE_ID, run_root, timeline
+from sluicegate.server.traces import AGENT_ID, RESOURCE_ID, RecentSpans, run_root, timeline
+
+log = logging.getLogger("sluicegate.server.studio")
 
 STATIC = Path(__file__).parent / "static"
 
@@ -35,10 +38,21 @@ def _visible(request: Request, root: ReadableSpan | None) -> bool:
     return root is not None and (root.attributes or {}).get(RESOURCE_ID) == identity.resource_id
 
 
+async def _synced(request: Request) -> RecentSpans:
+    """The app's spans, with what is waiting written and what other instances stored read
+    (storage that fails leaves the view as it is in memory, logged)."""
+    recent = spans_of(request)
+    try:
+        await recent.sync()
+    except Exception:
+        log.exception("could not sync the studio's runs with storage; showing those in memory")
+    return recent
+
+
 @router.get("/traces", responses=ERRORS)
 async def list_traces(request: Request) -> list[dict[str, Any]]:
     """Recent runs, newest first: their root span, agent, duration and processor outcomes."""
-    recent = spans_of(request)
+    recent = await _synced(request)
     out = []
     for trace_id in recent.trace_ids():
         spans = recent.spans(trace_id)
@@ -66,7 +80,7 @@ async def list_traces(request: Request) -> list[dict[str, Any]]:
 @router.get("/traces/{traceId}", responses=ERRORS)
 async def get_trace(traceId: str, request: Request) -> dict[str, Any]:
     """One run's spans as a timeline, with every processor decision."""
-    spans = spans_of(request).spans(traceId)
+    spans = (await _synced(request)).spans(traceId)
     if not spans or not _visible(request, run_root(spans)):
         raise not_found("trace", traceId)
     return {"traceId": traceId.lower(), **timeline(spans)}

@@ -21,13 +21,14 @@ const Runs = (() => {
         : span.name;
       const bar = h("div", { class: "bar " + (decision ? "outcome-" + decision.outcome : "kind-" + span.kind),
         style: { left: (100 * span.startMs / total).toFixed(2) + "%", width: Math.max(0.5, 100 * span.durationMs / total).toFixed(2) + "%" } });
-      return h("div", { class: "span-row", "data-outcome": outcome, "data-processor": decision ? decision.processorId : null,
-        "data-span-id": span.spanId, tabindex: "0",
+      const row = h("div", { class: "span-row", "data-outcome": outcome, "data-processor": decision ? decision.processorId : null,
+        "data-span-id": span.spanId, "data-kind": span.kind, tabindex: "0",
         onclick: () => inspect(traceId, span.spanId),
         onkeydown: (event) => { if (event.key === "Enter") inspect(traceId, span.spanId); } },
       h("div", { class: "span-label" }, label, h("span", { class: "muted" }, " " + span.durationMs.toFixed(2) + " ms"),
         decision && decision.reason ? h("div", { class: "reason" }, "reason: " + decision.reason + (decision.retry ? " (retry)" : "")) : null),
       h("div", { class: "span-track" }, bar));
+      return window.sluicegateInspector ? window.sluicegateInspector.attach(row, span) : row;
     });
   }
 
@@ -36,7 +37,7 @@ const Runs = (() => {
       const trace = await api("/api/studio/traces/" + encodeURIComponent(traceId));
       const decisions = trace.processors;
       const summary = decisions.length
-        ? decisions.map((d) => d.processorId + (d.phase ? " · " + d.phase : "") + ": " + (OUTCOME_LABEL[d.outcome] || d.outcome)).join(", ")
+        ? decisions.map((d) => d.label || d.processorId + (d.phase ? " · " + d.phase : "") + ": " + (OUTCOME_LABEL[d.outcome] || d.outcome)).join(", ")
         : "no processor spans recorded for this run";
       box.replaceChildren(h("p", { class: "muted" }, "trace " + traceId + " · " + trace.durationMs.toFixed(1) + " ms"),
         h("p", { class: "summary" }, summary), ...timelineRows(traceId, trace));
