@@ -84,11 +84,15 @@ class Channel:
 
     __slots__ = (
         "altered",
+        "closed",
+        "confirmed",
+        "diverged",
         "lanes",
         "make",
         "markers",
         "name",
         "out",
+        "pending",
         "pieces",
         "released",
         "run_id",
@@ -112,6 +116,16 @@ class Channel:
         """The text released so far (vetted release)."""
         self.altered = False
         """Whether a redaction changed released text (the released text is not the raw text)."""
+        # A panel further down the chain (`guardrails.speculative`) judges a view of the text
+        # computed ahead of time; these track how its own input compares with that view.
+        self.confirmed = 0
+        """How much of its input arrived and equals the view."""
+        self.pending = ""
+        """Input past `confirmed`, waiting for the view to catch up."""
+        self.diverged = False
+        """The input differed from the view: the channel now holds the input itself."""
+        self.closed = False
+        """The view will not grow (it ended, or the processors making it stopped)."""
 
     def text(self) -> str:
         if len(self.pieces) > 1:
@@ -133,6 +147,9 @@ class Channel:
         self.markers = []
         self.out = []
         self.altered = False
+        self.confirmed = 0
+        self.pending = ""
+        self.diverged = self.closed = False
         for lane in self.lanes:
             lane.judged_to = lane.vetted_to = 0
             lane.windows = []

@@ -1,0 +1,178 @@
+"""A panel of LLM guardrails that judges its text before the text reaches it.
+
+Further down an output chain, past a deterministic processor (`RegexFilter`), a panel would see
+text only once the panels before it released it, adding one judge latency each. Instead the
+chain's first panel runs those processors ahead of time on the text it receives (see
+`guardrails.shadow`) and hands this panel the result, a *view* of the text it will receive if
+no judge before it changes anything: this panel judges windows of the view at once, alongside
+the panels before it.
+
+Its own input is compared with the view as it arrives. Only a verdict on a window whose text is
+exactly the input (same text, same offsets) applies, and only input that equals the view and
+that a verdict covered is released, so what this panel releases, blocks and redacts is what it
+would have judged on its input alone. Where the input differs (a judge before it redacted or
+withheld text), the view is dropped from the last applied verdict on: the channel becomes the
+input itself and is judged again from there, as a panel alone would (one more judge latency,
+only when something was changed).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from sluicegate.guardrails.lanes import CHANNELS, MARKERS, Channel, value_start
+from sluicegate.guardrails.windows import _POLL, WindowedStream
+from sluicegate.stream.chunk import Chunk
+
+log = logging.getLogger("sluicegate.processors.guardrails")
+
+
+class SpeculativeStream(WindowedStream):
+    """A `WindowedStream` whose lanes judge a view fed by `speculate` (by the chain's first
+    panel), and whose hooks release the input that the view and the verdicts confirm."""
+
+    # ------------------------------------------------------------------ the view
+
+    def speculate(self, part: Chunk) -> None:
+        """A chunk of the view: its text is judged now; nothing is released here (this panel's
+        own hook releases it, once its input matches)."""
+        name = CHANNELS.get(part.type)
+        if name is not None:
+            channel = self.channels[name]
+            text: str = part.payload.text
+            if text and not channel.diverged:
+                channel.closed = False
+                self._grow(channel, text)
+            return
+        marker = MARKERS.get(part.type)
+        if marker is not None and part.type.endswith("-end"):
+            self._judge_rest(self.channels[marker])
+
+    def view_ended(self, *, stopped: bool = False) -> None:
+        """The view is complete for now (the first panel is flushing, or with `stopped` the
+        processors making it failed): judge the rest of it, and start the whole-response check
+        on it alongside."""
+        for channel in self.channels.values():
+            if channel.diverged:
+                continue
+            channel.closed = True
+            if not stopped:
+                self._judge_rest(channel)
+        if not stopped:
+            self._speculate()
+
+    def _judge_rest(self, channel: Channel) -> None:
+        if channel.diverged:
+            return
+        for member, lane in zip(self.members, channel.lanes, strict=True):
+            if channel.total > lane.judged_to:
+                self._launch(member, channel, lane)
+
+    # ------------------------------------------------------------------ the input
+
+    def _arrived(self, channel: Channel) -> int:
+        return channel.total if channel.diverged else channel.confirmed + len(channel.pending)
+
+    def _bound(self, channel: Channel) -> int:
+        return channel.total if channel.diverged else channel.confirmed
+
+    def _cap(self, channel: Channel) -> int:
+        """Confirmed input, cut before a value the view goes on with: the input may go on
+        differently, and a value is judged whole."""
+        confirmed = channel.confirmed
+        if channel.diverged or confirmed >= channel.total or confirmed == 0:
+            return channel.total if channel.diverged else confirmed
+        text = channel.text()
+        if text[confirmed].isspace() or text[confirmed - 1].isspace():
+            return confirmed
+        return value_start(text, confirmed, max(member.max_value for member in self.members))
+
+    async def _delta(self, channel: Channel, part: Chunk) -> Chunk | list[Chunk] | None:
+        if channel.diverged:
+            return await super()._delta(channel, part)
+        text: str = part.payload.text
+        if not text:
+            return part if not self.vetting or channel.released == self._arrived(channel) else None
+        channel.run_id = part.run_id
+        arrived = self._arrived(channel)
+        if not channel.segments or channel.segments[-1][1] != part.payload.id:
+            channel.segments.append((arrived, part.payload.id))
+        channel.pending += text
+        self._confirm(channel)
+        await self._collect(channel, wait=False)
+        if not self.vetting:
+            channel.released = self._arrived(channel)
+            return part
+        out = self._release(channel, self._release_point(channel))
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else out
+
+    def _confirm(self, channel: Channel) -> None:
+        """Compare the input that arrived with the view; drop the view where they differ, or
+        where the input went past a view that will not grow."""
+        if channel.diverged or not channel.pending:
+            return
+        confirmed = channel.confirmed
+        size = min(len(channel.pending), channel.total - confirmed)
+        if size > 0:
+            if channel.pending[:size] != channel.text()[confirmed : confirmed + size]:
+                self._diverge(channel)
+                return
+            channel.confirmed = confirmed + size
+            channel.pending = channel.pending[size:]
+        if channel.pending and channel.closed:
+            self._diverge(channel)
+
+    def _diverge(self, channel: Channel) -> None:
+        """The input is not the view: verdicts applied so far stand (their windows ended within
+        the confirmed input, which equals the view), the others are dropped, and everything
+        after the last vetted point is judged again on the input."""
+        log.info(
+            "%s: the %s it received differs from what was judged ahead of time (a guardrail "
+            "before it changed it); judging it again",
+            self.members[0].processor_id,
+            channel.name,
+        )
+        text = channel.text()[: channel.confirmed] + channel.pending
+        channel.pieces = [text]
+        channel.total = len(text)
+        channel.pending = ""
+        channel.diverged = True
+        now = time.monotonic()
+        for member, lane in zip(self.members, channel.lanes, strict=True):
+            for window in lane.windows:
+                window.task.cancel()
+            lane.windows = []
+            lane.judged_to = lane.vetted_to
+            lane.chunks_since = 0
+            lane.held_since = now
+            if channel.total > lane.judged_to:
+                self._launch(member, channel, lane)
+
+    def _settle(self) -> None:
+        """All the input of this run of text arrived: unless it is exactly the view, it is
+        judged as it is."""
+        for channel in self.channels.values():
+            if channel.diverged:
+                continue
+            self._confirm(channel)
+            if not channel.diverged and channel.confirmed != channel.total:
+                self._diverge(channel)
+
+    # ------------------------------------------------------------------ a silent model
+
+    def deadline(self) -> float | None:
+        """Also look again soon while input waits for the view to catch up."""
+        earliest = super().deadline()
+        if any(channel.pending for channel in self.channels.values()):
+            candidate = self._looked + _POLL
+            if earliest is None or candidate < earliest:
+                earliest = candidate
+        return earliest
+
+    async def _on_deadline(self) -> list[Chunk]:
+        for channel in self.channels.values():
+            self._confirm(channel)
+        return await super()._on_deadline()
