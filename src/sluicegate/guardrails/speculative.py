@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 
-from sluicegate.guardrails.lanes import CHANNELS, MARKERS, Channel, value_start
+from sluicegate.guardrails.lanes import CHANNELS, MARKERS, Channel, Lane, Member, value_start
 from sluicegate.guardrails.windows import _POLL, WindowedStream
 from sluicegate.stream.chunk import Chunk
 
@@ -77,6 +77,18 @@ class SpeculativeStream(WindowedStream):
     def _bound(self, channel: Channel) -> int:
         return channel.total if channel.diverged else channel.confirmed
 
+    def _early(self, member: Member, channel: Channel, lane: Lane) -> bool:
+        """A clean verdict applies before the window's text is all confirmed: it only moves
+        the lane's release point, and release stops at the confirmed input (`_cap`). A verdict
+        that flags, blocks or fails waits until the input confirms all of its window."""
+        task = lane.windows[0].task
+        if not task.done() or task.cancelled() or task.exception() is not None:
+            return False
+        if task.result().flagged or lane.oversized >= 0:
+            return False
+        end = lane.windows[0].end
+        return end - value_start(channel.text(), end, member.max_value) <= member.max_value
+
     def _cap(self, channel: Channel) -> int:
         """Confirmed input, cut before a value the view goes on with: the input may go on
         differently, and a value is judged whole."""
@@ -126,9 +138,10 @@ class SpeculativeStream(WindowedStream):
             self._diverge(channel)
 
     def _diverge(self, channel: Channel) -> None:
-        """The input is not the view: verdicts applied so far stand (their windows ended within
-        the confirmed input, which equals the view), the others are dropped, and everything
-        after the last vetted point is judged again on the input."""
+        """The input is not the view: the verdicts still to come are dropped, and everything
+        not released yet is judged again on the input. (The redactions found so far stand:
+        a flagging verdict applies only to a window within the confirmed input, which equals
+        the view.)"""
         log.info(
             "%s: the %s it received differs from what was judged ahead of time (a guardrail "
             "before it changed it); judging it again",
@@ -145,6 +158,7 @@ class SpeculativeStream(WindowedStream):
             for window in lane.windows:
                 window.task.cancel()
             lane.windows = []
+            lane.vetted_to = min(lane.vetted_to, channel.released)
             lane.judged_to = lane.vetted_to
             lane.chunks_since = 0
             lane.held_since = now

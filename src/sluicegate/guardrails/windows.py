@@ -208,10 +208,12 @@ class WindowedStream:
     async def _collect(self, channel: Channel, *, wait: bool, final: bool = False) -> None:
         """Apply each member's verdicts that are in, in window order (waiting for all of them
         with `wait`; they were all started before, so the members are waited on together).
-        Only windows ending within `_bound` apply: text past it may still change."""
+        A window ending past `_bound` (its text may still change) applies only if `_early`."""
         bound = self._bound(channel)
         for member, lane in zip(self.members, channel.lanes, strict=True):
-            while lane.windows and (wait or lane.windows[0].task.done()) and lane.windows[0].end <= bound:
+            while lane.windows and (wait or lane.windows[0].task.done()):
+                if lane.windows[0].end > bound and not self._early(member, channel, lane):
+                    break
                 window = lane.windows.pop(0)
                 try:
                     judgement = await window.task
@@ -230,6 +232,10 @@ class WindowedStream:
                         )
                     except Exception as exc:
                         self._fail(member, exc)
+
+    def _early(self, member: Member, channel: Channel, lane: Lane) -> bool:
+        """Whether the lane's next verdict applies before all of its window's text is final."""
+        return False
 
     def _bound(self, channel: Channel) -> int:
         """How far the judged text is the text this panel releases (all of it, here)."""
