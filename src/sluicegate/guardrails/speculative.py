@@ -37,6 +37,8 @@ class SpeculativeStream(WindowedStream):
     def speculate(self, part: Chunk) -> None:
         """A chunk of the view: its text is judged now; nothing is released here (this panel's
         own hook releases it, once its input matches)."""
+        if self.failure is not None:
+            return
         name = CHANNELS.get(part.type)
         if name is not None:
             channel = self.channels[name]
