@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sluicegate import Agent
+from sluicegate import Agent, create_tool
 from sluicegate.models.base import CallOptions, GenerateResult
 from sluicegate.processors import (
     ModerationProcessor,
@@ -21,7 +21,7 @@ from sluicegate.processors import (
 )
 from sluicegate.processors.args import ProcessOutputStreamArgs
 from sluicegate.stream.chunk import Chunk
-from sluicegate.testing import MockModel
+from sluicegate.testing import MockModel, tool_call_step
 
 from .conftest import CLEAN, deltas_step, detector_prompt, stream_text
 
@@ -280,3 +280,70 @@ async def test_another_processor_still_keeps_judges_apart() -> None:
     first.gate.set()
     await task
     assert second.calls
+
+
+async def test_a_chain_judges_each_step_of_a_run_with_tools() -> None:
+    async def lookup() -> str:
+        return f"the owner is {EMAIL}"
+
+    tool = create_tool(id="lookup", description="looks up", execute=lookup)
+    second = Judge(lambda p: HATE if EMAIL in p else CLEAN)
+    model = MockModel(
+        [
+            tool_call_step(("c1", "lookup", {}), text="Let me look. "),
+            deltas_step("It belongs to ", f"{EMAIL}, ", "as far as I can tell."),
+        ]
+    )
+    agent = Agent(
+        name="c",
+        model=model,
+        tools=[tool],
+        output_processors=[ModerationProcessor(model=Judge()), regex(), ModerationProcessor(model=second)],
+    )
+    # the second moderation has the default id too: give the first its own state
+    agent.output_processors[0].id = "moderation-first"  # type: ignore[index]
+    text, chunks = await stream_text(await agent.stream("hi"))
+    assert text == "Let me look. It belongs to [EMAIL], as far as I can tell."
+    assert not any(c.type in ("tripwire", "error") for c in chunks)
+    assert all(EMAIL not in p for p in second.prompts())
+
+
+async def test_a_window_the_first_judge_withholds_is_judged_again_downstream() -> None:
+    pieces = ["Some BAD words here. ", *WORDS]
+
+    async def run(*, apart: bool) -> tuple[str, Judge]:
+        first = ModerationProcessor(
+            model=Judge(lambda p: HATE if "BAD" in p else CLEAN),
+            strategy="filter",
+            window_chars=40,
+            overlap_chars=8,
+        )
+        first.id = "moderation-first"
+        judge = Judge()
+        second = PIIDetector(model=judge, window_chars=40, overlap_chars=8)
+        chain = [first, regex(), *([Relay()] if apart else []), second]
+        agent = Agent(name="c", model=MockModel([deltas_step(*pieces)]), output_processors=chain)
+        text, chunks = await stream_text(await agent.stream("hi"))
+        assert not any(c.type in ("tripwire", "error") for c in chunks)
+        return text, judge
+
+    text, judge = await run(apart=False)
+    one_after_another, _ = await run(apart=True)
+    assert "BAD" not in text and text == one_after_another
+    # judged ahead of time with the window the first judge then withheld, and again without it
+    prompts = judge.prompts()
+    assert any("BAD" in p for p in prompts) and any("BAD" not in p for p in prompts)
+
+
+async def test_an_optimistic_judge_after_the_filter_retracts_what_it_flags() -> None:
+    second = ModerationProcessor(model=Judge(lambda p: HATE if "BAD" in p else CLEAN), release="optimistic")
+    first = PIIDetector(model=Judge(email_route), redaction_method="placeholder")
+    agent = Agent(
+        name="c",
+        model=MockModel([deltas_step("fine ", "BAD ", "words")]),
+        output_processors=[first, regex(), second],
+    )
+    _, chunks = await stream_text(await agent.stream("hi"))
+    types = [c.type for c in chunks]
+    assert "data-guardrail-retraction" in types and types[-1] == "tripwire"
+    assert chunks[-1].payload.processor_id == "moderation"
