@@ -22,6 +22,10 @@ Adjacent guardrails of an output chain form one panel (`windowed_guard.form_pane
 they all see the model's text as it comes and judge their windows at the same time, and a
 channel releases text up to the lowest point every `vetted` member has vetted, with all their
 redactions applied. A chain of three judges so costs about one judge latency, not three.
+Panels kept apart by deterministic processors judge at once too: the first runs those
+processors ahead of time (`shadow`) and the later ones judge the result before it reaches them
+(`speculative`, which overrides the `_arrived`, `_bound`, `_early`, `_cap` and `_settle` hooks
+here).
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ class WindowedStream:
         self._speculated: str | None = None
         self.shadow: Ahead | None = None
         """The panels further down the output chain, past deterministic processors, that judge
-        this panel's input ahead of time (see `guardrails.judge_chain`); only on the first."""
+        this panel's input ahead of time (see `guardrails.shadow`); only on a chain's first."""
         self._looked = 0.0
         """When verdicts were last looked for: at each chunk, or at a poll while the model is
         silent."""
