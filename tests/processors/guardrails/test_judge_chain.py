@@ -11,6 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sluicegate import Agent, create_tool
+from sluicegate.guardrails.judge_panels import link_judge_panels
+from sluicegate.guardrails.speculative import SpeculativeStream
+from sluicegate.guardrails.windows import WindowedStream
 from sluicegate.models.base import CallOptions, GenerateResult
 from sluicegate.processors import (
     ModerationProcessor,
@@ -20,6 +23,8 @@ from sluicegate.processors import (
     SystemPromptScrubber,
 )
 from sluicegate.processors.args import ProcessOutputStreamArgs
+from sluicegate.processors.base import make_abort
+from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 from sluicegate.testing import MockModel, tool_call_step
 
@@ -347,3 +352,28 @@ async def test_an_optimistic_judge_after_the_filter_retracts_what_it_flags() -> 
     types = [c.type for c in chunks]
     assert "data-guardrail-retraction" in types and types[-1] == "tripwire"
     assert chunks[-1].payload.processor_id == "moderation"
+
+
+def test_the_runner_links_judges_across_filters_only() -> None:
+    def link(*processors: Any) -> list[Any]:
+        states: dict[str, dict[str, Any]] = {}
+        chain = []
+        for processor in processors:
+            state = states.setdefault(processor.id, {})
+            args = ProcessOutputStreamArgs(
+                abort=make_abort(processor.id), request_context=RequestContext(), state=state
+            )
+            chain.append((processor, args))
+        link_judge_panels(chain)
+        return [args.state.get("windowed_stream") for _, args in chain]
+
+    first, second = ModerationProcessor(model=Judge()), PIIDetector(model=Judge())
+    streams = link(regex(), first, regex(), second, regex())
+    head, follower = streams[1], streams[3]
+    assert type(head) is WindowedStream and isinstance(follower, SpeculativeStream)
+    assert head.shadow is not None and [len(stages) for stages, _ in head.shadow.legs] == [1]
+    # a filter before the first judge or after the last one is not run ahead of time
+    assert head.shadow.legs[0][1] is follower
+    # another processor ends the chain; a judge placed twice judges on its own
+    assert link(first, regex(), Relay(), second) == [None, None, None, None]
+    assert link(first, regex(), first) == [None, None, None]
