@@ -11,9 +11,9 @@ Its own input is compared with the view as it arrives. Only a verdict on a windo
 exactly the input (same text, same offsets) applies, and only input that equals the view and
 that a verdict covered is released, so what this panel releases, blocks and redacts is what it
 would have judged on its input alone. Where the input differs (a judge before it redacted or
-withheld text), the view is dropped from the last applied verdict on: the channel becomes the
-input itself and is judged again from there, as a panel alone would (one more judge latency,
-only when something was changed).
+withheld text), the view is dropped: the channel becomes the input itself, judged again from
+what was released on, and the rest of that run of text is judged as it arrives, as a panel
+alone would (about one more judge latency, only when something was changed).
 """
 
 from __future__ import annotations
