@@ -61,8 +61,8 @@ class SpeculativeStream(WindowedStream):
             channel.closed = True
             if not stopped:
                 self._judge_rest(channel)
-        if not stopped:
-            self._speculate()
+        if not stopped and not self.channels["text"].diverged:
+            self._speculate()  # (a diverged channel holds only the input so far)
 
     def _judge_rest(self, channel: Channel) -> None:
         if channel.diverged:
