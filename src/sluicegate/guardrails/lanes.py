@@ -95,9 +95,12 @@ class Channel:
         "pending",
         "pieces",
         "released",
+        "resyncs",
         "run_id",
         "segments",
         "total",
+        "view",
+        "view_from",
     )
 
     def __init__(self, name: str, make: Callable[[str, str, str], Chunk], members: int) -> None:
@@ -126,6 +129,10 @@ class Channel:
         """The input differed from the view: the channel now holds the input itself."""
         self.closed = False
         """The view will not grow (it ended, or the processors making it stopped)."""
+        self.view = ""
+        """Once diverged: the view, kept to find where the input meets it again."""
+        self.view_from = 0
+        self.resyncs = 0
 
     def text(self) -> str:
         if len(self.pieces) > 1:
@@ -150,6 +157,8 @@ class Channel:
         self.confirmed = 0
         self.pending = ""
         self.diverged = self.closed = False
+        self.view = ""
+        self.view_from = self.resyncs = 0
         for lane in self.lanes:
             lane.judged_to = lane.vetted_to = 0
             lane.windows = []

@@ -12,8 +12,9 @@ exactly the input (same text, same offsets) applies, and only input that equals 
 that a verdict covered is released, so what this panel releases, blocks and redacts is what it
 would have judged on its input alone. Where the input differs (a judge before it redacted or
 withheld text), the view is dropped: the channel becomes the input itself, judged again from
-what was released on, and the rest of that run of text is judged as it arrives, as a panel
-alone would (about one more judge latency, only when something was changed).
+what was released on as it arrives, as a panel alone would (about one more judge latency,
+only when something was changed), until the input's last `RESYNC_CHARS` characters are found
+in the view again: from there the view goes on, judged ahead of time.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from sluicegate.guardrails.windows import _POLL, WindowedStream
 from sluicegate.stream.chunk import Chunk
 
 log = logging.getLogger("sluicegate.processors.guardrails")
+RESYNC_CHARS = 48
+"""How much of the input must match the view again for judging ahead of time to resume."""
+MAX_RESYNCS = 4
+"""Resumptions per run of text at most (each divergence drops the verdicts in flight)."""
 
 
 class SpeculativeStream(WindowedStream):
@@ -43,9 +48,14 @@ class SpeculativeStream(WindowedStream):
         if name is not None:
             channel = self.channels[name]
             text: str = part.payload.text
-            if text and not channel.diverged:
-                channel.closed = False
+            if not text:
+                return
+            channel.closed = False
+            if not channel.diverged:
                 self._grow(channel, text)
+            elif channel.resyncs < MAX_RESYNCS:
+                channel.view += text
+                self._resync(channel)
             return
         marker = MARKERS.get(part.type)
         if marker is not None and part.type.endswith("-end"):
@@ -104,7 +114,10 @@ class SpeculativeStream(WindowedStream):
 
     async def _delta(self, channel: Channel, part: Chunk) -> Chunk | list[Chunk] | None:
         if channel.diverged:
-            return await super()._delta(channel, part)
+            out = await super()._delta(channel, part)
+            if channel.resyncs < MAX_RESYNCS:
+                self._resync(channel)
+            return out
         text: str = part.payload.text
         if not text:
             return part if not self.vetting or channel.released == self._arrived(channel) else None
@@ -150,7 +163,10 @@ class SpeculativeStream(WindowedStream):
             self.members[0].processor_id,
             channel.name,
         )
-        text = channel.text()[: channel.confirmed] + channel.pending
+        view = channel.text()
+        text = view[: channel.confirmed] + channel.pending
+        channel.view = view
+        channel.view_from = channel.confirmed
         channel.pieces = [text]
         channel.total = len(text)
         channel.pending = ""
@@ -166,6 +182,27 @@ class SpeculativeStream(WindowedStream):
             lane.held_since = now
             if channel.total > lane.judged_to:
                 self._launch(member, channel, lane)
+
+    def _resync(self, channel: Channel) -> None:
+        """Where the input's last `RESYNC_CHARS` characters occur in the view after the point
+        where they parted, the view goes on from there again: what follows is judged ahead of
+        time once more (a judge before this one changed something earlier, not this)."""
+        text = channel.text()
+        size = len(text)
+        if size - RESYNC_CHARS < channel.view_from:
+            return
+        found = channel.view.find(text[size - RESYNC_CHARS :], channel.view_from)
+        if found < 0:
+            return
+        ahead = channel.view[found + RESYNC_CHARS :]
+        if not ahead:
+            return
+        channel.diverged = False
+        channel.resyncs += 1
+        channel.view = ""
+        channel.confirmed = size
+        channel.pending = ""
+        self._grow(channel, ahead)
 
     def _settle(self) -> None:
         """All the input of this run of text arrived: unless it is exactly the view, it is

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sluicegate import Agent, create_tool
 from sluicegate.guardrails.judge_panels import link_judge_panels
 from sluicegate.guardrails.speculative import SpeculativeStream
 from sluicegate.guardrails.windows import WindowedStream
-from sluicegate.models.base import CallOptions, GenerateResult
+from sluicegate.models.base import CallOptions, GenerateResult, StreamResult
 from sluicegate.processors import (
     ModerationProcessor,
     PIIDetector,
@@ -377,3 +377,60 @@ def test_the_runner_links_judges_across_filters_only() -> None:
     # another processor ends the chain; a judge placed twice judges on its own
     assert link(first, regex(), Relay(), second) == [None, None, None, None]
     assert link(first, regex(), first) == [None, None, None]
+
+
+class Paced(MockModel):
+    """A main model streaming `deltas` `pause` seconds apart; `done` is when it finished."""
+
+    def __init__(self, deltas: list[str], pause: float) -> None:
+        super().__init__()
+        self.deltas = deltas
+        self.pause = pause
+        self.done = 0.0
+
+    async def do_stream(self, options: CallOptions) -> StreamResult:
+        async def parts() -> AsyncIterator[dict[str, Any]]:
+            yield {"type": "stream-start", "warnings": []}
+            yield {"type": "text-start", "id": "t1"}
+            for delta in self.deltas:
+                await asyncio.sleep(self.pause)
+                yield {"type": "text-delta", "id": "t1", "delta": delta}
+            yield {"type": "text-end", "id": "t1"}
+            yield {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1}}
+            self.done = time.perf_counter()
+
+        return StreamResult(stream=parts())
+
+
+async def test_after_an_early_redaction_the_rest_is_judged_ahead_of_time_again() -> None:
+    # one after another, the last text comes two latencies after the model's end; the model
+    # streams for longer than a latency, so there is text left to judge ahead of time
+    latency = 0.3
+
+    def name_route(prompt: str) -> dict[str, Any]:
+        if "Ada Lovelace" not in prompt:
+            return CLEAN
+        return {"detections": [{"type": "name", "value": "Ada Lovelace", "confidence": 0.99}]}
+
+    first = PIIDetector(
+        model=Judge(name_route, latency=latency),
+        redaction_method="placeholder",
+        window_chars=80,
+        overlap_chars=20,
+    )
+    second_judge = Judge(latency=latency)
+    second = ModerationProcessor(model=second_judge, window_chars=80, overlap_chars=20)
+    words = ["Ask ", "Ada ", "Lovelace ", *(word + " " for word in " ".join(WORDS).split() * 4)]
+    model = Paced(words, 0.007)
+    agent = Agent(name="c", model=model, output_processors=[first, regex(), second])
+    output = await agent.stream("hi")
+    text, last = "", 0.0
+    async for chunk in output.full_stream:
+        if chunk.type == "text-delta":
+            text, last = text + chunk.payload.text, time.perf_counter()
+    assert text == "".join(words).replace("Ada Lovelace", "[NAME]")
+    # the second judge saw the name ahead of time, then judged again what it received...
+    prompts = second_judge.prompts()
+    assert any("Ada Lovelace" in p for p in prompts) and any("[NAME]" in p for p in prompts)
+    # ...and judged the rest ahead of time again: its last verdict came with the first's
+    assert last - model.done < 1.6 * latency
