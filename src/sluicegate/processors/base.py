@@ -230,7 +230,7 @@ async def _logged(processor: Any, pending: Awaitable[Any]) -> None:
 
 _muted: ContextVar[bool] = ContextVar("sluicegate_muted_reports", default=False)
 """Set while a hook runs ahead of time on text it will see again (see
-`sluicegate.guardrails.judge_chain`): what it finds then is reported when it runs for real."""
+`sluicegate.guardrails.shadow`): what it finds then is reported when it runs for real."""
 
 
 def mute_reports() -> Token[bool]:
