@@ -84,16 +84,23 @@ class Channel:
 
     __slots__ = (
         "altered",
+        "closed",
+        "confirmed",
+        "diverged",
         "lanes",
         "make",
         "markers",
         "name",
         "out",
+        "pending",
         "pieces",
         "released",
+        "resyncs",
         "run_id",
         "segments",
         "total",
+        "view",
+        "view_from",
     )
 
     def __init__(self, name: str, make: Callable[[str, str, str], Chunk], members: int) -> None:
@@ -112,6 +119,20 @@ class Channel:
         """The text released so far (vetted release)."""
         self.altered = False
         """Whether a redaction changed released text (the released text is not the raw text)."""
+        # A panel further down the chain (`guardrails.speculative`) judges a view of the text
+        # computed ahead of time; these track how its own input compares with that view.
+        self.confirmed = 0
+        """How much of its input arrived and equals the view."""
+        self.pending = ""
+        """Input past `confirmed`, waiting for the view to catch up."""
+        self.diverged = False
+        """The input differed from the view: the channel now holds the input itself."""
+        self.closed = False
+        """The view will not grow (it ended, or the processors making it stopped)."""
+        self.view = ""
+        """Once diverged: the view, kept to find where the input meets it again."""
+        self.view_from = 0
+        self.resyncs = 0
 
     def text(self) -> str:
         if len(self.pieces) > 1:
@@ -133,6 +154,11 @@ class Channel:
         self.markers = []
         self.out = []
         self.altered = False
+        self.confirmed = 0
+        self.pending = ""
+        self.diverged = self.closed = False
+        self.view = ""
+        self.view_from = self.resyncs = 0
         for lane in self.lanes:
             lane.judged_to = lane.vetted_to = 0
             lane.windows = []

@@ -39,14 +39,15 @@ def _member(processor: WindowedGuard, args: Any, position: int) -> Member:
     )
 
 
-def form_panel(members: Sequence[tuple[WindowedGuard, Any]]) -> WindowedStream:
+def form_panel(
+    members: Sequence[tuple[WindowedGuard, Any]], kind: type[WindowedStream] = WindowedStream
+) -> WindowedStream:
     """One windowing shared by adjacent guardrails of an output chain (their stream hook
     arguments given): each judges the model's text as it comes, all at once, and text is
     released once every one vetted it. The first one's hooks drive the panel; the others'
-    pass on what it released."""
-    stream = WindowedStream(
-        [_member(processor, args, index) for index, (processor, args) in enumerate(members)]
-    )
+    pass on what it released. `kind` is `SpeculativeStream` for a panel that judges its text
+    ahead of time (see `guardrails.judge_panels`)."""
+    stream = kind([_member(processor, args, index) for index, (processor, args) in enumerate(members)])
     for index, (_, args) in enumerate(members):
         args.state[_STATE_KEY] = stream
         args.state[_POSITION_KEY] = index

@@ -22,6 +22,10 @@ Adjacent guardrails of an output chain form one panel (`windowed_guard.form_pane
 they all see the model's text as it comes and judge their windows at the same time, and a
 channel releases text up to the lowest point every `vetted` member has vetted, with all their
 redactions applied. A chain of three judges so costs about one judge latency, not three.
+Panels kept apart by deterministic processors judge at once too: the first runs those
+processors ahead of time (`shadow`) and the later ones judge the result before it reaches them
+(`speculative`, which overrides the `_arrived`, `_bound`, `_early`, `_cap` and `_settle` hooks
+here).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 from sluicegate.errors import TripWire
 from sluicegate.guardrails.judgement import Judgement
@@ -59,6 +63,15 @@ _POLL = 0.005
 PREFETCH_KEY = "windowed_stream_prefetched"
 
 
+class Ahead(Protocol):
+    """The panels down the chain that judge a panel's input ahead of time
+    (`guardrails.shadow.Shadow`)."""
+
+    async def feed(self, part: Chunk) -> None: ...
+
+    async def end(self) -> None: ...
+
+
 class WindowedStream:
     """The windowing of one request's panel of guardrails (kept in each member's `args.state`).
 
@@ -79,6 +92,9 @@ class WindowedStream:
         self.failure: tuple[int, Exception] | None = None
         """A later member's failed verdict (position, error), raised by that member's hook."""
         self._speculated: str | None = None
+        self.shadow: Ahead | None = None
+        """The panels further down the output chain, past deterministic processors, that judge
+        this panel's input ahead of time (see `guardrails.shadow`); only on a chain's first."""
         self._looked = 0.0
         """When verdicts were last looked for: at each chunk, or at a poll while the model is
         silent."""
@@ -90,6 +106,8 @@ class WindowedStream:
         self._looked = time.monotonic()
         if self.failure is not None:
             return self._stop(part.run_id)
+        if self.shadow is not None and (part.type in CHANNELS or part.type in MARKERS):
+            await self.shadow.feed(part)
         try:
             return await self._chunk(part)
         except Deferred:
@@ -118,13 +136,18 @@ class WindowedStream:
                 for member, lane in zip(self.members, channel.lanes, strict=True):
                     if channel.total > lane.judged_to:
                         self._launch(member, channel, lane)  # the run of text is over: judge its rest now
-            if self.vetting and (channel.released < channel.total or channel.markers):
-                channel.markers.append((channel.total, part))
+            arrived = self._arrived(channel)
+            if self.vetting and (channel.released < arrived or channel.markers):
+                channel.markers.append((arrived, part))
                 return None
             return part
         out = await self.flush()
         out.append(part)
         return out[0] if len(out) == 1 else out
+
+    def _arrived(self, channel: Channel) -> int:
+        """How much of the channel's text this panel's own hook received."""
+        return channel.total
 
     async def _delta(self, channel: Channel, part: Chunk) -> Chunk | list[Chunk] | None:
         text: str = part.payload.text
@@ -133,6 +156,23 @@ class WindowedStream:
         channel.run_id = part.run_id
         if not channel.segments or channel.segments[-1][1] != part.payload.id:
             channel.segments.append((channel.total, part.payload.id))
+        launched = self._grow(channel, text)
+        if not self.vetting:
+            if launched:
+                await self._collect(channel, wait=False)
+            channel.released = channel.total
+            return part
+        if not launched:
+            return None
+        await self._collect(channel, wait=False)
+        out = self._release(channel, self._release_point(channel))
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else out
+
+    def _grow(self, channel: Channel, text: str) -> bool:
+        """Add text to the channel and start the windows it closes; whether a verdict may be
+        ready to apply."""
         channel.pieces.append(text)
         channel.total += len(text)
         launched = False
@@ -147,18 +187,7 @@ class WindowedStream:
                 launched = True
             elif lane.windows and lane.windows[0].task.done():
                 launched = True
-        if not self.vetting:
-            if launched:
-                await self._collect(channel, wait=False)
-            channel.released = channel.total
-            return part
-        if not launched:
-            return None
-        await self._collect(channel, wait=False)
-        out = self._release(channel, self._release_point(channel))
-        if not out:
-            return None
-        return out[0] if len(out) == 1 else out
+        return launched
 
     def _launch(self, member: Member, channel: Channel, lane: Lane, *, timed: bool = False) -> None:
         """Start judging everything the member has not judged yet, with the carried-over
@@ -182,9 +211,13 @@ class WindowedStream:
 
     async def _collect(self, channel: Channel, *, wait: bool, final: bool = False) -> None:
         """Apply each member's verdicts that are in, in window order (waiting for all of them
-        with `wait`; they were all started before, so the members are waited on together)."""
+        with `wait`; they were all started before, so the members are waited on together).
+        A window ending past `_bound` (its text may still change) applies only if `_early`."""
+        bound = self._bound(channel)
         for member, lane in zip(self.members, channel.lanes, strict=True):
             while lane.windows and (wait or lane.windows[0].task.done()):
+                if lane.windows[0].end > bound and not self._early(member, channel, lane):
+                    break
                 window = lane.windows.pop(0)
                 try:
                     judgement = await window.task
@@ -203,6 +236,14 @@ class WindowedStream:
                         )
                     except Exception as exc:
                         self._fail(member, exc)
+
+    def _early(self, member: Member, channel: Channel, lane: Lane) -> bool:
+        """Whether the lane's next verdict applies before all of its window's text is final."""
+        return False
+
+    def _bound(self, channel: Channel) -> int:
+        """How far the judged text is the text this panel releases (all of it, here)."""
+        return channel.total
 
     def _fail(self, member: Member, exc: Exception) -> NoReturn:
         """Raise a member's failure from the hook that owns it: the first member's is raised
@@ -307,7 +348,7 @@ class WindowedStream:
         """The lowest point every vetting member vetted, moved back before any redaction that
         straddles it (a redaction goes out whole)."""
         lanes = channel.lanes
-        point = min(lanes[position].vetted_to for position in self.vetting)
+        point = min(min(lanes[position].vetted_to for position in self.vetting), self._cap(channel))
         if point <= channel.released:
             return channel.released
         moved = True
@@ -319,6 +360,10 @@ class WindowedStream:
                         point = redaction.start
                         moved = True
         return max(point, channel.released)
+
+    def _cap(self, channel: Channel) -> int:
+        """The furthest point the channel may be released to whatever the verdicts say."""
+        return channel.total
 
     def _clusters(self, channel: Channel, release_to: int) -> list[tuple[int, int, str]]:
         """The redactions of every member in `[released, release_to)` as (start, end,
@@ -397,8 +442,9 @@ class WindowedStream:
             lane = channel.lanes[position]
             if lane.redactions:
                 lane.redactions = [r for r in lane.redactions if r.end > channel.released]
+        arrived = self._arrived(channel)
         for offset, marker in list(channel.markers):
-            if offset <= channel.released and channel.released >= channel.total:
+            if offset <= channel.released and channel.released >= arrived:
                 out.append(marker)
                 channel.markers.remove((offset, marker))
         return out
@@ -430,10 +476,13 @@ class WindowedStream:
             return [self._stop(self.channels["text"].run_id)]
 
     async def _flush(self) -> list[Chunk]:
+        self._settle()
         for channel in self.channels.values():
             for member, lane in zip(self.members, channel.lanes, strict=True):
                 if channel.total > lane.judged_to:
                     self._launch(member, channel, lane)
+        if self.shadow is not None:
+            await self.shadow.end()  # the panels down the chain start their last windows too
         self._speculate()
         out: list[Chunk] = []
         for channel in self.channels.values():
@@ -451,6 +500,9 @@ class WindowedStream:
                 self._text_done(released)
             channel.reset()
         return out
+
+    def _settle(self) -> None:
+        """All of this run of text has arrived: make the judged text the text received."""
 
     def _speculate(self) -> None:
         """The run of text is over and no verdict changed any of it so far: start each member's

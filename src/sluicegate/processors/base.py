@@ -235,9 +235,29 @@ async def _logged(processor: Any, pending: Awaitable[Any]) -> None:
         _log.warning("on_violation of %r raised", processor, exc_info=True)
 
 
+_muted: ContextVar[bool] = ContextVar("sluicegate_muted_reports", default=False)
+"""Set while a hook runs ahead of time on text it will see again (see
+`sluicegate.guardrails.shadow`): what it finds then is reported when it runs for real."""
+
+
+def mute_reports() -> Token[bool]:
+    """Mute violation reports in the current context until `unmute_reports(token)`."""
+    return _muted.set(True)
+
+
+def unmute_reports(token: Token[bool]) -> None:
+    _muted.reset(token)
+
+
+def reports_muted() -> bool:
+    return _muted.get()
+
+
 def _call_on_violation(processor: Any, message: str, detail: Any) -> Any:
     """Count the violation and call `processor.on_violation` (if set); its result, or None when
     there is no callback or it raised (logged)."""
+    if _muted.get():
+        return None
     _count_violation(processor)
     callback = getattr(processor, "on_violation", None)
     if callback is None:

@@ -175,6 +175,14 @@ def _wrong_return(entry: _Entry, result: Any, expected: str) -> ProcessorError:
     )
 
 
+def _failed_in(entry: _Entry, hook: str, exc: Exception) -> ProcessorError:
+    """A stream processor's failure outside the per-chunk call (at a flush or a deadline),
+    named like one inside it."""
+    return ProcessorError(
+        f"processor {entry.pid!r} failed in {hook}: {exc}", processor_id=entry.pid, hook=hook
+    )
+
+
 class PrepareStep:
     """`prepare_step=` wrapped as an input-step processor (it runs after the input processors)."""
 
@@ -789,6 +797,10 @@ class ProcessorRunner:
             except TripWire as tripwire:
                 await self._tripped(stream_entry.entry, tripwire)
                 raise
+            except (ProcessorError, AccessDeniedError):
+                raise
+            except Exception as exc:
+                raise _failed_in(stream_entry.entry, "on_stream_deadline", exc) from exc
             finally:
                 self._end_release(track, flushed)
             if flushed:
@@ -835,6 +847,10 @@ class ProcessorRunner:
             except TripWire as tripwire:
                 await self._tripped(stream_entry.entry, tripwire)
                 raise
+            except (ProcessorError, AccessDeniedError):
+                raise
+            except Exception as exc:
+                raise _failed_in(stream_entry.entry, "flush_output_stream", exc) from exc
             finally:
                 self._end_release(track, flushed)
             if flushed:

@@ -1,7 +1,7 @@
 """Stream safety of the guardrails: for any chunking, no fragment of a secret reaches the client
 or the stored response — on text, reasoning and tool results, for `RegexFilter`, `PIIDetector`
-(with a detector that only reports a secret it sees whole), both chained, and two such judges
-side by side, each knowing only some of the secrets."""
+(with a detector that only reports a secret it sees whole), both chained, two such judges
+side by side, each knowing only some of the secrets, and two kept apart by a filter."""
 
 from __future__ import annotations
 
@@ -67,6 +67,23 @@ def guards(kind: str) -> list[Any]:
         )
         others.id = "pii-detector-cards-and-keys"
         return [emails, others]
+    if kind == "emails,keys-filter,cards":
+        # one chain judged at once across a filter: each knows only some of the secrets, and
+        # the second judge judges ahead of time text the first one then redacts
+        emails = PIIDetector(
+            model=whole_secret_detector(secrets=EMAILS),
+            redaction_method="placeholder",
+            window_chars=48,
+            overlap_chars=32,
+        )
+        cards = PIIDetector(
+            model=whole_secret_detector(secrets=CARDS),
+            redaction_method="placeholder",
+            window_chars=40,
+            overlap_chars=30,
+        )
+        cards.id = "pii-detector-cards"
+        return [emails, RegexFilter(presets=["secrets"], strategy="redact"), cards]
     return {"regex": [regex], "pii": [pii], "regex+pii": [regex, pii], "pii+regex": [pii, regex]}[kind]
 
 
@@ -84,7 +101,7 @@ def split(text: str, cuts: list[int]) -> list[str]:
 
 
 texts = st.lists(st.sampled_from(FILLER + SECRETS), min_size=1, max_size=16).map(" ".join)
-kinds = st.sampled_from(["regex", "pii", "regex+pii", "pii+regex", "emails+keys"])
+kinds = st.sampled_from(["regex", "pii", "regex+pii", "pii+regex", "emails+keys", "emails,keys-filter,cards"])
 
 
 def delta_parts(kind: str, pieces: list[str]) -> list[dict[str, Any]]:

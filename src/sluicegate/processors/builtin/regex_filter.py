@@ -303,6 +303,12 @@ class RegexFilterProcessor(Processor):
 
     # ------------------------------------------------------------------ stream
 
+    def transforms_text(self) -> bool:
+        """The stream hook rewrites text deterministically, so LLM guardrails after this filter
+        judge its output ahead of time (see `guardrails.shadow`); not with `replacement_for`,
+        which may keep state of its own (pseudonyms)."""
+        return self.replacement_for is None
+
     def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
         part = args.part
         if self.phase == "input":
