@@ -11,6 +11,7 @@ from sluicegate import Agent
 from sluicegate.errors import TripWire
 from sluicegate.guardrails.lead_screen import TailedRule
 from sluicegate.guardrails.normalized import build_view
+from sluicegate.guardrails.rule_matcher import RuleMatcher
 from sluicegate.processors import (
     ProcessorViolation,
     ProcessOutputStreamArgs,
@@ -277,6 +278,12 @@ def test_a_complete_match_that_more_text_could_extend_is_held() -> None:
         (r"(?<=\d{3})abc", True),  # a longer lookbehind is dropped, which only widens the screen
         (r"(a)\1", True),
         (r"a?", False),  # can match empty
+        # Letter-led rules are screened when a fixed character or a class without letters
+        # follows within a few characters: the IBAN's `[A-Z]{2}\d{2}`, an IPv6 group's `:`.
+        (r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}\b", True),
+        (r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:|:){2,7}[0-9A-Fa-f]{1,4}", True),
+        (r"\b[A-Z]{2}[a-z]{3}", False),  # letters only: prose would hit it everywhere
+        (r"[a-f]{1,9}:", False),  # too many counts to follow one by one: `:` stays out of reach
     ],
 )
 def test_lead_screen_is_derived_only_when_selective(rule: str, expected: bool) -> None:
@@ -285,8 +292,22 @@ def test_lead_screen_is_derived_only_when_selective(rule: str, expected: bool) -
     assert (lead_screen(regex.compile(rule)) is not None) is expected
 
 
+def test_every_preset_rule_is_screened_or_tailed() -> None:
+    """No preset rule costs a `regex` partial search on every streamed chunk: each is ruled
+    out by the stdlib lead screen (or, for the email, answered by its stdlib tail)."""
+    matcher = RuleMatcher((*PII_RULES, *SECRET_RULES, *URL_RULES))
+    assert matcher._unscreened == ()
+    assert [tailed.rule.name for tailed in matcher._tailed] == ["email"]
+
+
 LEAD_TEXT = st.lists(
-    st.sampled_from([*"askASKIe-_:/.@ (1+)0934hxtpBbrJyzNG\n", "sk-", "AKIA", "http", "eyJ", "-----"]),
+    st.sampled_from(
+        [
+            *"askASKIe-_:/.@ (1+)0934hxtpBbrJyzNG\n[",
+            *("sk-", "AKIA", "http", "eyJ", "-----"),
+            *("DE89", "GB", "fe80", "::", "0db8:", "abcd", "F", "12"),
+        ]
+    ),
     max_size=25,
 ).map("".join)
 
