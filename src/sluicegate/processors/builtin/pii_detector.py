@@ -65,6 +65,7 @@ from sluicegate.guardrails.pseudonyms import (
     value_pieces,
 )
 from sluicegate.guardrails.spans import locate, map_strings, string_leaves, substitute
+from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
@@ -223,7 +224,11 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     across chunks is judged whole, and with `release="vetted"` nothing reaches the client
     before a verdict covered it. A value still being written at a window's end (a key, a JWT)
     is held until it ends, up to `max_value_chars` (default 8,192): a longer one is redacted
-    whole and logged. `data-*` chunks (what tools and processors write to the client)
+    whole and logged. The model's tool-call arguments (strings, keys and numbers) are judged
+    whole, in one detector call, before the call reaches the client, an approval card or the
+    tool: `"block"` stops the run, `"redact"` rewrites them (and their streamed text),
+    `"filter"` drops the call; with a vetted release their streamed deltas wait for that
+    verdict. `data-*` chunks (what tools and processors write to the client)
     are checked too, their strings judged like text (see `guardrails.data_parts`; a chunk to filter is
     dropped); `process_data_parts=False` leaves them alone.
 
@@ -374,6 +379,22 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             "redact" if strategy == "pseudonymize" else strategy, error_strategy
         )
         self.run_in_parallel = check_parallel(strategy, run_in_parallel)
+        # The model's tool-call arguments, judged whole before the call goes anywhere (the
+        # offline redaction stream does this itself; pseudonymized arguments hold tokens).
+        self._tool_calls: ToolCallJudge | None = (
+            None
+            if self.pseudonyms is not None or self._exact_stream is not None
+            else ToolCallJudge(
+                detect=self.detect,
+                is_flagged=self.is_flagged,
+                act=self._handle,
+                findings=self._confident,
+                redact_value=self.redact_value,
+                strategy=strategy,
+                hold=self.release == "vetted",
+                label="PIIDetector",
+            )
+        )
 
     # ------------------------------------------------------------------ hooks
 
@@ -422,15 +443,29 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             return await self._restore_stream(args)
         if self._exact_stream is not None:
             return self._exact_stream.process_output_stream(args)
-        if args.part.type.startswith("data-"):
+        part = args.part
+        if part.type.startswith("data-"):
             return await guard_data_part(self, args, WindowedGuard.process_output_stream)
-        return await WindowedGuard.process_output_stream(self, args)
+        released = await WindowedGuard.process_output_stream(self, args)
+        if part.type not in ARGUMENT_KINDS or self._tool_calls is None:
+            return released
+        # Text held before the call goes out first (the windows release it on any other
+        # chunk); the call itself waits for its own verdict.
+        before = released if isinstance(released, list) else [] if released is None else [released]
+        if not any(chunk is part for chunk in before):
+            return released  # the stream stopped (a failed verdict): nothing else goes out
+        out = [chunk for chunk in before if chunk is not part]
+        out.extend(await self._tool_calls.on_chunk(args, part))
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else out
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
         if self.restore_output:
             return _release_held(args.state)
         if self._exact_stream is not None:
             return self._exact_stream.flush_output_stream(args)
+        drop_held(args.state)
         return await WindowedGuard.flush_output_stream(self, args)
 
     def judges_windows(self) -> bool:
@@ -492,6 +527,15 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         ]
         wanted = [d for d in detections if d.type in self.detection_types]
         return PIIVerdict(detections=wanted, categories=None)
+
+    def _confident(self, verdict: PIIVerdict) -> list[PIIDetection]:
+        """The detections to redact in a value's pieces: their offsets (into the joined text
+        the detector saw) do not apply there, so each is found by its value."""
+        return [
+            d.model_copy(update={"start": -1, "end": -1})
+            for d in verdict.detections or ()
+            if d.confidence >= self.threshold
+        ]
 
     def is_flagged(self, verdict: PIIVerdict) -> bool:
         if verdict.detections:
