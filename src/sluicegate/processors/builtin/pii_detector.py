@@ -5,6 +5,7 @@ the final response."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -64,6 +65,7 @@ from sluicegate.guardrails.pseudonyms import (
     map_prompt,
     value_pieces,
 )
+from sluicegate.guardrails.recognizer import Recognizer
 from sluicegate.guardrails.spans import locate, map_strings, string_leaves, substitute
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
@@ -218,6 +220,11 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     `llm` says when the model is asked: `"always"` (default with a `model`: the model decides),
     `"when-unsure"` (the patterns decide when they find something, the model otherwise) or
     `"never"` (default without a `model`: offline and deterministic).
+    `recognizer` adds an offline recognizer to the pattern pass, for what patterns cannot find:
+    `PresidioRecognizer()` (the `presidio` extra) finds names, places and dates with
+    presidio-analyzer and spaCy, in a worker thread. What it reports counts, whatever
+    `detection_types` and `threshold` say (its own options decide); the stream is then judged in
+    windows, so a name split across chunks is judged whole.
     `error_strategy` says what a failed detector call means: `"block"` (default for block and
     redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
     stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
@@ -289,8 +296,15 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         pseudonym_store: Any = None,
         max_pseudonyms: int = DEFAULT_MAX_PSEUDONYMS,
         process_data_parts: bool = True,
+        recognizer: Recognizer | None = None,
     ) -> None:
         super().__init__()
+        if recognizer is not None and not isinstance(recognizer, Recognizer):
+            raise ConfigurationError(
+                "recognizer must have an analyze(text) method (a PresidioRecognizer, for one), "
+                f"got {recognizer!r}"
+            )
+        self.recognizer = recognizer
         check_choice("strategy", strategy, get_args(PIIStrategy))
         self.process_data_parts = check_flag(process_data_parts)
         self.pseudonyms: Pseudonymizer | None = None
@@ -347,8 +361,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
         ]
         self._exact_stream: RegexFilterProcessor | None = None
-        if self.llm == "never" and strategy == "redact" and wanted:
-            # Offline redaction streams like RegexFilter: exact hold-back, no windows.
+        if self.llm == "never" and strategy == "redact" and wanted and recognizer is None:
+            # Offline redaction streams like RegexFilter: exact hold-back, no windows (a
+            # recognizer judges windows: it needs words around a name to find it).
             self._exact_stream = RegexFilterProcessor(
                 rules=wanted, strategy="redact", process_data_parts=True
             )
@@ -497,19 +512,51 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         """The verdict on `content`: the pattern pass, then (per `llm`) the detector's; None
         when a failed detector was allowed through."""
         if self.detector is None:
-            return self.pattern_verdict(content)
+            return await self.offline_verdict(content)
         if self.llm == "when-unsure":
-            found = self.pattern_verdict(content)
+            found = await self.offline_verdict(content)
             if found.detections:
                 return found
-        return await judged(
+        fell_back = False
+
+        def fallback() -> PIIVerdict:
+            nonlocal fell_back
+            fell_back = True
+            return self.pattern_verdict(content)
+
+        verdict = await judged(
             self,
             self.detector,
             "Analyze the following content for PII (personally identifiable information):\n"
             f'Content: "{content}"',
             error_strategy=self.error_strategy,
-            fallback=lambda: self.pattern_verdict(content),
+            fallback=fallback,
         )
+        if fell_back and verdict is not None and self.recognizer is not None:
+            verdict.detections = [*(verdict.detections or ()), *await self._recognized(content)]
+        return verdict
+
+    async def offline_verdict(self, content: str) -> PIIVerdict:
+        """The offline pass: the pattern pass and, when set, the recognizer (in a worker
+        thread: its analysis is CPU-bound and must not stall the stream)."""
+        verdict = self.pattern_verdict(content)
+        if self.recognizer is not None:
+            verdict.detections = [*(verdict.detections or ()), *await self._recognized(content)]
+        return verdict
+
+    async def _recognized(self, content: str) -> list[PIIDetection]:
+        """The recognizer's findings in `content`; what it reports counts (its own threshold
+        decided), whatever `detection_types` lists."""
+        assert self.recognizer is not None
+        if not content.strip():
+            return []
+        found = await asyncio.to_thread(self.recognizer.analyze, content)
+        return [
+            PIIDetection(
+                type=f.type, value=content[f.start : f.end], confidence=1.0, start=f.start, end=f.end
+            )
+            for f in found
+        ]
 
     def pattern_verdict(self, content: str) -> PIIVerdict:
         """What the `RegexFilter` PII, secret and URL presets find in `content`, as a verdict
