@@ -51,11 +51,15 @@ def _analyzer(language: str, spacy_model: str) -> tuple[Any, threading.Lock]:
             return loaded
         try:
             from presidio_analyzer import AnalyzerEngine
-            from presidio_analyzer.nlp_engine import SpacyNlpEngine
+            from presidio_analyzer.nlp_engine import NlpEngineProvider
         except ImportError as exc:
             raise _missing() from exc
-        engine = SpacyNlpEngine(models=[{"lang_code": language, "model_name": spacy_model}])
+        configuration = {
+            "nlp_engine_name": "spacy",
+            "models": [{"lang_code": language, "model_name": spacy_model}],
+        }
         try:
+            engine = NlpEngineProvider(nlp_configuration=configuration).create_engine()
             analyzer = AnalyzerEngine(nlp_engine=engine, supported_languages=[language])
         except (OSError, ValueError) as exc:
             raise ConfigurationError(
