@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +45,12 @@ _CATEGORIES: dict[Any, str] = {
 }
 _Atom = tuple[str, bool]
 """One character of a lead: a stdlib source matching it, and whether it is one fixed character."""
-_Lead = tuple[str, tuple[_Atom, ...]]
-"""(zero-width assertions before it, the characters a match begins with)."""
+_Guard = tuple[str, bool]
+"""The zero-width assertions before a lead (a stdlib source), and whether they mean that no
+word character comes right before it (`\\b`, or a lookbehind such as `(?<![\\w:])`)."""
+_Lead = tuple[_Guard, tuple[_Atom, ...]]
+"""(its guard, the characters a match begins with)."""
+_NO_GUARD: _Guard = ("", False)
 
 
 def _char(code: int) -> str:
@@ -103,7 +108,7 @@ def _capped(leads: list[_Lead]) -> list[_Lead] | None:
         width -= 1
 
 
-def _then(prefix: str, atoms: tuple[_Atom, ...], rest: list[Any]) -> list[_Lead]:
+def _then(prefix: _Guard, atoms: tuple[_Atom, ...], rest: list[Any]) -> list[_Lead]:
     """Leads for `atoms` followed by `rest`: extended by the characters `rest` starts with,
     as long as they are known (its assertions are dropped, which only widens the lead)."""
     if len(atoms) >= _MAX_ATOMS or not rest:
@@ -114,7 +119,13 @@ def _then(prefix: str, atoms: tuple[_Atom, ...], rest: list[Any]) -> list[_Lead]
     return _capped([(prefix, atoms + more) for _, more in tail]) or [(prefix, atoms)]
 
 
-def _leads(seq: list[Any], prefix: str = "") -> list[_Lead] | None:
+def _excludes_words(node: Any) -> bool:
+    """Whether a negative lookbehind of `node` (one character) rules out every word character."""
+    op, av = node
+    return op == _sc.IN and (_sc.CATEGORY, _sc.CATEGORY_WORD) in av and (_sc.NEGATE, None) not in av
+
+
+def _leads(seq: list[Any], prefix: _Guard = _NO_GUARD) -> list[_Lead] | None:
     """Where a match of `seq` can begin, or None when that is unknown (or it can be empty)."""
     i = 0
     while i < len(seq):
@@ -122,16 +133,17 @@ def _leads(seq: list[Any], prefix: str = "") -> list[_Lead] | None:
         if op == _sc.AT:
             # A word boundary is kept (it prunes most); other anchors are dropped, which only widens.
             if av == _sc.AT_BOUNDARY:
-                prefix += r"\b"
+                prefix = (prefix[0] + r"\b", True)
             elif av == _sc.AT_NON_BOUNDARY:
-                prefix += r"\B"
+                prefix = (prefix[0] + r"\B", prefix[1])
             i += 1
             continue
         if op in (_sc.ASSERT, _sc.ASSERT_NOT):
             direction, sub = av
             body = _render_single(sub[0]) if direction == -1 and len(sub) == 1 else None
             if body is not None:  # a one-character lookbehind reads only text already there
-                prefix += ("(?<=" if op == _sc.ASSERT else "(?<!") + body + ")"
+                source = prefix[0] + ("(?<=" if op == _sc.ASSERT else "(?<!") + body + ")"
+                prefix = (source, prefix[1] or (op == _sc.ASSERT_NOT and _excludes_words(sub[0])))
             i += 1
             continue
         rest = list(seq[i + 1 :])
@@ -237,17 +249,21 @@ def _selective_leads(pattern: regex.Pattern[str]) -> tuple[list[_Lead], int] | N
     return leads, flags
 
 
-def lead_screen(pattern: regex.Pattern[str]) -> str | None:
-    """A stdlib `re` source matching wherever `pattern` could start a match (complete, or
-    partial up to the end of the text), or None when no selective screen can be derived: the
-    pattern may start at any letter, uses syntax or flags of `regex` only, or can match empty.
-    It is a bare alternation, so screens of several rules join into one flat alternation."""
-    selective = _selective_leads(pattern)
-    if selective is None:
-        return None
-    leads, flags = selective
+_EVERY_CHAR: list[str] = []
+
+
+def _word_led(first: str, flags: int) -> bool:
+    """Whether the lead character `first` (a stdlib source) matches word characters only."""
+    if not _EVERY_CHAR:
+        _EVERY_CHAR.append("".join(map(chr, range(0x10000))))
+    return re.compile(f"(?={first})\\W", flags).search(_EVERY_CHAR[0]) is None
+
+
+def _render(leads: list[_Lead], *, word_start: bool) -> str:
     groups: dict[tuple[str, str], list[tuple[_Atom, ...]]] = {}
-    for prefix, atoms in leads:
+    for (prefix, _), atoms in leads:
+        if word_start and prefix == r"\b":
+            prefix = ""  # the shared `(?<!\w)` before a word character says as much
         groups.setdefault((prefix, atoms[0][0]), []).append(atoms[1:])
     rendered: list[str] = []
     for (prefix, first), tails in groups.items():
@@ -256,11 +272,41 @@ def lead_screen(pattern: regex.Pattern[str]) -> str | None:
         # of running each lead's assertions at every position.
         guard = f"(?<={prefix}{first})" if prefix else ""
         rendered.append(first + guard + _trie(tails))
-    if flags & (re.IGNORECASE | re.ASCII):
-        # A case-blind first character gets no such check anyway; one scope keeps the
-        # alternatives together, where stdlib factors out their common beginnings.
-        return _scope("|".join(rendered), flags)
     return "|".join(rendered)
+
+
+def screen(patterns: Iterable[regex.Pattern[str]]) -> str | None:
+    """One stdlib `re` source matching wherever any of `patterns` could start a match
+    (complete, or partial up to the end of the text), or None when one of them has no selective
+    screen: it may start at any letter, uses syntax or flags of `regex` only, or can match empty.
+
+    Leads that can only start a word (`\\b` or a lookbehind excluding word characters, before a
+    word character: `\\bAKIA`, an IBAN, an IPv6 group) share one `(?<!\\w)` test, so inside a
+    word stdlib tries none of them; the others are tried at every position."""
+    groups: dict[tuple[int, bool], list[_Lead]] = {}
+    for pattern in patterns:
+        selective = _selective_leads(pattern)
+        if selective is None:
+            return None
+        leads, flags = selective
+        for lead in leads:
+            word_start = lead[0][1] and _word_led(lead[1][0][0], flags)
+            groups.setdefault((flags & (re.IGNORECASE | re.ASCII), word_start), []).append(lead)
+    parts: list[str] = []
+    for (flags, word_start), leads in sorted(groups.items(), key=lambda item: not item[0][1]):
+        body = _render(list(dict.fromkeys(leads)), word_start=word_start)
+        if word_start:
+            body = f"(?<!\\w)(?:{body})"
+        # A case-blind first character gets no quick check anyway; one scope keeps the
+        # alternatives together, where stdlib factors out their common beginnings.
+        parts.append(_scope(body, flags) if flags else body)
+    return "|".join(parts) if parts else None
+
+
+def lead_screen(pattern: regex.Pattern[str]) -> str | None:
+    """`screen([pattern])`: a stdlib `re` source matching wherever `pattern` could start a
+    match, or None when no selective screen can be derived."""
+    return screen([pattern])
 
 
 def lead_initials(pattern: regex.Pattern[str]) -> str | None:
