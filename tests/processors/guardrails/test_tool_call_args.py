@@ -203,3 +203,16 @@ async def test_a_number_or_a_key_in_tool_call_arguments_is_pii_too() -> None:
         )
         result = await agent.generate("go")
         assert result.tripwire is not None and received == [], arguments
+
+
+@pytest.mark.parametrize("offline", [True, False], ids=["offline", "detector"])
+async def test_an_approval_card_shows_the_redacted_arguments(offline: bool) -> None:
+    guard = PIIDetector(redaction_method="placeholder") if offline else PIIDetector(
+        model=routed_detector(judge), redaction_method="placeholder"
+    )
+    received: list[Any] = []
+    output = await make_agent(guard, received).stream("mail jane", require_tool_approval=True)
+    chunks = [c async for c in output.full_stream]
+    card = next(c for c in chunks if c.type == "tool-call-approval")
+    assert card.payload.args == {"to": "[EMAIL]", "body": "hello"} and received == []
+    assert EMAIL not in json.dumps([c.to_dict() for c in chunks], default=str)
