@@ -216,3 +216,19 @@ async def test_an_approval_card_shows_the_redacted_arguments(offline: bool) -> N
     card = next(c for c in chunks if c.type == "tool-call-approval")
     assert card.payload.args == {"to": "[EMAIL]", "body": "hello"} and received == []
     assert EMAIL not in json.dumps([c.to_dict() for c in chunks], default=str)
+
+
+async def test_numbers_and_keys_in_tool_results_are_redacted_too() -> None:
+    async def lookup(args: Any, context: Any) -> dict[str, Any]:
+        return {"card": 4111111111111111, "contacts": {EMAIL: "primary"}, "count": 2}
+
+    tool = create_tool(id="lookup", description="Look up", input_schema={"type": "object"}, execute=lookup)
+    model = MockModel([tool_call_step(("c1", "lookup", {})), text_step("done")])
+    agent = Agent(
+        name="m", model=model, tools=[tool], output_processors=[PIIDetector(redaction_method="placeholder")]
+    )
+    output = await agent.stream("look")
+    chunks = [c async for c in output.full_stream]
+    result = next(c for c in chunks if c.type == "tool-result").payload.result
+    assert result == {"card": "[CREDIT-CARD]", "contacts": {"[EMAIL]": "primary"}, "count": 2}
+    assert "4111111111111111" not in str(model.calls[1].prompt) and EMAIL not in str(model.calls[1].prompt)

@@ -66,7 +66,7 @@ from sluicegate.guardrails.pseudonyms import (
     value_pieces,
 )
 from sluicegate.guardrails.recognizer import Recognizer
-from sluicegate.guardrails.spans import locate, map_strings, string_leaves, substitute
+from sluicegate.guardrails.spans import locate, map_strings, map_texts, string_leaves, substitute, value_texts
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
@@ -433,25 +433,25 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return await self.detect(text)
 
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
-        """A tool's result, checked (one detector call for all its strings) and redacted
-        before the model, the history and the client see it."""
+        """A tool's result, checked (one detector call for all its strings, keys and numbers)
+        and redacted before the model, the history and the client see it."""
         if self.pseudonyms is not None:
             return await self._pseudonymize_tool_result(args)
-        verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
+        verdict = await flagged_text("\n".join(value_texts(args.result)), self.detect, self.is_flagged)
         if verdict is None:
             return None
         self._handle(verdict, args.abort)
         if self.strategy == "warn":
             return None
-        detections = [d for d in verdict.detections or () if d.confidence >= self.threshold]
+        detections = self._confident(verdict)
         if self.strategy == "filter" or not detections:
             return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
 
         def redact_leaf(text: str) -> str:
-            spans = locate(text, [d.model_copy(update={"start": -1, "end": -1}) for d in detections])
+            spans = locate(text, detections)
             return substitute(text, spans, self.redact_value) if spans else text
 
-        return ProcessToolResultResult(map_strings(args.result, redact_leaf))
+        return ProcessToolResultResult(map_texts(args.result, redact_leaf))
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
         if self.restore_output:
