@@ -207,8 +207,10 @@ async def test_a_number_or_a_key_in_tool_call_arguments_is_pii_too() -> None:
 
 @pytest.mark.parametrize("offline", [True, False], ids=["offline", "detector"])
 async def test_an_approval_card_shows_the_redacted_arguments(offline: bool) -> None:
-    guard = PIIDetector(redaction_method="placeholder") if offline else PIIDetector(
-        model=routed_detector(judge), redaction_method="placeholder"
+    guard = (
+        PIIDetector(redaction_method="placeholder")
+        if offline
+        else PIIDetector(model=routed_detector(judge), redaction_method="placeholder")
     )
     received: list[Any] = []
     output = await make_agent(guard, received).stream("mail jane", require_tool_approval=True)
