@@ -54,6 +54,7 @@ def _analyzer(language: str, spacy_model: str) -> tuple[Any, threading.Lock]:
             from presidio_analyzer.nlp_engine import NlpEngineProvider
         except ImportError as exc:
             raise _missing() from exc
+        log.info("loading Presidio's analyzer with spaCy pipeline %r for %r", spacy_model, language)
         configuration = {
             "nlp_engine_name": "spacy",
             "models": [{"lang_code": language, "model_name": spacy_model}],
