@@ -5,7 +5,9 @@ Prints µs per streamed text-delta for 10,000 deltas with 0, 1 and 5 no-op
 with stream length, and the floor: the same deltas iterated from a bare async generator (and
 five chained ones). The "traced" column is the same run with tracing on (an SDK tracer
 provider whose exporter drops everything, `sluicegate.tracing.configure`), measured
-alternately with the untraced runs so both see the same machine load.
+alternately with the untraced runs so both see the same machine load. Last, what the
+deterministic guardrails add per delta in a real run (offline `PIIDetector()`, `RegexFilter`
+`pii` preset), against the run without processors, alternately measured too (target <= 3 µs).
 
     uv run python benchmarks/stream_overhead.py [--deltas 10000] [--repeat 7]
 """
@@ -21,7 +23,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sluicegate import Agent
-from sluicegate.processors import Processor
+from sluicegate.processors import PIIDetector, Processor, RegexFilter
 from sluicegate.testing import MockModel
 from sluicegate.tracing import configure
 
@@ -60,10 +62,13 @@ def parts(deltas: int) -> list[dict[str, Any]]:
     ]
 
 
-async def agent_run(step: list[dict[str, Any]], processors: int) -> tuple[float, float, list[float], float]:
+async def agent_run(
+    step: list[dict[str, Any]], processors: int | list[Processor]
+) -> tuple[float, float, list[float], float]:
     """(total seconds, seconds to first text-delta, per-delta seconds for each quarter, CPU
     seconds of this process: unlike wall time, not inflated by other jobs on the machine)."""
-    agent = Agent("bench", model=MockModel([step]), output_processors=[NoOp(i) for i in range(processors)])
+    chain = [NoOp(i) for i in range(processors)] if isinstance(processors, int) else processors
+    agent = Agent("bench", model=MockModel([step]), output_processors=chain)
     cpu = time.process_time()
     start = time.perf_counter()
     output = await agent.stream("go")
@@ -148,6 +153,18 @@ async def main(deltas: int, repeat: int) -> None:
         "targets: <= 4 µs with none, <= 1.5 µs more per processor, first chunk <= 0.5 ms, no growth; "
         "tracing on adds <= 0.5 µs per delta with 5 processors"
     )
+    print("  deterministic guardrails, CPU µs added per delta over no processors (target <= 3)")
+    guards = {
+        "PIIDetector() (offline)": PIIDetector,
+        "RegexFilter pii, redact": lambda: RegexFilter(presets=["pii"], strategy="redact"),
+    }
+    for label, make in guards.items():
+        bare_cpu, guarded_cpu = [], []
+        for _ in range(repeat):
+            bare_cpu.append((await agent_run(step, 0))[3])
+            guarded_cpu.append((await agent_run(step, [make()]))[3])
+        added = (statistics.median(guarded_cpu) - statistics.median(bare_cpu)) / deltas * 1e6
+        print(f"    {label:28s}{added:+7.2f}")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,18 +14,24 @@ import regex
 
 from sluicegate.guardrails.regex_rules import RegexRule
 
-# Most rules can only start where something specific stands: a literal (`sk-`, `AKIA`, `https://`)
-# or a character class without letters (`\d`). From a rule's parse tree we derive a stdlib `re`
-# "lead" that matches wherever a complete match, or a partial one running to the end of the
-# text, could start: the literal prefix, or any beginning of it followed by the end of the text.
-# One stdlib search over the new text then proves most chunks hold no match of those rules, far
-# cheaper than the `regex` module's partial search. A lead may match where the rule cannot (it
-# is only a screen) but never misses a place where the rule can.
+# Most rules can only start where something specific stands: a literal (`sk-`, `AKIA`, `https://`),
+# a character class without letters (`\d`), or a short run of classes that holds one (an IBAN's
+# `[A-Z]{2}\d{2}`, an IPv6 group's `[0-9a-f]{1,4}:`). From a rule's parse tree we derive stdlib
+# `re` "leads" that match wherever a complete match, or a partial one running to the end of the
+# text, could start: the first few characters a match begins with, or any beginning of them
+# followed by the end of the text. One stdlib search over the new text then proves most chunks
+# hold no match of those rules, far cheaper than the `regex` module's partial search. A lead may
+# match where the rule cannot (it is only a screen) but never misses a place where the rule can.
 
 _sre: Any = importlib.import_module("re._parser")
 _sc: Any = importlib.import_module("re._constants")
 
 _MAX_LEADS = 64
+_MAX_ATOMS = 6
+"""Characters a lead follows a match for: enough for `[0-9a-f]{4}:`; a longer lead prunes little more."""
+_MAX_SPREAD = 3
+"""A repeat of one class with at most this many more counts than its minimum (`{1,4}`) is
+followed count by count, so what comes after it (`:`) joins the lead."""
 _ANALYSABLE_FLAGS = (
     regex.IGNORECASE | regex.MULTILINE | regex.DOTALL | regex.VERBOSE | regex.ASCII | regex.UNICODE | regex.V0
 )
@@ -36,8 +43,14 @@ _CATEGORIES: dict[Any, str] = {
     _sc.CATEGORY_WORD: r"\w",
     _sc.CATEGORY_NOT_WORD: r"\W",
 }
-_Lead = tuple[str, str, bool]
-"""(zero-width assertions before it, literal text or a rendered class, whether it is literal)."""
+_Atom = tuple[str, bool]
+"""One character of a lead: a stdlib source matching it, and whether it is one fixed character."""
+_Guard = tuple[str, bool]
+"""The zero-width assertions before a lead (a stdlib source), and whether they mean that no
+word character comes right before it (`\\b`, or a lookbehind such as `(?<![\\w:])`)."""
+_Lead = tuple[_Guard, tuple[_Atom, ...]]
+"""(its guard, the characters a match begins with)."""
+_NO_GUARD: _Guard = ("", False)
 
 
 def _char(code: int) -> str:
@@ -69,7 +82,50 @@ def _render_single(node: Any) -> str | None:
     return None
 
 
-def _leads(seq: list[Any], prefix: str = "") -> list[_Lead] | None:
+def _atom(node: Any) -> _Atom | None:
+    """`node` as one lead character, or None when it is not a single-character test."""
+    op, av = node
+    if op == _sc.LITERAL:
+        return _char(av), True
+    if op == _sc.NOT_LITERAL:
+        return "[^" + _char(av) + "]", False
+    if op == _sc.IN:
+        cls = _render_class(av)
+        return None if cls is None else (cls, False)
+    return None
+
+
+def _capped(leads: list[_Lead]) -> list[_Lead] | None:
+    """`leads` without repeats, shortened (which only widens them) until at most `_MAX_LEADS`
+    remain; None when even their first characters are too many."""
+    width = _MAX_ATOMS
+    while True:
+        unique = list(dict.fromkeys((prefix, atoms[:width]) for prefix, atoms in leads))
+        if len(unique) <= _MAX_LEADS:
+            return unique
+        if width == 1:
+            return None
+        width -= 1
+
+
+def _then(prefix: _Guard, atoms: tuple[_Atom, ...], rest: list[Any]) -> list[_Lead]:
+    """Leads for `atoms` followed by `rest`: extended by the characters `rest` starts with,
+    as long as they are known (its assertions are dropped, which only widens the lead)."""
+    if len(atoms) >= _MAX_ATOMS or not rest:
+        return [(prefix, atoms[:_MAX_ATOMS])]
+    tail = _leads(rest)
+    if not tail:
+        return [(prefix, atoms)]
+    return _capped([(prefix, atoms + more) for _, more in tail]) or [(prefix, atoms)]
+
+
+def _excludes_words(node: Any) -> bool:
+    """Whether a negative lookbehind of `node` (one character) rules out every word character."""
+    op, av = node
+    return op == _sc.IN and (_sc.CATEGORY, _sc.CATEGORY_WORD) in av and (_sc.NEGATE, None) not in av
+
+
+def _leads(seq: list[Any], prefix: _Guard = _NO_GUARD) -> list[_Lead] | None:
     """Where a match of `seq` can begin, or None when that is unknown (or it can be empty)."""
     i = 0
     while i < len(seq):
@@ -77,33 +133,23 @@ def _leads(seq: list[Any], prefix: str = "") -> list[_Lead] | None:
         if op == _sc.AT:
             # A word boundary is kept (it prunes most); other anchors are dropped, which only widens.
             if av == _sc.AT_BOUNDARY:
-                prefix += r"\b"
+                prefix = (prefix[0] + r"\b", True)
             elif av == _sc.AT_NON_BOUNDARY:
-                prefix += r"\B"
+                prefix = (prefix[0] + r"\B", prefix[1])
             i += 1
             continue
         if op in (_sc.ASSERT, _sc.ASSERT_NOT):
             direction, sub = av
             body = _render_single(sub[0]) if direction == -1 and len(sub) == 1 else None
             if body is not None:  # a one-character lookbehind reads only text already there
-                prefix += ("(?<=" if op == _sc.ASSERT else "(?<!") + body + ")"
+                source = prefix[0] + ("(?<=" if op == _sc.ASSERT else "(?<!") + body + ")"
+                prefix = (source, prefix[1] or (op == _sc.ASSERT_NOT and _excludes_words(sub[0])))
             i += 1
             continue
         rest = list(seq[i + 1 :])
-        if op == _sc.LITERAL:
-            j = i
-            while j < len(seq) and seq[j][0] == _sc.LITERAL:
-                j += 1
-            run = "".join(chr(seq[k][1]) for k in range(i, j))
-            tail = _leads(list(seq[j:])) if j < len(seq) else None
-            if tail and len(tail) <= _MAX_LEADS and all(lit and not pre for pre, _, lit in tail):
-                return [(prefix, run + text, True) for _, text, _ in tail]
-            return [(prefix, run, True)]
-        if op == _sc.NOT_LITERAL:
-            return [(prefix, "[^" + _char(av) + "]", False)]
-        if op == _sc.IN:
-            cls = _render_class(av)
-            return None if cls is None else [(prefix, cls, False)]
+        if op in (_sc.LITERAL, _sc.NOT_LITERAL, _sc.IN):
+            atom = _atom(seq[i])
+            return None if atom is None else _then(prefix, (atom,), rest)
         if op == _sc.SUBPATTERN:
             _, add_flags, del_flags, sub = av
             return None if add_flags or del_flags else _leads(list(sub) + rest, prefix)
@@ -116,27 +162,42 @@ def _leads(seq: list[Any], prefix: str = "") -> list[_Lead] | None:
                 if alternatives is None:
                     return None
                 out.extend(alternatives)
-            return out if len(out) <= _MAX_LEADS else None
+            return _capped(out)
         if op in (_sc.MAX_REPEAT, _sc.MIN_REPEAT, _sc.POSSESSIVE_REPEAT):
             low, high, item = av
             if high == 0:
                 i += 1
                 continue
+            single = _atom(item[0]) if len(item) == 1 and low >= 1 else None
+            if single is not None:
+                # A run of one class: `low` of it, then more of it or what follows, count by count.
+                if low >= _MAX_ATOMS:
+                    return [(prefix, (single,) * _MAX_ATOMS)]
+                if high == low:
+                    return _then(prefix, (single,) * low, rest)
+                if high - low <= _MAX_SPREAD:
+                    counts = range(low, high + 1)
+                    return _capped([lead for n in counts for lead in _then(prefix, (single,) * n, rest)])
+                return [(prefix, (single,) * low)]
             first = _leads(list(item), prefix)
             if first is None or low >= 1:
                 return first
             after = _leads(rest, prefix)
-            return None if after is None else first + after
+            return None if after is None else _capped(first + after)
         return None
     return None
 
 
-def _nested_literal(text: str) -> str:
-    """`text`, or any non-empty beginning of it that runs to the end of the string."""
-    fragment = _char(ord(text[-1]))
-    for char in reversed(text[:-1]):
-        fragment = f"{_char(ord(char))}(?:{fragment}|\\Z)"
-    return fragment
+def _trie(tails: list[tuple[_Atom, ...]]) -> str:
+    """What may follow a lead's first character, as one stdlib source: each of `tails`, or
+    any beginning of one that runs to the end of the string. Tails sharing characters share
+    them (`a(?:b|c|\\Z)`, not `a(?:b|\\Z)|a(?:c|\\Z)`), so stdlib tests each character once."""
+    if any(not tail for tail in tails):
+        return ""  # one lead ends here: the screen matches, whatever follows
+    groups: dict[str, list[tuple[_Atom, ...]]] = {}
+    for tail in tails:
+        groups.setdefault(tail[0][0], []).append(tail[1:])
+    return "(?:" + "".join(f"{source}{_trie(rest)}|" for source, rest in groups.items()) + "\\Z)"
 
 
 def _stdlib_flags(pattern: regex.Pattern[str]) -> int:
@@ -178,35 +239,74 @@ def _selective_leads(pattern: regex.Pattern[str]) -> tuple[list[_Lead], int] | N
     leads = _leads(list(tree))
     if not leads:
         return None
-    for _, text, literal in leads:
-        if not literal and re.compile(text, flags).search(string.ascii_letters):
-            return None  # could start at any letter: prose would hit it everywhere
-    return list(dict.fromkeys(leads)), flags
+    for _, atoms in leads:
+        # A lead of letters only (`[A-Z]{2}`) matches all over prose; a fixed character or
+        # one class without letters (`\d`, `:`) in it keeps it rare.
+        if not any(
+            literal or not re.compile(source, flags).search(string.ascii_letters) for source, literal in atoms
+        ):
+            return None
+    return leads, flags
 
 
-def lead_screen(pattern: regex.Pattern[str]) -> str | None:
-    """A stdlib `re` source matching wherever `pattern` could start a match (complete, or
-    partial up to the end of the text), or None when no selective screen can be derived: the
-    pattern may start at letters, uses syntax or flags of `regex` only, or can match empty.
-    It is a bare alternation, so screens of several rules join into one flat alternation."""
-    selective = _selective_leads(pattern)
-    if selective is None:
-        return None
-    leads, flags = selective
+_EVERY_CHAR: list[str] = []
+
+
+def _word_led(first: str, flags: int) -> bool:
+    """Whether the lead character `first` (a stdlib source) matches word characters only."""
+    if not _EVERY_CHAR:
+        _EVERY_CHAR.append("".join(map(chr, range(0x10000))))
+    return re.compile(f"(?={first})\\W", flags).search(_EVERY_CHAR[0]) is None
+
+
+def _render(leads: list[_Lead], *, word_start: bool) -> str:
+    groups: dict[tuple[str, str], list[tuple[_Atom, ...]]] = {}
+    for (prefix, _), atoms in leads:
+        if word_start and prefix == r"\b":
+            prefix = ""  # the shared `(?<!\w)` before a word character says as much
+        groups.setdefault((prefix, atoms[0][0]), []).append(atoms[1:])
     rendered: list[str] = []
-    for prefix, text, literal in leads:
+    for (prefix, first), tails in groups.items():
         # Character first, its assertions as a lookbehind over it: every alternative then
         # begins with a plain character test, which stdlib checks before entering it, instead
         # of running each lead's assertions at every position.
-        first = _char(ord(text[0])) if literal else text
         guard = f"(?<={prefix}{first})" if prefix else ""
-        rest = f"(?:{_nested_literal(text[1:])}|\\Z)" if literal and len(text) > 1 else ""
-        rendered.append(first + guard + rest)
-    if flags & (re.IGNORECASE | re.ASCII):
-        # A case-blind first character gets no such check anyway; one scope keeps the
-        # alternatives together, where stdlib factors out their common beginnings.
-        return _scope("|".join(rendered), flags)
+        rendered.append(first + guard + _trie(tails))
     return "|".join(rendered)
+
+
+def screen(patterns: Iterable[regex.Pattern[str]]) -> str | None:
+    """One stdlib `re` source matching wherever any of `patterns` could start a match
+    (complete, or partial up to the end of the text), or None when one of them has no selective
+    screen: it may start at any letter, uses syntax or flags of `regex` only, or can match empty.
+
+    Leads that can only start a word (`\\b` or a lookbehind excluding word characters, before a
+    word character: `\\bAKIA`, an IBAN, an IPv6 group) share one `(?<!\\w)` test, so inside a
+    word stdlib tries none of them; the others are tried at every position."""
+    groups: dict[tuple[int, bool], list[_Lead]] = {}
+    for pattern in patterns:
+        selective = _selective_leads(pattern)
+        if selective is None:
+            return None
+        leads, flags = selective
+        for lead in leads:
+            word_start = lead[0][1] and _word_led(lead[1][0][0], flags)
+            groups.setdefault((flags & (re.IGNORECASE | re.ASCII), word_start), []).append(lead)
+    parts: list[str] = []
+    for (flags, word_start), leads in sorted(groups.items(), key=lambda item: not item[0][1]):
+        body = _render(list(dict.fromkeys(leads)), word_start=word_start)
+        if word_start:
+            body = f"(?<!\\w)(?:{body})"
+        # A case-blind first character gets no quick check anyway; one scope keeps the
+        # alternatives together, where stdlib factors out their common beginnings.
+        parts.append(_scope(body, flags) if flags else body)
+    return "|".join(parts) if parts else None
+
+
+def lead_screen(pattern: regex.Pattern[str]) -> str | None:
+    """`screen([pattern])`: a stdlib `re` source matching wherever `pattern` could start a
+    match, or None when no selective screen can be derived."""
+    return screen([pattern])
 
 
 def lead_initials(pattern: regex.Pattern[str]) -> str | None:
@@ -217,7 +317,7 @@ def lead_initials(pattern: regex.Pattern[str]) -> str | None:
     if selective is None:
         return None
     leads, flags = selective
-    initials = dict.fromkeys(_char(ord(text[0])) if literal else text for _, text, literal in leads)
+    initials = dict.fromkeys(atoms[0][0] for _, atoms in leads)
     return _scope("|".join(initials), flags)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import regex
 
-from sluicegate.guardrails.lead_screen import TailedRule, lead_initials, lead_screen, required_char
+from sluicegate.guardrails.lead_screen import TailedRule, lead_initials, lead_screen, required_char, screen
 from sluicegate.guardrails.normalized import View, build_view
 from sluicegate.guardrails.regex_rules import RegexRule
 
@@ -106,7 +106,8 @@ class RuleMatcher:
         self._screen_initials = (
             None if initials is None or initials.search(string.ascii_letters) else initials
         )
-        self._screen = re.compile("|".join(str(leads[rule]) for rule in screened)) if screened else None
+        joint = screen([rule.compiled for rule in screened]) if screened else None
+        self._screen = re.compile(joint) if joint is not None else None
         self._screened_any = (
             regex.compile("|".join(_scoped(rule.compiled) for rule in screened)) if screened else None
         )

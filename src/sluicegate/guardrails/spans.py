@@ -92,3 +92,68 @@ def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(map_strings(item, fn) for item in value)
     return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def value_texts(value: Any) -> list[str]:
+    """Every text a structured value shows (tool arguments, tool results): its non-blank
+    strings, its dict keys and its numbers, in order. A card number sent as a JSON number, or
+    an address used as a key, is as sensitive as one inside a string."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if _is_number(value):
+        return [str(value)]
+    if isinstance(value, dict):
+        texts: list[str] = []
+        for key, item in value.items():
+            if isinstance(key, str) and key.strip():
+                texts.append(key)
+            texts.extend(value_texts(item))
+        return texts
+    if isinstance(value, (list, tuple)):
+        return [text for item in value for text in value_texts(item)]
+    return []
+
+
+def map_texts(value: Any, fn: Callable[[str], str]) -> Any:
+    """`value` with each of its `value_texts` replaced by `fn(text)`; `value` itself (the same
+    object) when nothing changes. A number whose text changes becomes that string; a renamed
+    key that clashes with another gets a numbered suffix, so no entry is lost. A `str`
+    subclass (unparsed tool input) keeps its type and attributes."""
+    if isinstance(value, str):
+        if not value.strip():
+            return value
+        new = fn(value)
+        if new == value:
+            return value
+        if type(value) is not str:
+            marked = type(value)(new)
+            marked.__dict__.update(getattr(value, "__dict__", {}))
+            return marked
+        return new
+    if _is_number(value):
+        text = str(value)
+        new = fn(text)
+        return value if new == text else new
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        changed = False
+        for key, item in value.items():
+            new_key = map_texts(key, fn) if isinstance(key, str) else key
+            new_item = map_texts(item, fn)
+            changed = changed or new_key is not key or new_item is not item
+            if new_key is not key:
+                base, n = new_key, 2
+                while new_key in out or (new_key in value and new_key != key):
+                    new_key, n = f"{base}_{n}", n + 1
+            out[new_key] = new_item
+        return out if changed else value
+    if isinstance(value, (list, tuple)):
+        items = [map_texts(item, fn) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return type(value)(items)
+    return value

@@ -33,6 +33,7 @@ from sluicegate.processors.base import Processor, implements
 from sluicegate.processors.types import ErrorProcessor, InputProcessor, OutputProcessor
 
 if TYPE_CHECKING:
+    from sluicegate.guardrails.presidio import PresidioRecognizer
     from sluicegate.guardrails.pseudonyms import (
         InMemoryPseudonymStore,
         PseudonymKeyError,
@@ -118,6 +119,8 @@ _DEFERRED: dict[str, str] = {
     "PseudonymKeyError": "sluicegate.guardrails.pseudonyms",
     "PseudonymStore": "sluicegate.guardrails.pseudonyms",
     "InMemoryPseudonymStore": "sluicegate.guardrails.pseudonyms",
+    # PIIDetector's offline recognizer for names, places and dates (the `presidio` extra).
+    "PresidioRecognizer": "sluicegate.guardrails.presidio",
 }
 
 
@@ -154,6 +157,7 @@ __all__ = [
     "OutputResult",
     "PIIDetector",
     "PrefillErrorHandler",
+    "PresidioRecognizer",
     "ProcessAPIErrorArgs",
     "ProcessAPIErrorResult",
     "ProcessInputArgs",

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from sluicegate import Agent
 from sluicegate.errors import TripWire
-from sluicegate.guardrails.lead_screen import TailedRule
+from sluicegate.guardrails.lead_screen import TailedRule, screen
 from sluicegate.guardrails.normalized import build_view
+from sluicegate.guardrails.rule_matcher import RuleMatcher
 from sluicegate.processors import (
     ProcessorViolation,
     ProcessOutputStreamArgs,
@@ -277,6 +278,12 @@ def test_a_complete_match_that_more_text_could_extend_is_held() -> None:
         (r"(?<=\d{3})abc", True),  # a longer lookbehind is dropped, which only widens the screen
         (r"(a)\1", True),
         (r"a?", False),  # can match empty
+        # Letter-led rules are screened when a fixed character or a class without letters
+        # follows within a few characters: the IBAN's `[A-Z]{2}\d{2}`, an IPv6 group's `:`.
+        (r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}\b", True),
+        (r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:|:){2,7}[0-9A-Fa-f]{1,4}", True),
+        (r"\b[A-Z]{2}[a-z]{3}", False),  # letters only: prose would hit it everywhere
+        (r"[a-f]{1,9}:", False),  # too many counts to follow one by one: `:` stays out of reach
     ],
 )
 def test_lead_screen_is_derived_only_when_selective(rule: str, expected: bool) -> None:
@@ -285,8 +292,23 @@ def test_lead_screen_is_derived_only_when_selective(rule: str, expected: bool) -
     assert (lead_screen(regex.compile(rule)) is not None) is expected
 
 
+def test_every_preset_rule_is_screened_or_tailed() -> None:
+    """No preset rule costs a `regex` partial search on every streamed chunk: each is ruled
+    out by the stdlib lead screen (or, for the email, answered by its stdlib tail)."""
+    matcher = RuleMatcher((*PII_RULES, *SECRET_RULES, *URL_RULES))
+    assert matcher._unscreened == ()
+    assert [tailed.rule.name for tailed in matcher._tailed] == ["email"]
+
+
 LEAD_TEXT = st.lists(
-    st.sampled_from([*"askASKIe-_:/.@ (1+)0934hxtpBbrJyzNG\n", "sk-", "AKIA", "http", "eyJ", "-----"]),
+    st.sampled_from(
+        [
+            *"askASKIe-_:/.@ (1+)0934hxtpBbrJyzNG\n[",
+            *("sk-", "AKIA", "http", "eyJ", "-----"),
+            *("DE89", "GB", "fe80", "::", "0db8:", "abcd", "F", "12"),
+            *("é", "€", "٣", "_"),  # a non-ASCII word character, a symbol, a non-ASCII digit
+        ]
+    ),
     max_size=25,
 ).map("".join)
 
@@ -297,15 +319,20 @@ def test_lead_screens_never_miss_where_a_rule_can_start(text: str) -> None:
     """Soundness of the fast path: wherever a rule's (partial) match begins, its lead matches."""
     import re as stdlib_re
 
-    for rule in (*PII_RULES, *SECRET_RULES, *URL_RULES, RegexRule("t", r"TICKET-\d{6}")):
-        source = lead_screen(rule.compiled)
-        if source is None:
-            continue
-        lead = stdlib_re.compile(source)
+    rules = [
+        rule
+        for rule in (*PII_RULES, *SECRET_RULES, *URL_RULES, RegexRule("t", r"TICKET-\d{6}"))
+        if lead_screen(rule.compiled) is not None
+    ]
+    # The one screen a matcher searches (word-start leads behind a shared `(?<!\w)`).
+    joint = stdlib_re.compile(str(screen([rule.compiled for rule in rules])))
+    for rule in rules:
+        lead = stdlib_re.compile(str(lead_screen(rule.compiled)))
         for position in range(len(text)):
             match = rule.compiled.match(text, position, partial=True)
             if match is not None and match.end() > position:
                 assert lead.match(text, position), (rule.name, text, position)
+                assert joint.match(text, position), (rule.name, text, position)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -425,3 +452,17 @@ def test_a_complete_match_does_not_hide_an_earlier_one_still_forming(tail: str) 
     f = RegexFilter(presets=["pii", "secrets"], strategy="redact")
     assert f.redact(head + tail) == "say [API_KEY] end"
     assert "".join(drive(f, [head, tail])) == "say [API_KEY] end"
+
+
+def test_the_joint_screen_keeps_each_rules_idea_of_a_word() -> None:
+    import re as stdlib_re
+
+    import regex
+
+    # Under ASCII, "é" is no word character: `\bAB` may start right after it; in Unicode not.
+    ascii_rule = regex.compile(r"\bAB\d", regex.ASCII)
+    unicode_rule = regex.compile(r"\bCD\d")
+    joint = stdlib_re.compile(str(screen([ascii_rule, unicode_rule])))
+    assert ascii_rule.search("éAB1") is not None and joint.search("éAB1") is not None
+    assert unicode_rule.search("éCD1") is None and joint.search("éCD1") is None
+    assert joint.search("x CD1") is not None and joint.search("xCD1") is None

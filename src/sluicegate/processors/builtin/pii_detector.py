@@ -5,6 +5,7 @@ the final response."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -65,7 +66,9 @@ from sluicegate.guardrails.pseudonyms import (
     map_prompt,
     value_pieces,
 )
-from sluicegate.guardrails.spans import locate, map_strings, string_leaves, substitute
+from sluicegate.guardrails.recognizer import Recognizer
+from sluicegate.guardrails.spans import locate, map_strings, map_texts, string_leaves, substitute, value_texts
+from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
@@ -219,13 +222,22 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     `llm` says when the model is asked: `"always"` (default with a `model`: the model decides),
     `"when-unsure"` (the patterns decide when they find something, the model otherwise) or
     `"never"` (default without a `model`: offline and deterministic).
+    `recognizer` adds an offline recognizer to the pattern pass, for what patterns cannot find:
+    `PresidioRecognizer()` (the `presidio` extra) finds names, places and dates with
+    presidio-analyzer and spaCy, in a worker thread. What it reports counts, whatever
+    `detection_types` and `threshold` say (its own options decide); the stream is then judged in
+    windows, so a name split across chunks is judged whole.
     `error_strategy` says what a failed detector call means: `"block"` (default for block and
     redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
     stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
     across chunks is judged whole, and with `release="vetted"` nothing reaches the client
     before a verdict covered it. A value still being written at a window's end (a key, a JWT)
     is held until it ends, up to `max_value_chars` (default 8,192): a longer one is redacted
-    whole and logged. `data-*` chunks (what tools and processors write to the client)
+    whole and logged. The model's tool-call arguments (strings, keys and numbers) are judged
+    whole, in one detector call, before the call reaches the client, an approval card or the
+    tool: `"block"` stops the run, `"redact"` rewrites them (and their streamed text),
+    `"filter"` drops the call; with a vetted release their streamed deltas wait for that
+    verdict. `data-*` chunks (what tools and processors write to the client)
     are checked too, their strings judged like text (see `guardrails.data_parts`; a chunk to filter is
     dropped); `process_data_parts=False` leaves them alone.
 
@@ -288,8 +300,15 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         pseudonym_store: Any = None,
         max_pseudonyms: int = DEFAULT_MAX_PSEUDONYMS,
         process_data_parts: bool = True,
+        recognizer: Recognizer | None = None,
     ) -> None:
         super().__init__()
+        if recognizer is not None and not isinstance(recognizer, Recognizer):
+            raise ConfigurationError(
+                "recognizer must have an analyze(text) method (a PresidioRecognizer, for one), "
+                f"got {recognizer!r}"
+            )
+        self.recognizer = recognizer
         check_choice("strategy", strategy, get_args(PIIStrategy))
         self.process_data_parts = check_flag(process_data_parts)
         self.pseudonyms: Pseudonymizer | None = None
@@ -349,8 +368,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
         ]
         self._exact_stream: RegexFilterProcessor | None = None
-        if self.llm == "never" and strategy == "redact" and wanted:
-            # Offline redaction streams like RegexFilter: exact hold-back, no windows.
+        if self.llm == "never" and strategy == "redact" and wanted and recognizer is None:
+            # Offline redaction streams like RegexFilter: exact hold-back, no windows (a
+            # recognizer judges windows: it needs words around a name to find it).
             self._exact_stream = RegexFilterProcessor(
                 rules=wanted, strategy="redact", process_data_parts=True
             )
@@ -381,6 +401,22 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             "redact" if strategy == "pseudonymize" else strategy, error_strategy
         )
         self.run_in_parallel = check_parallel(strategy, run_in_parallel)
+        # The model's tool-call arguments, judged whole before the call goes anywhere (the
+        # offline redaction stream does this itself; pseudonymized arguments hold tokens).
+        self._tool_calls: ToolCallJudge | None = (
+            None
+            if self.pseudonyms is not None or self._exact_stream is not None
+            else ToolCallJudge(
+                detect=self.detect,
+                is_flagged=self.is_flagged,
+                act=self._handle,
+                findings=self._confident,
+                redact_value=self.redact_value,
+                strategy=strategy,
+                hold=self.release == "vetted",
+                label="PIIDetector",
+            )
+        )
 
     # ------------------------------------------------------------------ hooks
 
@@ -404,40 +440,54 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return await self.detect(text)
 
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
-        """A tool's result, checked (one detector call for all its strings) and redacted
-        before the model, the history and the client see it."""
+        """A tool's result, checked (one detector call for all its strings, keys and numbers)
+        and redacted before the model, the history and the client see it."""
         if self.pseudonyms is not None:
             return await self._pseudonymize_tool_result(args)
-        verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
+        verdict = await flagged_text("\n".join(value_texts(args.result)), self.detect, self.is_flagged)
         if verdict is None:
             return None
         self._handle(verdict, args.abort)
         if self.strategy == "warn":
             return None
-        detections = [d for d in verdict.detections or () if d.confidence >= self.threshold]
+        detections = self._confident(verdict)
         if self.strategy == "filter" or not detections:
             return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
 
         def redact_leaf(text: str) -> str:
-            spans = locate(text, [d.model_copy(update={"start": -1, "end": -1}) for d in detections])
+            spans = locate(text, detections)
             return substitute(text, spans, self.redact_value) if spans else text
 
-        return ProcessToolResultResult(map_strings(args.result, redact_leaf))
+        return ProcessToolResultResult(map_texts(args.result, redact_leaf))
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
         if self.restore_output:
             return await self._restore_stream(args)
         if self._exact_stream is not None:
             return self._exact_stream.process_output_stream(args)
-        if args.part.type.startswith("data-"):
+        part = args.part
+        if part.type.startswith("data-"):
             return await guard_data_part(self, args, WindowedGuard.process_output_stream)
-        return await WindowedGuard.process_output_stream(self, args)
+        released = await WindowedGuard.process_output_stream(self, args)
+        if part.type not in ARGUMENT_KINDS or self._tool_calls is None:
+            return released
+        # Text held before the call goes out first (the windows release it on any other
+        # chunk); the call itself waits for its own verdict.
+        before = released if isinstance(released, list) else [] if released is None else [released]
+        if not any(chunk is part for chunk in before):
+            return released  # the stream stopped (a failed verdict): nothing else goes out
+        out = [chunk for chunk in before if chunk is not part]
+        out.extend(await self._tool_calls.on_chunk(args, part))
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else out
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
         if self.restore_output:
             return _release_held(args.state)
         if self._exact_stream is not None:
             return self._exact_stream.flush_output_stream(args)
+        drop_held(args.state)
         return await WindowedGuard.flush_output_stream(self, args)
 
     def judges_windows(self) -> bool:
@@ -469,19 +519,51 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         """The verdict on `content`: the pattern pass, then (per `llm`) the detector's; None
         when a failed detector was allowed through."""
         if self.detector is None:
-            return self.pattern_verdict(content)
+            return await self.offline_verdict(content)
         if self.llm == "when-unsure":
-            found = self.pattern_verdict(content)
+            found = await self.offline_verdict(content)
             if found.detections:
                 return found
-        return await judged(
+        fell_back = False
+
+        def fallback() -> PIIVerdict:
+            nonlocal fell_back
+            fell_back = True
+            return self.pattern_verdict(content)
+
+        verdict = await judged(
             self,
             self.detector,
             "Analyze the following content for PII (personally identifiable information):\n"
             f'Content: "{content}"',
             error_strategy=self.error_strategy,
-            fallback=lambda: self.pattern_verdict(content),
+            fallback=fallback,
         )
+        if fell_back and verdict is not None and self.recognizer is not None:
+            verdict.detections = [*(verdict.detections or ()), *await self._recognized(content)]
+        return verdict
+
+    async def offline_verdict(self, content: str) -> PIIVerdict:
+        """The offline pass: the pattern pass and, when set, the recognizer (in a worker
+        thread: its analysis is CPU-bound and must not stall the stream)."""
+        verdict = self.pattern_verdict(content)
+        if self.recognizer is not None:
+            verdict.detections = [*(verdict.detections or ()), *await self._recognized(content)]
+        return verdict
+
+    async def _recognized(self, content: str) -> list[PIIDetection]:
+        """The recognizer's findings in `content`; what it reports counts (its own threshold
+        decided), whatever `detection_types` lists."""
+        assert self.recognizer is not None
+        if not content.strip():
+            return []
+        found = await asyncio.to_thread(self.recognizer.analyze, content)
+        return [
+            PIIDetection(
+                type=f.type, value=content[f.start : f.end], confidence=1.0, start=f.start, end=f.end
+            )
+            for f in found
+        ]
 
     def pattern_verdict(self, content: str) -> PIIVerdict:
         """What the `RegexFilter` PII, secret and URL presets find in `content`, as a verdict
@@ -499,6 +581,15 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         ]
         wanted = [d for d in detections if d.type in self.detection_types]
         return PIIVerdict(detections=wanted, categories=None)
+
+    def _confident(self, verdict: PIIVerdict) -> list[PIIDetection]:
+        """The detections to redact in a value's pieces: their offsets (into the joined text
+        the detector saw) do not apply there, so each is found by its value."""
+        return [
+            d.model_copy(update={"start": -1, "end": -1})
+            for d in verdict.detections or ()
+            if d.confidence >= self.threshold
+        ]
 
     def is_flagged(self, verdict: PIIVerdict) -> bool:
         if verdict.detections:

@@ -36,6 +36,7 @@ from sluicegate.guardrails.regex_rules import (
 from sluicegate.guardrails.rule_matcher import Region as _Region
 from sluicegate.guardrails.rule_matcher import RuleMatcher
 from sluicegate.guardrails.rule_matcher import merge_regions as _regions
+from sluicegate.guardrails.spans import map_texts
 from sluicegate.messages import Message
 from sluicegate.processors.args import (
     ProcessInputArgs,
@@ -554,36 +555,24 @@ class RegexFilterProcessor(Processor):
         return Chunk(kind, part.run_id, Payload(**fields), part.data, part.from_)
 
     def _scrub_value(self, args: Any, value: Any, where: str) -> tuple[Any, bool]:
-        """`value` with every string in it (through dicts, lists and tuples) checked: redacted
-        (the new value and True), or blocked/warned about (the value and False)."""
-        if isinstance(value, str):
-            regions = _regions(self.find(value))
+        """`value` with every text in it (strings, dict keys and numbers, through dicts, lists
+        and tuples: see `value_texts`) checked: redacted (the new value and True), or
+        blocked/warned about (the value and False)."""
+
+        def scrub(text: str) -> str:
+            regions = _regions(self.find(text))
             if not regions:
-                return value, False
+                return text
             if self.strategy != "redact":
-                self._handle(args, value, regions, where, "process_output_stream")
-                return value, False
+                self._handle(args, text, regions, where, "process_output_stream")
+                return text
             redactions: list[dict[str, Any]] = []
-            redacted = self._apply(value, regions, 0, len(value), redactions)
+            redacted = self._apply(text, regions, 0, len(text), redactions)
             self._report_redactions("process_output_stream", redactions, {"chunk": where})
-            if type(value) is not str:  # a str subclass (unparsed tool input) keeps its type
-                marked = type(value)(redacted)
-                marked.__dict__.update(getattr(value, "__dict__", {}))
-                return marked, True
-            return redacted, True
-        if isinstance(value, dict):
-            out: dict[Any, Any] = {}
-            any_changed = False
-            for key, item in value.items():
-                out[key], changed = self._scrub_value(args, item, where)
-                any_changed = any_changed or changed
-            return (out, True) if any_changed else (value, False)
-        if isinstance(value, (list, tuple)):
-            items = [self._scrub_value(args, item, where) for item in value]
-            if any(changed for _, changed in items):
-                return type(value)(item for item, _ in items), True
-            return value, False
-        return value, False
+            return redacted
+
+        scrubbed = map_texts(value, scrub)
+        return scrubbed, scrubbed is not value
 
 
 def _abandoned(step_finish: Chunk) -> bool:
