@@ -4,6 +4,8 @@
                             [--request-read-timeout SECONDS] [--max-connections N]
     sluicegate dev app.py        # the studio at /studio, reloads when files change
     sluicegate run app.py:agent "prompt"
+    sluicegate eval app.py DATASET.jsonl [--agent ID] [--processor ID ...] [--phase input|output]
+                    [--format table|json|html] [--out FILE]   # see docs/evaluation.md
     sluicegate demo
 
 Server settings come from the environment (`SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS`,
@@ -119,6 +121,71 @@ async def _run_once(target: str, prompt: str) -> int:
     return status
 
 
+async def _eval(args: argparse.Namespace) -> int:
+    """`sluicegate eval`: the chosen chain over a labelled dataset, scored and reported."""
+    from sluicegate.guardrails.evaluation import LabelMap, evaluate, read_dataset, render
+    from sluicegate.guardrails.evaluation.labels import parse_label_option
+    from sluicegate.guardrails.evaluation.progress import ProgressBar
+    from sluicegate.server.eval_chain import select_chain
+    from sluicegate.server.loader import load_registry
+
+    if args.chunk_chars < 1:
+        print(f"--chunk-chars must be at least 1, got {args.chunk_chars}", file=sys.stderr)
+        return 2
+    try:
+        labels = LabelMap(dict(parse_label_option(v) for v in args.label))
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    examples = read_dataset(args.dataset)  # a bad line fails before the app is loaded
+    registry = load_registry(args.app)
+    chain = await select_chain(
+        registry, agent_id=args.agent, processor_ids=args.processor, phase=args.phase
+    )
+    report = await evaluate(
+        chain,
+        examples,
+        phase=args.phase,
+        chunk_chars=args.chunk_chars,
+        labels=labels,
+        progress=ProgressBar(label=f"eval {args.dataset}"),
+    )
+    text = render(report, args.format, title=f"sluicegate eval: {args.dataset}")
+    if args.out:
+        try:
+            with open(args.out, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            print(f"cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _add_eval_parser(sub: Any) -> None:
+    cmd = sub.add_parser("eval", help="score a processor chain on a labelled JSONL dataset")
+    cmd.add_argument("app", help="app.py or app.py:name (loaded as `serve` loads it)")
+    cmd.add_argument("dataset", help='JSONL: {"text", "spans": [{"start", "end", "label"}]} or {"text", "expected"}')
+    cmd.add_argument("--agent", help="the agent whose processors run (default: the only agent)")
+    cmd.add_argument(
+        "--processor",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only these processors (repeat; without --agent: registered processors, in this order)",
+    )
+    cmd.add_argument("--phase", choices=("input", "output"), default="input")
+    cmd.add_argument("--format", choices=("table", "json", "html"), default="table")
+    cmd.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
+    cmd.add_argument(
+        "--chunk-chars", type=int, default=8, metavar="N", help="output phase: characters per streamed chunk"
+    )
+    cmd.add_argument(
+        "--label", action="append", default=[], metavar="NAME=LABEL", help="map a placeholder or label (repeat)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sluicegate", description="Serve and run sluicegate agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -149,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one prompt, streamed to the terminal")
     run.add_argument("target", help="app.py:agent")
     run.add_argument("prompt")
+    _add_eval_parser(sub)
     sub.add_parser("demo", help="the processor demo (offline model when no API key is set)")
     return parser
 
@@ -185,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "run":
             return asyncio.run(_run_once(args.target, args.prompt))
+        if args.command == "eval":
+            return asyncio.run(_eval(args))
         from sluicegate.demo import run as demo
 
         demo()
