@@ -8,8 +8,8 @@ Per label (see `labels`), over the whole dataset:
   no kind, a mask or a hash, takes the label of the gold span it overlaps most, else
   `UNLABELLED`); precision = correct / regions;
 - *leak*: a gold value of 6 or more characters leaks when one of its own 6-character substrings
-  survives in the output (compared NFKC, without format characters, case folded); leak rate =
-  leaked / such values;
+  survives in the output (compared NFKC, without format characters, case folded), counting
+  only occurrences the rest of the text does not explain; leak rate = leaked / such values;
 - *over-redaction*: characters removed outside every gold span, per region label and in total
   (with its rate over all non-PII characters).
 
@@ -179,13 +179,16 @@ def _grams(value: str) -> Iterable[str]:
     return (value[i : i + LEAK_GRAM] for i in range(len(value) - LEAK_GRAM + 1))
 
 
-def leaks(value: str, output: str) -> bool | None:
-    """Whether `value` leaks into `output` (None: shorter than 6 characters, not checked)."""
-    value = canonical(value)
+def leaks(text: str, start: int, end: int, output: str) -> bool | None:
+    """Whether the value `text[start:end]` leaks into `output`: one of its 6-grams occurs there
+    more often than in the rest of `text` (so a name that also appears unredacted elsewhere
+    leaks as that other value, not as this one). None: shorter than 6 characters."""
+    value = canonical(text[start:end])
     if len(value) < LEAK_GRAM:
         return None
     seen = canonical(output)
-    return any(gram in seen for gram in _grams(value))
+    rest = canonical(text[:start]) + "\x00" + canonical(text[end:])
+    return any(seen.count(gram) > rest.count(gram) for gram in set(_grams(value)))
 
 
 def score_spans(
@@ -224,7 +227,7 @@ def score_spans(
         covered = sum(removed[span.start : span.end])
         if covered >= CAUGHT_SHARE * (span.end - span.start):
             score.caught += 1
-        leaked = leaks(text[span.start : span.end], output)
+        leaked = leaks(text, span.start, span.end, output)
         if leaked is not None:
             score.leak_checked += 1
             score.leaked += leaked
