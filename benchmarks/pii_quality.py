@@ -51,7 +51,9 @@ def _faker_sentences(count: int, seed: int, *, structured_only: bool) -> list[Ex
     from presidio_evaluator.data_generator import PresidioSentenceFaker, presidio_sentence_faker
     from presidio_evaluator.data_generator.faker_extensions import HospitalProvider
 
-    providers = [p for p in presidio_sentence_faker.presidio_additional_entity_providers if p is not HospitalProvider]
+    providers = [
+        p for p in presidio_sentence_faker.presidio_additional_entity_providers if p is not HospitalProvider
+    ]
     templates = None
     if structured_only:
         all_templates = presidio_sentence_faker.presidio_templates_file_path.read_text().splitlines()
@@ -129,8 +131,8 @@ _LOG_TEMPLATES = (
     "{ts} INFO  worker[{pid}] finished job {sha} in {ms} ms (attempt {n}/3)",
     "{ts} WARN  cache miss ratio {pct}% over {n} requests; evicting {n2} keys",
     "{ts} ERROR {path}:{line} ValueError: expected 3 fields, got {n}",
-    "{ts} DEBUG GET /api/v1/orders?page={n}&limit={n2} 200 {ms}ms ua=\"{ua}\"",
-    "  File \"{path}\", line {line}, in handle_request",
+    '{ts} DEBUG GET /api/v1/orders?page={n}&limit={n2} 200 {ms}ms ua="{ua}"',
+    '  File "{path}", line {line}, in handle_request',
     "def {word}_{word2}(items: list[int], limit: int = {n}) -> int:\n    return sum(items[:limit]) * {n2}",
     "for (let i = 0; i < {n}; i++) {{ total += weights[i] * {n2}; }}",
     "SELECT id, created_at FROM orders WHERE total > {n} AND status = '{word}' LIMIT {n2};",
@@ -180,7 +182,10 @@ def build(sentences: int, seed: int) -> dict[str, list[Example]]:
     for kind in EVASIONS:
         parts[f"evasion: {kind}"] = evasion_examples(base + structured, kind, seed)
     parts["clean prose, code, logs"] = clean_examples(sentences, seed)
-    return {name: [Example(i + 1, e.text, e.spans, None) for i, e in enumerate(part)] for name, part in parts.items()}
+    return {
+        name: [Example(i + 1, e.text, e.spans, None) for i, e in enumerate(part)]
+        for name, part in parts.items()
+    }
 
 
 # ------------------------------------------------------------------ Presidio
@@ -237,7 +242,9 @@ def _throughput(report: EvalReport) -> float:
 
 def _table(rows: list[tuple[str, Callable[[EvalReport], str]]], columns: dict[str, EvalReport]) -> str:
     head = f"{'':34}" + "".join(f"{name:>28}" for name in columns)
-    return "\n".join([head, *(f"{label:34}" + "".join(f"{fn(r):>28}" for r in columns.values()) for label, fn in rows)])
+    return "\n".join(
+        [head, *(f"{label:34}" + "".join(f"{fn(r):>28}" for r in columns.values()) for label, fn in rows)]
+    )
 
 
 def _leak(label: str) -> Callable[[EvalReport], str]:
@@ -269,19 +276,28 @@ def merged(reports: Iterable[EvalReport]) -> EvalReport:
         total.non_pii_chars += report.non_pii_chars
         for label, score in report.kinds.items():
             into = total.kind(label)
-            for name in ("gold", "caught", "predicted", "correct", "leak_checked", "leaked", "over_redacted_chars"):
+            for name in (
+                "gold",
+                "caught",
+                "predicted",
+                "correct",
+                "leak_checked",
+                "leaked",
+                "over_redacted_chars",
+            ):
                 setattr(into, name, getattr(into, name) + getattr(score, name))
     return total
 
 
-async def run(sentences: int, seed: int, jsonl: str | None) -> int:
-    parts = build(sentences, seed)
-    if jsonl:
-        with open(jsonl, "w", encoding="utf-8") as handle:
-            for part in parts.values():
-                for e in part:
-                    spans = [{"start": s.start, "end": s.end, "label": s.label} for s in e.spans or ()]
-                    handle.write(json.dumps({"text": e.text, "spans": spans}) + "\n")
+def write_jsonl(parts: dict[str, list[Example]], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for part in parts.values():
+            for e in part:
+                spans = [{"start": s.start, "end": s.end, "label": s.label} for s in e.spans or ()]
+                handle.write(json.dumps({"text": e.text, "spans": spans}) + "\n")
+
+
+async def run(parts: dict[str, list[Example]], seed: int) -> int:
     counts = ", ".join(f"{name} {len(part)}" for name, part in parts.items())
     print(f"dataset (seed {seed}): {counts}")
     labels = LabelMap()
@@ -315,7 +331,8 @@ async def run(sentences: int, seed: int, jsonl: str | None) -> int:
     print("\nclean prose, code and logs: redactions (false positives) and characters removed")
     for name, report in clean.items():
         wrong = sum(s.predicted for s in report.kinds.values())
-        print(f"  {name}: {wrong} redactions in {report.examples} texts, {report.over_redacted_chars} characters")
+        removed = report.over_redacted_chars
+        print(f"  {name}: {wrong} redactions in {report.examples} texts, {removed} characters")
     print("\nthroughput (texts/s, one text at a time, all parts)")
     rates = {name: _throughput(merged(c.values())) for name, c in columns.items()}
     for name, rate in rates.items():
@@ -327,7 +344,7 @@ async def run(sentences: int, seed: int, jsonl: str | None) -> int:
         detector.pattern_verdict(text)
     raw = len(texts) / (time.perf_counter() - started)
     print(f"  sluicegate offline, detection only (PIIDetector.pattern_verdict): {raw:,.0f} texts/s")
-    if "Presidio" in rates and rates["Presidio"]:
+    if rates.get("Presidio"):
         print(
             f"  ratio to Presidio: {rates['sluicegate offline'] / rates['Presidio']:.0f}x through the "
             f"processor runner, {raw / rates['Presidio']:.0f}x detection alone (target >= 100x)"
@@ -364,13 +381,18 @@ def _verdict(parts: dict[str, EvalReport], main: EvalReport) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sentences", type=int, default=2000, help="presidio-evaluator sentences (default 2000)")
+    parser.add_argument(
+        "--sentences", type=int, default=2000, help="presidio-evaluator sentences (default 2000)"
+    )
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--jsonl", help="also write the dataset as `sluicegate eval` JSONL")
     args = parser.parse_args(argv)
     if args.sentences < 1:
         parser.error("--sentences must be at least 1")
-    return asyncio.run(run(args.sentences, args.seed, args.jsonl))
+    parts = build(args.sentences, args.seed)
+    if args.jsonl:
+        write_jsonl(parts, args.jsonl)
+    return asyncio.run(run(parts, args.seed))
 
 
 if __name__ == "__main__":

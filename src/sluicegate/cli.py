@@ -121,6 +121,11 @@ async def _run_once(target: str, prompt: str) -> int:
     return status
 
 
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
 async def _eval(args: argparse.Namespace) -> int:
     """`sluicegate eval`: the chosen chain over a labelled dataset, scored and reported."""
     from sluicegate.guardrails.evaluation import LabelMap, evaluate, read_dataset, render
@@ -139,9 +144,7 @@ async def _eval(args: argparse.Namespace) -> int:
         return 2
     examples = read_dataset(args.dataset)  # a bad line fails before the app is loaded
     registry = load_registry(args.app)
-    chain = await select_chain(
-        registry, agent_id=args.agent, processor_ids=args.processor, phase=args.phase
-    )
+    chain = await select_chain(registry, agent_id=args.agent, processor_ids=args.processor, phase=args.phase)
     report = await evaluate(
         chain,
         examples,
@@ -153,8 +156,7 @@ async def _eval(args: argparse.Namespace) -> int:
     text = render(report, args.format, title=f"sluicegate eval: {args.dataset}")
     if args.out:
         try:
-            with open(args.out, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            await asyncio.to_thread(_write, args.out, text)
         except OSError as exc:
             print(f"cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
             return 2
@@ -166,7 +168,9 @@ async def _eval(args: argparse.Namespace) -> int:
 def _add_eval_parser(sub: Any) -> None:
     cmd = sub.add_parser("eval", help="score a processor chain on a labelled JSONL dataset")
     cmd.add_argument("app", help="app.py or app.py:name (loaded as `serve` loads it)")
-    cmd.add_argument("dataset", help='JSONL: {"text", "spans": [{"start", "end", "label"}]} or {"text", "expected"}')
+    cmd.add_argument(
+        "dataset", help='JSONL: {"text", "spans": [{"start", "end", "label"}]} or {"text", "expected"}'
+    )
     cmd.add_argument("--agent", help="the agent whose processors run (default: the only agent)")
     cmd.add_argument(
         "--processor",
@@ -182,7 +186,11 @@ def _add_eval_parser(sub: Any) -> None:
         "--chunk-chars", type=int, default=8, metavar="N", help="output phase: characters per streamed chunk"
     )
     cmd.add_argument(
-        "--label", action="append", default=[], metavar="NAME=LABEL", help="map a placeholder or label (repeat)"
+        "--label",
+        action="append",
+        default=[],
+        metavar="NAME=LABEL",
+        help="map a placeholder or label (repeat)",
     )
 
 

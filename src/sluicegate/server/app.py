@@ -26,7 +26,7 @@ from starlette.types import ASGIApp
 
 from sluicegate import __version__
 from sluicegate.registry import Sluicegate
-from sluicegate.server import agents, hitl_routes, memory_routes, processor_routes, tool_routes
+from sluicegate.server import agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
 from sluicegate.server.headers import SecurityHeaders
@@ -84,7 +84,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         install_recent_spans(settings.trace_capacity, app_key=app.state.app_key) if settings.studio else None
     )
     install_error_handlers(app)
-    for module in (agents, hitl_routes, memory_routes, processor_routes, tool_routes):
+    for module in (agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
 

@@ -30,8 +30,9 @@ async def select_chain(
         if not processor_ids:
             agents = list(registry.agents)
             if len(agents) != 1:
+                listed = ", ".join(agents) or "none"
                 raise ConfigurationError(
-                    f"name an agent (--agent; agents: {', '.join(agents) or 'none'}) or processors (--processor)"
+                    f"name an agent (--agent; agents: {listed}) or processors (--processor)"
                 )
             agent_id = agents[0]
         else:

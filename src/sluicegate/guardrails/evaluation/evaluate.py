@@ -43,7 +43,10 @@ async def evaluate(
         for done, example in enumerate(examples, 1):
             try:
                 outcome = await run_chain(
-                    processors, example.text, phase=phase, chunk_chars=chunk_chars,
+                    processors,
+                    example.text,
+                    phase=phase,
+                    chunk_chars=chunk_chars,
                     request_context=RequestContext(),
                 )
             except ProcessorError as exc:

@@ -85,7 +85,7 @@ def install(processors: Sequence[Any]) -> None:
     for detector in detectors_of(processors):
         model = detector.model
         if not isinstance(model, Metered):
-            detector._model = Metered(model)  # type: ignore[assignment]
+            detector._model = Metered(model)
 
 
 @contextmanager

@@ -49,8 +49,8 @@ def _summary(report: EvalReport) -> list[str]:
         f"over-redaction: {report.over_redacted_chars} of {report.non_pii_chars} non-PII characters "
         f"({_num(report.over_redaction_rate, 4)})",
         f"latency per text: p50 {_num(latency['p50'])} ms, p99 {_num(latency['p99'])} ms",
-        f"detector calls: {report.detector_calls}, tokens in/out {report.input_tokens}/{report.output_tokens}, "
-        f"cost ${report.cost:.4f}"
+        f"detector calls: {report.detector_calls}, "
+        f"tokens in/out {report.input_tokens}/{report.output_tokens}, cost ${report.cost:.4f}"
         + (f" (unpriced: {', '.join(report.unpriced_models)})" if report.unpriced_models else ""),
     ]
     verdicts = report.verdicts
@@ -70,7 +70,10 @@ def render_table(report: EvalReport) -> str:
         widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(_COLUMNS)]
 
         def line(cells: list[str] | tuple[str, ...]) -> str:
-            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+            return "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            )
 
         out += [line(_COLUMNS), "  ".join("-" * w for w in widths), *(line(r) for r in rows), ""]
     out += _summary(report)

@@ -445,6 +445,7 @@ async function route() {
     else if (name === "runs") await runsView(arg);
     else if (name === "memory") await memoryView();
     else if (name === "processors") await processorsView();
+    else if (name === "eval" && window.sluicegateEvalView) await window.sluicegateEvalView(view);
     else await agentsView();
   } catch (error) { fail(error); }
 }
