@@ -26,6 +26,7 @@ import json
 import random
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -60,7 +61,9 @@ def _faker_sentences(count: int, seed: int, *, structured_only: bool) -> list[Ex
         templates = [t.strip() for t in all_templates if any(k in t for k in _TEMPLATE_KINDS)]
     mapping = {**PresidioSentenceFaker.ENTITY_TYPE_MAPPING, "url": "URL"}
     random.seed(seed)  # the generator picks templates with the module-level random
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    quiet = (contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()))
+    with quiet[0], quiet[1], warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pandas deprecations inside presidio-evaluator
         faker = PresidioSentenceFaker(
             "en_US", lower_case_ratio=0.05, sentence_templates=templates, entity_providers=providers,
             entity_type_mapping=mapping, random_seed=seed,

@@ -11,7 +11,7 @@ import pytest
 from sluicegate.cli import main
 from sluicegate.guardrails.evaluation.progress import ProgressBar
 
-APP = '''
+APP = """
 from sluicegate import Agent
 from sluicegate.processors import PIIDetector, RegexFilter
 from sluicegate.testing import MockModel
@@ -19,7 +19,7 @@ from sluicegate.testing import MockModel
 pii = PIIDetector(redaction_method="placeholder")
 block = RegexFilter(rules=[{"name": "override", "pattern": "ignore (all )?previous"}], strategy="block")
 support = Agent(name="support", model=MockModel([]), input_processors=[block, pii], output_processors=[pii])
-'''
+"""
 
 ROWS = [
     {"text": "Write to joe.bloggs@example.com today", "spans": [{"start": 9, "end": 31, "label": "EMAIL_ADDRESS"}]},
@@ -58,10 +58,16 @@ def test_eval_writes_json_and_html_and_selects_processors(
 ) -> None:
     app, dataset = files
     out = tmp_path / "report.json"
-    assert main(["eval", app, dataset, "--processor", "pii-detector", "--format", "json", "--out", str(out)]) == 0
+    assert (
+        main(["eval", app, dataset, "--processor", "pii-detector", "--format", "json", "--out", str(out)])
+        == 0
+    )
     data = json.loads(out.read_text())
     assert data["kinds"]["US_SSN"]["recall"] == 1.0 and data["verdicts"]["false_pass"] == 1  # no block rule
-    assert main(["eval", app, dataset, "--agent", "support", "--processor", "regex-filter", "--format", "html"]) == 0
+    assert (
+        main(["eval", app, dataset, "--agent", "support", "--processor", "regex-filter", "--format", "html"])
+        == 0
+    )
     page = capsys.readouterr().out
     assert page.startswith("<!doctype html>") and "<svg" in page
 
@@ -105,7 +111,7 @@ def test_a_malformed_dataset_names_the_line(
     assert "line 2: spans.0.label" in capsys.readouterr().err
 
 
-DETECTOR_APP = '''
+DETECTOR_APP = """
 import json
 from sluicegate import Agent
 from sluicegate.processors import PIIDetector
@@ -119,7 +125,7 @@ def answer(options):
 judge = MockModel([answer] * 20, model_id="gpt-4o-mini")
 pii = PIIDetector(model=judge, redaction_method="placeholder")
 agent = Agent(name="judged", model=MockModel([]), input_processors=[pii])
-'''
+"""
 
 
 def test_detector_calls_tokens_and_cost_are_counted(tmp_path: Path) -> None:
@@ -155,7 +161,7 @@ def test_the_progress_bar_draws_on_a_terminal_only() -> None:
     assert quiet.getvalue() == ""
 
 
-FAILING_APP = '''
+FAILING_APP = """
 from sluicegate import Agent
 from sluicegate.processors import Processor
 from sluicegate.testing import MockModel
@@ -169,7 +175,7 @@ class Fragile(Processor):
         return args.messages
 
 agent = Agent(name="fragile", model=MockModel([]), input_processors=[Fragile()])
-'''
+"""
 
 
 def test_a_processor_error_stops_the_eval_naming_the_line(

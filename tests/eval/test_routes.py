@@ -52,7 +52,9 @@ def test_eval_returns_the_report_and_the_html(client: TestClient) -> None:
         ({"dataset": DATASET, "format": "xml"}, "format", ""),
     ],
 )
-def test_bad_input_is_a_400_naming_the_field(client: TestClient, body: dict[str, object], field: str, problem: str) -> None:
+def test_bad_input_is_a_400_naming_the_field(
+    client: TestClient, body: dict[str, object], field: str, problem: str
+) -> None:
     response = client.post("/api/eval", json=body)
     assert response.status_code == 400, response.text
     data = response.json()

@@ -91,11 +91,22 @@ def test_a_blocked_text_counts_as_all_removed_and_verdicts_score_a_confusion() -
     score_spans(report, _example("call 555-123-4567", ("555-123-4567", "PHONE_NUMBER")), "", LabelMap(),
                 blocked=True)  # fmt: skip
     assert report.kinds["PHONE_NUMBER"].caught == 1 and report.over_redacted_chars == len("call ")
-    for expected, blocked in [("block", True), ("block", False), ("pass", True), ("pass", False), ("pass", False)]:
+    for expected, blocked in [
+        ("block", True),
+        ("block", False),
+        ("pass", True),
+        ("pass", False),
+        ("pass", False),
+    ]:
         score_verdict(report, Example(1, "t", None, expected), blocked=blocked)  # type: ignore[arg-type]
     verdicts = report.verdicts
     assert verdicts is not None
-    assert (verdicts.true_block, verdicts.false_pass, verdicts.false_block, verdicts.true_pass) == (1, 1, 1, 2)
+    assert (verdicts.true_block, verdicts.false_pass, verdicts.false_block, verdicts.true_pass) == (
+        1,
+        1,
+        1,
+        2,
+    )
     assert verdicts.accuracy == 0.6
 
 
