@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from benchmarks.pii_quality import (
     EVASION_TARGET,
     LEAK_TARGET,
@@ -24,6 +23,7 @@ from benchmarks.pii_quality import (
     clean_examples,
     evasion_examples,
 )
+
 from sluicegate.guardrails.evaluation import EvalReport, Example, evaluate
 from sluicegate.processors import PIIDetector
 
