@@ -27,7 +27,7 @@ import random
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from sluicegate.guardrails.evaluation import Example, GoldSpan, LabelMap, evaluate
@@ -239,10 +239,6 @@ def _fmt(value: float | None) -> str:
     return "   -  " if value is None else f"{value:6.3f}"
 
 
-def _throughput(report: EvalReport) -> float:
-    return len(report.latencies) / sum(report.latencies) if report.latencies else 0.0
-
-
 def _table(rows: list[tuple[str, Callable[[EvalReport], str]]], columns: dict[str, EvalReport]) -> str:
     head = f"{'':34}" + "".join(f"{name:>28}" for name in columns)
     return "\n".join(
@@ -336,23 +332,56 @@ async def run(parts: dict[str, list[Example]], seed: int) -> int:
         wrong = sum(s.predicted for s in report.kinds.values())
         removed = report.over_redacted_chars
         print(f"  {name}: {wrong} redactions in {report.examples} texts, {removed} characters")
-    print("\nthroughput (texts/s, one text at a time, all parts)")
-    rates = {name: _throughput(merged(c.values())) for name, c in columns.items()}
+    sample = [e.text for e in parts["presidio sentences"] + parts["clean prose, code, logs"]][
+        :THROUGHPUT_TEXTS
+    ]
+    engine = None if isinstance(analyzer, str) else analyzer[0]
+    rates = await throughput(sample, engine)
+    print(f"\nthroughput (texts/s, one at a time, {len(sample)} texts, best of {ROUNDS} alternating rounds)")
     for name, rate in rates.items():
         print(f"  {name}: {rate:,.0f} texts/s")
-    texts = [e.text for part in parts.values() for e in part]
-    detector = PIIDetector()
-    started = time.perf_counter()
-    for text in texts:
-        detector.pattern_verdict(text)
-    raw = len(texts) / (time.perf_counter() - started)
-    print(f"  sluicegate offline, detection only (PIIDetector.pattern_verdict): {raw:,.0f} texts/s")
-    if rates.get("Presidio"):
-        print(
-            f"  ratio to Presidio: {rates['sluicegate offline'] / rates['Presidio']:.0f}x through the "
-            f"processor runner, {raw / rates['Presidio']:.0f}x detection alone (target >= 100x)"
-        )
+    if "Presidio" in rates:
+        for name in ("sluicegate offline (processor runner)", "sluicegate offline (detection only)"):
+            print(f"  {name} / Presidio: {rates[name] / rates['Presidio']:.0f}x (target >= 100x)")
     return _verdict(ours, main["sluicegate offline"])
+
+
+THROUGHPUT_TEXTS = 1000
+ROUNDS = 3
+
+
+async def throughput(texts: list[str], analyzer: Any | None) -> dict[str, float]:
+    """Texts per second of each engine on the same texts, measured in alternating rounds (so
+    a busy machine slows both alike), the best round of each."""
+    from sluicegate.guardrails.evaluation.chain import run_chain
+
+    detector = PIIDetector()
+
+    async def chain() -> None:
+        for text in texts:
+            await run_chain([detector], text, phase="input")
+
+    async def detection() -> None:
+        for text in texts:
+            detector.pattern_verdict(text)
+
+    async def presidio() -> None:
+        for text in texts:
+            analyzer.analyze(text=text, language="en")
+
+    engines: dict[str, Callable[[], Awaitable[None]]] = {
+        "sluicegate offline (processor runner)": chain,
+        "sluicegate offline (detection only)": detection,
+    }
+    if analyzer is not None:
+        engines["Presidio"] = presidio
+    best = dict.fromkeys(engines, 0.0)
+    for _ in range(ROUNDS):
+        for name, run_once in engines.items():
+            started = time.perf_counter()
+            await run_once()
+            best[name] = max(best[name], len(texts) / (time.perf_counter() - started))
+    return best
 
 
 def _leak_all(report: EvalReport) -> str:
@@ -372,12 +401,14 @@ def _verdict(parts: dict[str, EvalReport], main: EvalReport) -> int:
         if score.precision is not None and score.precision < PRECISION_TARGET:
             misses.append(f"{label} precision {score.precision:.3f} (< {PRECISION_TARGET})")
     for kind in EVASIONS:
-        report = parts[f"evasion: {kind}"]
-        checked = sum(s.leak_checked for k, s in report.kinds.items() if k in STRUCTURED)
-        leaked = sum(s.leaked for k, s in report.kinds.items() if k in STRUCTURED)
         target = SPELLED_TARGET if kind == "spelled" else EVASION_TARGET
-        if checked and leaked / checked > target:
-            misses.append(f"evasion {kind} leaks {leaked / checked:.3f} (> {target})")
+        for label, score in parts[f"evasion: {kind}"].kinds.items():
+            plain = main.kinds.get(label)
+            if label not in STRUCTURED or score.leak_rate is None or score.leak_rate <= target:
+                continue
+            if plain is not None and plain.leak_rate is not None and plain.leak_rate > LEAK_TARGET:
+                continue  # its plain form misses already (reported above)
+            misses.append(f"{kind} {label} leaks {score.leak_rate:.3f} (> {target})")
     print("\ntargets: " + ("all met" if not misses else "missed: " + "; ".join(misses)))
     return 1 if misses else 0
 
