@@ -43,7 +43,7 @@ EVASIONS = ("zero-width", "fullwidth", "spaced", "dashed", "spelled")
 # ------------------------------------------------------------------ the dataset
 
 
-def _faker_sentences(count: int, seed: int, *, structured_only: bool) -> list[Example]:
+def faker_sentences(count: int, seed: int, *, structured_only: bool) -> list[Example]:
     """presidio-evaluator's generator, its templates and person records, without the provider
     that queries WikiData for hospital names (no template uses it)."""
     import contextlib
@@ -179,8 +179,8 @@ def clean_examples(count: int, seed: int) -> list[Example]:
 
 def build(sentences: int, seed: int) -> dict[str, list[Example]]:
     """The dataset's parts by name (each example's `line` is its position in its part)."""
-    base = _faker_sentences(sentences, seed, structured_only=False)
-    structured = _faker_sentences(sentences, seed + 1, structured_only=True)
+    base = faker_sentences(sentences, seed, structured_only=False)
+    structured = faker_sentences(sentences, seed + 1, structured_only=True)
     parts = {"presidio sentences": base + structured}
     for kind in EVASIONS:
         parts[f"evasion: {kind}"] = evasion_examples(base + structured, kind, seed)

@@ -20,7 +20,7 @@ from benchmarks.pii_quality import (
     PRECISION_TARGET,
     SPELLED_TARGET,
     STRUCTURED,
-    _faker_sentences,
+    faker_sentences,
     clean_examples,
     evasion_examples,
 )
@@ -49,7 +49,7 @@ PRECISION_FLOORS = {"PHONE_NUMBER": 0.6, "IP_ADDRESS": 0.85}
 
 @pytest.fixture(scope="module")
 def sentences() -> list[Example]:
-    return _faker_sentences(SENTENCES, SEED, structured_only=True)
+    return faker_sentences(SENTENCES, SEED, structured_only=True)
 
 
 def _run(examples: list[Example]) -> EvalReport:
