@@ -20,9 +20,9 @@ from benchmarks.pii_quality import (
     PRECISION_TARGET,
     SPELLED_TARGET,
     STRUCTURED,
-    faker_sentences,
     clean_examples,
     evasion_examples,
+    faker_sentences,
 )
 
 from sluicegate.guardrails.evaluation import EvalReport, Example, evaluate
