@@ -4,6 +4,8 @@
                             [--request-read-timeout SECONDS] [--max-connections N]
     sluicegate dev app.py        # the studio at /studio, reloads when files change
     sluicegate run app.py:agent "prompt"
+    sluicegate eval app.py DATASET.jsonl [--agent ID] [--processor ID ...] [--phase input|output]
+                    [--format table|json|html] [--out FILE]   # see docs/evaluation.md
     sluicegate demo
 
 Every command takes `--debug`: an error in the app or the command is one line without it.
@@ -141,6 +143,8 @@ EXAMPLES = {
     "dev": "examples:\n  sluicegate dev app.py\n  sluicegate dev app.py --port 4200",
     "run": 'examples:\n  sluicegate run app.py:support "Where is my order A-1001?"\n'
     '  sluicegate run app.py:support "hi" --debug',
+    "eval": "examples:\n  sluicegate eval app.py pii.jsonl --agent support\n"
+    "  sluicegate eval app.py pii.jsonl --phase output --format html --out report.html",
     "demo": "example:\n  sluicegate demo",
 }
 """An example command for each subcommand's `--help` (the `epilog`)."""
@@ -161,6 +165,99 @@ def _command(sub: Any, name: str, helptext: str) -> argparse.ArgumentParser:
         help="print the full traceback of an error instead of one line (e.g. --debug)",
     )
     return cmd
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+async def _eval(args: argparse.Namespace) -> int:
+    """`sluicegate eval`: the chosen chain over a labelled dataset, scored and reported."""
+    from sluicegate.guardrails.evaluation import LabelMap, evaluate, read_dataset, render
+    from sluicegate.guardrails.evaluation.labels import parse_label_option
+    from sluicegate.guardrails.evaluation.progress import ProgressBar
+    from sluicegate.server.eval_chain import select_chain
+    from sluicegate.server.loader import load_registry
+
+    if args.chunk_chars < 1:
+        print(f"--chunk-chars must be at least 1, got {args.chunk_chars}", file=sys.stderr)
+        return 2
+    try:
+        labels = LabelMap(dict(parse_label_option(v) for v in args.label))
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    examples = read_dataset(args.dataset)  # a bad line fails before the app is loaded
+    registry = load_registry(args.app)
+    chain = await select_chain(registry, agent_id=args.agent, processor_ids=args.processor, phase=args.phase)
+    report = await evaluate(
+        chain,
+        examples,
+        phase=args.phase,
+        chunk_chars=args.chunk_chars,
+        labels=labels,
+        progress=ProgressBar(label=f"eval {args.dataset}"),
+    )
+    text = render(report, args.format, title=f"sluicegate eval: {args.dataset}")
+    if args.out:
+        try:
+            await asyncio.to_thread(_write, args.out, text)
+        except OSError as exc:
+            print(f"cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _add_eval_parser(sub: Any) -> None:
+    cmd = _command(sub, "eval", "score a processor chain on a labelled JSONL dataset")
+    cmd.add_argument("app", help="app.py or app.py:name, loaded as `serve` loads it (e.g. app.py)")
+    cmd.add_argument(
+        "dataset",
+        help='JSONL: {"text", "spans": [{"start", "end", "label"}]} or {"text", "expected"} (e.g. pii.jsonl)',
+    )
+    cmd.add_argument(
+        "--agent", help="the agent whose processors run (default: the only agent; e.g. --agent support)"
+    )
+    cmd.add_argument(
+        "--processor",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="run only these processors (repeat; without --agent: registered processors, in this order; "
+        "e.g. --processor pii-detector)",
+    )
+    cmd.add_argument(
+        "--phase",
+        choices=("input", "output"),
+        default="input",
+        help="judge the text as the user's message or as the streamed answer (e.g. --phase output)",
+    )
+    cmd.add_argument(
+        "--format",
+        choices=("table", "json", "html"),
+        default="table",
+        help="the report's form (default table; e.g. --format html --out report.html)",
+    )
+    cmd.add_argument(
+        "--out", metavar="FILE", help="write the report here instead of stdout (e.g. --out report.html)"
+    )
+    cmd.add_argument(
+        "--chunk-chars",
+        type=int,
+        default=8,
+        metavar="N",
+        help="output phase: characters per streamed chunk (default 8; e.g. --chunk-chars 1)",
+    )
+    cmd.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="NAME=LABEL",
+        help="map a placeholder or label (repeat; e.g. --label EMAIL=EMAIL_ADDRESS)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -220,6 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         "target", help="the application file and the agent's registry key, id or name (e.g. app.py:support)"
     )
     run.add_argument("prompt", help='the user message (e.g. "Where is my order A-1001?")')
+    _add_eval_parser(sub)
     _command(sub, "demo", "the processor demo (offline model when no API key is set)")
     return parser
 
@@ -266,6 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "run":
             return asyncio.run(_run_once(args.target, args.prompt))
+        if args.command == "eval":
+            return asyncio.run(_eval(args))
         from sluicegate.demo import run as demo
 
         demo()

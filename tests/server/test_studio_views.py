@@ -359,7 +359,7 @@ def test_views_add_their_own_nav_entry(page: Any, studio_url: str) -> None:
     page.goto(studio_url + "/studio")
     page.locator("section[data-agent]").first.wait_for()
     links = [a.inner_text() for a in page.locator("nav a").all()]
-    assert links == ["Agents", "Runs", "Memory", "Processors", "Tools", "API"]
+    assert links == ["Agents", "Runs", "Memory", "Processors", "Tools", "Eval", "API"]
     page.evaluate(
         """() => Studio.registerView("extra", "Extra", async (arg) => {
              Studio.view.replaceChildren(Studio.h("h1", {}, "Extra " + arg));
@@ -397,14 +397,11 @@ def test_timeline_rows_open_the_inspector(page: Any, studio_url: str) -> None:
 
 
 def test_a_view_defined_before_the_router_gets_its_entry(page: Any, studio_url: str) -> None:
-    """The eval page's script exposes `window.sluicegateEvalView(view)`; the router gives it a
-    nav entry (once) and the `#/eval` route."""
-    page.add_init_script(
-        """window.sluicegateEvalView = async (view) => view.replaceChildren(
-             Object.assign(document.createElement("h1"), { textContent: "Evaluations" }));"""
-    )
+    """The eval page's script exposes `window.sluicegateEvalView(view)` before the router starts;
+    the router gives it a nav entry (once) and the `#/eval` route."""
     page.goto(studio_url + "/studio#/eval")
-    page.locator("#view > h1", has_text="Evaluations").wait_for()
+    page.locator("#view h2", has_text="Evaluate a processor chain").wait_for()
+    page.locator("#eval-file").wait_for(state="attached")
     assert page.locator('nav a[data-view="eval"]').count() == 1
     assert page.locator("nav a.active").inner_text() == "Eval"
 

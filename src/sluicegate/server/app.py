@@ -31,7 +31,7 @@ from starlette.types import ASGIApp
 
 from sluicegate import __version__
 from sluicegate.registry import Sluicegate
-from sluicegate.server import agents, hitl_routes, memory_routes, processor_routes, tool_routes
+from sluicegate.server import agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes
 from sluicegate.server.api_docs import mount_api_docs
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
@@ -129,7 +129,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     app.state.spans = spans
     install_error_handlers(app)
     mount_api_docs(app, title="sluicegate")
-    for module in (agents, hitl_routes, memory_routes, processor_routes, tool_routes):
+    for module in (agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
 

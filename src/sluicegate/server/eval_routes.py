@@ -1,0 +1,59 @@
+"""`POST /api/eval`: `sluicegate eval` over HTTP, for the studio's eval page (the dataset is
+the uploaded JSONL's text; the report comes back as JSON, plus the HTML page on request)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from pydantic import Field
+
+from sluicegate.errors import ConfigurationError
+from sluicegate.guardrails.evaluation import EvaluationError, LabelMap, evaluate, render
+from sluicegate.guardrails.evaluation.dataset import DatasetError, read_lines
+from sluicegate.server.bodies import _Body
+from sluicegate.server.deps import ERRORS, registry_of
+from sluicegate.server.errors import ApiError, bad_request
+from sluicegate.server.eval_chain import select_chain
+
+router = APIRouter(prefix="/api/eval", tags=["eval"])
+
+
+class EvalBody(_Body):
+    dataset: str = Field(min_length=1, description="The JSONL dataset's text (see docs/evaluation.md).")
+    agentId: str | None = Field(default=None, min_length=1)
+    processors: list[str] = Field(
+        default_factory=list, description="Processor ids to run (narrows the agent's)."
+    )
+    phase: Literal["input", "output"] = "input"
+    chunkChars: int = Field(default=8, ge=1, le=4096)
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra placeholder/label → label entries."
+    )
+    html: bool = Field(default=False, description="Also return the self-contained HTML report.")
+
+
+@router.post("", responses=ERRORS)
+async def run_eval(body: EvalBody, request: Request) -> dict[str, Any]:
+    try:
+        examples = read_lines(body.dataset.splitlines())
+    except DatasetError as exc:
+        raise bad_request("dataset", str(exc)) from None
+    try:
+        chain = await select_chain(
+            registry_of(request), agent_id=body.agentId, processor_ids=body.processors, phase=body.phase
+        )
+    except ConfigurationError as exc:
+        raise bad_request(
+            "processors" if body.processors and not body.agentId else "agentId", str(exc)
+        ) from None
+    try:
+        report = await evaluate(
+            chain, examples, phase=body.phase, chunk_chars=body.chunkChars, labels=LabelMap(body.labels)
+        )
+    except EvaluationError as exc:
+        raise ApiError(422, str(exc), field="dataset") from None
+    out: dict[str, Any] = {"report": report.to_dict()}
+    if body.html:
+        out["html"] = render(report, "html", title="sluicegate eval")
+    return out
