@@ -14,6 +14,7 @@ from sluicegate.errors import ConfigurationError, ProcessorError, ProcessorTimeo
 from sluicegate.memory import Memory
 from sluicegate.processors import Processor, RegexFilter
 from sluicegate.testing import MockModel, text_step
+from sluicegate.tracing import configure
 
 from .conftest import StallMonitor
 
@@ -106,7 +107,12 @@ async def test_bad_timeouts_are_rejected() -> None:
         await agent.generate("hi", processor_timeout="30")
 
 
-async def test_a_large_input_through_regex_filter_does_not_freeze_the_loop(stalls: StallMonitor) -> None:
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+async def test_a_large_input_through_regex_filter_does_not_freeze_the_loop(
+    stalls: StallMonitor, traced: bool
+) -> None:
+    # Traced hooks are wrapped in a span; the wrapper must offload a sync hook just the same.
+    telemetry = configure(in_memory=True, set_global=False) if traced else None
     text = ("lorem ipsum dolor sit amet, " * 60_000) + " my email is ada@example.com"  # ~1.7 MB
     model = MockModel([text_step("ok")])
     agent = Agent(
@@ -115,10 +121,17 @@ async def test_a_large_input_through_regex_filter_does_not_freeze_the_loop(stall
         input_processors=[RegexFilter(presets=["pii"], strategy="redact")],
         max_input_chars=2_000_000,
     )
+    if traced:  # the tracing glue is imported on a process's first traced run: not what is measured
+        await Agent("warm", model=MockModel([text_step("ok")])).generate("hi")
+        await asyncio.sleep(0.05)  # the monitor ticks again, then forgets the warm-up
+        stalls._max = 0.0
     assert (await agent.generate(text)).text == "ok"
     assert stalls.max_stall < 0.1  # on the loop this scan takes ~0.4 s; in a worker thread it ticks on
     sent = str(model.calls[0].prompt)
     assert "ada@example.com" not in sent and "lorem ipsum" in sent
+    if telemetry is not None:
+        assert any(span.name.startswith("processor regex-filter") for span in telemetry.spans())
+        telemetry.shutdown()
 
 
 async def test_a_slow_reader_is_not_mistaken_for_a_hung_hook() -> None:

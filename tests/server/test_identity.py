@@ -208,6 +208,8 @@ NO_TENANT_DATA = {
     ("GET", "/api/tools/{toolId}"),
     ("GET", "/api/processors"),
     ("GET", "/api/processors/{processorId}"),
+    # Scores a processor chain on the caller's own uploaded text; memory processors never run.
+    ("POST", "/api/eval"),
 }
 
 

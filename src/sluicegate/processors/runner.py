@@ -841,9 +841,8 @@ class ProcessorRunner:
             track = self._released_track(index)
             flushed = None
             try:
-                flushed = flush(stream_entry.args)
-                if inspect.isawaitable(flushed):
-                    flushed = await flushed
+                result = flush(stream_entry.args)
+                flushed = await result if inspect.isawaitable(result) else result
             except TripWire as tripwire:
                 await self._tripped(stream_entry.entry, tripwire)
                 raise

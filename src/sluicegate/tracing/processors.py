@@ -35,6 +35,7 @@ from sluicegate.processors.args import (
     ProcessLLMRequestResult,
     step_result_fields,
 )
+from sluicegate.processors.offload import offload_sync_hook
 from sluicegate.tracing import attributes as attr
 from sluicegate.tracing.findings import RedactionSink, collect, release
 from sluicegate.tracing.metrics import Instruments
@@ -94,6 +95,7 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
     name = f"{attr.PROCESSOR} {pid} {phase}"
     metrics = run_trace.metrics
     metric_attributes = {attr.PROCESSOR_ID: pid, attr.PROCESSOR_PHASE: phase}
+    is_async = inspect.iscoroutinefunction(fn)
 
     async def traced(args: Any) -> Any:
         step_number = getattr(args, "step_number", None)
@@ -123,7 +125,8 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
         started = time.perf_counter_ns()
         outcome = attr.PASS
         try:
-            result = fn(args)
+            # A sync hook is offloaded as the untraced runner would (large input: a worker thread).
+            result = fn(args) if is_async else await offload_sync_hook(fn, args)
             if inspect.isawaitable(result):
                 result = await result
         except TripWire as tripwire:
