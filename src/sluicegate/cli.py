@@ -173,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(problem, file=sys.stderr)
                 return 2
             dev = args.command == "dev"
+            if dev:  # Mastra's Studio (`npx mastra studio`) runs there; `serve` allows only what is set
+                os.environ.setdefault("SLUICEGATE_CORS_ORIGINS", "http://localhost:3000")
             return _serve(
                 args.app,
                 host=args.host,

@@ -50,6 +50,30 @@ def _seconds(name: str, default: float) -> float:
     return value
 
 
+DEV_CORS_ORIGIN = "http://localhost:3000"
+"""Where `npx mastra studio` serves Mastra's Studio; `sluicegate dev` allows it by default."""
+
+CORS_HEADERS = ("authorization", "content-type", "x-mastra-client-type", "x-mastra-dev-playground")
+"""Request headers a browser client may send: the bearer token, JSON, and the two that
+`@mastra/client-js` and Mastra's Studio add to every request."""
+
+
+def cors_options(origins: tuple[str, ...]) -> dict[str, object]:
+    """Starlette `CORSMiddleware` options for `origins`.
+
+    Credentialed requests (Studio fetches with `credentials: "include"`) are allowed only for
+    origins named one by one: with `*`, any site could make a logged-in browser call the API
+    with its cookies, so the wildcard stays credential-free (and Studio needs its origin named).
+    """
+    return {
+        "allow_origins": list(origins),
+        "allow_credentials": "*" not in origins,
+        "allow_methods": ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+        "allow_headers": list(CORS_HEADERS),
+        "expose_headers": ["x-sluicegate-trace-id"],
+    }
+
+
 @dataclass(frozen=True)
 class ServerSettings:
     """How the server guards itself and who may call it."""
