@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from sluicegate.errors import ConfigurationError
 
@@ -58,7 +59,7 @@ CORS_HEADERS = ("authorization", "content-type", "x-mastra-client-type", "x-mast
 `@mastra/client-js` and Mastra's Studio add to every request."""
 
 
-def cors_options(origins: tuple[str, ...]) -> dict[str, object]:
+def cors_options(origins: tuple[str, ...]) -> dict[str, Any]:
     """Starlette `CORSMiddleware` options for `origins`.
 
     Credentialed requests (Studio fetches with `credentials: "include"`) are allowed only for

@@ -13,6 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from sluicegate.server.deps import agent_or_404
 
 router = APIRouter(prefix="/api", tags=["absent"])
 
@@ -107,3 +110,30 @@ async def system_packages(request: Request) -> dict[str, Any]:
         "observabilityStorageType": "SluicegateRecentSpans",
         "observabilityRuntimeStrategy": "realtime",
     }
+
+
+@router.get("/editor/builder/models/available")
+async def builder_models() -> dict[str, Any]:
+    return {"providers": []}
+
+
+@router.get("/channels/platforms")
+async def channel_platforms() -> list[Any]:
+    """No channels (Slack, Discord, ...) connect agents here."""
+    return []
+
+
+@router.get("/agents/{agentId}/voice/speakers")
+async def voice_speakers(agentId: str, request: Request) -> list[Any]:
+    """No agent has a voice provider: no speakers, so Studio offers no voice input or output."""
+    agent_or_404(request, agentId)
+    return []
+
+
+@router.post("/agents/{agentId}/threads/subscribe")
+async def subscribe_to_thread(agentId: str, request: Request) -> JSONResponse:
+    """Mastra streams a thread's runs to every subscriber; here a run streams only to the
+    request that started it (and `observe` replays it), so this answers 501, which Studio
+    reads as "subscriptions not supported" and falls back to its own stream."""
+    agent_or_404(request, agentId)
+    return JSONResponse({"error": "thread subscriptions are not supported by this server"}, status_code=501)
