@@ -109,9 +109,9 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         env=env,
         cwd=work,
     )
+    command = [str(CLI), "studio", "--port", str(studio_port)]
     ui = _start(
-        [str(CLI), "studio", "--port", str(studio_port), "--server-host", "localhost"]
-        + ["--server-port", str(api_port)],
+        [*command, "--server-host", "localhost", "--server-port", str(api_port)],
         work / "studio.log",
         env=env,
         cwd=STUDIO,
@@ -150,7 +150,11 @@ class Recorder:
                 self.failures.append(line)
 
     def loops(self) -> list[str]:
-        return [f"{m} {p}: {n} times in load {load}" for (load, m, p), n in self.counts.items() if n > MAX_PER_LOAD]
+        return [
+            f"{m} {p}: {n} times in load {load}"
+            for (load, m, p), n in self.counts.items()
+            if n > MAX_PER_LOAD
+        ]
 
 
 def shot(page: Any, name: str, tmp_path: Path) -> None:
@@ -209,7 +213,9 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             stored = httpx.get(
                 f"{studio['api']}/api/memory/threads/{thread_id}/messages", params={"agentId": "remembering"}
             ).json()["messages"]
-            shown = page.locator('[data-slot="message"][data-from="assistant"]').first.get_attribute("data-message-id")
+            shown = page.locator('[data-slot="message"][data-from="assistant"]').first.get_attribute(
+                "data-message-id"
+            )
             assert shown == next(m["id"] for m in stored if m["role"] == "assistant")
 
             # Run a processor from its page.

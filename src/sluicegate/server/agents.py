@@ -31,6 +31,7 @@ from sluicegate.server.bodies import (
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
+from sluicegate.server.mastra.observability import mark_conversation
 from sluicegate.server.serialize import agent_json, output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect, warned
 from sluicegate.server.traces import (
@@ -144,6 +145,7 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     key, agent = agent_or_404(request, agentId)
     messages, options, warning = await _start(agent, body, request, stream=False)
     span = start_request_span(f"POST generate {agent.name}", _span_attributes(request, key))
+    mark_conversation(span, options.get("memory"))
 
     async def run() -> Any:
         with run_span(span):
@@ -179,7 +181,8 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     span = start_request_span(f"POST stream {agent.name}", _span_attributes(request, key))
     try:
         with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
-            output, _, warning = await _start(agent, body, request, stream=True)
+            output, options, warning = await _start(agent, body, request, stream=True)
+        mark_conversation(span, options.get("memory"))
     except BaseException:
         span.end()
         raise

@@ -45,12 +45,25 @@ router = APIRouter(prefix="/api/observability", tags=["observability"])
 
 SERVICE_NAME = "sluicegate"
 CONVERSATION_ID = "gen_ai.conversation.id"
+MEMORY_RESOURCE = "sluicegate.memory.resource"
+"""The resource a run's memory option names (the caller's own claim without an identity hook;
+`RESOURCE_ID` is set only when a hook bound it)."""
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 _FAILED_OUTCOMES = frozenset(("abort", "retry", "error"))
 
 
 # ----------------------------------------------------------------------------- span records
+
+
+def mark_conversation(span: Any, memory: dict[str, Any] | None) -> None:
+    """Put the run's thread and resource on the server's run span, so the trace list can show
+    and filter them."""
+    if memory is None:
+        return
+    span.set_attribute(CONVERSATION_ID, str(memory["thread"]))
+    if memory.get("resource") is not None:
+        span.set_attribute(MEMORY_RESOURCE, str(memory["resource"]))
 
 
 def _iso(ns: int | None) -> str | None:
@@ -128,7 +141,7 @@ def _record(span: ReadableSpan, trace_id: str, root: ReadableSpan | None, light:
         "entityType": "agent" if agent else None,
         "entityId": agent,
         "entityName": agent,
-        "resourceId": root_attributes.get(RESOURCE_ID),
+        "resourceId": root_attributes.get(RESOURCE_ID) or root_attributes.get(MEMORY_RESOURCE),
         "threadId": attributes.get(CONVERSATION_ID) or root_attributes.get(CONVERSATION_ID),
         "runId": attributes.get("sluicegate.run_id"),
         "serviceName": SERVICE_NAME,
@@ -162,7 +175,8 @@ class _Run:
         self.root = run_root(spans)
         attributes = (self.root.attributes or {}) if self.root is not None else {}
         self.agent = attributes.get(AGENT_ID)
-        self.resource = attributes.get(RESOURCE_ID)
+        self.bound = attributes.get(RESOURCE_ID)
+        self.resource = self.bound or attributes.get(MEMORY_RESOURCE)
         self.thread = next(
             (
                 s.attributes[CONVERSATION_ID]
@@ -228,7 +242,7 @@ def _runs(request: Request) -> list[_Run]:
         if not spans:
             continue  # started, not finished yet
         run = _Run(trace_id, spans)
-        if identity is not None and run.resource != identity.resource_id:
+        if identity is not None and run.bound != identity.resource_id:
             continue
         runs.append(run)
     return runs
