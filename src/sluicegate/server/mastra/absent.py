@@ -15,9 +15,9 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from sluicegate.server.deps import agent_or_404
+from sluicegate.server.deps import ERRORS, agent_or_404
 
-router = APIRouter(prefix="/api", tags=["absent"])
+router = APIRouter(prefix="/api", tags=["absent"], responses=ERRORS)
 
 
 def _pagination(page: int, per_page: int) -> dict[str, Any]:
@@ -130,7 +130,10 @@ async def voice_speakers(agentId: str, request: Request) -> list[Any]:
     return []
 
 
-@router.post("/agents/{agentId}/threads/subscribe")
+@router.post(
+    "/agents/{agentId}/threads/subscribe",
+    responses={501: ERRORS[400] | {"description": "Thread subscriptions are not supported."}},
+)
 async def subscribe_to_thread(agentId: str, request: Request) -> JSONResponse:
     """Mastra streams a thread's runs to every subscriber; here a run streams only to the
     request that started it (and `observe` replays it), so this answers 501, which Studio

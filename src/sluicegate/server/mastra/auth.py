@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from sluicegate.server.deps import ERRORS, registry_of, settings_of
 from sluicegate.server.identity import identity_of
 
-router = APIRouter(prefix="/api/auth", tags=["auth"])
+router = APIRouter(prefix="/api/auth", tags=["auth"], responses=ERRORS)
 
 _NO_FEATURES = {"user": False, "session": False, "sso": False, "rbac": False, "acl": False}
 

@@ -23,7 +23,7 @@ from sluicegate.server.deps import ERRORS, agent_or_404
 from sluicegate.server.errors import bad_request, not_found
 from sluicegate.server.identity import bound_resource, bound_thread
 
-router = APIRouter(prefix="/api/memory", tags=["memory"])
+router = APIRouter(prefix="/api/memory", tags=["memory"], responses=ERRORS)
 
 _AgentId = Query(min_length=1, max_length=256)
 _Optional = Query(default=None, min_length=1, max_length=256)
@@ -92,9 +92,9 @@ async def get_working_memory(
     threadId: str, request: Request, agentId: str = _AgentId, resourceId: str | None = _Optional
 ) -> dict[str, Any]:
     """The thread's (or its resource's) working memory and template, Mastra's shape."""
-    memory = _memory(request, agentId)
     resource = bound_resource(request, resourceId, "resourceId")
     bound_thread(request, threadId, "threadId")
+    memory = _memory(request, agentId)
     if memory is None:
         return {
             "workingMemory": None,
@@ -139,6 +139,8 @@ async def update_working_memory(
     threadId: str, body: WorkingMemoryBody, request: Request, agentId: str = _AgentId
 ) -> dict[str, Any]:
     """Replace the working memory, where the agent has it enabled."""
+    resource = bound_resource(request, body.resourceId, "resourceId")
+    bound_thread(request, threadId, "threadId")
     memory = _required(request, agentId)
     if body.memoryConfig:
         raise bad_request(
@@ -147,8 +149,6 @@ async def update_working_memory(
     working = memory.options.working_memory
     if not working.enabled:
         raise bad_request("workingMemory", "working memory is not enabled for this agent")
-    resource = bound_resource(request, body.resourceId, "resourceId")
-    bound_thread(request, threadId, "threadId")
     thread = await memory.storage.get_thread(threadId)
     if thread is None or (resource is not None and thread.resource_id != resource):
         raise not_found("thread", threadId)

@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
+from sluicegate.server.deps import ERRORS
 from sluicegate.server.errors import not_found
 from sluicegate.server.identity import identity_of
 from sluicegate.server.traces import (
@@ -41,7 +42,7 @@ from sluicegate.server.traces import (
     run_subtree,
 )
 
-router = APIRouter(prefix="/api/observability", tags=["observability"])
+router = APIRouter(prefix="/api/observability", tags=["observability"], responses=ERRORS)
 
 SERVICE_NAME = "sluicegate"
 CONVERSATION_ID = "gen_ai.conversation.id"
@@ -377,9 +378,16 @@ def _matches(run: _Run, predicate: Any, path: list[str | int]) -> bool:
     raise QueryError(path, f"unknown predicate {op!r}")
 
 
+INVALID: dict[int | str, dict[str, Any]] = {
+    422: ERRORS[400] | {"description": "Mastra's TRACE_QUERY_INVALID: `issues` name the paths."}
+}
+
+
 def _invalid(path: list[str | int], message: str) -> JSONResponse:
     return JSONResponse(
         {
+            "error": f"{'.'.join(map(str, path))}: {message}",
+            "field": ".".join(map(str, path)),
             "code": "TRACE_QUERY_INVALID",
             "message": "The trace query is invalid",
             "issues": [{"code": "invalid_request", "path": path, "message": message}],
@@ -392,7 +400,7 @@ def _cursor(run: _Run) -> str:
     return base64.urlsafe_b64encode(run.trace_id.encode()).decode()
 
 
-@router.post("/traces/query")
+@router.post("/traces/query", responses=INVALID)
 async def query_traces(body: TraceQueryBody, request: Request) -> Any:
     """A page of runs, newest first by default; `page.after` continues from a returned
     `page.next`."""
@@ -419,7 +427,12 @@ async def query_traces(body: TraceQueryBody, request: Request) -> Any:
         ids = [_cursor(r) for r in runs]
         if page.after not in ids:
             return JSONResponse(
-                {"code": "TRACE_QUERY_CURSOR_MALFORMED", "message": "The trace query cursor is malformed"},
+                {
+                    "error": "page.after: not a cursor this server returned",
+                    "field": "page.after",
+                    "code": "TRACE_QUERY_CURSOR_MALFORMED",
+                    "message": "The trace query cursor is malformed",
+                },
                 status_code=400,
             )
         runs = runs[ids.index(page.after) + 1 :]
@@ -453,7 +466,7 @@ class ValuesBody(FieldsBody):
     path: str = Field(min_length=1, max_length=200)
 
 
-@router.post("/traces/query/values")
+@router.post("/traces/query/values", responses=INVALID)
 async def trace_query_values(body: ValuesBody, request: Request) -> Any:
     if body.predicateScope != "trace" or body.path not in _SUGGESTED:
         return _invalid(["path"], "Value suggestions are not available for this path")

@@ -17,7 +17,7 @@ from sluicegate.models.google_gemini import API_KEY_ENVS as GOOGLE_KEYS
 from sluicegate.server.deps import ERRORS, registry_of
 from sluicegate.server.serialize import _model_parts as model_parts
 
-router = APIRouter(prefix="/api/agents", tags=["agents"])
+router = APIRouter(prefix="/api/agents", tags=["agents"], responses=ERRORS)
 
 _NATIVE: dict[str, tuple[str, tuple[str, ...]]] = {
     "openai": ("OpenAI", ("OPENAI_API_KEY",)),
