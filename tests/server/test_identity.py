@@ -219,6 +219,10 @@ TRACES = {
     ("GET", "/api/observability/discovery/entity-types"),
     ("GET", "/api/observability/discovery/entity-names"),
     ("GET", "/api/observability/discovery/service-names"),
+    ("POST", "/api/observability/metrics/aggregate"),
+    ("POST", "/api/observability/metrics/breakdown"),
+    ("POST", "/api/observability/metrics/timeseries"),
+    ("POST", "/api/observability/metrics/percentiles"),
 }
 
 # Configuration only: no resource's data (still behind the identity gate).

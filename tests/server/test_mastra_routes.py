@@ -388,3 +388,107 @@ def test_thread_subscription_is_refused_as_unsupported(make: Any) -> None:
     answer = client.post("/api/agents/remembering/threads/subscribe", json={"threadId": "t"})
     assert answer.status_code == 501
     assert client.post("/api/agents/nobody/threads/subscribe", json={"threadId": "t"}).status_code == 404
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+def _metric(client: TestClient, kind: str, **body: Any) -> Any:
+    return client.post(f"/api/observability/metrics/{kind}", json=body)
+
+
+def test_metrics_from_kept_runs(make: Any) -> None:
+    client = make(studio=True)
+    client.post("/api/agents/guarded/stream", json={"messages": "mail ada@example.com"})
+    client.post("/api/agents/guarded/stream", json={"messages": "this is forbidden"})
+    client.post(
+        "/api/agents/remembering/stream",
+        json={"messages": "hi", "memory": {"thread": "m", "resource": "ada"}},
+    )
+    runs = _metric(client, "aggregate", name=["mastra_agent_duration_ms"], aggregation="count")
+    assert runs.json() == {"value": 3.0}
+    by_status = _metric(
+        client,
+        "breakdown",
+        name=["mastra_agent_duration_ms"],
+        groupBy=["entityName", "status"],
+        aggregation="count",
+    ).json()["groups"]
+    counted = {(g["dimensions"]["entityName"], g["dimensions"]["status"]): g["value"] for g in by_status}
+    assert counted == {("guarded", "ok"): 1.0, ("guarded", "error"): 1.0, ("remembering", "ok"): 1.0}
+    tokens = _metric(client, "aggregate", name="mastra_model_total_input_tokens", aggregation="sum").json()
+    assert tokens["value"] > 0  # two model calls: the tripped run never reached the model
+    threads = _metric(
+        client,
+        "aggregate",
+        name=["mastra_agent_duration_ms"],
+        aggregation="count_distinct",
+        distinctColumn="threadId",
+    )
+    assert threads.json()["value"] == 1.0
+    latency = _metric(
+        client, "percentiles", name="mastra_agent_duration_ms", percentiles=[0.5, 0.95], interval="1h"
+    )
+    series = latency.json()["series"]
+    assert [s["percentile"] for s in series] == [0.5, 0.95] and series[0]["points"][0]["value"] > 0
+    over_time = _metric(
+        client, "timeseries", name=["mastra_model_total_output_tokens"], aggregation="sum", interval="1h"
+    ).json()["series"]
+    assert (
+        over_time[0]["name"] == "mastra_model_total_output_tokens" and over_time[0]["points"][0]["value"] > 0
+    )
+
+
+def test_metric_windows_and_refusals(make: Any) -> None:
+    client = make(studio=True)
+    client.post("/api/agents/guarded/stream", json={"messages": "hi"})
+    past = {"timestamp": {"start": "2020-01-01T00:00:00Z", "end": "2020-01-02T00:00:00Z"}}
+    body = {"name": ["mastra_agent_duration_ms"], "aggregation": "count"}
+    assert _metric(client, "aggregate", **body, filters=past).json() == {"value": 0.0}
+    now = {"timestamp": {"start": "2020-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z"}}
+    compared = _metric(client, "aggregate", **body, filters=now, comparePeriod="previous_period").json()
+    assert compared["value"] == 1.0 and compared["previousValue"] == 0.0 and compared["changePercent"] is None
+    assert _metric(client, "aggregate", **body, filters={"entityName": "guarded"}).json()["value"] == 1.0
+    assert _metric(client, "aggregate", **body, filters={"entityName": "other"}).json()["value"] == 0.0
+    refused = _metric(client, "aggregate", **body, filters={"experimentId": "x"})
+    assert refused.status_code == 400 and refused.json()["field"] == "filters.experimentId"
+    assert _metric(client, "aggregate", name=["x"], aggregation="median").status_code == 400
+    assert (
+        _metric(client, "aggregate", **{**body, "aggregation": "count_distinct"}).json()["field"]
+        == "distinctColumn"
+    )
+    assert _metric(client, "timeseries", **body, interval="soon").json()["field"] == "interval"
+    assert _metric(client, "breakdown", **body, groupBy=["secret"]).json()["field"] == "groupBy.0"
+
+
+def test_metrics_count_only_the_callers_runs(make: Any) -> None:
+    def who(request: Any) -> Identity:
+        return Identity(resource_id=request.headers.get("x-user", "ada"))
+
+    client = make(_registry(resolve_identity=who), studio=True)
+    for user in ("ada", "ada", "bob"):
+        client.post("/api/agents/guarded/stream", json={"messages": "hi"}, headers={"x-user": user})
+    body = {"name": ["mastra_agent_duration_ms"], "aggregation": "count"}
+    assert _metric(client, "aggregate", **body).json()["value"] == 2.0
+    bob = client.post("/api/observability/metrics/aggregate", json=body, headers={"x-user": "bob"})
+    assert bob.json()["value"] == 1.0
+
+
+def test_tokens_per_trace_as_the_trace_list_asks(make: Any) -> None:
+    client = make(studio=True)
+    client.post("/api/agents/guarded/stream", json={"messages": "hi"})
+    client.post("/api/agents/guarded/stream", json={"messages": "hello again"})
+    trace_id = _query(client).json()["traces"][0]["traceId"]
+    groups = _metric(
+        client,
+        "breakdown",
+        name=["mastra_model_total_input_tokens", "mastra_model_total_output_tokens"],
+        aggregation="sum",
+        groupBy=["traceId", "name"],
+        filters={"traceIds": [trace_id]},
+    ).json()["groups"]
+    assert {g["dimensions"]["traceId"] for g in groups} == {trace_id}
+    assert {g["dimensions"]["name"] for g in groups} == {
+        "mastra_model_total_input_tokens",
+        "mastra_model_total_output_tokens",
+    }

@@ -2,8 +2,8 @@
 driven in Debian's chromium through Playwright with no browser flags.
 
 It connects, lists the agents, chats with the guarded agent (an email redacted, a tripwire
-shown), chats with the memory agent and reloads its history (no duplicates), runs a processor
-and opens a run's trace. Any 4xx/5xx answer from the server fails the test, as does a route
+shown), chats with the memory agent and reloads its history (no duplicates), runs a processor,
+opens a run's trace and the metrics page. Any 4xx/5xx answer from the server fails the test, as does a route
 requested more than 20 times in one page load (a refetch loop). Mastra's own server answers
 404 for the thread of a new chat until its first message; that one answer is expected.
 Set SLUICEGATE_SCREENSHOTS=docs to refresh docs/mastra-studio-*.png.
@@ -234,8 +234,15 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             page.get_by_text("processor pii-detector (input)").first.wait_for()
             shot(page, "trace", tmp_path)
 
+            # Metrics from the same spans: runs (the tripped one an error), tokens, latency.
+            visit("/metrics")
+            page.get_by_text("Total Agent Runs").wait_for()
+            page.get_by_text("echo-1").first.wait_for()  # token usage by model
+            page.wait_for_load_state("networkidle")
+            shot(page, "metrics", tmp_path)
+
             # Every other view answers, without errors or loops.
-            for view in ("/workflows", "/scorers", "/datasets", "/experiments", "/mcps", "/logs", "/metrics"):
+            for view in ("/workflows", "/scorers", "/datasets", "/experiments", "/mcps", "/logs"):
                 visit(view)
                 page.wait_for_load_state("networkidle")
         finally:

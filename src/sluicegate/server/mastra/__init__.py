@@ -11,10 +11,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from sluicegate.server.mastra import absent, auth, memory_views, observability, providers
+from sluicegate.server.mastra import absent, auth, memory_views, metrics, observability, providers
 
 
 def routers() -> list[APIRouter]:
     """The routers to include, most specific first (`/api/agents/providers` before the
     agent routes' `/api/agents/{agentId}`)."""
-    return [providers.router, auth.router, memory_views.router, observability.router, absent.router]
+    return [
+        providers.router,
+        auth.router,
+        memory_views.router,
+        metrics.router,
+        observability.router,
+        absent.router,
+    ]

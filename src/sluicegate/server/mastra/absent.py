@@ -107,7 +107,7 @@ async def system_packages(request: Request) -> dict[str, Any]:
         "liveKitConnectionRouteEnabled": False,
         "observabilityEnabled": request.app.state.spans is not None,
         "storageType": "sluicegate",
-        "observabilityStorageType": "SluicegateRecentSpans",
+        "observabilityStorageType": "ObservabilityInMemory",
         "observabilityRuntimeStrategy": "realtime",
     }
 

@@ -93,7 +93,7 @@ def _span_type(span: ReadableSpan) -> str:
     return "generic"
 
 
-def _failed(span: ReadableSpan) -> bool:
+def failed(span: ReadableSpan) -> bool:
     outcome = (span.attributes or {}).get(PROCESSOR_OUTCOME)
     return span.status.status_code == StatusCode.ERROR or outcome in _FAILED_OUTCOMES
 
@@ -107,7 +107,7 @@ def _record(span: ReadableSpan, trace_id: str, root: ReadableSpan | None, light:
     record_attributes: dict[str, Any] = dict(attributes)
     error: dict[str, Any] | None = None
     if kind == "processor_run":
-        outcome = attributes.get(PROCESSOR_OUTCOME, "error" if _failed(span) else "pass")
+        outcome = attributes.get(PROCESSOR_OUTCOME, "error" if failed(span) else "pass")
         name = f"processor {attributes.get(PROCESSOR_ID)} ({attributes.get(PROCESSOR_PHASE)})"
         record_attributes.update(
             processorId=attributes.get(PROCESSOR_ID),
@@ -128,7 +128,7 @@ def _record(span: ReadableSpan, trace_id: str, root: ReadableSpan | None, light:
         record_attributes["provider"] = attributes.get("gen_ai.provider.name") or attributes.get(
             "gen_ai.system"
         )
-    if _failed(span):
+    if failed(span):
         reason = attributes.get(TRIPWIRE_REASON) or span.status.description or "failed"
         error = {"message": str(reason), "name": "TripWire" if TRIPWIRE_REASON in attributes else "Error"}
     agent = root_attributes.get(AGENT_ID)
@@ -188,7 +188,7 @@ class _Run:
         )
         self.started = min((s.start_time or 0 for s in self.spans), default=0)
         self.ended = max((s.end_time or 0 for s in self.spans), default=0)
-        self.failed = any(_failed(s) for s in self.spans)
+        self.failed = any(failed(s) for s in self.spans)
 
     def field(self, path: str) -> Any:
         return {
@@ -231,7 +231,7 @@ def _recent(request: Request) -> RecentSpans | None:
     return spans
 
 
-def _runs(request: Request) -> list[_Run]:
+def kept_runs(request: Request) -> list[_Run]:
     """The kept runs this caller may see (with an identity hook: only its own resource's)."""
     recent = _recent(request)
     if recent is None:
@@ -250,7 +250,7 @@ def _runs(request: Request) -> list[_Run]:
 
 
 def _run(request: Request, trace_id: str) -> _Run:
-    for run in _runs(request):
+    for run in kept_runs(request):
         if run.trace_id == trace_id.lower():
             return run
     raise not_found("trace", trace_id)
@@ -404,7 +404,7 @@ def _cursor(run: _Run) -> str:
 async def query_traces(body: TraceQueryBody, request: Request) -> Any:
     """A page of runs, newest first by default; `page.after` continues from a returned
     `page.next`."""
-    runs = _runs(request)
+    runs = kept_runs(request)
     window = body.timeRange
     if window is not None:
         start = window.start or window.from_
@@ -471,7 +471,7 @@ async def trace_query_values(body: ValuesBody, request: Request) -> Any:
     if body.predicateScope != "trace" or body.path not in _SUGGESTED:
         return _invalid(["path"], "Value suggestions are not available for this path")
     seen: list[Any] = []
-    for run in _runs(request):
+    for run in kept_runs(request):
         value = run.field(body.path)
         if value is not None and value not in seen and (not body.search or body.search in str(value)):
             seen.append(value)
@@ -510,7 +510,7 @@ _EntityType = Query(default=None, max_length=64)
 
 @router.get("/discovery/entity-types")
 async def entity_types(request: Request) -> dict[str, Any]:
-    return {"entityTypes": ["agent"] if _runs(request) else []}
+    return {"entityTypes": ["agent"] if kept_runs(request) else []}
 
 
 @router.get("/discovery/entity-names")
@@ -518,12 +518,12 @@ async def entity_names(request: Request, entityType: str | None = _EntityType) -
     """The agents that have kept runs (no other entity type has any here)."""
     if entityType not in (None, "agent"):
         return {"names": []}
-    return {"names": sorted({r.agent for r in _runs(request) if r.agent})}
+    return {"names": sorted({r.agent for r in kept_runs(request) if r.agent})}
 
 
 @router.get("/discovery/service-names")
 async def service_names(request: Request) -> dict[str, Any]:
-    return {"serviceNames": [SERVICE_NAME] if _runs(request) else []}
+    return {"serviceNames": [SERVICE_NAME] if kept_runs(request) else []}
 
 
 @router.get("/discovery/environments")
