@@ -232,6 +232,10 @@ def test_memory_status_and_config(make: Any) -> None:
     config = client.get("/api/memory/config", params={"agentId": "remembering"}).json()["config"]
     assert config["lastMessages"] == 5 and config["semanticRecall"] is False
     assert config["workingMemory"] == {"enabled": True, "scope": "thread", "template": "# Notes"}
+    # Studio asks for agents without memory too: nothing to show, not an error.
+    assert client.get("/api/memory/config", params={"agentId": "guarded"}).json() == {"config": None}
+    none = client.get("/api/memory/threads/x/working-memory", params={"agentId": "guarded"}).json()
+    assert none["workingMemory"] is None and none["threadExists"] is False
 
 
 def test_working_memory_read_and_update(make: Any) -> None:

@@ -44,10 +44,13 @@ missing = [
     )
     if not present
 ]
-pytestmark = pytest.mark.skipif(
-    bool(missing) and not REQUIRED,
-    reason=f"{', '.join(missing)} not installed (Mastra's Studio needs node/npm and chromium)",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        bool(missing) and not REQUIRED,
+        reason=f"{', '.join(missing)} not installed (Mastra's Studio needs node/npm and chromium)",
+    ),
+]
 
 
 def _free_port() -> int:

@@ -74,13 +74,15 @@ def config_json(options: MemoryOptions) -> dict[str, Any]:
 @router.get("/status", responses=ERRORS)
 async def memory_status(request: Request, agentId: str = _AgentId) -> dict[str, Any]:
     """Whether the agent keeps memory (no observational memory here)."""
-    return {"result": _memory(request, agentId) is not None}
+    _, agent = agent_or_404(request, agentId)
+    return {"result": agent.memory is not None}
 
 
 @router.get("/config", responses=ERRORS)
 async def memory_config(request: Request, agentId: str = _AgentId) -> dict[str, Any]:
-    """The agent's memory options; an agent without memory gets Mastra's answer for no
-    configuration, `{config: null}`... as `lastMessages: false` and every feature off."""
+    """The agent's memory options. Studio asks for every agent: one without memory (or whose
+    memory is not a `Memory`, with no options to show) gets `{config: null}`, where Mastra
+    answers 400 "Memory is not initialized", which Studio would show as a failed request."""
     memory = _memory(request, agentId)
     if memory is None:
         return {"config": None}
@@ -91,7 +93,8 @@ async def memory_config(request: Request, agentId: str = _AgentId) -> dict[str, 
 async def get_working_memory(
     threadId: str, request: Request, agentId: str = _AgentId, resourceId: str | None = _Optional
 ) -> dict[str, Any]:
-    """The thread's (or its resource's) working memory and template, Mastra's shape."""
+    """The thread's (or its resource's) working memory and template, Mastra's shape; for an
+    agent without memory, none (Mastra answers 400, which Studio asks for regardless)."""
     resource = bound_resource(request, resourceId, "resourceId")
     bound_thread(request, threadId, "threadId")
     memory = _memory(request, agentId)
