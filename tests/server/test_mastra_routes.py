@@ -320,9 +320,41 @@ def test_trace_query_filters_and_refuses_what_it_cannot_filter(make: Any) -> Non
     assert [t["entityName"] for t in traces] == ["guarded"]
     by_thread = {"op": "in", "value": {"path": "threadId"}, "set": ["q"]}
     assert [t["threadId"] for t in _query(client, where=by_thread).json()["traces"]] == ["q"]
-    relation = {"spans": {"some": {"op": "exists", "path": "name"}}}
-    refused = _query(client, where=relation)
-    assert refused.status_code == 422 and refused.json()["issues"][0]["path"] == ["where", "spans"]
+    # The agent page's traces tab: runs with a span of that agent.
+    of_agent = {
+        "op": "and",
+        "args": [
+            {"op": "eq", "left": {"path": "entityType"}, "right": {"literal": "agent"}},
+            {
+                "spans": {
+                    "some": {"op": "eq", "left": {"path": "entityId"}, "right": {"literal": "remembering"}}
+                }
+            },
+        ],
+    }
+    assert [t["entityName"] for t in _query(client, where=of_agent).json()["traces"]] == ["remembering"]
+    tripped = {
+        "spans": {
+            "some": {
+                "op": "eq",
+                "left": {"path": "name"},
+                "right": {"literal": "processor regex-filter (input)"},
+            }
+        }
+    }
+    assert {t["entityName"] for t in _query(client, where=tripped).json()["traces"]} == {"guarded"}
+    no_model = {
+        "spans": {
+            "none": {"op": "eq", "left": {"path": "spanType"}, "right": {"literal": "model_generation"}}
+        }
+    }
+    assert [t["status"] for t in _query(client, where=no_model).json()["traces"]] == ["error"]
+    scored = {"scores": {"some": {"op": "exists", "path": "score"}}}
+    assert _query(client, where=scored).json()["traces"] == []  # no scores are kept
+    metadata = {"spans": {"some": {"op": "exists", "path": "metadata.tenant"}}}
+    refused = _query(client, where=metadata)
+    assert refused.status_code == 422
+    assert refused.json()["issues"][0]["path"] == ["where", "spans", "some", "path"]
     unknown = _query(client, where={"op": "eq", "left": {"path": "secret"}, "right": {"literal": 1}})
     assert unknown.status_code == 422
     assert _query(client, page={"after": "bogus"}).status_code == 400

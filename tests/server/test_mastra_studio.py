@@ -245,7 +245,15 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             shot(page, "metrics", tmp_path)
 
             # Every other view answers, without errors or loops.
-            for view in ("/workflows", "/scorers", "/datasets", "/experiments", "/mcps", "/logs"):
+            for view in (
+                "/agents/guarded/traces",
+                "/workflows",
+                "/scorers",
+                "/datasets",
+                "/experiments",
+                "/mcps",
+                "/logs",
+            ):
                 visit(view)
                 page.wait_for_load_state("networkidle")
         finally:

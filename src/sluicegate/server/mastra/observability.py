@@ -10,13 +10,15 @@ abort, retry, error) and tripwire reason in `attributes`. A tripwire or error ma
 
 Only what we keep is answered: there is no log store, score store or feedback store, so those
 routes answer Mastra's empty pages; without the studio (no spans kept) every list is empty.
-Predicates over spans, scores, feedback or metadata are refused with Mastra's 422 naming the
-path rather than ignored.
+A query may test the trace's fields and its spans (`spans: {some|none: ...}`); metadata paths
+are refused with Mastra's 422 naming the path rather than ignored, and as no scores or feedback
+are kept, `scores`/`feedback: {some: ...}` match no trace.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -320,10 +322,52 @@ class QueryError(Exception):
         self.path = path
 
 
-def _operand(node: Any, path: list[str | int]) -> tuple[str, Any]:
+SPAN_FIELDS = (
+    "name",
+    "spanType",
+    "model",
+    "provider",
+    "startedAt",
+    "endedAt",
+    "durationMs",
+    "status",
+    "error",
+    "entityType",
+    "entityId",
+    "entityName",
+    "entityVersionId",
+    "parentEntityVersionId",
+    "rootEntityVersionId",
+)
+"""Mastra's span fields a `spans: {some|none}` clause may test (no span has a version here)."""
+
+Getter = Callable[[str], Any]
+
+
+def _span_fields(run: _Run, span: ReadableSpan) -> Getter:
+    record = _record(span, run.trace_id, run.root, True)
+    attributes = record["attributes"]
+    values = {
+        "name": record["name"],
+        "spanType": record["spanType"],
+        "model": attributes.get("model") or attributes.get("gen_ai.request.model"),
+        "provider": attributes.get("provider") or attributes.get("gen_ai.provider.name"),
+        "startedAt": record["startedAt"],
+        "endedAt": record["endedAt"],
+        "durationMs": ((span.end_time or 0) - (span.start_time or 0)) / 1e6,
+        "status": "error" if record["error"] else "success",
+        "error": record["error"],
+        "entityType": record["entityType"],
+        "entityId": record["entityId"],
+        "entityName": record["entityName"],
+    }
+    return values.get
+
+
+def _operand(node: Any, path: list[str | int], fields: tuple[str, ...]) -> tuple[str, Any]:
     """`{path}` or `{literal}`: which it is and its value."""
     if isinstance(node, dict) and set(node) == {"path"}:
-        if node["path"] not in TRACE_FIELDS:
+        if node["path"] not in fields:
             raise QueryError([*path, "path"], f"field {node['path']!r} cannot be queried here")
         return "path", node["path"]
     if isinstance(node, dict) and set(node) == {"literal"}:
@@ -332,49 +376,83 @@ def _operand(node: Any, path: list[str | int]) -> tuple[str, Any]:
 
 
 def _matches(run: _Run, predicate: Any, path: list[str | int]) -> bool:
-    """Whether `run` satisfies a trace-level predicate (and/or/not, comparisons, membership,
-    presence); relations to spans, scores and feedback are refused."""
+    """Whether `run` satisfies a trace predicate: boolean combinations, comparisons,
+    membership and presence on the trace's fields, and `spans: {some|none: ...}` on its spans.
+    There are no scores or feedback here: `some` matches none, `none` every trace."""
+    if isinstance(predicate, dict) and "op" not in predicate:
+        for relation in ("spans", "scores", "feedback"):
+            if relation in predicate:
+                return _relation(run, relation, predicate[relation], [*path, relation])
+    return _scalar(predicate, path, run.field, TRACE_FIELDS, lambda p, q: _matches(run, p, q))
+
+
+def _relation(run: _Run, relation: str, clause: Any, path: list[str | int]) -> bool:
+    if not isinstance(clause, dict) or len(clause) != 1 or next(iter(clause)) not in ("some", "none"):
+        raise QueryError(path, "expected {some: predicate} or {none: predicate}")
+    quantifier, inner = next(iter(clause.items()))
+    if relation != "spans":
+        return bool(quantifier == "none")
+    found = False
+    for span in run.spans:
+        get = _span_fields(run, span)
+        if _scalar(inner, [*path, quantifier], get, SPAN_FIELDS, None):
+            found = True
+            break
+    return found if quantifier == "some" else not found
+
+
+def _scalar(
+    predicate: Any,
+    path: list[str | int],
+    get: Getter,
+    fields: tuple[str, ...],
+    nested: Callable[[Any, list[str | int]], bool] | None,
+) -> bool:
+    """A predicate over one set of `fields` read through `get`; `nested` evaluates the
+    arguments of and/or/not (None: arguments are scalar predicates over the same fields)."""
     if not isinstance(predicate, dict):
         raise QueryError(path, "a predicate must be an object")
+
+    def inner(arg: Any, where: list[str | int]) -> bool:
+        return nested(arg, where) if nested is not None else _scalar(arg, where, get, fields, None)
+
     op = predicate.get("op")
     if op in ("and", "or"):
         args = predicate.get("args")
         if not isinstance(args, list):
             raise QueryError([*path, "args"], "must be a list")
-        results = [_matches(run, arg, [*path, "args", i]) for i, arg in enumerate(args)]
+        results = [inner(arg, [*path, "args", i]) for i, arg in enumerate(args)]
         return all(results) if op == "and" else any(results)
     if op == "not":
-        return not _matches(run, predicate.get("arg"), [*path, "arg"])
+        return not inner(predicate.get("arg"), [*path, "arg"])
     if op in ("exists", "notExists"):
         field = predicate.get("path")
-        if field not in TRACE_FIELDS:
+        if field not in fields:
             raise QueryError([*path, "path"], f"field {field!r} cannot be queried here")
-        present = run.field(field) is not None
+        present = get(field) is not None
         return present if op == "exists" else not present
     if op in ("in", "notIn"):
-        kind, value = _operand(predicate.get("value"), [*path, "value"])
-        actual = run.field(value) if kind == "path" else value
+        kind, value = _operand(predicate.get("value"), [*path, "value"], fields)
+        actual = get(value) if kind == "path" else value
         members = predicate.get("set")
         if not isinstance(members, list):
             raise QueryError([*path, "set"], "must be a list")
         return bool((actual in members) == (op == "in"))
     if op in ("eq", "ne", "lt", "lte", "gt", "gte"):
-        left_kind, left = _operand(predicate.get("left"), [*path, "left"])
-        right_kind, right = _operand(predicate.get("right"), [*path, "right"])
-        a = run.field(left) if left_kind == "path" else left
-        b = run.field(right) if right_kind == "path" else right
+        left_kind, left = _operand(predicate.get("left"), [*path, "left"], fields)
+        right_kind, right = _operand(predicate.get("right"), [*path, "right"], fields)
+        a = get(left) if left_kind == "path" else left
+        b = get(right) if right_kind == "path" else right
         if op == "eq":
             return bool(a == b)
         if op == "ne":
             return bool(a != b)
         if a is None or b is None:
             return False
-        return bool({"lt": a < b, "lte": a <= b, "gt": a > b, "gte": a >= b}[op])
-    for relation in ("spans", "scores", "feedback"):
-        if relation in predicate:
-            raise QueryError(
-                [*path, relation], f"predicates over {relation} are not supported by this server"
-            )
+        try:
+            return bool({"lt": a < b, "lte": a <= b, "gt": a > b, "gte": a >= b}[op])
+        except TypeError:
+            raise QueryError(path, f"cannot compare {a!r} with {b!r}") from None
     raise QueryError(path, f"unknown predicate {op!r}")
 
 
