@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Mastra's Studio against sluicegate: installs the `mastra` CLI pinned in package-lock.json into
-# node_modules/, then serves `sluicegate dev <app>` on :4111 and `mastra studio` on :3000 (the
-# origin `sluicegate dev` allows by default). Open http://localhost:3000.
+# node_modules/, then serves the app with `sluicegate serve --studio` on :4111 (not `dev`, whose
+# reloader would watch this folder's node_modules/) allowing the origin http://localhost:3000,
+# and `mastra studio` on :3000. Open http://localhost:3000.
 #   bash clients/studio/run.sh [app.py]      # default: the two-agent app next to this script
 #   bash clients/studio/run.sh --install-only  # what .ci/run does before the browser test
 # MASTRA_AGENT_SIGNALS=false: sluicegate has no agent signals (thread subscriptions), and
@@ -17,7 +18,8 @@ for attempt in 1 2 3; do
 done
 [ "${1:-}" = "--install-only" ] && exit 0
 app="$(cd "$(dirname "${1:-$here/app.py}")" && pwd)/$(basename "${1:-$here/app.py}")"
-"$root/.venv/bin/python" -m sluicegate dev "$app" --host 127.0.0.1 --port 4111 &
+SLUICEGATE_CORS_ORIGINS="${SLUICEGATE_CORS_ORIGINS:-http://localhost:3000}" \
+  "$root/.venv/bin/python" -m sluicegate serve --studio "$app" --host 127.0.0.1 --port 4111 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
 MASTRA_TELEMETRY_DISABLED=1 MASTRA_AGENT_SIGNALS=false \

@@ -11,6 +11,7 @@ Set SLUICEGATE_SCREENSHOTS=docs to refresh docs/mastra-studio-*.png.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -80,13 +81,18 @@ def _start(command: list[str], log: Path, **options: Any) -> subprocess.Popen[by
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
+    """Stop the process and everything it started: `mastra studio`'s server waits on open
+    connections after SIGTERM, and `sluicegate dev` runs a worker under its reloader."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+    time.sleep(0.5)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # whatever of the group is still there
+    process.wait()
 
 
 @pytest.fixture(scope="module")
