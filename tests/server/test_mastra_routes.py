@@ -361,6 +361,13 @@ def test_trace_query_filters_and_refuses_what_it_cannot_filter(make: Any) -> Non
     assert _query(client, nonsense=1).status_code == 400
     fields = client.post("/api/observability/traces/query/fields", json={"predicateScope": "trace"}).json()
     assert {f["path"] for f in fields["canonicalFields"]} >= {"status", "entityName", "threadId"}
+    span_fields = client.post(
+        "/api/observability/traces/query/fields", json={"predicateScope": "spans"}
+    ).json()
+    kinds = {f["path"]: f["valueKind"] for f in span_fields["canonicalFields"]}
+    assert kinds["durationMs"] == "number" and kinds["error"] == "presence" and kinds["spanType"] == "string"
+    scores = client.post("/api/observability/traces/query/fields", json={"predicateScope": "scores"}).json()
+    assert scores["canonicalFields"] == []
     values = client.post(
         "/api/observability/traces/query/values", json={"predicateScope": "trace", "path": "entityName"}
     ).json()

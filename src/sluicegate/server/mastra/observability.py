@@ -276,13 +276,20 @@ _ORDERED_OPS = [*_STRING_OPS, "lt", "lte", "gt", "gte"]
 _SUGGESTED = frozenset(("entityName", "entityType", "environment", "status"))
 
 
-def _descriptor(path: str) -> dict[str, Any]:
-    timed = path in ("startedAt", "endedAt")
+def _descriptor(path: str, scope: str) -> dict[str, Any]:
+    if path == "error":
+        return {
+            "path": path,
+            "valueKind": "presence",
+            "operators": ["exists", "notExists"],
+            "valueSuggestions": False,
+        }
+    kind = {"startedAt": "timestamp", "endedAt": "timestamp", "durationMs": "number"}.get(path, "string")
     return {
         "path": path,
-        "valueKind": "timestamp" if timed else "string",
-        "operators": _ORDERED_OPS if timed else _STRING_OPS,
-        "valueSuggestions": path in _SUGGESTED,
+        "valueKind": kind,
+        "operators": _STRING_OPS if kind == "string" else _ORDERED_OPS,
+        "valueSuggestions": scope == "trace" and path in _SUGGESTED,
     }
 
 
@@ -529,12 +536,13 @@ class FieldsBody(BaseModel):
 
 @router.post("/traces/query/fields")
 async def trace_query_fields(body: FieldsBody) -> dict[str, Any]:
-    """The fields a trace query may filter on: the trace-level ones; we observe no metadata."""
-    fields: tuple[str, ...] = TRACE_FIELDS if body.predicateScope == "trace" else ()
+    """The fields a trace query may filter on in each scope (no scores or feedback are kept;
+    no metadata is observed)."""
+    fields: tuple[str, ...] = {"trace": TRACE_FIELDS, "spans": SPAN_FIELDS}.get(body.predicateScope, ())
     if body.search:
         fields = tuple(f for f in fields if body.search.lower() in f.lower())
     return {
-        "canonicalFields": [_descriptor(f) for f in fields],
+        "canonicalFields": [_descriptor(f, body.predicateScope) for f in fields],
         "observedFields": [],
         "observedFieldsTruncated": False,
     }
