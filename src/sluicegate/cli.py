@@ -350,8 +350,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(problem, file=sys.stderr)
                 return 2
             dev = args.command == "dev"
-            if dev:  # the studio's per-run model and instructions overrides (unless set to 0)
+            if dev:
+                # the studio's per-run model and instructions overrides (unless set to 0), and
+                # Mastra's Studio (`npx mastra studio`) on its port; `serve` allows only what is set
                 os.environ.setdefault("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "1")
+                os.environ.setdefault("SLUICEGATE_CORS_ORIGINS", "http://localhost:3000")
             return _serve(
                 args.app,
                 host=args.host,

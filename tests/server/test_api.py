@@ -118,12 +118,14 @@ def test_bad_fields_name_the_field(client: TestClient) -> None:
         assert response.json()["field"] == field, (body, response.json())
 
 
-def test_memory_on_agent_without_memory_is_400(client: TestClient) -> None:
+def test_memory_on_agent_without_memory_is_ignored_with_a_warning(client: TestClient) -> None:
+    """As Mastra's Studio sends it for every agent: the option never turns memory on."""
     response = client.post(
         "/api/agents/plain/generate", json={"messages": "x", "memory": {"thread": "t", "resource": "u"}}
     )
-    assert response.status_code == 400
-    assert "memory" in response.json()["error"]
+    assert response.status_code == 200
+    assert any("no memory" in warning["message"] for warning in response.json()["warnings"])
+    assert client.get("/api/memory/threads/t").status_code == 404
 
 
 def test_thread_of_another_resource_is_not_available(client: TestClient) -> None:

@@ -164,6 +164,16 @@ NAMING_BOB: list[tuple[str, str, dict[str, Any]]] = [
         {"json": {"runId": "r-1", "resumeData": {}, "resourceId": "bob"}},
     ),
     ("POST", "/api/agents/{agentId}/observe", {"json": {"runId": "r-1", "resourceId": "bob"}}),
+    (
+        "GET",
+        "/api/memory/threads/{threadId}/working-memory",
+        {"params": {"resourceId": "bob", "agentId": "echo"}},
+    ),
+    (
+        "POST",
+        "/api/memory/threads/{threadId}/working-memory",
+        {"params": {"agentId": "echo"}, "json": {"workingMemory": "pwned", "resourceId": "bob"}},
+    ),
 ]
 
 # The same routes naming only bob's thread (no resource): an agent run gets the 409 a taken
@@ -197,7 +207,23 @@ CONTEXT_BOUND = {
 }
 
 # The studio's run views: a caller sees only its own resource's runs.
-TRACES = {("GET", "/api/studio/traces"), ("GET", "/api/studio/traces/{traceId}")}
+TRACES = {
+    ("GET", "/api/studio/traces"),
+    ("GET", "/api/studio/traces/{traceId}"),
+    # Mastra's observability routes over the same spans (tests/server/test_mastra_routes.py).
+    ("POST", "/api/observability/traces/query"),
+    ("POST", "/api/observability/traces/query/values"),
+    ("GET", "/api/observability/traces/{traceId}"),
+    ("GET", "/api/observability/traces/{traceId}/light"),
+    ("GET", "/api/observability/traces/{traceId}/spans/{spanId}"),
+    ("GET", "/api/observability/discovery/entity-types"),
+    ("GET", "/api/observability/discovery/entity-names"),
+    ("GET", "/api/observability/discovery/service-names"),
+    ("POST", "/api/observability/metrics/aggregate"),
+    ("POST", "/api/observability/metrics/breakdown"),
+    ("POST", "/api/observability/metrics/timeseries"),
+    ("POST", "/api/observability/metrics/percentiles"),
+}
 
 # Configuration only: no resource's data (still behind the identity gate).
 NO_TENANT_DATA = {
@@ -210,6 +236,37 @@ NO_TENANT_DATA = {
     ("GET", "/api/processors/{processorId}"),
     # Scores a processor chain on the caller's own uploaded text; memory processors never run.
     ("POST", "/api/eval"),
+    # What Mastra's Studio asks besides: capabilities, providers, memory settings, and the
+    # empty answers of features sluicegate does not have.
+    ("GET", "/api/auth/capabilities"),
+    ("GET", "/api/auth/me"),
+    ("GET", "/api/agents/providers"),
+    ("GET", "/api/memory/status"),
+    ("GET", "/api/memory/config"),
+    ("POST", "/api/observability/traces/query/fields"),
+    ("GET", "/api/observability/discovery/environments"),
+    ("GET", "/api/observability/discovery/tags"),
+    ("GET", "/api/observability/logs"),
+    ("GET", "/api/observability/feedback"),
+    ("GET", "/api/observability/scores"),
+    ("GET", "/api/workflows"),
+    ("GET", "/api/workflows/run-counts"),
+    ("GET", "/api/scores/scorers"),
+    ("GET", "/api/mcp/v0/servers"),
+    ("GET", "/api/workspaces"),
+    ("GET", "/api/tool-providers"),
+    ("GET", "/api/processor-providers"),
+    ("GET", "/api/stored/prompt-blocks"),
+    ("GET", "/api/stored/agents"),
+    ("GET", "/api/datasets"),
+    ("GET", "/api/experiments"),
+    ("GET", "/api/experiments/review-summary"),
+    ("GET", "/api/editor/builder/settings"),
+    ("GET", "/api/editor/builder/models/available"),
+    ("GET", "/api/system/packages"),
+    ("GET", "/api/channels/platforms"),
+    ("GET", "/api/agents/{agentId}/voice/speakers"),
+    ("POST", "/api/agents/{agentId}/threads/subscribe"),
 }
 
 
@@ -253,7 +310,12 @@ def test_every_api_route_is_classified() -> None:
 
 def _url(path: str) -> str:
     return path.format(
-        agentId="echo", threadId="t-bob", toolId="whoami", processorId="whoami", traceId="0" * 32
+        agentId="echo",
+        threadId="t-bob",
+        toolId="whoami",
+        processorId="whoami",
+        traceId="0" * 32,
+        spanId="0" * 16,
     )
 
 

@@ -70,6 +70,9 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     pending = run.pending
     keeps_model_chunks = runner.handles_llm_response
     announced = False  # whether this step's `step-start` went out
+    # The `step-start` chunk's messageId is the id the step's assistant message is stored
+    # under, so a client that reloads the thread finds the message it streamed, not a twin.
+    message_id = str(uuid.uuid4())
     while True:
         model = await chain.pick()
         call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
@@ -95,7 +98,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         # so a call that fails before that and moves on leaves no trace in the stream.
         if not announced and chain.is_last:
             announced = True
-            for chunk in await run.emit_processed(run.chunk("step-start", message_id=str(uuid.uuid4()))):
+            for chunk in await run.emit_processed(run.chunk("step-start", message_id=message_id)):
                 yield chunk
 
         # Model-level chunks are kept only for processors that read them in
@@ -115,7 +118,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             opened = True
             if not announced:
                 announced = True
-                for chunk in await run.emit_processed(run.chunk("step-start", message_id=str(uuid.uuid4()))):
+                for chunk in await run.emit_processed(run.chunk("step-start", message_id=message_id)):
                     yield chunk
             async for part in source:
                 # ---- the hot path: one model part -> one chunk -> processors -> client
@@ -222,7 +225,9 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         run.chunk("finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage))
     )
     step.finalize_parts()
-    response = step.to_message(thread_id=message_list.thread_id, resource_id=message_list.resource_id)
+    response = step.to_message(
+        thread_id=message_list.thread_id, resource_id=message_list.resource_id, message_id=message_id
+    )
     if response is not None:
         message_list.add(response, "response")
 

@@ -214,12 +214,18 @@ class StepRecorder:
                 return part["toolInvocation"]  # type: ignore[no-any-return]
         return None
 
-    def to_message(self, *, thread_id: str | None, resource_id: str | None) -> Message | None:
-        """The assistant message of this step (None when the model said nothing)."""
+    def to_message(
+        self, *, thread_id: str | None, resource_id: str | None, message_id: str | None = None
+    ) -> Message | None:
+        """The assistant message of this step (None when the model said nothing), under
+        `message_id` when given (the id its `step-start` chunk announced)."""
         if len(self.parts) <= 1:
             return None
         text = self.text()
         content = MessageContent(parts=list(self.parts), content=text or None)
         if self.provider_metadata:
             content.extra["providerMetadata"] = self.provider_metadata
-        return Message(role="assistant", content=content, thread_id=thread_id, resource_id=resource_id)
+        message = Message(role="assistant", content=content, thread_id=thread_id, resource_id=resource_id)
+        if message_id is not None:
+            message.id = message_id
+        return message

@@ -21,12 +21,19 @@ from sluicegate.errors import (
     public_text,
 )
 from sluicegate.memory.errors import ThreadAccessError
-from sluicegate.server.bodies import AgentCallBody, call_options, narrow_memory_options
+from sluicegate.server.bodies import (
+    AgentCallBody,
+    call_options,
+    drop_memory_without_memory,
+    narrow_memory_options,
+    narrow_retries,
+)
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
+from sluicegate.server.mastra.observability import mark_conversation
 from sluicegate.server.serialize import agent_json, output_json
-from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect
+from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect, warned
 from sluicegate.server.traces import (
     AGENT_ID,
     RESOURCE_ID,
@@ -113,14 +120,18 @@ def _refusal(exc: BaseException, body: AgentCallBody, *, details: bool) -> ApiEr
 
 async def _start(
     agent: Agent, body: AgentCallBody, request: Request, *, stream: bool
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any], str | None]:
+    """The started stream (or the messages, for generate), the run options, and a warning for
+    the client (a `memory` option ignored on an agent without memory)."""
     messages, options = call_options(body, settings_of(request))
+    warning = drop_memory_without_memory(agent, options)
     narrow_memory_options(agent, body, options)
+    narrow_retries(agent, options)
     bind_run(request, body, options, has_memory=agent.memory is not None)
     try:
         if stream:
-            return await agent.stream(messages, **options), options
-        return messages, options
+            return await agent.stream(messages, **options), options, warning
+        return messages, options, warning
     except Exception as exc:
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
 
@@ -132,8 +143,9 @@ async def _start(
 async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONResponse:
     """Run the agent to its end and return the full output (text, steps, usage, tripwire)."""
     key, agent = agent_or_404(request, agentId)
-    messages, options = await _start(agent, body, request, stream=False)
+    messages, options, warning = await _start(agent, body, request, stream=False)
     span = start_request_span(f"POST generate {agent.name}", _span_attributes(request, key))
+    mark_conversation(span, options.get("memory"))
 
     async def run() -> Any:
         with run_span(span):
@@ -145,9 +157,10 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
         raise
     except Exception as exc:
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
-    return JSONResponse(
-        output_json(result, error_details=agent.provider_error_details), headers=trace_headers(span)
-    )
+    answer = output_json(result, error_details=agent.provider_error_details)
+    if warning is not None:
+        answer["warnings"] = [*(answer.get("warnings") or []), {"type": "other", "message": warning}]
+    return JSONResponse(answer, headers=trace_headers(span))
 
 
 @router.post(
@@ -168,12 +181,14 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     span = start_request_span(f"POST stream {agent.name}", _span_attributes(request, key))
     try:
         with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
-            output, _ = await _start(agent, body, request, stream=True)
+            output, options, warning = await _start(agent, body, request, stream=True)
+        mark_conversation(span, options.get("memory"))
     except BaseException:
         span.end()
         raise
+    chunks = output.full_stream if warning is None else warned(output.full_stream, output.run_id, warning)
     return ChunkStreamResponse(
-        output.full_stream,
+        chunks,
         run_id=output.run_id,
         timeout=settings.request_timeout,
         headers=trace_headers(span),

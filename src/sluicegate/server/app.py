@@ -37,7 +37,8 @@ from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
 from sluicegate.server.headers import SecurityHeaders
 from sluicegate.server.identity import IdentityGate
-from sluicegate.server.settings import ServerSettings
+from sluicegate.server.mastra import routers as mastra_routers
+from sluicegate.server.settings import ServerSettings, cors_options
 from sluicegate.server.traces import RecentSpans, install_recent_spans
 from sluicegate.storage.span_store import SpanStore
 from sluicegate.storage.sqlite import SQLiteStore
@@ -85,15 +86,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     settings = settings or ServerSettings.from_env()
     middleware: list[Middleware] = []
     if settings.cors_origins:
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=list(settings.cors_origins),
-                allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-                allow_headers=["authorization", "content-type", "x-mastra-client-type"],
-                expose_headers=[agents.TRACE_HEADER],
-            )
-        )
+        middleware.append(Middleware(CORSMiddleware, **cors_options(settings.cors_origins)))
     if settings.api_token:
         middleware.append(Middleware(BearerAuth, token=settings.api_token))
     if registry.resolve_identity is not None:
@@ -129,6 +122,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     app.state.spans = spans
     install_error_handlers(app)
     mount_api_docs(app, title="sluicegate")
+    for mastra_router in mastra_routers():  # before `/api/agents/{agentId}` can claim their paths
+        app.include_router(mastra_router)
     for module in (agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)

@@ -83,8 +83,15 @@ class _RunTuning(_Body):
     tracingOptions: dict[str, Any] | None = None
 
 
+class UntilIdle(_Body):
+    maxIdleMs: int | None = Field(default=None, gt=0)
+
+
 class AgentCallBody(_RunTuning):
-    """Body of `POST /api/agents/{agentId}/generate` and `/stream`."""
+    """Body of `POST /api/agents/{agentId}/generate` and `/stream`: every field of Mastra's
+    `agentExecutionBodySchema`. Those naming something this server does not have (`context`,
+    `versions`, `toolsets`, `scorers`, `stopWhen`, `clientTools`) are refused when they ask for
+    anything; a field Mastra does not know is a 400 as before."""
 
     messages: str | list[Any] = Field(description="A string or a list of messages (model or UI shape).")
     memory: MemoryBody | None = None
@@ -99,6 +106,29 @@ class AgentCallBody(_RunTuning):
     system: str | list[str] | None = None
     clientTools: dict[str, Any] | None = None
     runId: str | None = Field(default=None, max_length=256, description="An observability hint; ignored.")
+    untilIdle: bool | UntilIdle | None = Field(
+        default=None,
+        description="Stream until the agent is idle. A run here has no background work that outlives "
+        "it, so its stream ends exactly when the agent is idle: always honoured.",
+    )
+    output: dict[str, Any] | None = Field(
+        default=None, description="Mastra's older name for structuredOutput.schema."
+    )
+    context: list[Any] | None = None
+    versions: dict[str, Any] | None = None
+    toolsets: dict[str, Any] | None = None
+    scorers: dict[str, Any] | None = None
+    stopWhen: Any = None
+
+
+_ABSENT = {
+    "context": "context messages are not supported by this server; put them in messages",
+    "versions": "agent versions are not supported by this server",
+    "toolsets": "toolsets are not supported by this server; the agent's own tools run",
+    "scorers": "scorers are not supported by this server",
+    "stopWhen": "stopWhen conditions cannot be sent over HTTP; use maxSteps",
+}
+"""Mastra's fields for features sluicegate does not have, and why a request using one fails."""
 
 
 def _messages(value: str | list[Any]) -> list[Message]:
@@ -136,8 +166,15 @@ def call_options(body: AgentCallBody, settings: ServerSettings) -> tuple[list[Me
     memory = _memory(body)
     if memory is not None:
         options["memory"] = memory
+    if body.structuredOutput is not None and body.output is not None:
+        raise bad_request("output", "give structuredOutput or output, not both")
     if body.structuredOutput is not None:
         options["structured_output"] = {"schema": body.structuredOutput.json_schema}
+    elif body.output is not None:
+        options["structured_output"] = {"schema": body.output}
+    for name, reason in _ABSENT.items():
+        if getattr(body, name):
+            raise bad_request(name, reason)
     for name in ("instructions", "system"):
         if getattr(body, name) is not None and not settings.allow_client_overrides:
             raise bad_request(name, NO_OVERRIDES)
@@ -172,7 +209,10 @@ def tuning_options(body: _RunTuning, settings: ServerSettings) -> dict[str, Any]
         options["require_tool_approval"] = body.requireToolApproval
     try:
         if body.modelSettings is not None:
-            options["model_settings"] = normalize_model_settings(body.modelSettings, where="modelSettings")
+            settings_given = dict(body.modelSettings)
+            if "maxRetries" in settings_given:
+                options["max_retries"] = _retries(settings_given.pop("maxRetries"))
+            options["model_settings"] = normalize_model_settings(settings_given, where="modelSettings")
         if body.providerOptions is not None:
             check_provider_options(body.providerOptions, where="providerOptions")
             options["provider_options"] = dict(body.providerOptions)
@@ -183,6 +223,34 @@ def tuning_options(body: _RunTuning, settings: ServerSettings) -> dict[str, Any]
             raise bad_request("model", NO_OVERRIDES)
         options["model"] = body.model
     return options
+
+
+def _retries(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise bad_request("modelSettings.maxRetries", "must be a non-negative integer")
+    return value
+
+
+def narrow_retries(agent: Agent, options: dict[str, Any]) -> None:
+    """`modelSettings.maxRetries` is the provider retries of the run (the agent's
+    `max_retries`); a request may lower it, never raise it above the agent's: each retry is a
+    paid call the application did not budget for."""
+    asked = options.get("max_retries")
+    if asked is not None and asked > agent.max_retries:
+        raise bad_request(
+            "modelSettings.maxRetries", f"must be at most {agent.max_retries} (the agent's max_retries)"
+        )
+
+
+MEMORY_IGNORED = "this agent has no memory: the memory option was ignored and nothing is stored"
+
+
+def drop_memory_without_memory(agent: Agent, options: dict[str, Any]) -> str | None:
+    """Mastra's Studio sends `memory` for every agent; for one without memory the option is
+    dropped (a body never turns memory on) and the warning to send is returned."""
+    if agent.memory is None and options.pop("memory", None) is not None:
+        return MEMORY_IGNORED
+    return None
 
 
 def _memory(body: AgentCallBody) -> dict[str, Any] | None:

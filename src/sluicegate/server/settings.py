@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from sluicegate.errors import ConfigurationError
 
@@ -59,6 +60,30 @@ def _flag(name: str, default: bool) -> bool:
     if raw in {"0", "false", "no", "off"}:
         return False
     raise ConfigurationError(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}")
+
+
+DEV_CORS_ORIGIN = "http://localhost:3000"
+"""Where `npx mastra studio` serves Mastra's Studio; `sluicegate dev` allows it by default."""
+
+CORS_HEADERS = ("authorization", "content-type", "x-mastra-client-type", "x-mastra-dev-playground")
+"""Request headers a browser client may send: the bearer token, JSON, and the two that
+`@mastra/client-js` and Mastra's Studio add to every request."""
+
+
+def cors_options(origins: tuple[str, ...]) -> dict[str, Any]:
+    """Starlette `CORSMiddleware` options for `origins`.
+
+    Credentialed requests (Studio fetches with `credentials: "include"`) are allowed only for
+    origins named one by one: with `*`, any site could make a logged-in browser call the API
+    with its cookies, so the wildcard stays credential-free (and Studio needs its origin named).
+    """
+    return {
+        "allow_origins": list(origins),
+        "allow_credentials": "*" not in origins,
+        "allow_methods": ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+        "allow_headers": list(CORS_HEADERS),
+        "expose_headers": ["x-sluicegate-trace-id"],
+    }
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from starlette.responses import Response
 
 from sluicegate.errors import public_error
 from sluicegate.server.auth import Receive, Scope, Send
+from sluicegate.stream.chunk import Chunk
 
 DONE = b"data: [DONE]\n\n"
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -52,6 +53,14 @@ def chunk_event(chunk: Any, error_details: bool) -> dict[str, Any]:
         if isinstance(error, BaseException):
             event["payload"]["error"] = public_error(error, details=error_details)
     return event
+
+
+async def warned(chunks: AsyncIterator[Any], run_id: str, message: str) -> AsyncIterator[Any]:
+    """`chunks` after a `warning` chunk for the client (`{"payload": {"message"}}`): something
+    in the request was ignored. Only such a run's stream goes through this extra step."""
+    yield Chunk("warning", run_id, {"message": message})
+    async for chunk in chunks:
+        yield chunk
 
 
 async def wait_for_disconnect(receive: Receive) -> None:

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Mastra's Studio against sluicegate: installs the `mastra` CLI pinned in package-lock.json into
+# node_modules/, then serves the app with `sluicegate serve --studio` on :4111 (not `dev`, whose
+# reloader would watch this folder's node_modules/) allowing the origin http://localhost:3000,
+# and `mastra studio` on :3000. Open http://localhost:3000.
+#   bash clients/studio/run.sh [app.py]      # default: the two-agent app next to this script
+#   bash clients/studio/run.sh --install-only  # what .ci/run does before the browser test
+# MASTRA_AGENT_SIGNALS=false: sluicegate has no agent signals (thread subscriptions), and
+# Studio's fallback for a server without them shows a new thread's first message twice.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$here"
+for attempt in 1 2 3; do
+  npm ci --no-audit --no-fund --loglevel=error && break
+  [ "$attempt" = 3 ] && exit 1
+  sleep 5
+done
+[ "${1:-}" = "--install-only" ] && exit 0
+app="$(cd "$(dirname "${1:-$here/app.py}")" && pwd)/$(basename "${1:-$here/app.py}")"
+SLUICEGATE_CORS_ORIGINS="${SLUICEGATE_CORS_ORIGINS:-http://localhost:3000}" \
+  "$root/.venv/bin/python" -m sluicegate serve --studio "$app" --host 127.0.0.1 --port 4111 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
+MASTRA_TELEMETRY_DISABLED=1 MASTRA_AGENT_SIGNALS=false \
+  ./node_modules/.bin/mastra studio --port 3000 --server-host localhost --server-port 4111
