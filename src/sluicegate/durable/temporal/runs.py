@@ -1,0 +1,127 @@
+"""Starting durable runs and deciding their approvals, from any process (the server, a script).
+
+A run's chunks are read with the agent's own `observe(run_id=...)`: the activities publish them
+to the agent's run log (a `RedisRunLog` serves every instance), so the stream routes work as
+for in-process runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal.payloads import checked
+from sluicegate.errors import InvalidInputError
+from sluicegate.messages.validate import validate_input
+from sluicegate.request_context import RequestContext
+from sluicegate.storage.errors import SuspendedRunNotFoundError
+from sluicegate.stream.run_log import RunNotFoundError
+
+if TYPE_CHECKING:
+    from sluicegate.agent import Agent
+    from sluicegate.agent.observe import ObservedOutput
+
+_SETTINGS = frozenset(
+    ("heartbeatTimeout", "modelTimeout", "toolTimeout", "modelAttempts", "toolAttempts", "retryInterval")
+)
+
+
+class TemporalRuns:
+    """Runs of agents on Temporal, through `client` on `task_queue`."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = names.DEFAULT_TASK_QUEUE,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        unknown = set(settings or {}) - _SETTINGS
+        if unknown:
+            raise InvalidInputError(f"unknown durable run setting(s) {sorted(unknown)}; known: {sorted(_SETTINGS)}")
+        self.client = client
+        self.task_queue = task_queue
+        self.settings = dict(settings or {})
+
+    @classmethod
+    async def connect(cls, target: str, **options: Any) -> TemporalRuns:
+        return cls(await Client.connect(target), **options)
+
+    async def start(
+        self,
+        agent: Agent[Any],
+        messages: Any,
+        *,
+        request_context: RequestContext | None = None,
+        max_steps: int | None = None,
+        require_tool_approval: bool | None = None,
+        run_id: str | None = None,
+    ) -> str:
+        """Start a run; its id (the workflow id). Bad input is refused here, before Temporal."""
+        validate_input(messages, max_chars=agent.max_input_chars)
+        if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1):
+            raise InvalidInputError(f"max_steps must be a positive integer, got {max_steps!r}")
+        if require_tool_approval is not None and not isinstance(require_tool_approval, bool):
+            raise InvalidInputError("require_tool_approval must be True or False in a durable run")
+        run_id = run_id or str(uuid.uuid4())
+        start = checked(
+            "the run's input (messages and request context)",
+            {
+                "agentId": agent.id,
+                "messages": messages,
+                "requestContext": (request_context or RequestContext()).to_dict(),
+                "maxSteps": max_steps,
+                "requireToolApproval": require_tool_approval,
+                "settings": self.settings,
+            },
+        )
+        await self.client.start_workflow(names.WORKFLOW, start, id=run_id, task_queue=self.task_queue)
+        return run_id
+
+    async def observe(
+        self, agent: Agent[Any], run_id: str, *, offset: int = 0, wait: float = 30.0, **options: Any
+    ) -> ObservedOutput:
+        """`agent.observe(run_id=..., offset=...)`, waiting (up to `wait` seconds) for a run
+        just started to reach its first chunk: the worker opens it in the log, not the caller."""
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            try:
+                return await agent.observe(run_id=run_id, offset=offset, **options)
+            except RunNotFoundError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.005)
+
+    async def result(self, run_id: str) -> dict[str, Any]:
+        """The run's result once it ends: text, finish reason, usage, tripwire, messages."""
+        return await self.client.get_workflow_handle(run_id).result()  # type: ignore[no-any-return]
+
+    async def pending_tool_call(self, run_id: str) -> dict[str, Any] | None:
+        return await self.client.get_workflow_handle(run_id).query(names.PENDING)  # type: ignore[no-any-return]
+
+    async def approve_tool_call(self, run_id: str, tool_call_id: str | None = None) -> dict[str, Any]:
+        """Approve the pending call; `{"runId", "offset"}`: observe from `offset` for the rest."""
+        return await self._update(run_id, names.APPROVE, [tool_call_id])
+
+    async def decline_tool_call(
+        self, run_id: str, tool_call_id: str | None = None, reason: str | None = None
+    ) -> dict[str, Any]:
+        return await self._update(run_id, names.DECLINE, [tool_call_id, reason])
+
+    async def resume_stream(self, run_id: str, resume_data: Any, tool_call_id: str | None = None) -> dict[str, Any]:
+        return await self._update(run_id, names.RESUME, [tool_call_id, resume_data])
+
+    async def _update(self, run_id: str, name: str, args: list[Any]) -> dict[str, Any]:
+        handle = self.client.get_workflow_handle(run_id)
+        try:
+            return await handle.execute_update(name, args=args)  # type: ignore[no-any-return]
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == "NotWaiting":
+                raise SuspendedRunNotFoundError(run_id, "unknown") from None
+            raise InvalidInputError(getattr(cause, "message", str(cause))) from None
