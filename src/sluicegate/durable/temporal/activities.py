@@ -249,11 +249,15 @@ class DurableActivities:
                     emit(flushed)
                 while pending:
                     emit(pending.pop(0))
-        except ModelStreamError as exc:
-            batches.cancel()
-            raise exc.error from exc
+        except Exception as exc:
+            # What already went past the processors is the attempt's output: it is published
+            # (the retry notice will clear it); what they held back dies with the attempt.
+            await batches.finish()
+            if isinstance(exc, ModelStreamError):
+                raise exc.error from exc
+            raise
         except BaseException:
-            batches.cancel()  # what was held back dies with the attempt
+            batches.cancel()
             raise
         offset = await batches.finish()
         states = {processor_id(p): json_state(runner.state_for(processor_id(p))) for p in processors}

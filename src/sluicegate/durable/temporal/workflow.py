@@ -108,6 +108,20 @@ class _Outbox:
             )
 
 
+    async def resync(self, run: AgentRun) -> None:
+        """Continue after what is in the log (a failed activity's chunks are not in its result)."""
+        self.offset = await workflow.execute_local_activity(
+            names.OPEN_RUN,
+            {
+                "agentId": self.agent_id,
+                "runId": self.run_id,
+                "resourceId": run.message_list.resource_id,
+                "threadId": run.message_list.thread_id,
+            },
+            start_to_close_timeout=timedelta(seconds=30),
+        )
+
+
 class ActivityModel:
     """The run's model inside the workflow: each call is the model activity."""
 
@@ -149,6 +163,8 @@ class ActivityModel:
                 retry_policy=self._settings.model_retry,
             )
         except ActivityError as exc:
+            # The failed call may have published part of its stream: continue after it.
+            await self._outbox.resync(run)
             raise from_activity_error(exc) from None
         self._outbox.offset = result["offset"]
         for pid, saved in result["states"].items():
@@ -302,16 +318,7 @@ class AgentWorkflow:
             if start.get(key) is not None:
                 options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = start[key]
         run = durable.bind(await durable.agent._prepare(start["messages"], options, run_id=run_id))
-        durable.outbox.offset = await workflow.execute_local_activity(
-            names.OPEN_RUN,
-            {
-                "agentId": agent.id,
-                "runId": run_id,
-                "resourceId": run.message_list.resource_id,
-                "threadId": run.message_list.thread_id,
-            },
-            start_to_close_timeout=timedelta(seconds=30),
-        )
+        await durable.outbox.resync(run)
         while True:
             await durable.drive(run)
             held = run.state.held
@@ -338,16 +345,7 @@ class AgentWorkflow:
                 resume_data=value if action == "resume" else None,
             )
             durable.bind(run)
-            durable.outbox.offset = await workflow.execute_local_activity(
-                names.OPEN_RUN,
-                {
-                    "agentId": agent.id,
-                    "runId": run_id,
-                    "resourceId": run.message_list.resource_id,
-                    "threadId": run.message_list.thread_id,
-                },
-                start_to_close_timeout=timedelta(seconds=30),
-            )
+            await durable.outbox.resync(run)
 
     @workflow.query(name=names.PENDING)
     def pending_tool_call(self) -> dict[str, Any] | None:
