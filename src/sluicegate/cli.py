@@ -150,7 +150,26 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("target", help="app.py:agent")
     run.add_argument("prompt")
     sub.add_parser("demo", help="the processor demo (offline model when no API key is set)")
+    _add_worker_parser(sub)
     return parser
+
+
+def _add_worker_parser(sub: Any) -> None:
+    worker = sub.add_parser("worker", help="run the app's agents as Temporal workflows (durable runs)")
+    worker.add_argument("app", help="app.py or app.py:name")
+    worker.add_argument("--temporal", required=True, metavar="HOST:PORT", help="the Temporal frontend")
+    worker.add_argument("--task-queue", default="sluicegate", metavar="Q")
+    worker.add_argument("--namespace", default="default")
+
+
+def _worker(args: argparse.Namespace) -> int:
+    """`sluicegate worker`: until interrupted (SIGINT/SIGTERM drain the running activities)."""
+    from sluicegate.durable.temporal.worker import run_worker
+    from sluicegate.server.loader import load_registry
+
+    app = load_registry(args.app)
+    asyncio.run(run_worker(app, args.temporal, task_queue=args.task_queue, namespace=args.namespace))
+    return 0
 
 
 def _check_serve_options(args: argparse.Namespace) -> str | None:
@@ -185,6 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "run":
             return asyncio.run(_run_once(args.target, args.prompt))
+        if args.command == "worker":
+            return _worker(args)
         from sluicegate.demo import run as demo
 
         demo()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
@@ -23,6 +25,8 @@ def create_worker(
     activities. The workflow runs outside Temporal's sandbox: the agent loop imports the
     application's own code, and its ids come from `workflow.uuid4()` (see `workflow`)."""
     install(app.agents)
+    # A dead worker's cached runs move to another worker after this (Temporal's default is 10 s).
+    options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=3))
     return Worker(
         client,
         task_queue=task_queue,
@@ -31,3 +35,20 @@ def create_worker(
         workflow_runner=UnsandboxedWorkflowRunner(),
         **options,
     )
+
+
+async def run_worker(app: Sluicegate, target: str, *, task_queue: str, namespace: str = "default") -> None:
+    """Connect and run a worker until SIGINT/SIGTERM (then it finishes its running activities)."""
+    import signal
+
+    from temporalio.client import Client
+
+    client = await Client.connect(target, namespace=namespace)
+    worker = create_worker(client, app, task_queue=task_queue)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        print(f"sluicegate worker: {len(app.agents)} agent(s) on task queue {task_queue!r} at {target}", flush=True)
+        await stop.wait()
