@@ -8,7 +8,6 @@ import os
 from collections.abc import Iterator
 
 import pytest
-
 from tests.cache.redis_server import RedisServer, start_redis
 
 REQUIRE_SERVICES = os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1"

@@ -38,7 +38,12 @@ class CrashModel:
         return StreamResult(self._answer() if answered else self._ask())
 
     async def _ask(self) -> AsyncIterator[dict[str, Any]]:
-        yield {"type": "tool-call", "toolCallId": "call-1", "toolName": "lookup", "input": json.dumps({"q": "x"})}
+        yield {
+            "type": "tool-call",
+            "toolCallId": "call-1",
+            "toolName": "lookup",
+            "input": json.dumps({"q": "x"}),
+        }
         yield {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 1}}
 
     async def _answer(self) -> AsyncIterator[dict[str, Any]]:

@@ -38,7 +38,17 @@ class Workers:
 
     def start(self) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "sluicegate", "worker", APP, "--temporal", self.target, "--task-queue", self.queue],
+            [
+                sys.executable,
+                "-m",
+                "sluicegate",
+                "worker",
+                APP,
+                "--temporal",
+                self.target,
+                "--task-queue",
+                self.queue,
+            ],
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -67,8 +77,8 @@ def _lines(directory: str, name: str) -> list[list[str]]:
     return [line.split() for line in Path(path).read_text().splitlines()]
 
 
-async def _wait_for(directory: str, name: str, word: str, timeout: float = 20) -> int:
-    deadline = time.monotonic() + timeout
+async def _wait_for(directory: str, name: str, word: str) -> int:
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         for line in _lines(directory, name):
             if line[1] == word:
@@ -80,7 +90,12 @@ async def _wait_for(directory: str, name: str, word: str, timeout: float = 20) -
 async def _case(temporal_server: Any, redis_server: Any, case: str) -> dict[str, Any]:
     directory = tempfile.mkdtemp(prefix="sg-crash-")
     queue = f"crash-{uuid.uuid4()}"
-    env = {**os.environ, "SG_CRASH_DIR": directory, "SG_REDIS_URL": redis_server.url, "PYTHONPATH": str(ROOT / "src")}
+    env = {
+        **os.environ,
+        "SG_CRASH_DIR": directory,
+        "SG_REDIS_URL": redis_server.url,
+        "PYTHONPATH": str(ROOT / "src"),
+    }
     os.environ["SG_REDIS_URL"] = redis_server.url
     sys.path.insert(0, str(ROOT))
     from tests.durable import crash_app

@@ -14,7 +14,7 @@ from sluicegate import Agent, Sluicegate, tool
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, create_worker, names
 from sluicegate.errors import APICallError, InvalidInputError
 from sluicegate.models.base import CallOptions, StreamResult
-from sluicegate.processors import ProcessOutputStreamArgs, Processor
+from sluicegate.processors import Processor, ProcessOutputStreamArgs
 from sluicegate.stream.chunk import Chunk, text_delta
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import ToolContext
@@ -52,12 +52,14 @@ def _text(*pieces: str) -> list[dict[str, Any]]:
     ]
 
 
-_FINISH = {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}}
+_FINISH = {
+    "type": "finish",
+    "finishReason": "stop",
+    "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2},
+}
 
 
-async def _run(
-    temporal_server: Any, agents: list[Agent[Any]], body: Any, **settings: Any
-) -> Any:
+async def _run(temporal_server: Any, agents: list[Agent[Any]], body: Any, **settings: Any) -> Any:
     client = await Client.connect(temporal_server.target)
     queue = f"q-{uuid.uuid4()}"
     app = Sluicegate(agents={a.id: a for a in agents})

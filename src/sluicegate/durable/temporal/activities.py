@@ -219,7 +219,9 @@ class DurableActivities:
                     heartbeat()
                     kind = part.get("type")
                     if kind == "text-delta":
-                        chunk: Chunk[Any] | None = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
+                        chunk: Chunk[Any] | None = Chunk(
+                            "text-delta", run_id, TextPayload(part["id"], part["delta"])
+                        )
                     elif kind in _BOOKKEEPING:
                         items.append({"part": json_value(part)})
                         continue
@@ -227,17 +229,16 @@ class DurableActivities:
                         chunk = convert(part, step, run_id)
                         if chunk is None:
                             continue
-                    if pipeline is not None:
-                        result = await pipeline(chunk)
-                        if result is None:
-                            pass
-                        elif result.__class__ is Chunk:
-                            emit(result)
-                        else:
-                            for out in result:
-                                emit(out)
-                    else:
+                    assert chunk is not None
+                    if pipeline is None:
                         emit(chunk)
+                    else:
+                        processed = await pipeline(chunk)
+                        if isinstance(processed, Chunk):
+                            emit(processed)
+                        elif processed is not None:
+                            for out in processed:
+                                emit(out)
                     while pending:
                         emit(pending.pop(0))
             finally:
@@ -261,10 +262,11 @@ class DurableActivities:
             raise
         offset = await batches.finish()
         states = {processor_id(p): json_state(runner.state_for(processor_id(p))) for p in processors}
-        return checked(
+        result: dict[str, Any] = checked(
             f"the model call of step {call['stepNumber']} (its streamed chunks)",
             {"items": items, "states": states, "offset": offset},
-        )  # type: ignore[no-any-return]
+        )
+        return result
 
     # ------------------------------------------------------------------ tool calls
 
@@ -305,7 +307,10 @@ class DurableActivities:
         out: dict[str, Any] = {"result": result, "data": [c.to_dict() for c in data]}
         if context.suspended:
             out = {"suspended": True, "suspendPayload": context.suspend_payload, "data": out["data"]}
-        return checked(f"the result of tool {tool_name!r} (call {call['toolCallId']})", out)  # type: ignore[no-any-return]
+        checked_out: dict[str, Any] = checked(
+            f"the result of tool {tool_name!r} (call {call['toolCallId']})", out
+        )
+        return checked_out
 
 
 async def _heartbeats() -> None:

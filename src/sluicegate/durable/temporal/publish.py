@@ -55,7 +55,9 @@ class Publisher:
         """Whether readers in other processes see what is written (Redis)."""
         return not isinstance(self.run_log, InMemoryRunLog)
 
-    async def open(self, run_id: str, *, agent_id: str, resource_id: str | None, thread_id: str | None) -> int:
+    async def open(
+        self, run_id: str, *, agent_id: str, resource_id: str | None, thread_id: str | None
+    ) -> int:
         """The run is running; the offset its next chunk takes (a resumed run continues)."""
         try:
             info = await self.run_log.info(run_id)
@@ -100,7 +102,9 @@ class Publisher:
         log = self.run_log
         key = log._key(run_id)
         encoded = [json.dumps(c, separators=(",", ":"), default=str) for c in chunks]
-        await log._redis().eval(_WRITE_AT, 2, key, key + ":meta", log.max_chunks, offset, log._idle_ms, *encoded)
+        await log._redis().eval(
+            _WRITE_AT, 2, key, key + ":meta", log.max_chunks, offset, log._idle_ms, *encoded
+        )
         return offset + len(chunks)
 
     async def close(self, run_id: str, offset: int, status: RunStatus) -> None:

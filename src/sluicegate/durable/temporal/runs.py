@@ -43,7 +43,9 @@ class TemporalRuns:
     ) -> None:
         unknown = set(settings or {}) - _SETTINGS
         if unknown:
-            raise InvalidInputError(f"unknown durable run setting(s) {sorted(unknown)}; known: {sorted(_SETTINGS)}")
+            raise InvalidInputError(
+                f"unknown durable run setting(s) {sorted(unknown)}; known: {sorted(_SETTINGS)}"
+            )
         self.client = client
         self.task_queue = task_queue
         self.settings = dict(settings or {})
@@ -64,7 +66,9 @@ class TemporalRuns:
     ) -> str:
         """Start a run; its id (the workflow id). Bad input is refused here, before Temporal."""
         validate_input(messages, max_chars=agent.max_input_chars)
-        if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1):
+        if max_steps is not None and (
+            not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
+        ):
             raise InvalidInputError(f"max_steps must be a positive integer, got {max_steps!r}")
         if require_tool_approval is not None and not isinstance(require_tool_approval, bool):
             raise InvalidInputError("require_tool_approval must be True or False in a durable run")
@@ -113,7 +117,9 @@ class TemporalRuns:
     ) -> dict[str, Any]:
         return await self._update(run_id, names.DECLINE, [tool_call_id, reason])
 
-    async def resume_stream(self, run_id: str, resume_data: Any, tool_call_id: str | None = None) -> dict[str, Any]:
+    async def resume_stream(
+        self, run_id: str, resume_data: Any, tool_call_id: str | None = None
+    ) -> dict[str, Any]:
         return await self._update(run_id, names.RESUME, [tool_call_id, resume_data])
 
     async def _update(self, run_id: str, name: str, args: list[Any]) -> dict[str, Any]:

@@ -50,5 +50,8 @@ async def run_worker(app: Sluicegate, target: str, *, task_queue: str, namespace
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with worker:
-        print(f"sluicegate worker: {len(app.agents)} agent(s) on task queue {task_queue!r} at {target}", flush=True)
+        print(
+            f"sluicegate worker: {len(app.agents)} agent(s) on task queue {task_queue!r} at {target}",
+            flush=True,
+        )
         await stop.wait()

@@ -107,7 +107,6 @@ class _Outbox:
                 names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
             )
 
-
     async def resync(self, run: AgentRun) -> None:
         """Continue after what is in the log (a failed activity's chunks are not in its result)."""
         self.offset = await workflow.execute_local_activity(
@@ -149,7 +148,9 @@ class ActivityModel:
                 "stepNumber": step_number,
                 "offset": self._outbox.offset,
                 "options": vars(options),
-                "states": {processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams},
+                "states": {
+                    processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
+                },
                 "messages": run.message_list.to_dict(),
                 "requestContext": _context(run.request_context),
             },
@@ -237,7 +238,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
         return result.get("result")
 
     wrapped.validate = validate  # type: ignore[method-assign]
-    wrapped.execute = execute  # type: ignore[method-assign]
+    wrapped.execute = execute  # type: ignore[method-assign, assignment]
     return wrapped
 
 
@@ -259,7 +260,7 @@ class _DurableRun:
     def bind(self, run: AgentRun) -> AgentRun:
         """The run's wiring for the workflow: the activity model without client retries, no
         stream pipeline here (it runs in the model activity), no log layer (the outbox is it)."""
-        run.models = ModelChain.single(self.model, 0)  # type: ignore[arg-type]
+        run.models = ModelChain.single(self.model, 0)
         run.run_log = None
         setattr(run.runner, "stream_pipeline", lambda message_list: None)  # noqa: B010
         self.model.run = run
@@ -281,7 +282,7 @@ class _DurableRun:
 
 
 def _result(run: AgentRun) -> dict[str, Any]:
-    return checked(
+    result: dict[str, Any] = checked(
         "the run's result",
         {
             "runId": run.run_id,
@@ -293,7 +294,8 @@ def _result(run: AgentRun) -> dict[str, Any]:
             "messages": [m.to_dict() for m in run.message_list.get.all.db()],
             "toolCalls": [c.to_dict() for c in run.all_tool_calls()],
         },
-    )  # type: ignore[no-any-return]
+    )
+    return result
 
 
 @workflow.defn(name=names.WORKFLOW, sandboxed=False)
@@ -316,7 +318,9 @@ class AgentWorkflow:
         options: dict[str, Any] = {"request_context": RequestContext(start.get("requestContext") or {})}
         for key in ("maxSteps", "requireToolApproval"):
             if start.get(key) is not None:
-                options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = start[key]
+                options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
+                    start[key]
+                )
         run = durable.bind(await durable.agent._prepare(start["messages"], options, run_id=run_id))
         await durable.outbox.resync(run)
         while True:
