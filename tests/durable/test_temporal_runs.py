@@ -73,6 +73,15 @@ async def _chunks(runs: TemporalRuns, agent: Agent[Any], run_id: str, offset: in
     return [c async for c in out.full_stream]
 
 
+async def _activity_types(runs: TemporalRuns, run_id: str) -> set[str]:
+    history = await runs.client.get_workflow_handle(run_id).fetch_history()
+    return {
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    }
+
+
 def test_activity_names_are_stable() -> None:
     assert names.model_activity("support") == "sluicegate.support.model"
     assert names.tool_activity("support", "refund") == "sluicegate.support.tool.refund"
@@ -99,6 +108,7 @@ async def test_run_with_a_tool_completes_and_streams(temporal_server: Any) -> No
         assert result["finishReason"] == "stop"
         assert keys == [f"{run_id}:c1"]
         kinds = [c.type for c in chunks]
+        assert await _activity_types(runs, run_id) == {"sluicegate.calc.model", "sluicegate.calc.tool.add"}
         assert kinds[0] == "start" and kinds[-1] == "finish"
         assert "tool-result" in kinds and "text-delta" in kinds
         results = [c for c in chunks if c.type == "tool-result"]
@@ -356,3 +366,52 @@ async def test_declining_runs_nothing(temporal_server: Any) -> None:
 def test_unknown_settings_are_refused() -> None:
     with pytest.raises(InvalidInputError, match="heartbeat"):
         TemporalRuns(None, settings={"heartbeat": 1})  # type: ignore[arg-type]
+
+
+async def test_memory_and_budget_go_through_storage_activities(temporal_server: Any, tmp_path: Any) -> None:
+    from sluicegate.memory import Memory
+    from sluicegate.processors.builtin.cost_guard import CostGuardProcessor
+    from sluicegate.storage import SQLiteStore
+
+    storage = SQLiteStore(str(tmp_path / "memory.db"))
+    guard = CostGuardProcessor(
+        max_cost=100.0,
+        scope="resource",
+        store=storage,
+        pricing={"mock-model-id": {"input": 1_000_000.0, "output": 1_000_000.0}},
+    )
+    model = MockModel([text_step("first answer"), text_step("second answer")])
+    agent = Agent("remembering", model=model, memory=Memory(storage=storage), input_processors=[guard])
+    memory = {"thread": "t1", "resource": "u1"}
+
+    async def body(runs: TemporalRuns) -> None:
+        first = await runs.start(agent, "one", memory=memory)
+        one = await runs.result(first)
+        assert one["text"] == "first answer"
+        second = await runs.start(agent, "two", memory=memory)
+        two = await runs.result(second)
+        assert two["text"] == "second answer"
+        # The second call saw the first exchange (history loaded through the storage activity).
+        prompt_texts = [str(m) for m in model.calls[1].prompt]
+        assert any("first answer" in t for t in prompt_texts)
+        stored = await storage.list_messages("t1")
+        assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
+        # Each call reserved and settled once: the spend is the priced usage of two calls.
+        spent = await storage.total("resource:u1", None)
+        priced = sum(r["usage"]["inputTokens"] + r["usage"]["outputTokens"] for r in (one, two))
+        assert priced > 0
+        assert spent == pytest.approx(priced)
+        # ... and the store was reached only through the storage activity, named as documented.
+        assert "sluicegate.remembering.storage" in await _activity_types(runs, second)
+
+    await _run(temporal_server, [agent], body)
+
+
+async def test_durable_memory_options_are_checked(temporal_server: Any) -> None:
+    agent = Agent("forgetful", model=MockModel([text_step("x")]))
+
+    async def body(runs: TemporalRuns) -> None:
+        with pytest.raises(InvalidInputError, match="has no memory"):
+            await runs.start(agent, "hi", memory={"thread": "t", "resource": "r"})
+
+    await _run(temporal_server, [agent], body)

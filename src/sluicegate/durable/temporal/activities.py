@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.step import StepRecorder
@@ -26,6 +27,7 @@ from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.publish import Publisher
+from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
 from sluicegate.messages import MessageList
 from sluicegate.models.base import CallOptions
 from sluicegate.models.registry import resolve_model
@@ -121,6 +123,7 @@ class DurableActivities:
         out: list[Callable[..., Any]] = [self._publish_activity(), self._open_activity()]
         for agent_id, agent in self.app.agents.items():
             out.append(self._model_activity(agent_id))
+            out.append(self._storage_activity(agent_id))
             for tool_name in agent.tools:
                 out.append(self._tool_activity(agent_id, tool_name))
         return out
@@ -267,6 +270,22 @@ class DurableActivities:
             {"items": items, "states": states, "offset": offset},
         )
         return result
+
+    # ------------------------------------------------------------------ storage
+
+    def _storage_activity(self, agent_id: str) -> Callable[..., Any]:
+        async def storage_call(call: dict[str, Any]) -> Any:
+            store = real_store(self.agent(agent_id), call["locator"])
+            method = call["method"]
+            if method not in store_methods(store):
+                raise ApplicationError(f"the store has no method {method!r}", non_retryable=True)
+            try:
+                answer = await getattr(store, method)(*decode(call["args"]), **decode(call["kwargs"]))
+            except Exception as exc:
+                raise to_application_error(exc) from exc
+            return encode(answer)
+
+        return activity.defn(name=names.storage_activity(agent_id))(storage_call)
 
     # ------------------------------------------------------------------ tool calls
 

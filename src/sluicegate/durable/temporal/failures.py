@@ -20,6 +20,7 @@ TRIPWIRE = "TripWire"
 API_CALL = "APICallError"
 TOOL_INPUT = "ToolInputError"
 TOO_LARGE = "PayloadTooLargeError"
+SLUICEGATE = "SluicegateError"
 
 
 class PayloadTooLargeError(SluicegateError):
@@ -35,6 +36,15 @@ class PayloadTooLargeError(SluicegateError):
         self.what = what
         self.size = size
         self.limit = limit
+
+
+class ActivityRefusedError(SluicegateError):
+    """A sluicegate error raised inside an activity (a store refusing a call: another
+    resource's thread, a budget), raised again in the workflow; `error` names its type."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(f"{error}: {message}")
+        self.error = error
 
 
 def to_application_error(exc: BaseException) -> BaseException:
@@ -62,6 +72,10 @@ def to_application_error(exc: BaseException) -> BaseException:
         return ApplicationError(str(exc), type=TOOL_INPUT, non_retryable=True)
     if isinstance(exc, PayloadTooLargeError):
         return ApplicationError(str(exc), type=TOO_LARGE, non_retryable=True)
+    if isinstance(exc, SluicegateError):
+        # sluicegate's own errors (a thread owned by another resource, a budget refused) are
+        # answers, not outages: not retried, and raised again as themselves in the workflow.
+        return ApplicationError(str(exc), {"error": type(exc).__name__}, type=SLUICEGATE, non_retryable=True)
     return exc
 
 
@@ -90,4 +104,6 @@ def from_activity_error(exc: BaseException) -> BaseException:
         return ToolInputError(cause.message)
     if cause.type == TOO_LARGE:
         return PayloadTooLargeError(cause.message)
+    if cause.type == SLUICEGATE:
+        return ActivityRefusedError(str(details.get("error") or "SluicegateError"), cause.message)
     return RuntimeError(f"{cause.type or 'activity'} failed: {cause.message}")

@@ -26,3 +26,8 @@ def model_activity(agent_id: str) -> str:
 def tool_activity(agent_id: str, tool_name: str) -> str:
     """One call of one of the agent's tools."""
     return f"sluicegate.{agent_id}.tool.{tool_name}"
+
+
+def storage_activity(agent_id: str) -> str:
+    """One call of a store the agent's run uses (its memory's storage, the cost guard's budget)."""
+    return f"sluicegate.{agent_id}.storage"

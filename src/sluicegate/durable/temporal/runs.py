@@ -27,8 +27,31 @@ if TYPE_CHECKING:
     from sluicegate.agent.observe import ObservedOutput
 
 _SETTINGS = frozenset(
-    ("heartbeatTimeout", "modelTimeout", "toolTimeout", "modelAttempts", "toolAttempts", "retryInterval")
+    (
+        "heartbeatTimeout",
+        "modelTimeout",
+        "toolTimeout",
+        "storageTimeout",
+        "modelAttempts",
+        "toolAttempts",
+        "storageAttempts",
+        "retryInterval",
+    )
 )
+
+
+def check_durable_memory(agent: Agent[Any], memory: Any) -> None:
+    """`memory=` of a durable run: `{"thread": ..., "resource": ...}` (strings), on an agent with
+    memory whose recall needs no vector store (semantic recall is not durable yet)."""
+    if agent.memory is None:
+        raise InvalidInputError(f"memory: agent {agent.id!r} has no memory")
+    if not isinstance(memory, dict) or set(memory) - {"thread", "resource"} or "thread" not in memory:
+        raise InvalidInputError('memory must be {"thread": ..., "resource": ...} in a durable run')
+    if not all(isinstance(v, str) and v for v in memory.values()):
+        raise InvalidInputError("memory: thread and resource must be non-empty strings")
+    options = getattr(agent.memory, "options", None)
+    if getattr(options, "semantic_recall", None) is not None:
+        raise InvalidInputError("memory: semantic recall is not supported in durable runs yet")
 
 
 class TemporalRuns:
@@ -62,6 +85,7 @@ class TemporalRuns:
         request_context: RequestContext | None = None,
         max_steps: int | None = None,
         require_tool_approval: bool | None = None,
+        memory: dict[str, str] | None = None,
         run_id: str | None = None,
     ) -> str:
         """Start a run; its id (the workflow id). Bad input is refused here, before Temporal."""
@@ -72,6 +96,8 @@ class TemporalRuns:
             raise InvalidInputError(f"max_steps must be a positive integer, got {max_steps!r}")
         if require_tool_approval is not None and not isinstance(require_tool_approval, bool):
             raise InvalidInputError("require_tool_approval must be True or False in a durable run")
+        if memory is not None:
+            check_durable_memory(agent, memory)
         run_id = run_id or str(uuid.uuid4())
         start = checked(
             "the run's input (messages and request context)",
@@ -81,6 +107,7 @@ class TemporalRuns:
                 "requestContext": (request_context or RequestContext()).to_dict(),
                 "maxSteps": max_steps,
                 "requireToolApproval": require_tool_approval,
+                "memory": memory,
                 "settings": self.settings,
             },
         )

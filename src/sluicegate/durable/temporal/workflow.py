@@ -30,6 +30,7 @@ from sluicegate.agent.suspension import _context
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.stores import Call, decode, encode, has_store, store_proxy
 from sluicegate.errors import ToolError
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import ModelChain
@@ -71,6 +72,11 @@ class _Settings:
         self.model_retry = RetryPolicy(
             initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
             maximum_attempts=int(raw.get("modelAttempts", 4)),
+        )
+        self.storage_timeout = timedelta(seconds=float(raw.get("storageTimeout", 30)))
+        self.storage_retry = RetryPolicy(
+            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
+            maximum_attempts=int(raw.get("storageAttempts", 5)),
         )
         self.tool_retry = RetryPolicy(
             initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
@@ -252,10 +258,46 @@ class _DurableRun:
         self.run: AgentRun | None = None
         durable = copy.copy(agent)
         durable.tools = {name: _activity_tool(agent, name, tool, self) for name, tool in agent.tools.items()}
+        if agent.memory is not None:
+            memory = copy.copy(agent.memory)
+            memory.storage = store_proxy(agent.memory.storage, self._storage(["memory"]))  # type: ignore[attr-defined]
+            durable.memory = memory
+        for array in ("input_processors", "output_processors", "error_processors"):
+            processors = getattr(agent, array)
+            if isinstance(processors, (list, tuple)) and any(has_store(p) for p in processors):
+                setattr(durable, array, [self._with_store_proxy(p) for p in processors])
         durable._suspended_runs = InMemorySuspendedRunStore()
         durable._run_log = None
         durable._own_run_log = False
         self.agent = durable
+
+    def _storage(self, locator: list[str]) -> Call:
+        agent_id = self.outbox.agent_id
+
+        async def call(method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+            payload = checked(
+                f"the arguments of storage call {method!r}",
+                {"locator": locator, "method": method, "args": encode(args), "kwargs": encode(kwargs)},
+            )
+            try:
+                answer = await workflow.execute_activity(
+                    names.storage_activity(agent_id),
+                    payload,
+                    start_to_close_timeout=self.settings.storage_timeout,
+                    retry_policy=self.settings.storage_retry,
+                )
+            except ActivityError as exc:
+                raise from_activity_error(exc) from None
+            return decode(answer)
+
+        return call
+
+    def _with_store_proxy(self, processor: Any) -> Any:
+        if not has_store(processor):
+            return processor
+        proxied = copy.copy(processor)
+        proxied.store = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
+        return proxied
 
     def bind(self, run: AgentRun) -> AgentRun:
         """The run's wiring for the workflow: the activity model without client retries, no
@@ -316,6 +358,8 @@ class AgentWorkflow:
         run_id = workflow.info().workflow_id
         durable = self._durable = _DurableRun(agent, run_id, _Settings(start.get("settings") or {}))
         options: dict[str, Any] = {"request_context": RequestContext(start.get("requestContext") or {})}
+        if start.get("memory") is not None:
+            options["memory"] = start["memory"]
         for key in ("maxSteps", "requireToolApproval"):
             if start.get(key) is not None:
                 options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
