@@ -160,6 +160,13 @@ def _add_worker_parser(sub: Any) -> None:
     worker.add_argument("--temporal", required=True, metavar="HOST:PORT", help="the Temporal frontend")
     worker.add_argument("--task-queue", default="sluicegate", metavar="Q")
     worker.add_argument("--namespace", default="default")
+    worker.add_argument(
+        "--sticky-timeout",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="how long a run cached by a dead worker waits before another worker takes it (default 3)",
+    )
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -167,8 +174,22 @@ def _worker(args: argparse.Namespace) -> int:
     from sluicegate.durable.temporal.worker import run_worker
     from sluicegate.server.loader import load_registry
 
+    if not 0 < args.sticky_timeout < float("inf"):
+        print(
+            f"--sticky-timeout must be a positive number of seconds, got {args.sticky_timeout}",
+            file=sys.stderr,
+        )
+        return 2
     app = load_registry(args.app)
-    asyncio.run(run_worker(app, args.temporal, task_queue=args.task_queue, namespace=args.namespace))
+    asyncio.run(
+        run_worker(
+            app,
+            args.temporal,
+            task_queue=args.task_queue,
+            namespace=args.namespace,
+            sticky_timeout=args.sticky_timeout,
+        )
+    )
     return 0
 
 

@@ -1,7 +1,8 @@
 """The app the crash tests' worker processes run (`sluicegate worker tests/durable/crash_app.py`).
 
 Its model and tool write what they do, with their process id, into $SG_CRASH_DIR, so a test
-knows which worker to SIGKILL and can count tool runs. Chunks go to Redis ($SG_REDIS_URL)."""
+knows which worker to SIGKILL and can count tool runs. Chunks go to Redis ($SG_REDIS_URL);
+memory and the cost guard's budget to one SQLite file there, shared by the workers."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from temporalio import activity
+
 from sluicegate import Agent, Sluicegate, tool
+from sluicegate.memory import Memory
 from sluicegate.models.base import CallOptions, StreamResult
+from sluicegate.processors.builtin.cost_guard import CostGuardProcessor
+from sluicegate.storage import SQLiteStore
 from sluicegate.stream.redis_run_log import RedisRunLog
 from sluicegate.tools import ToolContext
 
@@ -21,8 +27,10 @@ ANSWER = ["The ", "answer ", "is ", "42", "."]
 
 
 def _note(name: str, text: str) -> None:
-    with open(os.path.join(DIR, name), "a") as f:
-        f.write(f"{os.getpid()} {text}\n")
+    """`<pid> <text> <run id>` (the run id is the workflow id of the activity running this)."""
+    run_id = activity.info().workflow_id if activity.in_activity() else "local"
+    with open(os.path.join(os.environ.get("SG_CRASH_DIR", "/tmp"), name), "a") as f:
+        f.write(f"{os.getpid()} {text.split()[0]} {run_id} {' '.join(text.split()[1:])}\n")
 
 
 class CrashModel:
@@ -62,15 +70,22 @@ class CrashModel:
 async def lookup(q: str, context: ToolContext) -> str:
     """Look something up (slowly)."""
     _note("tool.log", f"start {context.idempotency_key}")
-    await asyncio.sleep(float(os.environ.get("SG_TOOL_SECONDS", "1.5")))
+    await asyncio.sleep(float(os.environ.get("SG_TOOL_SECONDS", "1.0")))
     _note("tool.log", f"done {context.idempotency_key}")
     return "42"
 
+
+storage = SQLiteStore(os.path.join(DIR, "memory.db"))
+PRICING = {"model": {"input": 1_000_000.0, "output": 1_000_000.0}}
+"""A dollar a token: the budget spent is the number of tokens charged."""
+guard = CostGuardProcessor(max_cost=1000.0, scope="resource", store=storage, pricing=PRICING)
 
 agent = Agent(
     "crashy",
     model=CrashModel(),
     tools=[lookup],
+    memory=Memory(storage=storage),
+    input_processors=[guard],
     run_log=RedisRunLog(os.environ.get("SG_REDIS_URL", "redis://127.0.0.1:6379/0")),
 )
 app = Sluicegate(agents={"crashy": agent})

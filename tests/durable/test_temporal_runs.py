@@ -13,6 +13,8 @@ from temporalio.client import Client
 from sluicegate import Agent, Sluicegate, tool
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, create_worker, names
 from sluicegate.errors import APICallError, InvalidInputError
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
+from sluicegate.storage.errors import SuspendedRunNotFoundError
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.processors import Processor, ProcessOutputStreamArgs
 from sluicegate.stream.chunk import Chunk, text_delta
@@ -325,7 +327,12 @@ async def test_approval_is_a_validated_update(temporal_server: Any) -> None:
             "toolName": "refund",
             "kind": "approval",
             "args": {"amount": 5},
+            "resourceId": None,
         }
+        with pytest.raises(SuspendedRunNotFoundError):  # another resource's caller
+            await runs.approve_tool_call(
+                run_id, "c1", request_context=RequestContext({RESOURCE_ID_KEY: "mallory"})
+            )
         with pytest.raises(InvalidInputError, match="not the pending one"):
             await runs.approve_tool_call(run_id, "c-unknown")
         with pytest.raises(InvalidInputError, match="waits for an approval"):

@@ -18,7 +18,7 @@ from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.payloads import checked
 from sluicegate.errors import InvalidInputError
 from sluicegate.messages.validate import validate_input
-from sluicegate.request_context import RequestContext
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.storage.errors import SuspendedRunNotFoundError
 from sluicegate.stream.run_log import RunNotFoundError
 
@@ -124,32 +124,64 @@ class TemporalRuns:
             try:
                 return await agent.observe(run_id=run_id, offset=offset, **options)
             except RunNotFoundError:
-                if asyncio.get_running_loop().time() > deadline:
-                    raise
+                if asyncio.get_running_loop().time() > deadline or await self._in_log(agent, run_id):
+                    raise  # in the log but not this caller's: no waiting changes that
                 await asyncio.sleep(0.005)
+
+    @staticmethod
+    async def _in_log(agent: Agent[Any], run_id: str) -> bool:
+        run_log = agent.run_log
+        if run_log is None:
+            return True
+        try:
+            await run_log.info(run_id)
+        except RunNotFoundError:
+            return False
+        return True
 
     async def result(self, run_id: str) -> dict[str, Any]:
         """The run's result once it ends: text, finish reason, usage, tripwire, messages."""
         return await self.client.get_workflow_handle(run_id).result()  # type: ignore[no-any-return]
 
     async def pending_tool_call(self, run_id: str) -> dict[str, Any] | None:
+        """The call the run waits on (`toolCallId`, `toolName`, `kind`, `args`, `resourceId`), or None."""
         return await self.client.get_workflow_handle(run_id).query(names.PENDING)  # type: ignore[no-any-return]
 
-    async def approve_tool_call(self, run_id: str, tool_call_id: str | None = None) -> dict[str, Any]:
-        """Approve the pending call; `{"runId", "offset"}`: observe from `offset` for the rest."""
-        return await self._update(run_id, names.APPROVE, [tool_call_id])
+    async def approve_tool_call(
+        self, run_id: str, tool_call_id: str | None = None, *, request_context: RequestContext | None = None
+    ) -> dict[str, Any]:
+        """Approve the pending call; `{"runId", "offset"}`: observe from `offset` for the rest.
+        As in one process, only a caller whose `request_context` names the run's resource (or
+        none, for a run without one) may decide; anyone else is told there is no such run."""
+        return await self._update(run_id, names.APPROVE, [tool_call_id], request_context)
 
     async def decline_tool_call(
-        self, run_id: str, tool_call_id: str | None = None, reason: str | None = None
+        self,
+        run_id: str,
+        tool_call_id: str | None = None,
+        reason: str | None = None,
+        *,
+        request_context: RequestContext | None = None,
     ) -> dict[str, Any]:
-        return await self._update(run_id, names.DECLINE, [tool_call_id, reason])
+        return await self._update(run_id, names.DECLINE, [tool_call_id, reason], request_context)
 
     async def resume_stream(
-        self, run_id: str, resume_data: Any, tool_call_id: str | None = None
+        self,
+        run_id: str,
+        resume_data: Any,
+        tool_call_id: str | None = None,
+        *,
+        request_context: RequestContext | None = None,
     ) -> dict[str, Any]:
-        return await self._update(run_id, names.RESUME, [tool_call_id, resume_data])
+        return await self._update(run_id, names.RESUME, [tool_call_id, resume_data], request_context)
 
-    async def _update(self, run_id: str, name: str, args: list[Any]) -> dict[str, Any]:
+    async def _update(
+        self, run_id: str, name: str, args: list[Any], request_context: RequestContext | None
+    ) -> dict[str, Any]:
+        caller = request_context.get(RESOURCE_ID_KEY) if request_context is not None else None
+        pending = await self.pending_tool_call(run_id)
+        if pending is None or pending.get("resourceId") != caller:
+            raise SuspendedRunNotFoundError(run_id, "unknown")
         handle = self.client.get_workflow_handle(run_id)
         try:
             return await handle.execute_update(name, args=args)  # type: ignore[no-any-return]

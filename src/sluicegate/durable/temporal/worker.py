@@ -37,14 +37,21 @@ def create_worker(
     )
 
 
-async def run_worker(app: Sluicegate, target: str, *, task_queue: str, namespace: str = "default") -> None:
+async def run_worker(
+    app: Sluicegate, target: str, *, task_queue: str, namespace: str = "default", sticky_timeout: float = 3.0
+) -> None:
     """Connect and run a worker until SIGINT/SIGTERM (then it finishes its running activities)."""
     import signal
 
     from temporalio.client import Client
 
     client = await Client.connect(target, namespace=namespace)
-    worker = create_worker(client, app, task_queue=task_queue)
+    worker = create_worker(
+        client,
+        app,
+        task_queue=task_queue,
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=sticky_timeout),
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

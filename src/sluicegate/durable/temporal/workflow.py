@@ -35,7 +35,7 @@ from sluicegate.errors import ToolError
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import ModelChain
 from sluicegate.processors.base import implements, processor_id
-from sluicegate.request_context import RequestContext
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
 from sluicegate.stream.chunk import Chunk
 from sluicegate.tools import Tool, ToolContext
@@ -323,6 +323,11 @@ class _DurableRun:
         await outbox.flush(close=status)
 
 
+def _owner(run: AgentRun) -> dict[str, Any]:
+    resource = run.message_list.resource_id
+    return {} if resource is None else {"request_context": RequestContext({RESOURCE_ID_KEY: resource})}
+
+
 def _result(run: AgentRun) -> dict[str, Any]:
     result: dict[str, Any] = checked(
         "the run's result",
@@ -378,6 +383,7 @@ class AgentWorkflow:
                 "toolName": waiting.tool_name,
                 "kind": waiting.kind,
                 "args": waiting.args,
+                "resourceId": run.message_list.resource_id,
             }
             await workflow.wait_condition(lambda: self._decision is not None)
             assert self._decision is not None
@@ -388,7 +394,8 @@ class AgentWorkflow:
                 action,
                 run_id=run_id,
                 tool_call_id=tool_call_id,
-                options={},
+                # The workflow decides for the run's owner: the caller was checked by the update.
+                options=_owner(run),
                 reason=value if action == "decline" else None,
                 resume_data=value if action == "resume" else None,
             )
