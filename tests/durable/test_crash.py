@@ -51,6 +51,7 @@ class Pool:
             "PYTHONPATH": str(ROOT / "src"),
         }
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.ready: set[int] = set()
         self.started = 0
 
     def spawn(self) -> subprocess.Popen[bytes]:
@@ -71,18 +72,24 @@ class Pool:
         return [p for p in self.procs if p.poll() is None]
 
     def fill(self, count: int = 2) -> None:
-        """At least `count` workers polling."""
-        fresh = [self.spawn() for _ in range(count - len(self.live()))]
-        for proc in fresh:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()  # printed once the worker polls
-            assert b"sluicegate worker" in line, line
+        """At least `count` workers polling (replacements started earlier count)."""
+        for _ in range(count - len(self.live())):
+            self.spawn()
+        for proc in self.live():
+            if proc.pid not in self.ready:
+                assert proc.stdout is not None
+                line = proc.stdout.readline()  # printed once the worker polls
+                assert b"sluicegate worker" in line, line
+                self.ready.add(proc.pid)
 
-    def kill(self, pid: int) -> None:
+    def kill(self, pid: int, *, replace: bool = True) -> None:
+        """SIGKILL one worker; its replacement starts at once (it is waited for by `fill`)."""
         os.kill(pid, signal.SIGKILL)
         for proc in self.procs:
             if proc.pid == pid:
                 proc.wait()
+        if replace:
+            self.spawn()
 
     def stop(self) -> None:
         for proc in self.procs:
@@ -117,6 +124,34 @@ async def _wait_for(directory: str, name: str, word: str, run_id: str) -> int:
                 return int(line[0])
         await asyncio.sleep(0.01)
     raise AssertionError(f"no {word!r} in {name}")
+
+
+async def _between_steps(runs: TemporalRuns, run_id: str) -> int:
+    """Once the tool's result is in the run's history (its activity completed, so it is never
+    run again), the worker that last ran the workflow (`pid@host`, the SDK's identity)."""
+    handle = runs.client.get_workflow_handle(run_id)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        events = (await handle.fetch_history()).events
+        scheduled = {
+            e.event_id
+            for e in events
+            if e.HasField("activity_task_scheduled_event_attributes")
+            and ".tool." in e.activity_task_scheduled_event_attributes.activity_type.name
+        }
+        if any(
+            e.HasField("activity_task_completed_event_attributes")
+            and e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
+            for e in events
+        ):
+            identities = [
+                e.workflow_task_completed_event_attributes.identity
+                for e in events
+                if e.HasField("workflow_task_completed_event_attributes")
+            ]
+            return int(identities[-1].split("@")[0])
+        await asyncio.sleep(0.01)
+    raise AssertionError("the tool's activity never completed")
 
 
 def _shape(messages: list[dict[str, Any]]) -> list[Any]:
@@ -171,15 +206,15 @@ async def _case(pool: Pool, crash_app: Any, case: str) -> dict[str, Any]:
     elif case == "b":
         pool.kill(await _wait_for(directory, "tool.log", "start", run_id))
     elif case == "d":
-        pool.kill(await _wait_for(directory, "tool.log", "done", run_id))
+        pool.kill(await _between_steps(runs, run_id))
     elif case == "c":
         deadline = time.monotonic() + 30
         while await runs.pending_tool_call(run_id) is None:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.02)
         for proc in pool.live():
-            pool.kill(proc.pid)
-        pool.fill(1)
+            pool.kill(proc.pid, replace=False)
+        pool.spawn()  # a fresh worker replays the waiting run when the approval arrives
         owner = RequestContext({RESOURCE_ID_KEY: resource})
         await runs.approve_tool_call(run_id, "call-1", request_context=owner)
     result = await asyncio.wait_for(runs.result(run_id), 60)
