@@ -144,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
             "(default: half the open-file limit, at most 2048)",
         )
         if name == "serve":
+            _add_temporal_serve_options(cmd)
             cmd.add_argument("--workers", type=int, default=1)
             cmd.add_argument("--studio", action="store_true", help="also serve the studio at /studio")
     run = sub.add_parser("run", help="run one prompt, streamed to the terminal")
@@ -152,6 +153,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="the processor demo (offline model when no API key is set)")
     _add_worker_parser(sub)
     return parser
+
+
+def _add_temporal_serve_options(cmd: Any) -> None:
+    cmd.add_argument(
+        "--temporal",
+        metavar="HOST:PORT",
+        help="start runs as Temporal workflows (durable runs; workers: `sluicegate worker`)",
+    )
+    cmd.add_argument(
+        "--task-queue", default=None, metavar="Q", help="the workers' task queue (default sluicegate)"
+    )
+
+
+def _temporal_env(args: argparse.Namespace) -> None:
+    """`serve --temporal`: options become environment variables, as the others do."""
+    if getattr(args, "temporal", None):
+        os.environ["SLUICEGATE_TEMPORAL"] = args.temporal
+        if args.task_queue:
+            os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] = args.task_queue
 
 
 def _add_worker_parser(sub: Any) -> None:
@@ -213,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(problem, file=sys.stderr)
                 return 2
             dev = args.command == "dev"
+            _temporal_env(args)
             return _serve(
                 args.app,
                 host=args.host,

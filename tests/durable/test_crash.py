@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "tests" / "durable" / "crash_app.py")
+WORKER = [sys.executable, "-m", "sluicegate", "worker", APP]
 SETTINGS = {"heartbeatTimeout": 1, "retryInterval": 0.05}
 EXPECTED = "The answer is 42."
 TOKENS = (1 + 1) + (2 + 5)
@@ -58,8 +60,7 @@ class Pool:
         self.started += 1
         with open(os.path.join(self.directory, f"worker-{self.started}.err"), "wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "sluicegate", "worker", APP, "--temporal", self.target]
-                + ["--task-queue", self.queue, "--sticky-timeout", "1"],
+                [*WORKER, "--temporal", self.target, "--task-queue", self.queue, "--sticky-timeout", "1"],
                 env=self.env,
                 stdout=subprocess.PIPE,
                 stderr=err,
@@ -99,8 +100,9 @@ class Pool:
 
 
 @pytest.fixture(scope="module")
-def pool(temporal_server: Any, redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
-    workers = Pool(temporal_server.target, str(tmp_path_factory.mktemp("crash")), redis_server.url)
+def pool(temporal_server: Any, redis_server: Any) -> Iterator[Pool]:
+    # Kept after the run (the workers' logs say why a case failed); in the system temp dir.
+    workers = Pool(temporal_server.target, tempfile.mkdtemp(prefix="sluicegate-crash-"), redis_server.url)
     try:
         workers.fill()
         yield workers
@@ -247,7 +249,12 @@ async def test_a_killed_worker_loses_nothing(pool: Pool, case: str, monkeypatch:
     monkeypatch.delenv("SG_TOOL_SECONDS", raising=False)
     out = await _case(pool, crash_app, case)
     result = out["result"]
-    assert result["text"] == EXPECTED
+    assert result["text"] == EXPECTED, (
+        result["finishReason"],
+        result["error"],
+        result["tripwire"],
+        pool.directory,
+    )
     # The same messages as the uninterrupted run, in the result and in storage, none twice.
     assert _shape(result["messages"]) == reference
     stored = [m.to_dict() for m in out["stored"]]

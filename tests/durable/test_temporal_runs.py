@@ -13,10 +13,10 @@ from temporalio.client import Client
 from sluicegate import Agent, Sluicegate, tool
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, create_worker, names
 from sluicegate.errors import APICallError, InvalidInputError
-from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
-from sluicegate.storage.errors import SuspendedRunNotFoundError
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.processors import Processor, ProcessOutputStreamArgs
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
+from sluicegate.storage.errors import SuspendedRunNotFoundError
 from sluicegate.stream.chunk import Chunk, text_delta
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import ToolContext

@@ -15,6 +15,7 @@ live in storage.
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
@@ -84,6 +85,10 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         install_recent_spans(settings.trace_capacity, app_key=app.state.app_key) if settings.studio else None
     )
     install_error_handlers(app)
+    if os.environ.get("SLUICEGATE_TEMPORAL"):  # `serve --temporal`: runs are workflows (first match wins)
+        from sluicegate.server.durable_routes import install
+
+        install(app)
     for module in (agents, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
