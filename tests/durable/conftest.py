@@ -14,10 +14,8 @@ REQUIRE_SERVICES = os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1"
 
 try:
     import temporalio  # noqa: F401
-except ImportError:  # pragma: no cover
-    if REQUIRE_SERVICES:
-        raise
-    pytest.skip("temporalio is not installed (extra `temporal`)", allow_module_level=True)
+except ImportError:  # an environment without the `temporal` extra (`run.py lowest`): nothing to run
+    collect_ignore_glob = ["test_*.py"]
 
 from tests.durable.temporal_server import DevServer, temporal_cli  # noqa: E402
 
