@@ -2,8 +2,8 @@
 
 The workflow holds a stand-in (`store_proxy`) for each store its agent reaches: the memory's
 storage (threads, history, working memory) and a processor's `store` (the cost guard's budget).
-A call on the stand-in becomes the activity `sluicegate.<agent id>.storage`, which makes the
-same call on the real store of the worker that runs it; a replayed run gets the recorded
+A call on the stand-in becomes the (local) activity `sluicegate.<agent id>.storage`, which makes
+the same call on the real store of the worker that runs it; a replayed run gets the recorded
 answer instead, so history is loaded, messages saved and budgets charged once per run, not once
 per replay. Arguments and answers cross as JSON through `encode`/`decode` (messages, threads,
 resources and reservations by their `to_dict` shapes); anything else is refused by name.

@@ -18,6 +18,7 @@ import asyncio
 import copy
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -280,7 +281,9 @@ class _DurableRun:
                 {"locator": locator, "method": method, "args": encode(args), "kwargs": encode(kwargs)},
             )
             try:
-                answer = await workflow.execute_activity(
+                # A local activity: a store call is short, and recording its answer costs no
+                # round trip through the server (a retried workflow task runs it again).
+                answer = await workflow.execute_local_activity(
                     names.storage_activity(agent_id),
                     payload,
                     start_to_close_timeout=self.settings.storage_timeout,
@@ -313,11 +316,12 @@ class _DurableRun:
         """The run's chunks into the log, its model's own chunks (already published) skipped."""
         outbox = self.outbox
         streamed = outbox.streamed
-        async for chunk in run.events():
-            if id(chunk) in streamed:
-                streamed.discard(id(chunk))
-                continue
-            outbox.pending.append(chunk)
+        async with aclosing(run.events()) as events:  # closed here, not by the GC, if the run is evicted
+            async for chunk in events:
+                if id(chunk) in streamed:
+                    streamed.discard(id(chunk))
+                    continue
+                outbox.pending.append(chunk)
         streamed.clear()
         status = "suspended" if run.finish_reason == "suspended" else "error" if run.error else "finished"
         await outbox.flush(close=status)
