@@ -159,7 +159,17 @@ async def _throughput(target: str, count: int) -> float:
 
     queue = f"bench-{uuid.uuid4()}"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SG_BENCH_STEPS": str(STEPS)}
-    command = [sys.executable, "-m", "sluicegate", "worker", __file__, "--temporal", target, "--task-queue", queue]
+    command = [
+        sys.executable,
+        "-m",
+        "sluicegate",
+        "worker",
+        __file__,
+        "--temporal",
+        target,
+        "--task-queue",
+        queue,
+    ]
     workers = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE) for _ in range(2)]
     try:
         for proc in workers:

@@ -430,6 +430,10 @@ async def test_memory_and_budget_go_through_storage_activities(temporal_server: 
         assert spent == pytest.approx(priced)
         # ... and the store was reached only through the storage activity, named as documented.
         assert "sluicegate.remembering.storage" in await _local_activity_types(runs, second)
+        # No hook timeout became a Temporal timer: whether one is recorded would depend on
+        # timing, and a replay on another worker must make the same commands.
+        history = await runs.client.get_workflow_handle(second).fetch_history()
+        assert not [e for e in history.events if e.HasField("timer_started_event_attributes")]
 
     await _run(temporal_server, [agent], body)
 

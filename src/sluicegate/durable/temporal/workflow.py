@@ -328,8 +328,14 @@ class _DurableRun:
 
 
 def _owner(run: AgentRun) -> dict[str, Any]:
+    """The options of the run's resumption: its owner's request context, and no processor
+    timeout. In workflow code a hook's timeout would be a Temporal timer, recorded in history
+    when the hook awaits an activity; whether it is depends on timing, which a replay on
+    another worker must not. A hook in the workflow waits only on activities, which have
+    their own timeouts."""
     resource = run.message_list.resource_id
-    return {} if resource is None else {"request_context": RequestContext({RESOURCE_ID_KEY: resource})}
+    context = RequestContext({RESOURCE_ID_KEY: resource} if resource is not None else {})
+    return {"request_context": context, "processor_timeout": None}
 
 
 def _result(run: AgentRun) -> dict[str, Any]:
@@ -366,7 +372,10 @@ class AgentWorkflow:
             raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
         run_id = workflow.info().workflow_id
         durable = self._durable = _DurableRun(agent, run_id, _Settings(start.get("settings") or {}))
-        options: dict[str, Any] = {"request_context": RequestContext(start.get("requestContext") or {})}
+        options: dict[str, Any] = {
+            "request_context": RequestContext(start.get("requestContext") or {}),
+            "processor_timeout": None,  # see _owner
+        }
         if start.get("memory") is not None:
             options["memory"] = start["memory"]
         for key in ("maxSteps", "requireToolApproval"):
