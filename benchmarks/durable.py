@@ -152,25 +152,21 @@ async def main(steps: int, repeat: int, runs_count: int) -> None:
         server.stop()
 
 
+def _start_workers(target: str, queue: str) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SG_BENCH_STEPS": str(STEPS)}
+    command = [sys.executable, "-m", "sluicegate", "worker", __file__, "--temporal", target]
+    return [
+        subprocess.Popen([*command, "--task-queue", queue], env=env, stdout=subprocess.PIPE) for _ in range(2)
+    ]
+
+
 async def _throughput(target: str, count: int) -> float:
     from temporalio.client import Client
 
     from sluicegate.durable.temporal import TemporalRuns
 
     queue = f"bench-{uuid.uuid4()}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SG_BENCH_STEPS": str(STEPS)}
-    command = [
-        sys.executable,
-        "-m",
-        "sluicegate",
-        "worker",
-        __file__,
-        "--temporal",
-        target,
-        "--task-queue",
-        queue,
-    ]
-    workers = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE) for _ in range(2)]
+    workers = _start_workers(target, queue)
     try:
         for proc in workers:
             assert proc.stdout is not None
