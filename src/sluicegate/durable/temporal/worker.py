@@ -10,6 +10,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.activities import DurableActivities
+from sluicegate.durable.temporal.checks import check_durable
 from sluicegate.durable.temporal.workflow import AgentWorkflow, install
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ def create_worker(
     """A worker that runs `app`'s agents as workflows and their model and tool calls as
     activities. The workflow runs outside Temporal's sandbox: the agent loop imports the
     application's own code, and its ids come from `workflow.uuid4()` (see `workflow`)."""
+    for agent in app.agents.values():
+        check_durable(agent)
     install(app.agents)
     # A dead worker's cached runs move to another worker after this (Temporal's default is 10 s).
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=3))
