@@ -2,10 +2,10 @@
 
 The workflow holds a stand-in (`store_proxy`) for each store its agent reaches: the memory's
 storage (threads, history, working memory) and a processor's `store` (the cost guard's budget).
-A call on the stand-in becomes the (local) activity `sluicegate.<agent id>.storage`, which makes
-the same call on the real store of the worker that runs it; a replayed run gets the recorded
-answer instead, so history is loaded, messages saved and budgets charged once per run, not once
-per replay. Arguments and answers cross as JSON through `encode`/`decode` (messages, threads,
+A call on the stand-in becomes the activity `sluicegate.<agent id>.storage` (local, except for
+`ONCE_ONLY` calls), which makes the same call on the real store of the worker that runs it; a
+replayed run gets the recorded answer instead, so history is loaded, messages saved and budgets
+charged once per run, not once per replay. Arguments and answers cross as JSON through `encode`/`decode` (messages, threads,
 resources and reservations by their `to_dict` shapes); anything else is refused by name.
 """
 
@@ -24,6 +24,11 @@ from sluicegate.storage.base import MemoryStore
 from sluicegate.storage.types import MessageInclude, Resource, Thread
 
 _TAG = "__sluicegate__"
+
+ONCE_ONLY = frozenset(("reserve", "record", "settle"))
+"""Store calls that must not run twice (a budget's reservation and charges): a regular activity,
+whose answer the server records as soon as it returns. The others (reads, saves by id,
+overwrites) are local activities, which a retried workflow task may run again."""
 
 Call = Callable[[str, list[Any], dict[str, Any]], Awaitable[Any]]
 

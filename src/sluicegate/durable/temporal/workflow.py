@@ -31,7 +31,7 @@ from sluicegate.agent.suspension import _context
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
-from sluicegate.durable.temporal.stores import Call, decode, encode, has_store, store_proxy
+from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.errors import ToolError
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import ModelChain
@@ -281,14 +281,24 @@ class _DurableRun:
                 {"locator": locator, "method": method, "args": encode(args), "kwargs": encode(kwargs)},
             )
             try:
-                # A local activity: a store call is short, and recording its answer costs no
-                # round trip through the server (a retried workflow task runs it again).
-                answer = await workflow.execute_local_activity(
-                    names.storage_activity(agent_id),
-                    payload,
-                    start_to_close_timeout=self.settings.storage_timeout,
-                    retry_policy=self.settings.storage_retry,
-                )
+                if method in ONCE_ONLY:
+                    # Its answer is recorded as soon as it returns: a worker dying later in
+                    # the workflow task does not run it again.
+                    answer = await workflow.execute_activity(
+                        names.storage_activity(agent_id),
+                        payload,
+                        start_to_close_timeout=self.settings.storage_timeout,
+                        retry_policy=self.settings.storage_retry,
+                    )
+                else:
+                    # A local activity: short, and its answer costs no round trip through the
+                    # server; a retried workflow task runs it again, which these calls allow.
+                    answer = await workflow.execute_local_activity(
+                        names.storage_activity(agent_id),
+                        payload,
+                        start_to_close_timeout=self.settings.storage_timeout,
+                        retry_policy=self.settings.storage_retry,
+                    )
             except ActivityError as exc:
                 raise from_activity_error(exc) from None
             return decode(answer)
