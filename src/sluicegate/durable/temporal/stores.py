@@ -5,8 +5,9 @@ storage (threads, history, working memory) and a processor's `store` (the cost g
 A call on the stand-in becomes the activity `sluicegate.<agent id>.storage` (local, except for
 `ONCE_ONLY` calls), which makes the same call on the real store of the worker that runs it; a
 replayed run gets the recorded answer instead, so history is loaded, messages saved and budgets
-charged once per run, not once per replay. Arguments and answers cross as JSON through `encode`/`decode` (messages, threads,
-resources and reservations by their `to_dict` shapes); anything else is refused by name.
+charged once per run, not once per replay. Arguments and answers cross as JSON through
+`encode`/`decode` (messages, threads, resources and reservations by their `to_dict` shapes);
+anything else is refused by name.
 """
 
 from __future__ import annotations
