@@ -216,7 +216,7 @@ async def _case(pool: Pool, crash_app: Any, case: str) -> dict[str, Any]:
             await asyncio.sleep(0.02)
         for proc in pool.live():
             pool.kill(proc.pid, replace=False)
-        pool.spawn()  # a fresh worker replays the waiting run when the approval arrives
+        pool.fill(1)  # a fresh worker: it replays the waiting run when the approval arrives
         owner = RequestContext({RESOURCE_ID_KEY: resource})
         await runs.approve_tool_call(run_id, "call-1", request_context=owner)
     result = await asyncio.wait_for(runs.result(run_id), 60)

@@ -349,6 +349,8 @@ async def test_approval_is_a_validated_update(temporal_server: Any) -> None:
             "args": {"amount": 5},
             "resourceId": None,
         }
+        with pytest.raises(SuspendedRunNotFoundError):  # no such run
+            await runs.approve_tool_call(f"no-{run_id}", "c1")
         with pytest.raises(SuspendedRunNotFoundError):  # another resource's caller
             await runs.approve_tool_call(
                 run_id, "c1", request_context=RequestContext({RESOURCE_ID_KEY: "mallory"})

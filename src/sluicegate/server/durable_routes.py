@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 
 from sluicegate.agent import Agent
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, names
+from sluicegate.durable.temporal.runs import WorkerUnavailableError
 from sluicegate.errors import InvalidInputError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.bodies import (
@@ -133,6 +134,8 @@ async def _decided(
         raise ApiError(404, f"runId: no run {run_id!r} waits for a decision", field="runId") from exc
     except InvalidInputError as exc:
         raise ApiError(400, str(exc), field="toolCallId") from exc
+    except WorkerUnavailableError as exc:
+        raise ApiError(503, str(exc)) from exc
     runs = await _runs(request)
     output = await runs.observe(agent, run_id, offset=answer["offset"], request_context=caller)
     return _stream(request, agent, output, run_id)

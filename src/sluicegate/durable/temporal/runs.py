@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.payloads import checked
-from sluicegate.errors import InvalidInputError
+from sluicegate.errors import InvalidInputError, SluicegateError
 from sluicegate.messages.validate import validate_input
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.storage.errors import SuspendedRunNotFoundError
@@ -52,6 +53,16 @@ def check_durable_memory(agent: Agent[Any], memory: Any) -> None:
     options = getattr(agent.memory, "options", None)
     if getattr(options, "semantic_recall", None) is not None:
         raise InvalidInputError("memory: semantic recall is not supported in durable runs yet")
+
+
+class WorkerUnavailableError(SluicegateError):
+    """No worker answered for the run (none is running on its task queue, or all are busy)."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(
+            f"no worker answered for run {run_id!r} ({reason}); is a `sluicegate worker` running?"
+        )
+        self.run_id = run_id
 
 
 class TemporalRuns:
@@ -145,7 +156,12 @@ class TemporalRuns:
 
     async def pending_tool_call(self, run_id: str) -> dict[str, Any] | None:
         """The call the run waits on (`toolCallId`, `toolName`, `kind`, `args`, `resourceId`), or None."""
-        return await self.client.get_workflow_handle(run_id).query(names.PENDING)  # type: ignore[no-any-return]
+        try:
+            return await self.client.get_workflow_handle(run_id).query(names.PENDING)  # type: ignore[no-any-return]
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise SuspendedRunNotFoundError(run_id, "unknown") from None
+            raise WorkerUnavailableError(run_id, exc.message) from exc
 
     async def approve_tool_call(
         self, run_id: str, tool_call_id: str | None = None, *, request_context: RequestContext | None = None
