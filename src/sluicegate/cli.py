@@ -146,6 +146,8 @@ EXAMPLES = {
     "eval": "examples:\n  sluicegate eval app.py pii.jsonl --agent support\n"
     "  sluicegate eval app.py pii.jsonl --phase output --format html --out report.html",
     "demo": "example:\n  sluicegate demo",
+    "worker": "examples:\n  sluicegate worker app.py --temporal 127.0.0.1:7233\n"
+    "  sluicegate worker app.py --temporal temporal:7233 --task-queue agents --namespace prod",
 }
 """An example command for each subcommand's `--help` (the `epilog`)."""
 
@@ -303,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
             "(default: half the open-file limit, at most 2048; e.g. --max-connections 500)",
         )
         if name == "serve":
+            _add_temporal_serve_options(cmd)
             cmd.add_argument(
                 "--workers",
                 type=int,
@@ -319,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", help='the user message (e.g. "Where is my order A-1001?")')
     _add_eval_parser(sub)
     _command(sub, "demo", "the processor demo (offline model when no API key is set)")
+    _add_worker_parser(sub)
     return parser
 
 
@@ -328,6 +332,83 @@ def _studio_url(host: str, port: int) -> str:
     if ":" in shown and not shown.startswith("["):
         shown = f"[{shown}]"
     return f"http://{shown}:{port}/studio"
+
+
+def _add_temporal_serve_options(cmd: Any) -> None:
+    cmd.add_argument(
+        "--temporal",
+        metavar="HOST:PORT",
+        help="start runs as Temporal workflows (durable runs; workers: `sluicegate worker`; "
+        "e.g. --temporal 127.0.0.1:7233)",
+    )
+    cmd.add_argument(
+        "--task-queue",
+        default=None,
+        metavar="Q",
+        help="the workers' task queue (default sluicegate; e.g. --task-queue agents)",
+    )
+
+
+def _temporal_env(args: argparse.Namespace) -> None:
+    """`serve --temporal`: options become environment variables, as the others do."""
+    if getattr(args, "temporal", None):
+        os.environ["SLUICEGATE_TEMPORAL"] = args.temporal
+        if args.task_queue:
+            os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] = args.task_queue
+
+
+def _add_worker_parser(sub: Any) -> None:
+    worker = _command(sub, "worker", "run the app's agents as Temporal workflows (durable runs)")
+    worker.add_argument("app", help="app.py or app.py:name (e.g. app.py)")
+    worker.add_argument(
+        "--temporal",
+        required=True,
+        metavar="HOST:PORT",
+        help="the Temporal frontend (e.g. --temporal 127.0.0.1:7233)",
+    )
+    worker.add_argument(
+        "--task-queue",
+        default="sluicegate",
+        metavar="Q",
+        help="the task queue to poll (default sluicegate; e.g. --task-queue agents)",
+    )
+    worker.add_argument(
+        "--namespace",
+        default="default",
+        help="the Temporal namespace (default default; e.g. --namespace prod)",
+    )
+    worker.add_argument(
+        "--sticky-timeout",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="how long a run cached by a dead worker waits before another worker takes it "
+        "(default 3; e.g. --sticky-timeout 10)",
+    )
+
+
+def _worker(args: argparse.Namespace) -> int:
+    """`sluicegate worker`: until interrupted (SIGINT/SIGTERM drain the running activities)."""
+    from sluicegate.durable.temporal.worker import run_worker
+    from sluicegate.server.loader import load_registry
+
+    if not 0 < args.sticky_timeout < float("inf"):
+        print(
+            f"--sticky-timeout must be a positive number of seconds, got {args.sticky_timeout}",
+            file=sys.stderr,
+        )
+        return 2
+    app = load_registry(args.app)
+    asyncio.run(
+        run_worker(
+            app,
+            args.temporal,
+            task_queue=args.task_queue,
+            namespace=args.namespace,
+            sticky_timeout=args.sticky_timeout,
+        )
+    )
+    return 0
 
 
 def _check_serve_options(args: argparse.Namespace) -> str | None:
@@ -355,6 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # Mastra's Studio (`npx mastra studio`) on its port; `serve` allows only what is set
                 os.environ.setdefault("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "1")
                 os.environ.setdefault("SLUICEGATE_CORS_ORIGINS", "http://localhost:3000")
+            _temporal_env(args)
             return _serve(
                 args.app,
                 host=args.host,
@@ -369,6 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_run_once(args.target, args.prompt))
         if args.command == "eval":
             return asyncio.run(_eval(args))
+        if args.command == "worker":
+            return _worker(args)
         from sluicegate.demo import run as demo
 
         demo()

@@ -346,7 +346,12 @@ class Agent(Generic[Out]):
     # ------------------------------------------------------------------ preparing a run
 
     async def _prepare(
-        self, messages: Any, options: dict[str, Any], *, resumed: tuple[SuspendedRun, Decision] | None = None
+        self,
+        messages: Any,
+        options: dict[str, Any],
+        *,
+        resumed: tuple[SuspendedRun, Decision] | None = None,
+        run_id: str | None = None,
     ) -> AgentRun:
         known = {
             "require_tool_approval",
@@ -468,7 +473,7 @@ class Agent(Generic[Out]):
             request_context=request_context,
             options=run_options,
             prepare_step=prepare_step,
-            run_id=None if resumed is None else resumed[0].run_id,
+            run_id=run_id if resumed is None else resumed[0].run_id,
         )
         run.provider_error_details = self.provider_error_details
         run.suspended_runs = lambda: self.suspended_run_store

@@ -142,6 +142,7 @@ async def call_tool(
                 tool_name=name,
                 resume_data=run.state.resume_data.get(payload.tool_call_id),
                 suspend_schema=tool.context_schema(),
+                idempotency_key=f"{run.run_id}:{payload.tool_call_id}",
             )
             result = await tool.execute(validated, context)
             if context.suspended:

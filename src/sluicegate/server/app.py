@@ -16,6 +16,7 @@ live in storage.
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -124,6 +125,10 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     mount_api_docs(app, title="sluicegate")
     for mastra_router in mastra_routers():  # before `/api/agents/{agentId}` can claim their paths
         app.include_router(mastra_router)
+    if os.environ.get("SLUICEGATE_TEMPORAL"):  # `serve --temporal`: runs are workflows (first match wins)
+        from sluicegate.server.durable_routes import install
+
+        install(app)
     for module in (agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)

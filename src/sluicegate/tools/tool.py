@@ -49,6 +49,10 @@ class ToolContext:
     """What `resume_stream` was given, validated against the tool's `resume_schema`; None on a
     first run. A suspended tool runs again from the start when resumed: this tells the runs apart."""
     suspend_schema: Any = None
+    idempotency_key: str | None = None
+    """Stable for one tool call of one run (`run_id:tool_call_id`), across retries and the
+    worker that runs it: a tool with side effects passes it on (a payment API's idempotency key)
+    so a durable run's retried call (at least once, see docs/durable.md) takes effect once."""
     suspended: bool = False
     suspend_payload: Any = None
 

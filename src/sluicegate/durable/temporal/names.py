@@ -1,0 +1,33 @@
+"""The names a durable run has on Temporal. They are part of every workflow's history: renaming
+an agent, a tool or a processor (or changing these rules) breaks the runs in flight that used
+the old name, as renaming any Temporal activity does."""
+
+from __future__ import annotations
+
+WORKFLOW = "sluicegate.agent"
+"""The workflow type of every agent's run; the agent id is in its input."""
+DEFAULT_TASK_QUEUE = "sluicegate"
+PUBLISH = "sluicegate.publish"
+"""Writes the workflow's own chunks (start, step-start, tool results, finish) into the run log."""
+OPEN_RUN = "sluicegate.open-run"
+RETRY_NOTICE = "data-stream-retry"
+"""The chunk type a retried model call streams before its new text."""
+APPROVE = "approve_tool_call"
+DECLINE = "decline_tool_call"
+RESUME = "resume_stream"
+PENDING = "pending_tool_call"
+
+
+def model_activity(agent_id: str) -> str:
+    """One model call of the agent (the provider stream and the output stream processors)."""
+    return f"sluicegate.{agent_id}.model"
+
+
+def tool_activity(agent_id: str, tool_name: str) -> str:
+    """One call of one of the agent's tools."""
+    return f"sluicegate.{agent_id}.tool.{tool_name}"
+
+
+def storage_activity(agent_id: str) -> str:
+    """One call of a store the agent's run uses (its memory's storage, the cost guard's budget)."""
+    return f"sluicegate.{agent_id}.storage"

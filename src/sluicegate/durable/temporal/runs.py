@@ -1,0 +1,208 @@
+"""Starting durable runs and deciding their approvals, from any process (the server, a script).
+
+A run's chunks are read with the agent's own `observe(run_id=...)`: the activities publish them
+to the agent's run log (a `RedisRunLog` serves every instance), so the stream routes work as
+for in-process runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal.payloads import checked
+from sluicegate.errors import InvalidInputError, SluicegateError
+from sluicegate.messages.validate import validate_input
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
+from sluicegate.storage.errors import SuspendedRunNotFoundError
+from sluicegate.stream.run_log import RunNotFoundError
+
+if TYPE_CHECKING:
+    from sluicegate.agent import Agent
+    from sluicegate.agent.observe import ObservedOutput
+
+_SETTINGS = frozenset(
+    (
+        "heartbeatTimeout",
+        "modelTimeout",
+        "toolTimeout",
+        "storageTimeout",
+        "modelAttempts",
+        "toolAttempts",
+        "storageAttempts",
+        "retryInterval",
+    )
+)
+
+
+def check_durable_memory(agent: Agent[Any], memory: Any) -> None:
+    """`memory=` of a durable run: `{"thread": ..., "resource": ...}` (strings), on an agent with
+    memory whose recall needs no vector store (semantic recall is not durable yet)."""
+    if agent.memory is None:
+        raise InvalidInputError(f"memory: agent {agent.id!r} has no memory")
+    if not isinstance(memory, dict) or set(memory) - {"thread", "resource"} or "thread" not in memory:
+        raise InvalidInputError('memory must be {"thread": ..., "resource": ...} in a durable run')
+    if not all(isinstance(v, str) and v for v in memory.values()):
+        raise InvalidInputError("memory: thread and resource must be non-empty strings")
+    options = getattr(agent.memory, "options", None)
+    if getattr(options, "semantic_recall", None) is not None:
+        raise InvalidInputError("memory: semantic recall is not supported in durable runs yet")
+
+
+class WorkerUnavailableError(SluicegateError):
+    """No worker answered for the run (none is running on its task queue, or all are busy)."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(
+            f"no worker answered for run {run_id!r} ({reason}); is a `sluicegate worker` running?"
+        )
+        self.run_id = run_id
+
+
+class TemporalRuns:
+    """Runs of agents on Temporal, through `client` on `task_queue`."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str = names.DEFAULT_TASK_QUEUE,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        unknown = set(settings or {}) - _SETTINGS
+        if unknown:
+            raise InvalidInputError(
+                f"unknown durable run setting(s) {sorted(unknown)}; known: {sorted(_SETTINGS)}"
+            )
+        self.client = client
+        self.task_queue = task_queue
+        self.settings = dict(settings or {})
+
+    @classmethod
+    async def connect(cls, target: str, **options: Any) -> TemporalRuns:
+        return cls(await Client.connect(target), **options)
+
+    async def start(
+        self,
+        agent: Agent[Any],
+        messages: Any,
+        *,
+        request_context: RequestContext | None = None,
+        max_steps: int | None = None,
+        require_tool_approval: bool | None = None,
+        memory: dict[str, str] | None = None,
+        run_id: str | None = None,
+    ) -> str:
+        """Start a run; its id (the workflow id). Bad input is refused here, before Temporal."""
+        validate_input(messages, max_chars=agent.max_input_chars)
+        if max_steps is not None and (
+            not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
+        ):
+            raise InvalidInputError(f"max_steps must be a positive integer, got {max_steps!r}")
+        if require_tool_approval is not None and not isinstance(require_tool_approval, bool):
+            raise InvalidInputError("require_tool_approval must be True or False in a durable run")
+        if memory is not None:
+            check_durable_memory(agent, memory)
+        run_id = run_id or str(uuid.uuid4())
+        start = checked(
+            "the run's input (messages and request context)",
+            {
+                "agentId": agent.id,
+                "messages": messages,
+                "requestContext": (request_context or RequestContext()).to_dict(),
+                "maxSteps": max_steps,
+                "requireToolApproval": require_tool_approval,
+                "memory": memory,
+                "settings": self.settings,
+            },
+        )
+        await self.client.start_workflow(names.WORKFLOW, start, id=run_id, task_queue=self.task_queue)
+        return run_id
+
+    async def observe(
+        self, agent: Agent[Any], run_id: str, *, offset: int = 0, wait: float = 30.0, **options: Any
+    ) -> ObservedOutput:
+        """`agent.observe(run_id=..., offset=...)`, waiting (up to `wait` seconds) for a run
+        just started to reach its first chunk: the worker opens it in the log, not the caller."""
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            try:
+                return await agent.observe(run_id=run_id, offset=offset, **options)
+            except RunNotFoundError:
+                if asyncio.get_running_loop().time() > deadline or await self._in_log(agent, run_id):
+                    raise  # in the log but not this caller's: no waiting changes that
+                await asyncio.sleep(0.005)
+
+    @staticmethod
+    async def _in_log(agent: Agent[Any], run_id: str) -> bool:
+        run_log = agent.run_log
+        if run_log is None:
+            return True
+        try:
+            await run_log.info(run_id)
+        except RunNotFoundError:
+            return False
+        return True
+
+    async def result(self, run_id: str) -> dict[str, Any]:
+        """The run's result once it ends: text, finish reason, usage, tripwire, messages."""
+        return await self.client.get_workflow_handle(run_id).result()  # type: ignore[no-any-return]
+
+    async def pending_tool_call(self, run_id: str) -> dict[str, Any] | None:
+        """The call the run waits on (`toolCallId`, `toolName`, `kind`, `args`, `resourceId`), or None."""
+        try:
+            return await self.client.get_workflow_handle(run_id).query(names.PENDING)  # type: ignore[no-any-return]
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise SuspendedRunNotFoundError(run_id, "unknown") from None
+            raise WorkerUnavailableError(run_id, exc.message) from exc
+
+    async def approve_tool_call(
+        self, run_id: str, tool_call_id: str | None = None, *, request_context: RequestContext | None = None
+    ) -> dict[str, Any]:
+        """Approve the pending call; `{"runId", "offset"}`: observe from `offset` for the rest.
+        As in one process, only a caller whose `request_context` names the run's resource (or
+        none, for a run without one) may decide; anyone else is told there is no such run."""
+        return await self._update(run_id, names.APPROVE, [tool_call_id], request_context)
+
+    async def decline_tool_call(
+        self,
+        run_id: str,
+        tool_call_id: str | None = None,
+        reason: str | None = None,
+        *,
+        request_context: RequestContext | None = None,
+    ) -> dict[str, Any]:
+        return await self._update(run_id, names.DECLINE, [tool_call_id, reason], request_context)
+
+    async def resume_stream(
+        self,
+        run_id: str,
+        resume_data: Any,
+        tool_call_id: str | None = None,
+        *,
+        request_context: RequestContext | None = None,
+    ) -> dict[str, Any]:
+        return await self._update(run_id, names.RESUME, [tool_call_id, resume_data], request_context)
+
+    async def _update(
+        self, run_id: str, name: str, args: list[Any], request_context: RequestContext | None
+    ) -> dict[str, Any]:
+        caller = request_context.get(RESOURCE_ID_KEY) if request_context is not None else None
+        pending = await self.pending_tool_call(run_id)
+        if pending is None or pending.get("resourceId") != caller:
+            raise SuspendedRunNotFoundError(run_id, "unknown")
+        handle = self.client.get_workflow_handle(run_id)
+        try:
+            return await handle.execute_update(name, args=args)  # type: ignore[no-any-return]
+        except WorkflowUpdateFailedError as exc:
+            cause = exc.cause
+            if isinstance(cause, ApplicationError) and cause.type == "NotWaiting":
+                raise SuspendedRunNotFoundError(run_id, "unknown") from None
+            raise InvalidInputError(getattr(cause, "message", str(cause))) from None

@@ -1,0 +1,492 @@
+"""`AgentWorkflow`: one agent run as a Temporal workflow.
+
+The workflow runs the agent's own loop (`AgentRun.events()`, the processor chain included) as
+deterministic workflow code; what touches the world is an activity (see `activities`): each
+model call (its provider stream and the output stream processors, which publish live), each
+tool call, the workflow's own chunks into the run log. A crashed worker's run continues on
+another from its history: finished activities are not run again, the interrupted one is
+retried. The run id is the workflow id, and the ids the loop makes (messages, tool calls) come
+from `workflow.uuid4()`, so a replay rebuilds the same messages.
+
+A run that waits for a person stays a waiting workflow: `approve_tool_call`,
+`decline_tool_call` and `resume_stream` are updates, validated before anything changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from sluicegate.agent.resume import resumed_run
+from sluicegate.agent.suspension import _context
+from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal.failures import from_activity_error
+from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
+from sluicegate.errors import ToolError
+from sluicegate.models.base import CallOptions, StreamResult
+from sluicegate.models.fallback import ModelChain
+from sluicegate.processors.base import implements, processor_id
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
+from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
+from sluicegate.stream.chunk import Chunk
+from sluicegate.tools import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from sluicegate.agent import Agent
+    from sluicegate.agent.run import AgentRun
+
+_AGENTS: dict[str, Agent[Any]] = {}
+"""The agents this worker runs (set by `worker.install`)."""
+
+_real_uuid4 = uuid.uuid4
+
+
+def _uuid4() -> uuid.UUID:
+    """Inside a workflow, ids are replayed: the same on every worker that replays the run."""
+    return workflow.uuid4() if workflow.in_workflow() else _real_uuid4()
+
+
+def install(agents: dict[str, Agent[Any]]) -> None:
+    """The agents workflows on this worker may run; ids made inside workflows become replayable."""
+    _AGENTS.update(agents)
+    uuid.uuid4 = _uuid4
+
+
+class _Settings:
+    """The activities' timeouts and retries, from the run's start input (so every worker that
+    replays the run uses the same)."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.heartbeat = timedelta(seconds=float(raw.get("heartbeatTimeout", 10)))
+        self.model_timeout = timedelta(seconds=float(raw.get("modelTimeout", 300)))
+        self.tool_timeout = timedelta(seconds=float(raw.get("toolTimeout", 300)))
+        self.model_retry = RetryPolicy(
+            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
+            maximum_attempts=int(raw.get("modelAttempts", 4)),
+        )
+        self.storage_timeout = timedelta(seconds=float(raw.get("storageTimeout", 30)))
+        self.storage_retry = RetryPolicy(
+            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
+            maximum_attempts=int(raw.get("storageAttempts", 5)),
+        )
+        self.tool_retry = RetryPolicy(
+            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
+            maximum_attempts=int(raw.get("toolAttempts", 3)),
+        )
+
+
+class _Outbox:
+    """The workflow's chunks, written to the run log before each activity (so the log keeps the
+    stream's order) and at the end; `offset` is the next chunk's offset in the log."""
+
+    def __init__(self, agent_id: str, run_id: str) -> None:
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.offset = 0
+        self.pending: list[Chunk[Any]] = []
+        self.streamed: set[int] = set()
+        """Chunks the model activity already published (by identity), not written twice."""
+        self._lock = asyncio.Lock()
+
+    async def flush(self, close: str | None = None) -> None:
+        async with self._lock:
+            if not self.pending and close is None:
+                return
+            chunks, self.pending = self.pending, []
+            call = {
+                "agentId": self.agent_id,
+                "runId": self.run_id,
+                "offset": self.offset,
+                "chunks": [json_value(c.to_dict()) for c in chunks],
+                "close": close,
+            }
+            self.offset = await workflow.execute_local_activity(
+                names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
+            )
+
+    async def resync(self, run: AgentRun) -> None:
+        """Continue after what is in the log (a failed activity's chunks are not in its result)."""
+        self.offset = await workflow.execute_local_activity(
+            names.OPEN_RUN,
+            {
+                "agentId": self.agent_id,
+                "runId": self.run_id,
+                "resourceId": run.message_list.resource_id,
+                "threadId": run.message_list.thread_id,
+            },
+            start_to_close_timeout=timedelta(seconds=30),
+        )
+
+
+class ActivityModel:
+    """The run's model inside the workflow: each call is the model activity."""
+
+    specification_version = "v2"
+
+    def __init__(self, agent: Agent[Any], outbox: _Outbox, settings: _Settings) -> None:
+        self._agent = agent
+        self._outbox = outbox
+        self._settings = settings
+        self.run: AgentRun | None = None
+        real = agent.model
+        self.provider = getattr(real, "provider", "durable")
+        self.model_id = getattr(real, "model_id", str(real))
+
+    async def do_stream(self, options: CallOptions) -> StreamResult:
+        run = self.run
+        assert run is not None
+        await self._outbox.flush()
+        streams = [p for p in run.processors if implements(p, "process_output_stream")]
+        step_number = run.state.step_number
+        call = checked(
+            f"the model call of step {step_number} (prompt, tools and processor state)",
+            {
+                "runId": run.run_id,
+                "stepNumber": step_number,
+                "offset": self._outbox.offset,
+                "options": vars(options),
+                "states": {
+                    processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
+                },
+                "messages": run.message_list.to_dict(),
+                "requestContext": _context(run.request_context),
+            },
+        )
+        try:
+            result = await workflow.execute_activity(
+                names.model_activity(self._agent.id),
+                call,
+                start_to_close_timeout=self._settings.model_timeout,
+                heartbeat_timeout=self._settings.heartbeat,
+                retry_policy=self._settings.model_retry,
+            )
+        except ActivityError as exc:
+            # The failed call may have published part of its stream: continue after it.
+            await self._outbox.resync(run)
+            raise from_activity_error(exc) from None
+        self._outbox.offset = result["offset"]
+        for pid, saved in result["states"].items():
+            state = run.runner.state_for(pid)
+            state.clear()
+            state.update(saved)
+        items: list[Any] = []
+        for item in result["items"]:
+            if "chunk" in item:
+                chunk = Chunk.from_dict(item["chunk"])
+                self._outbox.streamed.add(id(chunk))
+                items.append(chunk)
+            else:
+                items.append(item["part"])
+        return StreamResult(_iterate(items))
+
+    async def do_generate(self, options: CallOptions) -> Any:
+        raise NotImplementedError("a durable run streams its model calls")
+
+
+async def _iterate(items: list[Any]) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+
+
+def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRun) -> Tool:
+    """The tool inside the workflow: validated here (a bad call costs no activity), run by the
+    tool activity, its data chunks and suspension handed back to the loop."""
+    wrapped = copy.copy(real)
+
+    def validate(args: Any) -> Any:
+        real.validate(args)
+        return args
+
+    async def execute(args: Any, context: ToolContext) -> Any:
+        run = durable.run
+        assert run is not None
+        await durable.outbox.flush()
+        call = checked(
+            f"the call of tool {name!r} ({context.tool_call_id})",
+            {
+                "runId": run.run_id,
+                "toolCallId": context.tool_call_id,
+                "idempotencyKey": context.idempotency_key,
+                "args": args,
+                "resumeData": context.resume_data,
+                "requestContext": _context(context.request_context),
+                "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
+            },
+        )
+        try:
+            result = await workflow.execute_activity(
+                names.tool_activity(agent.id, name),
+                call,
+                start_to_close_timeout=durable.settings.tool_timeout,
+                heartbeat_timeout=durable.settings.heartbeat,
+                retry_policy=durable.settings.tool_retry,
+            )
+        except ActivityError as exc:
+            raise from_activity_error(exc) from None
+        writer = context.writer
+        for data in result.get("data", []):
+            chunk = Chunk.from_dict(data)
+            await writer.custom({"type": chunk.type, "data": chunk.data, "from": chunk.from_})
+        if result.get("suspended"):
+            await context.suspend(result.get("suspendPayload"))
+            return None
+        if "error" in result:
+            raise ToolError(result["error"])
+        return result.get("result")
+
+    wrapped.validate = validate  # type: ignore[method-assign]
+    wrapped.execute = execute  # type: ignore[method-assign, assignment]
+    return wrapped
+
+
+class _DurableRun:
+    """The agent as this workflow runs it: a copy whose model and tools are activities."""
+
+    def __init__(self, agent: Agent[Any], run_id: str, settings: _Settings) -> None:
+        self.settings = settings
+        self.outbox = _Outbox(agent.id, run_id)
+        self.model = ActivityModel(agent, self.outbox, settings)
+        self.run: AgentRun | None = None
+        durable = copy.copy(agent)
+        durable.tools = {name: _activity_tool(agent, name, tool, self) for name, tool in agent.tools.items()}
+        if agent.memory is not None:
+            memory = copy.copy(agent.memory)
+            memory.storage = store_proxy(agent.memory.storage, self._storage(["memory"]))  # type: ignore[attr-defined]
+            durable.memory = memory
+        for array in ("input_processors", "output_processors", "error_processors"):
+            processors = getattr(agent, array)
+            if isinstance(processors, (list, tuple)) and any(has_store(p) for p in processors):
+                setattr(durable, array, [self._with_store_proxy(p) for p in processors])
+        durable._suspended_runs = InMemorySuspendedRunStore()
+        durable._run_log = None
+        durable._own_run_log = False
+        self.agent = durable
+
+    def _storage(self, locator: list[str]) -> Call:
+        agent_id = self.outbox.agent_id
+
+        async def call(method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+            payload = checked(
+                f"the arguments of storage call {method!r}",
+                {"locator": locator, "method": method, "args": encode(args), "kwargs": encode(kwargs)},
+            )
+            try:
+                if method in ONCE_ONLY:
+                    # Its answer is recorded as soon as it returns: a worker dying later in
+                    # the workflow task does not run it again.
+                    answer = await workflow.execute_activity(
+                        names.storage_activity(agent_id),
+                        payload,
+                        start_to_close_timeout=self.settings.storage_timeout,
+                        retry_policy=self.settings.storage_retry,
+                    )
+                else:
+                    # A local activity: short, and its answer costs no round trip through the
+                    # server; a retried workflow task runs it again, which these calls allow.
+                    answer = await workflow.execute_local_activity(
+                        names.storage_activity(agent_id),
+                        payload,
+                        start_to_close_timeout=self.settings.storage_timeout,
+                        retry_policy=self.settings.storage_retry,
+                    )
+            except ActivityError as exc:
+                raise from_activity_error(exc) from None
+            return decode(answer)
+
+        return call
+
+    def _with_store_proxy(self, processor: Any) -> Any:
+        if not has_store(processor):
+            return processor
+        proxied = copy.copy(processor)
+        proxied.store = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
+        return proxied
+
+    def bind(self, run: AgentRun) -> AgentRun:
+        """The run's wiring for the workflow: the activity model without client retries, no
+        stream pipeline here (it runs in the model activity), no log layer (the outbox is it)."""
+        run.models = ModelChain.single(self.model, 0)
+        run.run_log = None
+        setattr(run.runner, "stream_pipeline", lambda message_list: None)  # noqa: B010
+        self.model.run = run
+        self.run = run
+        return run
+
+    async def drive(self, run: AgentRun) -> None:
+        """The run's chunks into the log, its model's own chunks (already published) skipped."""
+        outbox = self.outbox
+        streamed = outbox.streamed
+        async with aclosing(run.events()) as events:  # closed here, not by the GC, if the run is evicted
+            async for chunk in events:
+                if id(chunk) in streamed:
+                    streamed.discard(id(chunk))
+                    continue
+                outbox.pending.append(chunk)
+        streamed.clear()
+        status = "suspended" if run.finish_reason == "suspended" else "error" if run.error else "finished"
+        await outbox.flush(close=status)
+
+
+def _owner(run: AgentRun) -> dict[str, Any]:
+    """The options of the run's resumption: its owner's request context, and no processor
+    timeout. In workflow code a hook's timeout would be a Temporal timer, recorded in history
+    when the hook awaits an activity; whether it is depends on timing, which a replay on
+    another worker must not. A hook in the workflow waits only on activities, which have
+    their own timeouts."""
+    resource = run.message_list.resource_id
+    context = RequestContext({RESOURCE_ID_KEY: resource} if resource is not None else {})
+    return {"request_context": context, "processor_timeout": None}
+
+
+def _result(run: AgentRun) -> dict[str, Any]:
+    result: dict[str, Any] = checked(
+        "the run's result",
+        {
+            "runId": run.run_id,
+            "text": run.final_text(),
+            "finishReason": run.finish_reason,
+            "usage": run.usage.to_dict() if hasattr(run.usage, "to_dict") else vars(run.usage),
+            "tripwire": None if run.tripwire is None else run.tripwire.to_dict(),
+            "error": None if run.error is None else str(run.error),
+            "messages": [m.to_dict() for m in run.message_list.get.all.db()],
+            "toolCalls": [c.to_dict() for c in run.all_tool_calls()],
+        },
+    )
+    return result
+
+
+@workflow.defn(name=names.WORKFLOW, sandboxed=False)
+class AgentWorkflow:
+    """One agent run (see the module docstring). Input: `runs.start_input`."""
+
+    def __init__(self) -> None:
+        self._durable: _DurableRun | None = None
+        self._pending: dict[str, Any] | None = None
+        self._decision: tuple[str, str, Any] | None = None
+        self._decided = 0
+
+    @workflow.run
+    async def run(self, start: dict[str, Any]) -> dict[str, Any]:
+        agent = _AGENTS.get(start["agentId"])
+        if agent is None:
+            raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
+        run_id = workflow.info().workflow_id
+        durable = self._durable = _DurableRun(agent, run_id, _Settings(start.get("settings") or {}))
+        options: dict[str, Any] = {
+            "request_context": RequestContext(start.get("requestContext") or {}),
+            "processor_timeout": None,  # see _owner
+        }
+        if start.get("memory") is not None:
+            options["memory"] = start["memory"]
+        for key in ("maxSteps", "requireToolApproval"):
+            if start.get(key) is not None:
+                options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
+                    start[key]
+                )
+        run = durable.bind(await durable.agent._prepare(start["messages"], options, run_id=run_id))
+        await durable.outbox.resync(run)
+        while True:
+            await durable.drive(run)
+            held = run.state.held
+            if run.finish_reason != "suspended" or held is None or not held.queue:
+                return _result(run)
+            waiting = held.queue[0]
+            self._pending = {
+                "toolCallId": waiting.tool_call_id,
+                "toolName": waiting.tool_name,
+                "kind": waiting.kind,
+                "args": waiting.args,
+                "resourceId": run.message_list.resource_id,
+            }
+            await workflow.wait_condition(lambda: self._decision is not None)
+            assert self._decision is not None
+            action, tool_call_id, value = self._decision
+            self._decision, self._pending = None, None
+            run = await resumed_run(
+                durable.agent,
+                action,
+                run_id=run_id,
+                tool_call_id=tool_call_id,
+                # The workflow decides for the run's owner: the caller was checked by the update.
+                options=_owner(run),
+                reason=value if action == "decline" else None,
+                resume_data=value if action == "resume" else None,
+            )
+            durable.bind(run)
+            await durable.outbox.resync(run)
+
+    @workflow.query(name=names.PENDING)
+    def pending_tool_call(self) -> dict[str, Any] | None:
+        """The call the run waits on, or None."""
+        return self._pending
+
+    def _check(self, tool_call_id: str | None, kind: str) -> None:
+        pending = self._pending
+        if pending is None or self._decision is not None:
+            raise ApplicationError("the run is not waiting for a decision", type="NotWaiting")
+        if tool_call_id is not None and tool_call_id != pending["toolCallId"]:
+            raise ApplicationError(
+                f"tool call {tool_call_id!r} is not the pending one ({pending['toolCallId']!r})",
+                type="StaleToolCall",
+            )
+        if kind == "approval" and pending["kind"] != "approval":
+            raise ApplicationError(
+                f"tool call {pending['toolCallId']!r} suspended itself and waits for resume data: "
+                "use resume_stream or decline_tool_call",
+                type="WrongDecision",
+            )
+        if kind == "suspend" and pending["kind"] != "suspend":
+            raise ApplicationError(
+                f"tool call {pending['toolCallId']!r} waits for an approval: "
+                "use approve_tool_call or decline_tool_call",
+                type="WrongDecision",
+            )
+
+    def _decide(self, action: str, tool_call_id: str | None, value: Any) -> dict[str, Any]:
+        assert self._pending is not None
+        self._decision = (action, tool_call_id or self._pending["toolCallId"], value)
+        assert self._durable is not None
+        return {"runId": workflow.info().workflow_id, "offset": self._durable.outbox.offset}
+
+    @workflow.update(name=names.APPROVE)
+    def approve(self, tool_call_id: str | None) -> dict[str, Any]:
+        return self._decide("approve", tool_call_id, None)
+
+    @approve.validator
+    def _approve_valid(self, tool_call_id: str | None) -> None:
+        self._check(tool_call_id, "approval")
+
+    @workflow.update(name=names.DECLINE)
+    def decline(self, tool_call_id: str | None, reason: str | None) -> dict[str, Any]:
+        return self._decide("decline", tool_call_id, reason)
+
+    @decline.validator
+    def _decline_valid(self, tool_call_id: str | None, reason: str | None) -> None:
+        self._check(tool_call_id, "any")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > 4000):
+            raise ApplicationError("reason must be a string of at most 4000 characters", type="InvalidInput")
+
+    @workflow.update(name=names.RESUME)
+    def resume(self, tool_call_id: str | None, resume_data: Any) -> dict[str, Any]:
+        return self._decide("resume", tool_call_id, resume_data)
+
+    @resume.validator
+    def _resume_valid(self, tool_call_id: str | None, resume_data: Any) -> None:
+        self._check(tool_call_id, "suspend")
+        assert self._durable is not None and self._pending is not None
+        tool = self._durable.agent.tools.get(self._pending["toolName"])
+        if tool is not None:
+            try:
+                tool.validate_resume_data(resume_data)
+            except Exception as exc:
+                raise ApplicationError(str(exc), type="InvalidInput") from None

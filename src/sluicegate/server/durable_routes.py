@@ -1,0 +1,171 @@
+"""`sluicegate serve --temporal HOST:PORT`: the same agent routes, with runs started as
+Temporal workflows (see docs/durable.md).
+
+These routes are matched before the in-process ones: `stream` and `generate` start a workflow,
+the approval routes send validated updates, and every stream is the run's log read with
+`observe`, so any server instance serves any run, and a client that disconnects leaves the
+run going (it is durable; `observe` reconnects). Options a durable run cannot take (a
+per-request model, tools, processors, model settings) are refused by name (400).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from sluicegate.agent import Agent
+from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, names
+from sluicegate.durable.temporal.runs import WorkerUnavailableError
+from sluicegate.errors import InvalidInputError
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
+from sluicegate.server.bodies import (
+    AgentCallBody,
+    DeclineBody,
+    ResumeStreamBody,
+    ToolDecisionBody,
+    call_options,
+    narrow_memory_options,
+)
+from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
+from sluicegate.server.errors import ApiError, bad_request
+from sluicegate.server.identity import bind_run, identity_of
+from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.storage.errors import SuspendedRunNotFoundError
+
+TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
+TASK_QUEUE_ENV = "SLUICEGATE_TEMPORAL_TASK_QUEUE"
+
+router = APIRouter(prefix="/api/agents", tags=["durable runs"])
+
+_DURABLE_OPTIONS = frozenset(("request_context", "max_steps", "require_tool_approval", "memory"))
+
+
+def install(app: FastAPI) -> None:
+    """Serve durable runs when `SLUICEGATE_TEMPORAL` names a Temporal frontend."""
+    if os.environ.get(TEMPORAL_ENV):
+        app.include_router(router)
+
+
+async def _runs(request: Request) -> TemporalRuns:
+    runs: TemporalRuns | None = getattr(request.app.state, "temporal_runs", None)
+    if runs is None:
+        target = os.environ[TEMPORAL_ENV]
+        queue = os.environ.get(TASK_QUEUE_ENV) or names.DEFAULT_TASK_QUEUE
+        runs = await TemporalRuns.connect(target, task_queue=queue)
+        request.app.state.temporal_runs = runs
+    return runs
+
+
+def _caller(request: Request, resource_id: str | None) -> RequestContext:
+    """Who decides: the bound identity's resource, else the body's `resourceId`."""
+    identity = identity_of(request)
+    resource = identity.resource_id if identity is not None else resource_id
+    return RequestContext({RESOURCE_ID_KEY: resource} if resource else {})
+
+
+async def _begin(
+    agent: Agent[Any], body: AgentCallBody, request: Request
+) -> tuple[TemporalRuns, str, RequestContext]:
+    messages, options = call_options(body, settings_of(request))
+    narrow_memory_options(agent, body, options)
+    bind_run(request, body, options, has_memory=agent.memory is not None)
+    unsupported = sorted(set(options) - _DURABLE_OPTIONS)
+    if unsupported:
+        raise bad_request(unsupported[0], "is not supported in durable runs (sluicegate serve --temporal)")
+    memory = options.get("memory")
+    if memory is not None:
+        memory = {k: v for k, v in memory.items() if k in ("thread", "resource") and v is not None}
+        if set(options["memory"]) - {"thread", "resource"}:
+            raise bad_request("memory.options", "is not supported in durable runs")
+    context: RequestContext = options["request_context"]
+    runs = await _runs(request)
+    try:
+        run_id = await runs.start(
+            agent,
+            messages,
+            request_context=context,
+            max_steps=options.get("max_steps"),
+            require_tool_approval=options.get("require_tool_approval"),
+            memory=memory,
+        )
+    except (InvalidInputError, PayloadTooLargeError) as exc:
+        raise ApiError(400, str(exc)) from exc
+    owner = RequestContext({RESOURCE_ID_KEY: memory["resource"]} if memory and memory.get("resource") else {})
+    return runs, run_id, owner
+
+
+def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> ChunkStreamResponse:
+    return ChunkStreamResponse(
+        output.full_stream,
+        run_id=run_id,
+        timeout=settings_of(request).request_timeout,
+        error_details=agent.provider_error_details,
+    )
+
+
+@router.post("/{agentId}/stream", responses=ERRORS, response_class=JSONResponse)
+async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
+    """Start the run as a workflow and stream its chunks from the run log."""
+    _, agent = agent_or_404(request, agentId)
+    runs, run_id, owner = await _begin(agent, body, request)
+    output = await runs.observe(agent, run_id, request_context=owner)
+    return _stream(request, agent, output, run_id)
+
+
+@router.post("/{agentId}/generate", responses=ERRORS)
+async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONResponse:
+    """Start the run as a workflow and answer with its result once it ends."""
+    _, agent = agent_or_404(request, agentId)
+    runs, run_id, _ = await _begin(agent, body, request)
+    result = await runs.result(run_id)
+    return JSONResponse(result)
+
+
+async def _decided(
+    request: Request, agent: Agent[Any], run_id: str, caller: RequestContext, decide: Any
+) -> Any:
+    """The decision's update, then the rest of the run's stream from where it resumes."""
+    try:
+        answer = await decide
+    except SuspendedRunNotFoundError as exc:
+        raise ApiError(404, f"runId: no run {run_id!r} waits for a decision", field="runId") from exc
+    except InvalidInputError as exc:
+        raise ApiError(400, str(exc), field="toolCallId") from exc
+    except WorkerUnavailableError as exc:
+        raise ApiError(503, str(exc)) from exc
+    runs = await _runs(request)
+    output = await runs.observe(agent, run_id, offset=answer["offset"], request_context=caller)
+    return _stream(request, agent, output, run_id)
+
+
+@router.post("/{agentId}/approve-tool-call", responses=ERRORS, response_class=JSONResponse)
+async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Request) -> Any:
+    """Approve the pending call (a validated workflow update); the rest of the run, streamed."""
+    _, agent = agent_or_404(request, agentId)
+    runs = await _runs(request)
+    caller = _caller(request, body.resourceId)
+    decide = runs.approve_tool_call(body.runId, body.toolCallId, request_context=caller)
+    return await _decided(request, agent, body.runId, caller, decide)
+
+
+@router.post("/{agentId}/decline-tool-call", responses=ERRORS, response_class=JSONResponse)
+async def decline_tool_call(agentId: str, body: DeclineBody, request: Request) -> Any:
+    """Decline the pending call (it never runs); the rest of the run, streamed."""
+    _, agent = agent_or_404(request, agentId)
+    runs = await _runs(request)
+    caller = _caller(request, body.resourceId)
+    decide = runs.decline_tool_call(body.runId, body.toolCallId, body.reason, request_context=caller)
+    return await _decided(request, agent, body.runId, caller, decide)
+
+
+@router.post("/{agentId}/resume-stream", responses=ERRORS, response_class=JSONResponse)
+async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) -> Any:
+    """Run the suspended tool again with `resumeData`; the rest of the run, streamed."""
+    _, agent = agent_or_404(request, agentId)
+    runs = await _runs(request)
+    caller = _caller(request, body.resourceId)
+    decide = runs.resume_stream(body.runId, body.resumeData, body.toolCallId, request_context=caller)
+    return await _decided(request, agent, body.runId, caller, decide)

@@ -1,0 +1,36 @@
+"""`sluicegate worker` and `serve --temporal` on the command line."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sluicegate.cli import _temporal_env, build_parser, main
+
+
+def test_worker_needs_a_temporal_frontend(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["worker", "app.py"])
+    assert exit_info.value.code == 2
+    assert "--temporal" in capsys.readouterr().err
+
+
+def test_worker_refuses_a_bad_sticky_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "app.py", "--temporal", "127.0.0.1:1", "--sticky-timeout", "0"]) == 2
+    assert "--sticky-timeout must be a positive number" in capsys.readouterr().err
+
+
+def test_serve_temporal_becomes_the_servers_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLUICEGATE_TEMPORAL", raising=False)
+    monkeypatch.delenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", raising=False)
+    args = build_parser().parse_args(
+        ["serve", "app.py", "--temporal", "10.0.0.1:7233", "--task-queue", "agents"]
+    )
+    _temporal_env(args)
+    assert os.environ["SLUICEGATE_TEMPORAL"] == "10.0.0.1:7233"
+    assert os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] == "agents"
+    plain = build_parser().parse_args(["serve", "app.py"])
+    monkeypatch.delenv("SLUICEGATE_TEMPORAL")
+    _temporal_env(plain)
+    assert "SLUICEGATE_TEMPORAL" not in os.environ

@@ -1,0 +1,82 @@
+"""`sluicegate serve --temporal`: the agent routes start and decide workflows."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from sluicegate import Agent, Sluicegate, tool
+from sluicegate.durable.temporal import create_worker
+from sluicegate.server.app import create_app
+from sluicegate.server.settings import ServerSettings
+from sluicegate.testing import MockModel, text_step, tool_call_step
+
+pytestmark = pytest.mark.integration
+
+
+def _chunks(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
+
+
+async def test_stream_and_approve_through_the_routes(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[int] = []
+
+    @tool
+    async def refund(amount: int) -> str:
+        """Refund money."""
+        ran.append(amount)
+        return "ok"
+
+    model = MockModel([tool_call_step(("c1", "refund", {"amount": 7})), text_step("refunded 7")])
+    agent = Agent("shop", model=model, tools=[refund])
+    app = Sluicegate(agents={"shop": agent})
+    queue = f"q-{uuid.uuid4()}"
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
+    server = create_app(app, ServerSettings())
+    client = await Client.connect(temporal_server.target)
+    async with (
+        create_worker(client, app, task_queue=queue),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=server), base_url="http://test", timeout=60
+        ) as http,
+    ):
+        refused = await http.post(
+            "/api/agents/shop/stream", json={"messages": "hi", "modelSettings": {"temperature": 0.5}}
+        )
+        assert refused.status_code == 400
+        assert "model_settings" in refused.text or "modelSettings" in refused.text
+        first = await http.post(
+            "/api/agents/shop/stream", json={"messages": "refund 7", "requireToolApproval": True}
+        )
+        assert first.status_code == 200, first.text
+        chunks = _chunks(first.text)
+        assert chunks[-1]["type"] == "tool-call-approval"
+        run_id = chunks[0]["runId"]
+        stale = await http.post(
+            "/api/agents/shop/approve-tool-call", json={"runId": run_id, "toolCallId": "nope"}
+        )
+        assert stale.status_code == 400 and "not the pending one" in stale.text
+        other = await http.post(
+            "/api/agents/shop/approve-tool-call",
+            json={"runId": run_id, "toolCallId": "c1", "resourceId": "mallory"},
+        )
+        assert other.status_code == 404
+        assert ran == []
+        approved = await http.post(
+            "/api/agents/shop/approve-tool-call", json={"runId": run_id, "toolCallId": "c1"}
+        )
+        assert approved.status_code == 200, approved.text
+        rest = _chunks(approved.text)
+        assert [c["type"] for c in rest][-1] == "finish"
+        assert "".join(c["payload"]["text"] for c in rest if c["type"] == "text-delta") == "refunded 7"
+        assert ran == [7]
+        # The run was a workflow (its id is the run id), not a run in the server's process.
+        assert (await client.get_workflow_handle(run_id).result())["text"] == "refunded 7"
