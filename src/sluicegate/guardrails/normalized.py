@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import regex
 
+from sluicegate.guardrails.validators import iban_valid
+
 _FORMAT = regex.compile(r"\p{Cf}")
 _SEP = r"[ .\-\u00a0]{1,3}"
 # Single digits each split by a short separator run (an evasion: groups of several digits are
@@ -24,6 +26,13 @@ _SPLIT_DIGITS = re.compile(
     rf"(?<!\w)\d(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|(?<!\w)\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
 )
 _SEPARATOR = re.compile(_SEP)
+# An IBAN with a space or dash between any characters ("GB3 4QIRA1 8 4 5 ..."): country, check
+# digits and 11 to 30 more; or the beginning of one at the very end (a stream may continue it).
+_SPLIT_IBAN = re.compile(
+    r"(?<![\w-])[A-Z][ \-]?[A-Z](?:[ \-]?\d){2}(?:[ \-]?[A-Z0-9]){11,30}(?:[ \-]?\Z)?"
+    r"|(?<![\w-])[A-Z]{2}(?:[ \-]?\d(?:[ \-]?\d(?:[ \-]?[A-Z0-9]){0,30})?)?[ \-]?\Z"
+)
+_IBAN_SEPARATOR = re.compile(r"[ \-]")
 _AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"
 _DOT = r"(?:\s*[\[(<{]\s*dot\s*[\])>}]\s*|\s+dot\s+)"
 _TLD = r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app)"
@@ -36,7 +45,9 @@ _SPELLED_EMAIL = re.compile(
 _TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
 # What every text the view changes holds (a cheap first test: most prose chunks lack it).
 _HINT = re.compile(r"[0-9\[(<{]")
-_ASCII_TRIGGER = re.compile(rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]", re.IGNORECASE)
+_ASCII_TRIGGER = re.compile(
+    rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]|(?-i:{_SPLIT_IBAN.pattern})", re.IGNORECASE
+)
 
 
 @dataclass(slots=True)
@@ -119,6 +130,22 @@ def _digit_edits(run: str, offset: int) -> list[tuple[int, int, str]]:
     return edits
 
 
+def _iban_edits(run: str, offset: int, *, at_end: bool) -> list[tuple[int, int, str]]:
+    """Edits removing the separators of the longest IBAN (mod-97 valid) that `run` begins with;
+    without one, of all of them when `run` reaches the end of the text (an IBAN may still be
+    forming there)."""
+    separators = [(offset + m.start(), offset + m.end(), "") for m in _IBAN_SEPARATOR.finditer(run)]
+    if not separators:
+        return []
+    chars = [i for i, c in enumerate(run) if c.isalnum()]
+    compact = "".join(run[i] for i in chars)
+    for size in range(len(compact), 14, -1):
+        if iban_valid(compact[:size]):
+            last = offset + chars[size - 1]
+            return [edit for edit in separators if edit[1] <= last]
+    return separators if at_end else []
+
+
 def build_view(text: str) -> View | None:
     """The normalized view of `text`, or None when it would be `text` itself."""
     if not needs_view(text):
@@ -142,6 +169,15 @@ def build_view(text: str) -> View | None:
             starts.extend([index] * len(folded))
             ends.extend([index + 1] * len(folded))
         view = "".join(parts)
+    if "-" in view or " " in view:
+        size = len(view)
+        edits = [
+            edit
+            for match in _SPLIT_IBAN.finditer(view)
+            for edit in _iban_edits(match.group(), match.start(), at_end=match.end() == size)
+        ]
+        if edits:
+            view, starts, ends = _edit(view, starts, ends, edits)
     edits = [
         edit for match in _SPLIT_DIGITS.finditer(view) for edit in _digit_edits(match.group(), match.start())
     ]
