@@ -184,4 +184,15 @@ SECRET_RULES: tuple[RegexRule, ...] = (
 URL_RULES: tuple[RegexRule, ...] = (
     RegexRule("url", r"https?://[^\s<>\"{}|\\^`\[\]]+", "[URL]", flags=regex.IGNORECASE),
 )
+
+
+def pii_rules(phone_regions: Sequence[str] | None = None) -> tuple[RegexRule, ...]:
+    """The `pii` preset, its phone rule trying national numbers in `phone_regions` (default
+    `DEFAULT_PHONE_REGIONS`)."""
+    if phone_regions is None:
+        return PII_RULES
+    phone = phone_rule(phone_regions)
+    return tuple(phone if rule.name == "phone" else rule for rule in PII_RULES)
+
+
 PRESETS: dict[str, tuple[RegexRule, ...]] = {"pii": PII_RULES, "secrets": SECRET_RULES, "urls": URL_RULES}

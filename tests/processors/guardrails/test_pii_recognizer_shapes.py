@@ -9,7 +9,7 @@ import pytest
 
 from sluicegate.guardrails.regex_rules import DEFAULT_PHONE_REGIONS, PII_RULES, phone_rule
 from sluicegate.guardrails.validators import card_valid, phone_valid
-from sluicegate.processors import RegexFilter
+from sluicegate.processors import PIIDetector, RegexFilter
 
 from .test_pii_recognizers import drive
 
@@ -115,3 +115,13 @@ def test_a_split_iban_streamed_in_pieces_does_not_leak(iban: str) -> None:
         assert streamed == "to [IBAN] now", cut
     pieces = [text[i : i + 3] for i in range(0, len(text), 3)]
     assert drive(RegexFilter(presets=["pii"], strategy="redact"), pieces) == "to [IBAN] now"
+
+
+def test_pii_detector_takes_phone_regions() -> None:
+    text = "call 06-82237745 or 415-555-0134"
+    default = PIIDetector(redaction_method="placeholder")
+    us_only = PIIDetector(redaction_method="placeholder", phone_regions=["US"])
+    assert default.patterns.redact(text) == "call [PHONE] or [PHONE]"
+    assert us_only.patterns.redact(text) == "call 06-82237745 or [PHONE]"
+    with pytest.raises(ValueError, match="phone_regions"):
+        PIIDetector(phone_regions=["Atlantis"])
