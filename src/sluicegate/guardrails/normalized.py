@@ -19,12 +19,17 @@ from sluicegate.guardrails.validators import iban_valid
 
 _FORMAT = regex.compile(r"\p{Cf}")
 _SEP = r"[ .\-\u00a0]{1,3}"
+# Not inside a word, unless after an escaped newline or tab (`\\n`, as JSON strings hold them).
+_START = r"(?:(?<!\w)|(?<=\\[nrt]))"
 # Single digits each split by a short separator run (an evasion: groups of several digits are
 # what the rules themselves accept), unless part of a longer list ("1 2 3 ... 9 10"); or such
 # digits, or a separator after a digit, at the very end (a stream may continue them).
 _SPLIT_DIGITS = re.compile(
-    rf"(?<!\w)\d(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|(?<!\w)\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
+    rf"{_START}\d(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|{_START}\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
 )
+# A phone number's country code before an area code, or an area code in parentheses, with its
+# digits split ("+4 1 (0)", "(7-3)"): too short for a run above, collapsed when a number follows.
+_SPLIT_PHONE_PREFIX = re.compile(r"\+\d(?:[ .\-]\d){1,2}(?=[ .\-]?\()|\((?:\d[ .\-]){1,4}\d\)(?=[ .\-]?\d)")
 _SEPARATOR = re.compile(_SEP)
 # An IBAN with a space or dash between any characters ("GB3 4QIRA1 8 4 5 ..."): country, check
 # digits and 11 to 30 more; or the beginning of one at the very end (a stream may continue it).
@@ -32,7 +37,7 @@ _SPLIT_IBAN = re.compile(
     r"(?<![\w-])[A-Z][ \-]?[A-Z](?:[ \-]?\d){2}(?:[ \-]?[A-Z0-9]){11,30}(?:[ \-]?\Z)?"
     r"|(?<![\w-])[A-Z]{2}(?:[ \-]?\d(?:[ \-]?\d(?:[ \-]?[A-Z0-9]){0,30})?)?[ \-]?\Z"
 )
-_IBAN_SEPARATOR = re.compile(r"[ \-]")
+_IBAN_SEPARATOR = re.compile(r"[ .\-]")
 _AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"
 _DOT = r"(?:\s*[\[(<{]\s*dot\s*[\])>}]\s*|\s+dot\s+)"
 _TLD = r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app)"
@@ -46,7 +51,8 @@ _TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
 # What every text the view changes holds (a cheap first test: most prose chunks lack it).
 _HINT = re.compile(r"[0-9\[(<{]")
 _ASCII_TRIGGER = re.compile(
-    rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]|(?-i:{_SPLIT_IBAN.pattern})", re.IGNORECASE
+    rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]|(?-i:{_SPLIT_IBAN.pattern})|{_SPLIT_PHONE_PREFIX.pattern}",
+    re.IGNORECASE,
 )
 
 
@@ -178,6 +184,13 @@ def build_view(text: str) -> View | None:
         ]
         if edits:
             view, starts, ends = _edit(view, starts, ends, edits)
+    edits = [
+        (match.start() + m.start(), match.start() + m.end(), "")
+        for match in _SPLIT_PHONE_PREFIX.finditer(view)
+        for m in _IBAN_SEPARATOR.finditer(match.group())
+    ]
+    if edits:
+        view, starts, ends = _edit(view, starts, ends, edits)
     edits = [
         edit for match in _SPLIT_DIGITS.finditer(view) for edit in _digit_edits(match.group(), match.start())
     ]

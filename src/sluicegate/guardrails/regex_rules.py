@@ -94,7 +94,7 @@ PHONE_PATTERN = (
     # A thousands-grouped number followed by a word is a quantity (`577 884 210 people`).
     # Not followed by `:` or `/` and a digit: a time (`13:24`) or a date goes on.
     r"(?:(?<=\\[nrt])|(?<![\w+./])(?<!\d[-.\s]))(?![1-9]\d{0,2}(?:\s\d{3})+\s+[a-z])(?:\+\d{1,3}[-.\s]?)?(?:\(\d{1,5}\)[-.\s]?)?(?:\d{1,6}(?:[-.\s]\d{1,8}){1,5}|\d{6,15})"
-    r"(?:\s?(?:x|ext\.?)\s?\d{1,6})?(?!\w|[-.:/]\d)"
+    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\d)"
 )
 
 

@@ -116,6 +116,7 @@ _SHORT_PHONE = re.compile(r"\+|\d{3}[-.\s]\d{4}\b|\d+(?:[-.\s]\d+){2}")
 """Shapes a number of 6 or 7 digits takes when it is a phone number: `+`, `439 4166`, `61 54 78`."""
 _CARD_GROUPS = re.compile(r"\d+\Z|\d{4}(?:[-\s]\d{4})+\Z")
 _MILLIONS = re.compile(r"\d(?:[ ,]\d{3})+\Z")
+_EXTENSION = re.compile(r"\s?(?:x|ext\.?)\s?\d[-.\s\d]*\Z")
 _DOTTED = re.compile(r"\d+(?:\.\d+)+\Z")
 
 
@@ -123,13 +124,11 @@ _DOTTED = re.compile(r"\d+(?:\.\d+)+\Z")
 def phone_valid(text: str, regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> bool:
     """A number libphonenumber holds possible: in its country's plan (`+` numbers), or in one of
     `regions`' (others); an extension (`x990`) is allowed. Dates, date-times and IPv4 addresses
-    are refused first, and a run of digits without separators needs a trunk `0` or 10 digits
-    (a bare `4127044` is more often an id or an amount). Cached: streams check each value again
+    are refused first, and fewer than 8 digits need a local number's grouping (`439 4166`).
+    Cached: streams check each value again
     as it grows, and logs repeat numbers."""
     digits = sum(c.isdigit() for c in text)
     if not 6 <= digits <= 17 or _NOT_PHONE.match(text) is not None:
-        return False
-    if text.isdigit() and digits < 10 and text[0] != "0":
         return False
     if digits < 8 and _SHORT_PHONE.match(text) is None:
         return False  # `7015 184`, `083 254`: a house number and more, not a local number
@@ -137,6 +136,9 @@ def phone_valid(text: str, regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> 
         return False  # `1 234 567`: a count in thousands
     if digits < 9 and _DOTTED.match(text) is not None:
         return False  # a decimal or a version (`32.096414`, `15.38.10`)
+    extension = _EXTENSION.search(text)
+    if extension is not None:  # `x8 1 6`, as an evasion splits it: libphonenumber wants `x816`
+        text = text[: extension.start()] + " x" + "".join(c for c in extension.group() if c.isdigit())
     if text.startswith("+"):
         return _possible(text, None)
     if digits >= 12 and text[0] != "0" and _CARD_GROUPS.match(text) is not None:

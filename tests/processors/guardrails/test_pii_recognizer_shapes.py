@@ -125,3 +125,21 @@ def test_pii_detector_takes_phone_regions() -> None:
     assert us_only.patterns.redact(text) == "call 06-82237745 or [PHONE]"
     with pytest.raises(ValueError, match="phone_regions"):
         PIIDetector(phone_regions=["Atlantis"])
+
+
+@pytest.mark.parametrize(
+    ("number", "expected"),
+    [
+        ("(7 3) 4 7 4 6-3 4 5 9", "[PHONE]"),  # area code in parentheses, split too
+        ("(8-9-4)1-3-4-3-5-2-4", "[PHONE]"),
+        ("+4 1 (0)2 7 2 4 0 0 4 9 9", "[PHONE]"),  # country code split before `(0)`
+        ("+1-6 2 5-5 4 4-8 0 7 7x8 1 6", "[PHONE]"),  # extension split
+        ("2-0-3-3-7-0-4-8", "[PHONE]"),
+    ],
+)
+def test_phone_numbers_split_digit_by_digit_are_found(number: str, expected: str) -> None:
+    assert FILTER.redact(f"Phone: {number} (mobile)") == f"Phone: {expected} (mobile)"
+
+
+def test_split_digits_after_an_escaped_newline_are_joined() -> None:
+    assert FILTER.redact("office\\n0 3 8 0 7 5 5 8 5 0 5 fax") == "office\\n[PHONE] fax"
