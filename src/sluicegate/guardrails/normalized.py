@@ -19,13 +19,14 @@ from sluicegate.guardrails.validators import iban_valid
 
 _FORMAT = regex.compile(r"\p{Cf}")
 _SEP = r"[ .\-\u00a0]{1,3}"
-# Not inside a word, unless after an escaped newline or tab (`\\n`, as JSON strings hold them).
-_START = r"(?:(?<!\w)|(?<=\\[nrt]))"
+# After a first digit: it starts no word, unless after an escaped newline or tab (`\\n`, as
+# JSON strings hold them). (Digit first, so stdlib scans for digits before testing more.)
+_START = r"(?:(?<!\w\d)|(?<=\\[nrt]\d))"
 # Single digits each split by a short separator run (an evasion: groups of several digits are
 # what the rules themselves accept), unless part of a longer list ("1 2 3 ... 9 10"); or such
 # digits, or a separator after a digit, at the very end (a stream may continue them).
 _SPLIT_DIGITS = re.compile(
-    rf"{_START}\d(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|{_START}\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
+    rf"\d{_START}(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|\d{_START}(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
 )
 # A phone number's country code before an area code, or an area code in parentheses, with its
 # digits split ("+4 1 (0)", "(7-3)"): too short for a run above, collapsed when a number follows.
@@ -36,6 +37,13 @@ _SEPARATOR = re.compile(_SEP)
 _SPLIT_IBAN = re.compile(
     r"(?<![\w-])[A-Z][ \-]?[A-Z](?:[ \-]?\d){2}(?:[ \-]?[A-Z0-9]){11,30}(?:[ \-]?\Z)?"
     r"|(?<![\w-])[A-Z]{2}(?:[ \-]?\d(?:[ \-]?\d(?:[ \-]?[A-Z0-9]){0,30})?)?[ \-]?\Z"
+)
+# What a split IBAN, or the beginning of one at the end, holds that a plain one does not: its
+# check digits split, a group of one to three characters between separators, or a separator
+# at the very end.
+_IBAN_HINT = re.compile(
+    r"[A-Z](?:[ \-]?[A-Z]\d?[ \-]\d|[A-Z]\d\d[ \-]?[A-Z0-9]{1,4}[ \-][A-Z0-9]{1,3}[ \-]"
+    r"|[A-Z](?:[ \-]?\d(?:[ \-]?\d(?:[ \-]?[A-Z0-9]){0,30})?)?[ \-]\Z)"
 )
 _IBAN_SEPARATOR = re.compile(r"[ .\-]")
 _AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"
@@ -51,7 +59,7 @@ _TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
 # What every text the view changes holds (a cheap first test: most prose chunks lack it).
 _HINT = re.compile(r"[0-9\[(<{]")
 _ASCII_TRIGGER = re.compile(
-    rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]|(?-i:{_SPLIT_IBAN.pattern})|{_SPLIT_PHONE_PREFIX.pattern}",
+    rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]|{_SPLIT_PHONE_PREFIX.pattern}",
     re.IGNORECASE,
 )
 
@@ -91,11 +99,12 @@ def needs_view(text: str) -> bool:
     if text.isascii():
         if _HINT.search(text) is None and "dot" not in text.lower():
             return False
-        return _ASCII_TRIGGER.search(text) is not None
+        return _ASCII_TRIGGER.search(text) is not None or _IBAN_HINT.search(text) is not None
     return (
         not unicodedata.is_normalized("NFKC", text)
         or _FORMAT.search(text) is not None
-        or (_ASCII_TRIGGER.search(text) is not None)
+        or _ASCII_TRIGGER.search(text) is not None
+        or _IBAN_HINT.search(text) is not None
     )
 
 
