@@ -132,17 +132,23 @@ def _edit(
 
 def _digit_edits(run: str, offset: int) -> list[tuple[int, int, str]]:
     """Edits collapsing one run of split digits: the most common separator goes; another one
-    (as in "1 2 3 - 4 5 - 6 7 8 9") stays as "-"; nine uniformly split digits take the
-    ddd-dd-dddd shape that is kept for identity numbers."""
+    (as in "1 2 3 - 4 5 - 6 7 8 9") stays as "-"; uniformly split runs of some lengths keep
+    the shape of what they usually are (`_SHAPES`)."""
     separators = [(offset + m.start(), offset + m.end(), m.group()) for m in _SEPARATOR.finditer(run)]
     if len(separators) < 2:  # a digit at the end, or a separator after it
         return [(start, end, "") for start, end, _ in separators]
     common = Counter(sep for _, _, sep in separators).most_common(1)[0][0]
     edits = [(start, end, "" if sep == common else "-") for start, end, sep in separators]
-    if len(separators) == 8 and all(sep == common for _, _, sep in separators):
-        edits[2] = (edits[2][0], edits[2][1], "-")
-        edits[4] = (edits[4][0], edits[4][1], "-")
+    uniform = run[-1].isdigit() and all(sep == common for _, _, sep in separators)
+    for at in _SHAPES.get(len(separators), ()) if uniform else ():
+        edits[at] = (edits[at][0], edits[at][1], "-")
     return edits
+
+
+_SHAPES = {8: (2, 4), 6: (2,), 5: (1, 3)}
+"""Where a uniformly split run of 9, 7 or 6 digits keeps a "-": the ddd-dd-dddd shape kept for
+identity numbers, and the ddd-dddd and dd-dd-dd of local phone numbers (a bare run of 7 is
+more often an id than a phone)."""
 
 
 def _iban_edits(run: str, offset: int, *, at_end: bool) -> list[tuple[int, int, str]]:

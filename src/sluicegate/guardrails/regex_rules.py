@@ -92,9 +92,10 @@ PHONE_PATTERN = (
     # After a word character only when that is an escaped newline or tab (`\\n`, JSON); not
     # inside a longer list of digit groups (`4111 1111 1111 1112`, `2019 2020 2021`).
     # A thousands-grouped number followed by a word is a quantity (`577 884 210 people`).
-    # Not followed by `:` or `/` and a digit: a time (`13:24`) or a date goes on.
+    # Not followed by `:` or `/` and a digit (a time, `13:24`, or a date goes on), nor by more
+    # digits after a space (`1 2 3 4 5 6 7 8 9 10` is a count).
     r"(?:(?<=\\[nrt])|(?<![\w+./])(?<!\d[-.\s]))(?![1-9]\d{0,2}(?:\s\d{3})+\s+[a-z])(?:\+\d{1,3}[-.\s]?)?(?:\(\d{1,5}\)[-.\s]?)?(?:\d{1,6}(?:[-.\s]\d{1,8}){1,5}|\d{6,15})"
-    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\d)"
+    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/\s]\d)"
 )
 
 

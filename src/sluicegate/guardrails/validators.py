@@ -123,10 +123,10 @@ _DOTTED = re.compile(r"\d+(?:\.\d+)+\Z")
 @lru_cache(maxsize=4096)
 def phone_valid(text: str, regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> bool:
     """A number libphonenumber holds possible: in its country's plan (`+` numbers), or in one of
-    `regions`' (others); an extension (`x990`) is allowed. Dates, date-times and IPv4 addresses
-    are refused first, and fewer than 8 digits need a local number's grouping (`439 4166`).
-    Cached: streams check each value again
-    as it grows, and logs repeat numbers."""
+    `regions`' (others); an extension (`x990`) is allowed. Shapes of other things are refused
+    before libphonenumber is asked (it is the costly part): dates, times, IPv4 addresses,
+    versions, thousands, card-grouped digits, and short numbers without a local number's grouping.
+    Cached: streams check each value again as it grows, and logs repeat numbers."""
     digits = sum(c.isdigit() for c in text)
     if not 6 <= digits <= 17 or _NOT_PHONE.match(text) is not None:
         return False

@@ -51,6 +51,7 @@ def test_an_escaped_newline_before_a_number_does_not_hide_it() -> None:
         ("took 32.096414 s, version 15.38.10", None),
         ("shipped to 7015 184 Arnott Heights", None),
         ("grew from 577 884 210 to 411,210,966 people", None),
+        ("steps 1 2 3 4 5 6 7 8 9 10", None),
         ("ip = ?%//!%20\\|69.56.161.185|%20/", "ip = ?%//!%20\\|[IP_ADDRESS]|%20/"),
         ("setting address 63.195.85.176 blocked", "setting address [IP_ADDRESS] blocked"),
         ("host v1.2.3.4 and ip=10.0.0.1", "host v1.2.3.4 and ip=[IP_ADDRESS]"),
@@ -135,6 +136,8 @@ def test_pii_detector_takes_phone_regions() -> None:
         ("+4 1 (0)2 7 2 4 0 0 4 9 9", "[PHONE]"),  # country code split before `(0)`
         ("+1-6 2 5-5 4 4-8 0 7 7x8 1 6", "[PHONE]"),  # extension split
         ("2-0-3-3-7-0-4-8", "[PHONE]"),
+        ("4 3 9 4 1 6 6", "[PHONE]"),  # a local number: seven digits take the ddd-dddd shape
+        ("8-7-4-7-9-8", "[PHONE]"),
     ],
 )
 def test_phone_numbers_split_digit_by_digit_are_found(number: str, expected: str) -> None:
