@@ -5,8 +5,7 @@ and dashed variants leak at most 5 %, spelled-out `at`/`dot` emails at most 20 %
 Redactions are placeholders, so a false positive counts against the kind it was taken for. The
 dataset comes from `benchmarks/pii_quality.py` (presidio-evaluator's sentence faker and its
 templates, Faker's prose, code and log lines; seed 42), small enough for CI. Kinds that miss a
-target today are strict xfails, so fixing them fails here until the mark goes; each also has
-a ceiling at today's measurement, so it cannot get worse unnoticed.
+target would be strict xfails (`MISSES`), so fixing them fails here until the mark goes.
 """
 
 from __future__ import annotations
@@ -31,20 +30,8 @@ from sluicegate.processors import PIIDetector
 SEED = 42
 SENTENCES = 300
 
-MISSES = {
-    ("leak", "PHONE_NUMBER"): "national numbers of other countries without a country code "
-    "(06-82237745, 07700 316 475, (73) 4746-3459) are validated against the US plan only",
-    ("leak", "CREDIT_CARD"): "15-digit JCB numbers starting 1800 are refused by card_valid's "
-    "first-digit rule (2 to 6)",
-    ("precision", "PHONE_NUMBER"): "the phone rule also takes date-times (2010-12-15 13:24:14.149), "
-    "IPv4 addresses between pipes (|69.56.161.185|) and a browser build date (Gecko/4127-04-04 07:02)",
-    ("precision", "IP_ADDRESS"): "version strings such as rv:1.9.2.20 in user agents pass as IPv4 addresses",
-    ("spaced", "IBAN_CODE"): "an IBAN whose digits are separated one by one is not matched",
-    ("dashed", "IBAN_CODE"): "an IBAN whose digits are separated one by one is not matched",
-}
-# Today's measurements (seed 42, 300 sentences), rounded: a regression past them fails.
-CEILINGS = {"PHONE_NUMBER": 0.83, "CREDIT_CARD": 0.06}
-PRECISION_FLOORS = {"PHONE_NUMBER": 0.6, "IP_ADDRESS": 0.85}
+MISSES: dict[tuple[str, str], str] = {}
+"""(test kind, label) pairs that miss their target today, each with its cause: strict xfails."""
 
 
 @pytest.fixture(scope="module")
@@ -89,24 +76,12 @@ def test_clean_prose_code_and_logs_are_left_almost_whole(main_report: EvalReport
     assert main_report.over_redaction_rate is not None and main_report.over_redaction_rate <= 0.001
 
 
-@pytest.mark.parametrize("label", sorted(CEILINGS))
-def test_known_misses_get_no_worse(main_report: EvalReport, label: str) -> None:
-    rate = main_report.kinds[label].leak_rate
-    assert rate is not None and rate <= CEILINGS[label]
-
-
-@pytest.mark.parametrize("label", sorted(PRECISION_FLOORS))
-def test_known_imprecision_gets_no_worse(main_report: EvalReport, label: str) -> None:
-    precision = main_report.kinds[label].precision
-    assert precision is not None and precision >= PRECISION_FLOORS[label]
-
-
 _EVASION_CASES = [
     pytest.param(kind, label, marks=_known_miss(kind, label), id=f"{kind}-{label}")
     for kind in ("zero-width", "fullwidth", "spaced", "dashed")
     for label in STRUCTURED
-    if label not in CEILINGS  # their plain form misses already (above)
-    and (kind in ("zero-width", "fullwidth") or label in ("US_SSN", "IBAN_CODE"))
+    # Spacing and dashing rewrite digits: only the digit-led kinds have spaced and dashed variants.
+    if kind in ("zero-width", "fullwidth") or label in ("PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CODE")
 ]
 
 

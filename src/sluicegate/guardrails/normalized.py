@@ -15,15 +15,37 @@ from dataclasses import dataclass
 
 import regex
 
+from sluicegate.guardrails.validators import iban_valid
+
 _FORMAT = regex.compile(r"\p{Cf}")
 _SEP = r"[ .\-\u00a0]{1,3}"
+# After a first digit: it starts no word, unless after an escaped newline or tab (`\\n`, as
+# JSON strings hold them). (Digit first, so stdlib scans for digits before testing more.)
+_START = r"(?:(?<!\w\d)|(?<=\\[nrt]\d))"
 # Single digits each split by a short separator run (an evasion: groups of several digits are
 # what the rules themselves accept), unless part of a longer list ("1 2 3 ... 9 10"); or such
 # digits, or a separator after a digit, at the very end (a stream may continue them).
 _SPLIT_DIGITS = re.compile(
-    rf"(?<!\w)\d(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|(?<!\w)\d(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
+    rf"\d{_START}(?:{_SEP}\d(?!\d)){{3,}}(?!{_SEP}\d)(?:{_SEP}\Z)?|\d{_START}(?:{_SEP}\d(?!\d))*(?:{_SEP})?\Z"
 )
+# A phone number's country code before an area code, or an area code in parentheses, with its
+# digits split ("+4 1 (0)", "(7-3)"): too short for a run above, collapsed when a number follows.
+_SPLIT_PHONE_PREFIX = re.compile(r"\+\d(?:[ .\-]\d){1,2}(?=[ .\-]?\()|\((?:\d[ .\-]){1,4}\d\)(?=[ .\-]?\d)")
 _SEPARATOR = re.compile(_SEP)
+# An IBAN with a space or dash between any characters ("GB3 4QIRA1 8 4 5 ..."): country, check
+# digits and 11 to 30 more; or the beginning of one at the very end (a stream may continue it).
+_SPLIT_IBAN = re.compile(
+    r"(?<![\w-])[A-Z][ \-]?[A-Z](?:[ \-]?\d){2}(?:[ \-]?[A-Z0-9]){11,30}(?:[ \-]?\Z)?"
+    r"|(?<![\w-])[A-Z]{2}(?:[ \-]?\d(?:[ \-]?\d(?:[ \-]?[A-Z0-9]){0,30})?)?[ \-]?\Z"
+)
+# What a split IBAN, or the beginning of one at the end, holds that a plain one does not: its
+# check digits split, a group of one to three characters between separators, or a separator
+# at the very end.
+_IBAN_HINT = re.compile(
+    r"[A-Z](?:[ \-]?[A-Z]\d?[ \-]\d|[A-Z]\d\d[ \-]?[A-Z0-9]{1,4}[ \-][A-Z0-9]{1,3}[ \-]"
+    r"|[A-Z](?:[ \-]?\d(?:[ \-]?\d(?:[ \-]?[A-Z0-9]){0,30})?)?[ \-]\Z)"
+)
+_IBAN_SEPARATOR = re.compile(r"[ .\-]")
 _AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"
 _DOT = r"(?:\s*[\[(<{]\s*dot\s*[\])>}]\s*|\s+dot\s+)"
 _TLD = r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app)"
@@ -36,7 +58,10 @@ _SPELLED_EMAIL = re.compile(
 _TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
 # What every text the view changes holds (a cheap first test: most prose chunks lack it).
 _HINT = re.compile(r"[0-9\[(<{]")
-_ASCII_TRIGGER = re.compile(rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]", re.IGNORECASE)
+_ASCII_TRIGGER = re.compile(
+    rf"{_SPLIT_DIGITS.pattern}|\bdot\b|[\[(<{{]\s*at\s*[\])>}}]|{_SPLIT_PHONE_PREFIX.pattern}",
+    re.IGNORECASE,
+)
 
 
 @dataclass(slots=True)
@@ -74,11 +99,12 @@ def needs_view(text: str) -> bool:
     if text.isascii():
         if _HINT.search(text) is None and "dot" not in text.lower():
             return False
-        return _ASCII_TRIGGER.search(text) is not None
+        return _ASCII_TRIGGER.search(text) is not None or _IBAN_HINT.search(text) is not None
     return (
         not unicodedata.is_normalized("NFKC", text)
         or _FORMAT.search(text) is not None
-        or (_ASCII_TRIGGER.search(text) is not None)
+        or _ASCII_TRIGGER.search(text) is not None
+        or _IBAN_HINT.search(text) is not None
     )
 
 
@@ -106,17 +132,39 @@ def _edit(
 
 def _digit_edits(run: str, offset: int) -> list[tuple[int, int, str]]:
     """Edits collapsing one run of split digits: the most common separator goes; another one
-    (as in "1 2 3 - 4 5 - 6 7 8 9") stays as "-"; nine uniformly split digits take the
-    ddd-dd-dddd shape that is kept for identity numbers."""
+    (as in "1 2 3 - 4 5 - 6 7 8 9") stays as "-"; uniformly split runs of some lengths keep
+    the shape of what they usually are (`_SHAPES`)."""
     separators = [(offset + m.start(), offset + m.end(), m.group()) for m in _SEPARATOR.finditer(run)]
     if len(separators) < 2:  # a digit at the end, or a separator after it
         return [(start, end, "") for start, end, _ in separators]
     common = Counter(sep for _, _, sep in separators).most_common(1)[0][0]
     edits = [(start, end, "" if sep == common else "-") for start, end, sep in separators]
-    if len(separators) == 8 and all(sep == common for _, _, sep in separators):
-        edits[2] = (edits[2][0], edits[2][1], "-")
-        edits[4] = (edits[4][0], edits[4][1], "-")
+    uniform = run[-1].isdigit() and all(sep == common for _, _, sep in separators)
+    for at in _SHAPES.get(len(separators), ()) if uniform else ():
+        edits[at] = (edits[at][0], edits[at][1], "-")
     return edits
+
+
+_SHAPES = {8: (2, 4), 6: (2,), 5: (1, 3)}
+"""Where a uniformly split run of 9, 7 or 6 digits keeps a "-": the ddd-dd-dddd shape kept for
+identity numbers, and the ddd-dddd and dd-dd-dd of local phone numbers (a bare run of 7 is
+more often an id than a phone)."""
+
+
+def _iban_edits(run: str, offset: int, *, at_end: bool) -> list[tuple[int, int, str]]:
+    """Edits removing the separators of the longest IBAN (mod-97 valid) that `run` begins with;
+    without one, of all of them when `run` reaches the end of the text (an IBAN may still be
+    forming there)."""
+    separators = [(offset + m.start(), offset + m.end(), "") for m in _IBAN_SEPARATOR.finditer(run)]
+    if not separators:
+        return []
+    chars = [i for i, c in enumerate(run) if c.isalnum()]
+    compact = "".join(run[i] for i in chars)
+    for size in range(len(compact), 14, -1):
+        if iban_valid(compact[:size]):
+            last = offset + chars[size - 1]
+            return [edit for edit in separators if edit[1] <= last]
+    return separators if at_end else []
 
 
 def build_view(text: str) -> View | None:
@@ -142,6 +190,22 @@ def build_view(text: str) -> View | None:
             starts.extend([index] * len(folded))
             ends.extend([index + 1] * len(folded))
         view = "".join(parts)
+    if "-" in view or " " in view:
+        size = len(view)
+        edits = [
+            edit
+            for match in _SPLIT_IBAN.finditer(view)
+            for edit in _iban_edits(match.group(), match.start(), at_end=match.end() == size)
+        ]
+        if edits:
+            view, starts, ends = _edit(view, starts, ends, edits)
+    edits = [
+        (match.start() + m.start(), match.start() + m.end(), "")
+        for match in _SPLIT_PHONE_PREFIX.finditer(view)
+        for m in _IBAN_SEPARATOR.finditer(match.group())
+    ]
+    if edits:
+        view, starts, ends = _edit(view, starts, ends, edits)
     edits = [
         edit for match in _SPLIT_DIGITS.finditer(view) for edit in _digit_edits(match.group(), match.start())
     ]

@@ -5,13 +5,16 @@ URLs). Structured PII kinds are found by pattern and confirmed by a check (see
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+import phonenumbers
 import regex
 
 from sluicegate.guardrails.validators import (
+    DEFAULT_PHONE_REGIONS,
     card_valid,
     iban_valid,
     ip_valid,
@@ -84,6 +87,31 @@ class RegexRule:
         )
 
 
+PHONE_PATTERN = (
+    # International and national shapes, with an optional extension; libphonenumber decides.
+    # After a word character only when that is an escaped newline or tab (`\\n`, JSON); not
+    # inside a longer list of digit groups (`4111 1111 1111 1112`, `2019 2020 2021`).
+    # A thousands-grouped number followed by a word is a quantity (`577 884 210 people`).
+    # Not followed by `:` or `/` and a digit (a time, `13:24`, or a date goes on), nor by more
+    # digits after a space (`1 2 3 4 5 6 7 8 9 10` is a count).
+    r"(?:(?<=\\[nrt])|(?<![\w+./])(?<!\d[-.\s]))(?![1-9]\d{0,2}(?:\s\d{3})+\s+[a-z])(?:\+\d{1,3}[-.\s]?)?(?:\(\d{1,5}\)[-.\s]?)?(?:\d{1,6}(?:[-.\s]\d{1,8}){1,5}|\d{6,15})"
+    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/\s]\d)"
+)
+
+
+def phone_rule(regions: Sequence[str] = DEFAULT_PHONE_REGIONS) -> RegexRule:
+    """The `phone` rule, trying a number without `+country code` in each of `regions` (ISO
+    3166 codes, as libphonenumber names them) in turn."""
+    chosen = tuple(regions)
+    unknown = [r for r in chosen if r not in phonenumbers.SUPPORTED_REGIONS]
+    if not chosen or unknown:
+        raise ValueError(
+            f"phone_regions must be ISO 3166 region codes libphonenumber knows, got {unknown or chosen!r}"
+        )
+    validate = phone_valid if chosen == DEFAULT_PHONE_REGIONS else partial(phone_valid, regions=chosen)
+    return RegexRule("phone", PHONE_PATTERN, "[PHONE]", validate=validate)
+
+
 PII_RULES: tuple[RegexRule, ...] = (
     RegexRule(
         "email",
@@ -94,16 +122,10 @@ PII_RULES: tuple[RegexRule, ...] = (
         # end in ".xx"). Possessive, as neither class holds "@" and `\Z` allows nothing after.
         tail=r"[a-zA-Z0-9._%+-]++(?:@[a-zA-Z0-9.-]*+)?\Z",
     ),
-    RegexRule("credit-card", r"\b(?:\d[ -]?){11,18}\d\b", "[CREDIT_CARD]", validate=card_valid),
+    # Not after `+`: an international phone number (`+447700256459`) may pass Luhn.
+    RegexRule("credit-card", r"(?<!\+)\b(?:\d[ -]?){11,18}\d\b", "[CREDIT_CARD]", validate=card_valid),
     RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
-    RegexRule(
-        "phone",
-        # International and national shapes, with an optional extension; libphonenumber decides.
-        r"(?<![\w+.])(?:\+\d{1,3}[-.\s]?)?(?:\(\d{1,4}\)[-.\s]?)?(?:\d{1,6}(?:[-.\s]\d{1,8}){1,5}|\d{6,15})"
-        r"(?:\s?(?:x|ext\.?)\s?\d{1,6})?(?!\w|[-.]\d)",
-        "[PHONE]",
-        validate=phone_valid,
-    ),
+    phone_rule(),
     RegexRule(
         "iban",
         r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
@@ -111,7 +133,11 @@ PII_RULES: tuple[RegexRule, ...] = (
         validate=iban_valid,
     ),
     RegexRule(
-        "ip-address", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d]|\.\d)", "[IP_ADDRESS]", validate=ip_valid
+        "ip-address",
+        # Not a version: after a word character or `.`, a product token (`Chrome/`), `rv:` or `v`.
+        r"(?<![\w.])(?<![A-Za-z]/)(?<!rv:)(?:\d{1,3}\.){3}\d{1,3}(?![\d]|\.\d)",
+        "[IP_ADDRESS]",
+        validate=ip_valid,
     ),
     RegexRule(
         "ip-address",
@@ -159,4 +185,15 @@ SECRET_RULES: tuple[RegexRule, ...] = (
 URL_RULES: tuple[RegexRule, ...] = (
     RegexRule("url", r"https?://[^\s<>\"{}|\\^`\[\]]+", "[URL]", flags=regex.IGNORECASE),
 )
+
+
+def pii_rules(phone_regions: Sequence[str] | None = None) -> tuple[RegexRule, ...]:
+    """The `pii` preset, its phone rule trying national numbers in `phone_regions` (default
+    `DEFAULT_PHONE_REGIONS`)."""
+    if phone_regions is None:
+        return PII_RULES
+    phone = phone_rule(phone_regions)
+    return tuple(phone if rule.name == "phone" else rule for rule in PII_RULES)
+
+
 PRESETS: dict[str, tuple[RegexRule, ...]] = {"pii": PII_RULES, "secrets": SECRET_RULES, "urls": URL_RULES}

@@ -6,11 +6,29 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import re
+from functools import lru_cache
 
 import phonenumbers
 
-DEFAULT_PHONE_REGION = "US"
-"""Region assumed for a number written without `+country code` (as Presidio does)."""
+DEFAULT_PHONE_REGIONS: tuple[str, ...] = (
+    "US",
+    "GB",
+    "DE",
+    "FR",
+    "IL",
+    "IN",
+    "CA",
+    "BR",
+    "AU",
+    "IT",
+    "ES",
+    "NL",
+    "CH",
+)
+"""Regions a number written without `+country code` is tried in, in order (Presidio's list,
+with `UK` as `GB` and France, Australia and the larger European plans added): a national
+number counts when it has a full number's length in any of them."""
 
 
 def luhn_valid(number: str) -> bool:
@@ -28,11 +46,42 @@ def luhn_valid(number: str) -> bool:
     return total % 10 == 0
 
 
+_ANY_LENGTH = range(12, 20)
+_CARD_RANGES: tuple[tuple[int, int, range | tuple[int, ...]], ...] = (
+    # (first IIN, last IIN, of equal width; the lengths issued under them)
+    (4, 4, range(13, 20)),  # Visa
+    (51, 55, (16,)),  # Mastercard
+    (2221, 2720, (16,)),  # Mastercard 2-series
+    (2200, 2204, range(16, 20)),  # Mir
+    (34, 34, (15,)),  # American Express
+    (37, 37, (15,)),
+    (300, 305, range(14, 20)),  # Diners Club
+    (3095, 3095, range(14, 20)),
+    (36, 36, range(14, 20)),
+    (38, 39, range(14, 20)),
+    (35, 35, range(16, 20)),  # JCB (3528-3589; generators and older tables give it all of 35)
+    (1800, 1800, (15,)),  # JCB's original 15-digit ranges
+    (2131, 2131, (15,)),
+    (50, 50, _ANY_LENGTH),  # Maestro
+    (56, 69, _ANY_LENGTH),  # Maestro, Discover (6011, 644-649, 65), UnionPay (62), RuPay (60)
+)
+
+
+def card_issuer_known(digits: str) -> bool:
+    """Whether `digits` (of a card's length) start with an issuer range that issues that many:
+    epoch milliseconds, ids and phone numbers mostly do not."""
+    size = len(digits)
+    for low, high, lengths in _CARD_RANGES:
+        width = len(str(low))
+        if low <= int(digits[:width]) <= high and size in lengths:
+            return True
+    return False
+
+
 def card_valid(text: str) -> bool:
-    """12 to 19 digits passing Luhn, starting as issued cards do (2 to 6: Mastercard, Visa,
-    Amex, Diners, JCB, Discover, Maestro, UnionPay): epoch milliseconds and most ids start with 1."""
+    """12 to 19 digits passing Luhn, in an issuer's range (`card_issuer_known`)."""
     digits = "".join(c for c in text if c.isdigit())
-    return 12 <= len(digits) <= 19 and digits[0] in "23456" and luhn_valid(digits)
+    return 12 <= len(digits) <= 19 and card_issuer_known(digits) and luhn_valid(digits)
 
 
 def iban_valid(text: str) -> bool:
@@ -54,22 +103,66 @@ def ip_valid(text: str) -> bool:
     return address.version == 4 or any(c.isalnum() for c in text)
 
 
-def phone_valid(text: str) -> bool:
-    """A number libphonenumber holds valid in its country's plan (`+` numbers), or of a full
-    number's length in `DEFAULT_PHONE_REGION`'s (others); an extension (`x990`) is allowed."""
-    international = text.startswith("+")
+# Shapes of dates, date-times and IPv4 addresses that a phone pattern's digit groups also fit.
+_NOT_PHONE = re.compile(
+    r"(?:1[6-9]|2\d)\d\d[-./ ](?:0?[1-9]|1[0-2])[-./ ](?:0?[1-9]|[12]\d|3[01])(?!\d)"  # 2010-12-15
+    r"|(?:0?[1-9]|[12]\d|3[01])[-./](?:0?[1-9]|1[0-2])[-./](?:1[6-9]|2\d)\d\d\Z"  # 15.12.2010
+    r"|(?:0?[1-9]|1[0-2])[-/](?:0?[1-9]|[12]\d|3[01])[-/](?:1[6-9]|2\d)\d\d\Z"  # 12/15/2010
+    r"|(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}\Z"  # 69.56.161.185
+)
+
+
+_SHORT_PHONE = re.compile(r"\+|\d{3}[-.\s]\d{4}\b|\d+(?:[-.\s]\d+){2}")
+"""Shapes a number of 6 or 7 digits takes when it is a phone number: `+`, `439 4166`, `61 54 78`."""
+_CARD_GROUPS = re.compile(r"\d+\Z|\d{4}(?:[-\s]\d{4})+\Z")
+_MILLIONS = re.compile(r"\d(?:[ ,]\d{3})+\Z")
+_EXTENSION = re.compile(r"\s?(?:x|ext\.?)\s?\d[-.\s\d]*\Z")
+_DOTTED = re.compile(r"\d+(?:\.\d+)+\Z")
+
+
+@lru_cache(maxsize=4096)
+def phone_valid(text: str, regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> bool:
+    """A number libphonenumber holds possible: in its country's plan (`+` numbers), or in one of
+    `regions`' (others); an extension (`x990`) is allowed. Shapes of other things are refused
+    before libphonenumber is asked (it is the costly part): dates, times, IPv4 addresses,
+    versions, thousands, card-grouped digits, and short numbers without a local number's grouping.
+    Cached: streams check each value again as it grows, and logs repeat numbers."""
+    digits = sum(c.isdigit() for c in text)
+    if not 6 <= digits <= 17 or _NOT_PHONE.match(text) is not None:
+        return False
+    if digits < 8 and _SHORT_PHONE.match(text) is None:
+        return False  # `7015 184`, `083 254`: a house number and more, not a local number
+    if _MILLIONS.match(text) is not None:
+        return False  # `1 234 567`: a count in thousands
+    if digits < 9 and _DOTTED.match(text) is not None:
+        return False  # a decimal or a version (`32.096414`, `15.38.10`)
+    extension = _EXTENSION.search(text)
+    if extension is not None:  # `x8 1 6`, as an evasion splits it: libphonenumber wants `x816`
+        text = text[: extension.start()] + " x" + "".join(c for c in extension.group() if c.isdigit())
+    if text.startswith("+"):
+        return _possible(text, None)
+    if digits >= 12 and text[0] != "0" and _CARD_GROUPS.match(text) is not None:
+        return False  # `4111 1111 1111 1112`: a card number (one failing Luhn, too)
+    # A national number only needs the full length of a number in one of the plans: fictional
+    # `(555) 123-4567` numbers still leak a shape users fill with real ones.
+    return any(_possible(text, region) for region in regions)
+
+
+def _possible(text: str, region: str | None) -> bool:
     try:
-        number = phonenumbers.parse(text, None if international else DEFAULT_PHONE_REGION)
+        number = phonenumbers.parse(text, region)
     except phonenumbers.NumberParseException:
         return False
-    if international:
-        return bool(phonenumbers.is_valid_number(number))
-    # A national number only needs the full length of a number in that plan: fictional
-    # `(555) 123-4567` numbers still leak a shape users fill with real ones.
-    # (A North American area code never starts with 0 or 1.)
+    if number.country_code == 1 and str(number.national_number)[:1] not in "23456789":
+        return False  # no North American area code starts with 0 or 1
+    if number.italian_leading_zero and region is not None and region not in _LEADING_ZERO_REGIONS:
+        return False
     reason = phonenumbers.is_possible_number_with_reason(number)
-    area_ok = not number.italian_leading_zero and str(number.national_number)[:1] in "23456789"
-    return bool(reason == phonenumbers.ValidationResult.IS_POSSIBLE) and area_ok
+    return bool(reason == phonenumbers.ValidationResult.IS_POSSIBLE)
+
+
+_LEADING_ZERO_REGIONS = frozenset({"IT"})
+"""Plans whose numbers keep a leading 0 (elsewhere it is a trunk prefix `parse` strips)."""
 
 
 _BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"

@@ -96,7 +96,8 @@ def test_validators_directly() -> None:
     assert iban_valid("DE89 3704 0044 0532 0130 00") and not iban_valid("DE89 3704 0044 0532 0130 01")
     assert ip_valid("::1") and not ip_valid("::") and not ip_valid("256.1.1.1")
     assert phone_valid("+1-938-677-4964x990") and not phone_valid("+1 123 456 7890")
-    assert not phone_valid("(055) 123-4567")  # no North American area code starts with 0
+    assert not phone_valid("(055) 123-4567", ("US",))  # no North American area code starts with 0
+    assert phone_valid("(055) 123-4567")  # a national number in other plans
     assert base58check_valid("1BoatSLRHtKNngkdXEeobR76b53LETtpyT")
     assert bech32_valid("bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq")
     assert not bech32_valid("bc1QAR0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq")  # mixed case

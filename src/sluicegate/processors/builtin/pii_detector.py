@@ -67,6 +67,7 @@ from sluicegate.guardrails.pseudonyms import (
     value_pieces,
 )
 from sluicegate.guardrails.recognizer import Recognizer
+from sluicegate.guardrails.regex_rules import SECRET_RULES, URL_RULES, pii_rules
 from sluicegate.guardrails.spans import locate, map_strings, map_texts, string_leaves, substitute, value_texts
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
@@ -227,6 +228,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     presidio-analyzer and spaCy, in a worker thread. What it reports counts, whatever
     `detection_types` and `threshold` say (its own options decide); the stream is then judged in
     windows, so a name split across chunks is judged whole.
+    `phone_regions` (ISO 3166 codes; default `DEFAULT_PHONE_REGIONS`, Presidio's list and
+    more) are the plans a phone number written without `+country code` is tried in.
     `error_strategy` says what a failed detector call means: `"block"` (default for block and
     redact), `"allow"` (logged and reported) or `"fallback"` (the pattern pass decides). The
     stream is judged in windows of `window_chars` (see `ModerationProcessor`); a value split
@@ -301,6 +304,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         max_pseudonyms: int = DEFAULT_MAX_PSEUDONYMS,
         process_data_parts: bool = True,
         recognizer: Recognizer | None = None,
+        phone_regions: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         if recognizer is not None and not isinstance(recognizer, Recognizer):
@@ -362,7 +366,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             schema["properties"].pop("redacted_content", None)
             schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
         self.patterns = RegexFilterProcessor(
-            presets=["pii", "secrets", "urls"], strategy="redact", max_value_chars=max_value_chars
+            rules=[*pii_rules(phone_regions), *SECRET_RULES, *URL_RULES],
+            strategy="redact",
+            max_value_chars=max_value_chars,
         )
         wanted = [
             r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
