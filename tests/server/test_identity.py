@@ -164,6 +164,19 @@ NAMING_BOB: list[tuple[str, str, dict[str, Any]]] = [
         {"json": {"runId": "r-1", "resumeData": {}, "resourceId": "bob"}},
     ),
     ("POST", "/api/agents/{agentId}/observe", {"json": {"runId": "r-1", "resourceId": "bob"}}),
+    # Agent signals (tests/server/test_mastra_signals.py).
+    ("POST", "/api/agents/{agentId}/threads/subscribe", {"json": {"threadId": "t-bob", "resourceId": "bob"}}),
+    ("POST", "/api/agents/{agentId}/threads/abort", {"json": {"threadId": "t-bob", "resourceId": "bob"}}),
+    (
+        "POST",
+        "/api/agents/{agentId}/send-message",
+        {"json": {"threadId": "t-bob", "resourceId": "bob", "message": "hi"}},
+    ),
+    (
+        "POST",
+        "/api/agents/{agentId}/queue-message",
+        {"json": {"threadId": "t-new", "resourceId": "bob", "message": "hi"}},
+    ),
     (
         "GET",
         "/api/memory/threads/{threadId}/working-memory",
@@ -192,6 +205,9 @@ BOBS_THREAD_ONLY: list[tuple[str, str, dict[str, Any], int]] = [
         409,
     ),
     ("POST", "/api/agents/{agentId}/generate", {"json": {"messages": "hi", "threadId": "t-bob"}}, 409),
+    ("POST", "/api/agents/{agentId}/send-message", {"json": {"threadId": "t-bob", "message": "hi"}}, 409),
+    ("POST", "/api/agents/{agentId}/threads/subscribe", {"json": {"threadId": "t-bob"}}, 404),
+    ("POST", "/api/agents/{agentId}/threads/abort", {"json": {"threadId": "t-bob"}}, 404),
     ("GET", "/api/memory/threads/{threadId}", {}, 404),
     ("PATCH", "/api/memory/threads/{threadId}", {"json": {"title": "pwned"}}, 404),
     ("DELETE", "/api/memory/threads/{threadId}", {}, 404),
@@ -266,7 +282,6 @@ NO_TENANT_DATA = {
     ("GET", "/api/system/packages"),
     ("GET", "/api/channels/platforms"),
     ("GET", "/api/agents/{agentId}/voice/speakers"),
-    ("POST", "/api/agents/{agentId}/threads/subscribe"),
 }
 
 

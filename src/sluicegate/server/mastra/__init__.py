@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from sluicegate.server.mastra import absent, auth, memory_views, metrics, observability, providers
+from sluicegate.server.mastra import absent, auth, memory_views, metrics, observability, providers, signals
 
 
 def routers() -> list[APIRouter]:
@@ -23,5 +23,6 @@ def routers() -> list[APIRouter]:
         memory_views.router,
         metrics.router,
         observability.router,
+        signals.router,
         absent.router,
     ]
