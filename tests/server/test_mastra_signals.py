@@ -144,7 +144,9 @@ def test_send_message_runs_on_the_thread_and_subscribers_get_the_message_then_th
     stored = httpx.get(
         f"{url}/api/memory/threads/t1/messages", params={"resourceId": "r1", "agentId": "remembering"}
     )
-    assert [m["role"] for m in stored.json()["messages"]] == ["user", "assistant", "user", "assistant"]
+    messages = stored.json()["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert messages[0]["id"] == answer["signal"]["id"], "the message is stored under the signal's id"
 
 
 def test_a_subscription_skips_another_resources_run_on_the_same_thread_id(server: Any) -> None:

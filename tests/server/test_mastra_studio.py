@@ -109,8 +109,8 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         "SLUICEGATE_CORS_ORIGINS": origin,
         "SLUICEGATE_STUDIO_DB": str(work / "studio.db"),
         "MASTRA_TELEMETRY_DISABLED": "1",
-        "MASTRA_AGENT_SIGNALS": "false",
     }
+    env.pop("MASTRA_AGENT_SIGNALS", None)  # Studio's default: agent signals on
     env.pop("SLUICEGATE_API_TOKEN", None)
     server = _start(
         [sys.executable, "-m", "sluicegate", "dev", str(app), "--host", "127.0.0.1", "--port", str(api_port)],
@@ -204,14 +204,18 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             page.get_by_text("blocked content matching patterns: forbidden").wait_for()
             shot(page, "guarded-chat", tmp_path)
 
-            # The memory agent: the thread keeps the exchange, and a reload shows it once.
+            # The memory agent, over agent signals: Studio follows the new thread and sends the
+            # message to it; the first exchange shows once, and a reload shows it once.
             visit("/agents/remembering")
             box = page.get_by_placeholder("Enter your message...")
             box.fill("remember the blue door")
-            with page.expect_request(re.compile(r"/api/agents/remembering/stream$")) as sent:
+            with page.expect_request(re.compile(r"/api/agents/remembering/send-message$")) as sent:
                 box.press("Enter")
-            thread_id = sent.value.post_data_json["memory"]["thread"]
+            thread_id = sent.value.post_data_json["threadId"]
             page.get_by_text("Echo: remember the blue door").wait_for()
+            page.wait_for_timeout(500)
+            assert page.get_by_text("Echo: remember the blue door").count() == 1
+            assert page.get_by_text("remember the blue door", exact=True).count() == 1
             record.load += 1
             page.reload()
             page.get_by_text("Echo: remember the blue door").wait_for()

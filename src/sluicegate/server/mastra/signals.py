@@ -255,9 +255,13 @@ class SendMessageBody(ThreadBody):
     ifActive: Any = None
 
 
-def _stream_body(body: SendMessageBody, contents: Any, resource: str | None) -> AgentCallBody:
+def _stream_body(
+    body: SendMessageBody, contents: Any, resource: str | None, message_id: str
+) -> AgentCallBody:
     """The stream request the message starts: the client's `ifIdle.streamOptions`, the message
-    as the one user message, on the body's thread."""
+    as the one user message, on the body's thread. The message is stored under the signal's id,
+    as Mastra stores it, so a client merging the thread's stored messages into what it was
+    shown recognises the one it already has."""
     options = dict(body.ifIdle.streamOptions or {}) if body.ifIdle is not None else {}
     for taken in ("messages", "memory", "threadId", "resourceId"):
         if taken in options:
@@ -267,7 +271,11 @@ def _stream_body(body: SendMessageBody, contents: Any, resource: str | None) -> 
         memory["resource"] = resource
     try:
         return AgentCallBody.model_validate(
-            {**options, "messages": [{"role": "user", "content": contents}], "memory": memory}
+            {
+                **options,
+                "messages": [{"id": message_id, "role": "user", "content": contents}],
+                "memory": memory,
+            }
         )
     except ValidationError as exc:
         error = exc.errors()[0]
@@ -343,9 +351,10 @@ async def _send(agentId: str, body: SendMessageBody, request: Request) -> dict[s
         metadata = body.message.metadata
     else:
         contents, metadata = body.message, None
-    call = _stream_body(body, contents, resource)
+    signal_id = str(uuid.uuid4())
+    call = _stream_body(body, contents, resource, signal_id)
     signal: dict[str, Any] = {
-        "id": str(uuid.uuid4()),
+        "id": signal_id,
         "type": "user-message",
         "contents": contents,
         "createdAt": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
