@@ -239,6 +239,11 @@ TRACES = {
     ("POST", "/api/observability/metrics/breakdown"),
     ("POST", "/api/observability/metrics/timeseries"),
     ("POST", "/api/observability/metrics/percentiles"),
+    # Kept eval reports as scores: a caller sees only the reports it ran
+    # (tests/server/test_mastra_eval_scores.py).
+    ("GET", "/api/scores/scorers"),
+    ("GET", "/api/scores/scorers/{scorerId}"),
+    ("GET", "/api/scores/scorer/{scorerId}"),
 }
 
 # Configuration only: no resource's data (still behind the identity gate).
@@ -267,7 +272,6 @@ NO_TENANT_DATA = {
     ("GET", "/api/observability/scores"),
     ("GET", "/api/workflows"),
     ("GET", "/api/workflows/run-counts"),
-    ("GET", "/api/scores/scorers"),
     ("GET", "/api/mcp/v0/servers"),
     ("GET", "/api/workspaces"),
     ("GET", "/api/tool-providers"),

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from sluicegate.server.mastra import absent, auth, memory_views, metrics, observability, providers, signals
+from sluicegate.server.mastra import (
+    absent,
+    auth,
+    eval_scores,
+    memory_views,
+    metrics,
+    observability,
+    providers,
+    signals,
+)
 
 
 def routers() -> list[APIRouter]:
@@ -24,5 +33,6 @@ def routers() -> list[APIRouter]:
         metrics.router,
         observability.router,
         signals.router,
+        eval_scores.router,
         absent.router,
     ]

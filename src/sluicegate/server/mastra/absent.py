@@ -1,6 +1,6 @@
 """Mastra's empty answers for features sluicegate does not have: MCP servers, workspaces,
-stored prompts, datasets, experiments, the review queue, scorers, tool providers, the agent
-builder, workflows.
+stored prompts, datasets, experiments, the review queue, tool providers, the agent builder,
+workflows. (Scorers list the kept guardrail eval reports: `eval_scores`.)
 
 Each answers exactly what Mastra's server answers when it has none of the thing (an empty list
 with its pagination, an empty record), so Studio shows its empty state rather than an error
@@ -36,11 +36,6 @@ async def workflows() -> dict[str, Any]:
 
 @router.get("/workflows/run-counts")
 async def workflow_run_counts() -> dict[str, Any]:
-    return {}
-
-
-@router.get("/scores/scorers")
-async def scorers() -> dict[str, Any]:
     return {}
 
 
