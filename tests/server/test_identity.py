@@ -335,6 +335,7 @@ def _url(path: str) -> str:
         processorId="whoami",
         traceId="0" * 32,
         spanId="0" * 16,
+        scorerId="eval:echo:input",
     )
 
 
