@@ -2,9 +2,10 @@
 driven in Debian's chromium through Playwright with no browser flags.
 
 It connects, lists the agents, chats with the guarded agent (an email redacted, a tripwire
-shown), chats with the memory agent and reloads its history (no duplicates), runs a processor,
-opens a run's trace and the metrics page. Any 4xx/5xx answer from the server fails the test, as does a route
-requested more than 20 times in one page load (a refetch loop). Mastra's own server answers
+shown), chats with the memory agent over agent signals (Studio's default) and checks the first
+exchange shows once, before and after a reload, runs a processor, opens a run's trace and the
+metrics page, and lists an eval report as a score. Any 4xx/5xx answer from the server fails the
+test, as does a route requested more than 20 times in one page load (a refetch loop). Mastra's own server answers
 404 for the thread of a new chat until its first message; that one answer is expected.
 Set SLUICEGATE_SCREENSHOTS=docs to refresh docs/mastra-studio-*.png.
 """
@@ -12,6 +13,7 @@ Set SLUICEGATE_SCREENSHOTS=docs to refresh docs/mastra-studio-*.png.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -254,11 +256,25 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             page.wait_for_load_state("networkidle")
             shot(page, "metrics", tmp_path)
 
+            # A guardrail eval report is listed as a score of its chain's scorer.
+            dataset = json.dumps(
+                {"text": "mail ada@example.com", "spans": [{"start": 5, "end": 20, "label": "EMAIL_ADDRESS"}]}
+            )
+            evaluated = httpx.post(
+                f"{studio['api']}/api/eval", json={"dataset": dataset, "agentId": "guarded"}
+            )
+            assert evaluated.status_code == 200, evaluated.text
+            visit("/scorers")
+            page.get_by_text("Guardrail eval of guarded (input)").first.wait_for()
+            shot(page, "scorers", tmp_path)
+            visit("/scorers/eval%3Aguarded%3Ainput")  # its rows: the report's score, the entity
+            page.get_by_text('{"examples":1,"phase":"input"}').wait_for()
+            shot(page, "scorer", tmp_path)
+
             # Every other view answers, without errors or loops.
             for view in (
                 "/agents/guarded/traces",
                 "/workflows",
-                "/scorers",
                 "/datasets",
                 "/experiments",
                 "/mcps",
