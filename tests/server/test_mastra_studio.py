@@ -5,8 +5,9 @@ It connects, lists the agents, chats with the guarded agent (an email redacted, 
 shown), chats with the memory agent over agent signals (Studio's default) and checks the first
 exchange shows once, before and after a reload, runs a processor, opens a run's trace and the
 metrics page, and lists an eval report as a score. Any 4xx/5xx answer from the server fails the
-test, as does a route requested more than 20 times in one page load (a refetch loop). Mastra's own server answers
-404 for the thread of a new chat until its first message; that one answer is expected.
+test, as does a route requested more than 20 times in one page load (a refetch loop). Mastra's
+own server answers 404 for the thread of a new chat until its first message; that one answer is
+expected.
 Set SLUICEGATE_SCREENSHOTS=docs to refresh docs/mastra-studio-*.png.
 """
 
