@@ -5,8 +5,6 @@
 # and `mastra studio` on :3000. Open http://localhost:3000.
 #   bash clients/studio/run.sh [app.py]      # default: the two-agent app next to this script
 #   bash clients/studio/run.sh --install-only  # what .ci/run does before the browser test
-# MASTRA_AGENT_SIGNALS=false: sluicegate has no agent signals (thread subscriptions), and
-# Studio's fallback for a server without them shows a new thread's first message twice.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -22,5 +20,5 @@ SLUICEGATE_CORS_ORIGINS="${SLUICEGATE_CORS_ORIGINS:-http://localhost:3000}" \
   "$root/.venv/bin/python" -m sluicegate serve --studio "$app" --host 127.0.0.1 --port 4111 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
-MASTRA_TELEMETRY_DISABLED=1 MASTRA_AGENT_SIGNALS=false \
+MASTRA_TELEMETRY_DISABLED=1 \
   ./node_modules/.bin/mastra studio --port 3000 --server-host localhost --server-port 4111

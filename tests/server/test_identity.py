@@ -164,6 +164,19 @@ NAMING_BOB: list[tuple[str, str, dict[str, Any]]] = [
         {"json": {"runId": "r-1", "resumeData": {}, "resourceId": "bob"}},
     ),
     ("POST", "/api/agents/{agentId}/observe", {"json": {"runId": "r-1", "resourceId": "bob"}}),
+    # Agent signals (tests/server/test_mastra_signals.py).
+    ("POST", "/api/agents/{agentId}/threads/subscribe", {"json": {"threadId": "t-bob", "resourceId": "bob"}}),
+    ("POST", "/api/agents/{agentId}/threads/abort", {"json": {"threadId": "t-bob", "resourceId": "bob"}}),
+    (
+        "POST",
+        "/api/agents/{agentId}/send-message",
+        {"json": {"threadId": "t-bob", "resourceId": "bob", "message": "hi"}},
+    ),
+    (
+        "POST",
+        "/api/agents/{agentId}/queue-message",
+        {"json": {"threadId": "t-new", "resourceId": "bob", "message": "hi"}},
+    ),
     (
         "GET",
         "/api/memory/threads/{threadId}/working-memory",
@@ -192,6 +205,9 @@ BOBS_THREAD_ONLY: list[tuple[str, str, dict[str, Any], int]] = [
         409,
     ),
     ("POST", "/api/agents/{agentId}/generate", {"json": {"messages": "hi", "threadId": "t-bob"}}, 409),
+    ("POST", "/api/agents/{agentId}/send-message", {"json": {"threadId": "t-bob", "message": "hi"}}, 409),
+    ("POST", "/api/agents/{agentId}/threads/subscribe", {"json": {"threadId": "t-bob"}}, 404),
+    ("POST", "/api/agents/{agentId}/threads/abort", {"json": {"threadId": "t-bob"}}, 404),
     ("GET", "/api/memory/threads/{threadId}", {}, 404),
     ("PATCH", "/api/memory/threads/{threadId}", {"json": {"title": "pwned"}}, 404),
     ("DELETE", "/api/memory/threads/{threadId}", {}, 404),
@@ -223,6 +239,11 @@ TRACES = {
     ("POST", "/api/observability/metrics/breakdown"),
     ("POST", "/api/observability/metrics/timeseries"),
     ("POST", "/api/observability/metrics/percentiles"),
+    # Kept eval reports as scores: a caller sees only the reports it ran
+    # (tests/server/test_mastra_eval_scores.py).
+    ("GET", "/api/scores/scorers"),
+    ("GET", "/api/scores/scorers/{scorerId}"),
+    ("GET", "/api/scores/scorer/{scorerId}"),
 }
 
 # Configuration only: no resource's data (still behind the identity gate).
@@ -251,7 +272,6 @@ NO_TENANT_DATA = {
     ("GET", "/api/observability/scores"),
     ("GET", "/api/workflows"),
     ("GET", "/api/workflows/run-counts"),
-    ("GET", "/api/scores/scorers"),
     ("GET", "/api/mcp/v0/servers"),
     ("GET", "/api/workspaces"),
     ("GET", "/api/tool-providers"),
@@ -266,7 +286,6 @@ NO_TENANT_DATA = {
     ("GET", "/api/system/packages"),
     ("GET", "/api/channels/platforms"),
     ("GET", "/api/agents/{agentId}/voice/speakers"),
-    ("POST", "/api/agents/{agentId}/threads/subscribe"),
 }
 
 
@@ -316,6 +335,7 @@ def _url(path: str) -> str:
         processorId="whoami",
         traceId="0" * 32,
         spanId="0" * 16,
+        scorerId="eval:echo:input",
     )
 
 

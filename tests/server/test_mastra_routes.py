@@ -425,13 +425,6 @@ def test_absent_features_answer_mastras_empty_shapes(make: Any, path: str, expec
     assert answer.status_code == 200 and answer.json() == expected
 
 
-def test_thread_subscription_is_refused_as_unsupported(make: Any) -> None:
-    client = make()
-    answer = client.post("/api/agents/remembering/threads/subscribe", json={"threadId": "t"})
-    assert answer.status_code == 501
-    assert client.post("/api/agents/nobody/threads/subscribe", json={"threadId": "t"}).status_code == 404
-
-
 # ----------------------------------------------------------------------------- metrics
 
 

@@ -2,16 +2,19 @@
 driven in Debian's chromium through Playwright with no browser flags.
 
 It connects, lists the agents, chats with the guarded agent (an email redacted, a tripwire
-shown), chats with the memory agent and reloads its history (no duplicates), runs a processor,
-opens a run's trace and the metrics page. Any 4xx/5xx answer from the server fails the test, as does a route
-requested more than 20 times in one page load (a refetch loop). Mastra's own server answers
-404 for the thread of a new chat until its first message; that one answer is expected.
+shown), chats with the memory agent over agent signals (Studio's default) and checks the first
+exchange shows once, before and after a reload, runs a processor, opens a run's trace and the
+metrics page, and lists an eval report as a score. Any 4xx/5xx answer from the server fails the
+test, as does a route requested more than 20 times in one page load (a refetch loop). Mastra's
+own server answers 404 for the thread of a new chat until its first message; that one answer is
+expected.
 Set SLUICEGATE_SCREENSHOTS=docs to refresh docs/mastra-studio-*.png.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -109,8 +112,8 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         "SLUICEGATE_CORS_ORIGINS": origin,
         "SLUICEGATE_STUDIO_DB": str(work / "studio.db"),
         "MASTRA_TELEMETRY_DISABLED": "1",
-        "MASTRA_AGENT_SIGNALS": "false",
     }
+    env.pop("MASTRA_AGENT_SIGNALS", None)  # Studio's default: agent signals on
     env.pop("SLUICEGATE_API_TOKEN", None)
     server = _start(
         [sys.executable, "-m", "sluicegate", "dev", str(app), "--host", "127.0.0.1", "--port", str(api_port)],
@@ -204,14 +207,18 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             page.get_by_text("blocked content matching patterns: forbidden").wait_for()
             shot(page, "guarded-chat", tmp_path)
 
-            # The memory agent: the thread keeps the exchange, and a reload shows it once.
+            # The memory agent, over agent signals: Studio follows the new thread and sends the
+            # message to it; the first exchange shows once, and a reload shows it once.
             visit("/agents/remembering")
             box = page.get_by_placeholder("Enter your message...")
             box.fill("remember the blue door")
-            with page.expect_request(re.compile(r"/api/agents/remembering/stream$")) as sent:
+            with page.expect_request(re.compile(r"/api/agents/remembering/send-message$")) as sent:
                 box.press("Enter")
-            thread_id = sent.value.post_data_json["memory"]["thread"]
+            thread_id = sent.value.post_data_json["threadId"]
             page.get_by_text("Echo: remember the blue door").wait_for()
+            page.wait_for_timeout(500)
+            assert page.get_by_text("Echo: remember the blue door").count() == 1
+            assert page.get_by_text("remember the blue door", exact=True).count() == 1
             record.load += 1
             page.reload()
             page.get_by_text("Echo: remember the blue door").wait_for()
@@ -250,11 +257,25 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             page.wait_for_load_state("networkidle")
             shot(page, "metrics", tmp_path)
 
+            # A guardrail eval report is listed as a score of its chain's scorer.
+            dataset = json.dumps(
+                {"text": "mail ada@example.com", "spans": [{"start": 5, "end": 20, "label": "EMAIL_ADDRESS"}]}
+            )
+            evaluated = httpx.post(
+                f"{studio['api']}/api/eval", json={"dataset": dataset, "agentId": "guarded"}
+            )
+            assert evaluated.status_code == 200, evaluated.text
+            visit("/scorers")
+            page.get_by_text("Guardrail eval of guarded (input)").first.wait_for()
+            shot(page, "scorers", tmp_path)
+            visit("/scorers/eval%3Aguarded%3Ainput")  # its rows: the report's score, the entity
+            page.get_by_text('{"examples":1,"phase":"input"}').wait_for()
+            shot(page, "scorer", tmp_path)
+
             # Every other view answers, without errors or loops.
             for view in (
                 "/agents/guarded/traces",
                 "/workflows",
-                "/scorers",
                 "/datasets",
                 "/experiments",
                 "/mcps",

@@ -15,6 +15,7 @@ from sluicegate.server.bodies import _Body
 from sluicegate.server.deps import ERRORS, registry_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.eval_chain import select_chain
+from sluicegate.server.mastra.eval_scores import keep_eval_report
 
 router = APIRouter(prefix="/api/eval", tags=["eval"])
 
@@ -53,6 +54,9 @@ async def run_eval(body: EvalBody, request: Request) -> dict[str, Any]:
         )
     except EvaluationError as exc:
         raise ApiError(422, str(exc), field="dataset") from None
+    keep_eval_report(
+        request, agent_id=body.agentId, processor_ids=body.processors, phase=body.phase, report=report
+    )
     out: dict[str, Any] = {"report": report.to_dict()}
     if body.html:
         out["html"] = render(report, "html", title="sluicegate eval")

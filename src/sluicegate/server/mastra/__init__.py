@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from sluicegate.server.mastra import absent, auth, memory_views, metrics, observability, providers
+from sluicegate.server.mastra import (
+    absent,
+    auth,
+    eval_scores,
+    memory_views,
+    metrics,
+    observability,
+    providers,
+    signals,
+)
 
 
 def routers() -> list[APIRouter]:
@@ -23,5 +32,7 @@ def routers() -> list[APIRouter]:
         memory_views.router,
         metrics.router,
         observability.router,
+        signals.router,
+        eval_scores.router,
         absent.router,
     ]

@@ -1,6 +1,6 @@
 """Mastra's empty answers for features sluicegate does not have: MCP servers, workspaces,
-stored prompts, datasets, experiments, the review queue, scorers, tool providers, the agent
-builder, workflows.
+stored prompts, datasets, experiments, the review queue, tool providers, the agent builder,
+workflows. (Scorers list the kept guardrail eval reports: `eval_scores`.)
 
 Each answers exactly what Mastra's server answers when it has none of the thing (an empty list
 with its pagination, an empty record), so Studio shows its empty state rather than an error
@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
 
 from sluicegate.server.deps import ERRORS, agent_or_404
 
@@ -37,11 +36,6 @@ async def workflows() -> dict[str, Any]:
 
 @router.get("/workflows/run-counts")
 async def workflow_run_counts() -> dict[str, Any]:
-    return {}
-
-
-@router.get("/scores/scorers")
-async def scorers() -> dict[str, Any]:
     return {}
 
 
@@ -128,15 +122,3 @@ async def voice_speakers(agentId: str, request: Request) -> list[Any]:
     """No agent has a voice provider: no speakers, so Studio offers no voice input or output."""
     agent_or_404(request, agentId)
     return []
-
-
-@router.post(
-    "/agents/{agentId}/threads/subscribe",
-    responses={501: ERRORS[400] | {"description": "Thread subscriptions are not supported."}},
-)
-async def subscribe_to_thread(agentId: str, request: Request) -> JSONResponse:
-    """Mastra streams a thread's runs to every subscriber; here a run streams only to the
-    request that started it (and `observe` replays it), so this answers 501, which Studio
-    reads as "subscriptions not supported" and falls back to its own stream."""
-    agent_or_404(request, agentId)
-    return JSONResponse({"error": "thread subscriptions are not supported by this server"}, status_code=501)
