@@ -42,6 +42,7 @@ from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migra
 from sluicegate.storage.sqlite_files import DatabaseFiles
 from sluicegate.storage.sqlite_spans import SQLiteSpans
 from sluicegate.storage.sqlite_suspended import SQLiteSuspendedRuns
+from sluicegate.storage.sqlite_transaction import write_transaction
 from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES, check_max_bytes
 from sluicegate.storage.types import (
     MessageInclude,
@@ -188,18 +189,6 @@ class SQLiteConnection:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, shut)
         self._executor.shutdown(wait=True)
-
-
-def write_transaction(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
-    """Run `fn` in a transaction that holds the write lock from the start."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(conn)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return result
 
 
 def apply_migrations(conn: apsw.Connection, migrations: tuple[Migration, ...]) -> None:

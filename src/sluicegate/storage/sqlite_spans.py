@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import apsw
 
 from sluicegate.storage.span_store import StoredSpan, check_bounds, check_spans, check_trace_id
-from sluicegate.storage.sqlite_suspended import _Connection
+from sluicegate.storage.sqlite_transaction import StoreConnection, write_transaction
 from sluicegate.storage.types import utc_now
 
 T = TypeVar("T")
@@ -37,21 +37,10 @@ def _row(span: StoredSpan) -> tuple[Any, ...]:
     return (span.trace_id, span.span_id, span.start_ns, record, span.agent_id, span.resource_id)
 
 
-def _write(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(conn)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return result
-
-
 class SQLiteSpans:
     """The `SpanStore` methods of `SQLiteStore` (it provides `_db`)."""
 
-    _db: _Connection
+    _db: StoreConnection
 
     async def save_spans(self, spans: Sequence[StoredSpan]) -> None:
         check_spans(spans)
@@ -74,7 +63,7 @@ class SQLiteSpans:
                 )
 
         if rows:
-            await self._db.run(lambda c: _write(c, save))
+            await self._db.run(lambda c: write_transaction(c, save))
 
     async def spans_since(self, seq: int, limit: int = 5000) -> list[StoredSpan]:
         query = f"{_SELECT} WHERE seq > ? ORDER BY seq LIMIT ?"
@@ -123,4 +112,4 @@ class SQLiteSpans:
                 c.execute("DELETE FROM sluicegate_traces WHERE trace_id = ?", (trace_id,))
             return len(victims)
 
-        return await self._db.run(lambda c: _write(c, prune))
+        return await self._db.run(lambda c: write_transaction(c, prune))

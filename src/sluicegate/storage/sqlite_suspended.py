@@ -9,13 +9,14 @@ The payloads are JSON text, read back exactly as written. The contract is in `su
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import apsw
 
 from sluicegate.storage.errors import SuspendedRunConflictError, SuspendedRunNotFoundError
+from sluicegate.storage.sqlite_transaction import StoreConnection, write_transaction
 from sluicegate.storage.suspended_runs import (
     DEFAULT_MAX_SNAPSHOT_BYTES,
     SuspendedRun,
@@ -32,32 +33,11 @@ from sluicegate.storage.types import from_micros, to_micros
 T = TypeVar("T")
 
 
-class _Connection(Protocol):
-    """What `SQLiteStore._db` (a `SQLiteConnection`, not imported: `sqlite` imports this
-    module) offers: `fn` run on its worker thread, and closing."""
-
-    async def run(self, fn: Callable[[apsw.Connection], T]) -> T: ...
-
-    async def close(self) -> None: ...
-
-
 _COLUMNS = (
     "run_id, agent_id, resource_id, thread_id, pending, snapshot, "
     "suspended_at, expires_at, claimed_at, version"
 )
 _SELECT = f"SELECT {_COLUMNS} FROM sluicegate_suspended_runs WHERE run_id = ?"
-
-
-def _immediate(conn: apsw.Connection, fn: Callable[[apsw.Connection], T]) -> T:
-    """`fn` in a transaction that holds the write lock from the start."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(conn)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return result
 
 
 def _run(row: Sequence[Any]) -> SuspendedRun:
@@ -78,7 +58,7 @@ def _run(row: Sequence[Any]) -> SuspendedRun:
 class SQLiteSuspendedRuns:
     """The `SuspendedRunStore` methods of `SQLiteStore` (it provides `_db`)."""
 
-    _db: _Connection
+    _db: StoreConnection
     max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES
 
     async def save_suspended_run(self, run: SuspendedRun) -> None:
@@ -118,7 +98,7 @@ class SQLiteSuspendedRuns:
                 values,
             )
 
-        await self._db.run(lambda c: _immediate(c, save))
+        await self._db.run(lambda c: write_transaction(c, save))
 
     async def get_suspended_run(self, run_id: str, *, now: datetime | None = None) -> SuspendedRun | None:
         check_request(run_id)
@@ -161,7 +141,7 @@ class SQLiteSuspendedRuns:
                 raise SuspendedRunNotFoundError(run_id, "already claimed")
             return _run([*row[:8], at, row[9]])
 
-        return await self._db.run(lambda c: _immediate(c, claim))
+        return await self._db.run(lambda c: write_transaction(c, claim))
 
     async def release_suspended_run(self, run_id: str, *, version: int) -> bool:
         check_request(run_id, version=version)
@@ -174,7 +154,7 @@ class SQLiteSuspendedRuns:
             )
             return bool(c.changes() == 1)
 
-        return await self._db.run(lambda c: _immediate(c, release))
+        return await self._db.run(lambda c: write_transaction(c, release))
 
     async def finish_suspended_run(self, run_id: str, *, version: int | None = None) -> bool:
         check_request(run_id, version=version)
@@ -186,7 +166,7 @@ class SQLiteSuspendedRuns:
             )
             return bool(c.changes() == 1)
 
-        return await self._db.run(lambda c: _immediate(c, finish))
+        return await self._db.run(lambda c: write_transaction(c, finish))
 
     async def list_suspended_runs(
         self,
@@ -216,4 +196,4 @@ class SQLiteSuspendedRuns:
             c.execute("DELETE FROM sluicegate_suspended_runs WHERE expires_at <= ?", (at,))
             return int(c.changes())
 
-        return await self._db.run(lambda c: _immediate(c, purge))
+        return await self._db.run(lambda c: write_transaction(c, purge))

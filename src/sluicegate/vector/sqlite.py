@@ -26,7 +26,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingExtraError(exc.name or "sqlite-vec", extra="vector", feature="SQLiteVector") from exc
 
-from sluicegate.storage.sqlite import SQLiteConnection, fetch_one, write_transaction
+from sluicegate.storage.sqlite import SQLiteConnection, fetch_one
+from sluicegate.storage.sqlite_transaction import write_transaction
 from sluicegate.vector.base import (
     QueryResult,
     VectorStore,
