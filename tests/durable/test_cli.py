@@ -22,15 +22,16 @@ def test_worker_refuses_a_bad_sticky_timeout(capsys: pytest.CaptureFixture[str])
 
 
 def test_serve_temporal_becomes_the_servers_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("SLUICEGATE_TEMPORAL", raising=False)
-    monkeypatch.delenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", raising=False)
+    # A private copy of the environment: what the command sets must not outlive this test (a
+    # leaked SLUICEGATE_TEMPORAL would turn every later app's runs into workflows).
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_TEMPORAL")}
+    monkeypatch.setattr(os, "environ", environ)
     args = build_parser().parse_args(
-        ["serve", "app.py", "--temporal", "10.0.0.1:7233", "--task-queue", "agents"]
+        ["serve", "app.py", "--temporal", "127.0.0.1:7233", "--task-queue", "agents"]
     )
     _temporal_env(args)
-    assert os.environ["SLUICEGATE_TEMPORAL"] == "10.0.0.1:7233"
-    assert os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] == "agents"
-    plain = build_parser().parse_args(["serve", "app.py"])
-    monkeypatch.delenv("SLUICEGATE_TEMPORAL")
-    _temporal_env(plain)
-    assert "SLUICEGATE_TEMPORAL" not in os.environ
+    assert environ["SLUICEGATE_TEMPORAL"] == "127.0.0.1:7233"
+    assert environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] == "agents"
+    del environ["SLUICEGATE_TEMPORAL"]
+    _temporal_env(build_parser().parse_args(["serve", "app.py"]))
+    assert "SLUICEGATE_TEMPORAL" not in environ
