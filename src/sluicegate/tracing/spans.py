@@ -172,6 +172,11 @@ class RunTrace:
         self._chat_started = time.perf_counter()
         self.stream.step_started(step_number)
 
+    @property
+    def chat_span(self) -> Span | None:
+        """The open `chat` span of the current step (a durable run's model activity nests under it)."""
+        return self._chat
+
     def end_chat(self, step: RecordedStep | None, error: BaseException | None = None) -> None:
         """The model stream ended (or failed): finish reason, usage, latency."""
         span = self._chat
