@@ -61,9 +61,12 @@ def _ancestors(span: Any, by_id: dict[int, Any]) -> list[str]:
     return names
 
 
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "replayed"])
 async def test_a_durable_runs_spans_share_one_trace_under_the_run_span(
-    temporal_server: Any, telemetry: Telemetry
+    temporal_server: Any, telemetry: Telemetry, cached: bool
 ) -> None:
+    """`replayed`: the worker keeps no run in memory, so each workflow task replays the run
+    from its history (as a worker that takes over a run does); its spans are made once."""
     tracer = telemetry.tracer_provider.get_tracer("app")
 
     @tool
@@ -78,7 +81,12 @@ async def test_a_durable_runs_spans_share_one_trace_under_the_run_span(
     agent = Agent("weather", model=model, tools=[lookup])
     client = await Client.connect(temporal_server.target)
     queue = f"q-{uuid.uuid4()}"
-    async with create_worker(client, Sluicegate(agents={agent.id: agent}), task_queue=queue):
+    async with create_worker(
+        client,
+        Sluicegate(agents={agent.id: agent}),
+        task_queue=queue,
+        **({} if cached else {"max_cached_workflows": 0}),
+    ):
         runs = TemporalRuns(client, task_queue=queue, settings={"heartbeatTimeout": 2})
         run_id = await runs.start(agent, "weather in Oslo?")
         result = await asyncio.wait_for(runs.result(run_id), 30)

@@ -84,6 +84,8 @@ class RunTrace:
 
     def __init__(self, agent_id: str, run_id: str, model: Any) -> None:
         self.tracer: trace.Tracer = state.tracer_provider().get_tracer(TRACER_SCOPE)
+        if state.STATE.adapt_tracer is not None:
+            self.tracer = state.STATE.adapt_tracer(self.tracer)
         self.metrics: Instruments = instruments()
         self.capture_content = state.STATE.capture_content
         self.capture_changes = self.capture_content and state.STATE.capture_changes

@@ -28,7 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import _context
-from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal import names, workflow_spans
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
@@ -61,6 +61,7 @@ def install(agents: dict[str, Agent[Any]]) -> None:
     """The agents workflows on this worker may run; ids made inside workflows become replayable."""
     _AGENTS.update(agents)
     uuid.uuid4 = _uuid4
+    workflow_spans.install()
 
 
 class _Settings:
