@@ -96,6 +96,7 @@ async def test_a_durable_runs_spans_share_one_trace_under_the_run_span(
     by_id = {s.context.span_id: s for s in spans}
     names = [s.name for s in spans]
     assert names.count("invoke_agent weather") == 1, names
+    assert len({s.context.span_id for s in spans}) == len(spans), "a span was exported twice"
     assert len({s.context.trace_id for s in spans}) == 1, telemetry.span_tree()
     (run_span,) = [s for s in spans if s.name == "invoke_agent weather"]
     assert run_span.attributes["sluicegate.run_id"] == run_id
