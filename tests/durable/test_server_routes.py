@@ -36,7 +36,8 @@ async def test_stream_and_approve_through_the_routes(
 
     model = MockModel([tool_call_step(("c1", "refund", {"amount": 7})), text_step("refunded 7")])
     agent = Agent("shop", model=model, tools=[refund])
-    app = Sluicegate(agents={"shop": agent})
+    echo = Agent("echo", model=MockModel([text_step("hello")]))
+    app = Sluicegate(agents={"shop": agent, "echo": echo})
     queue = f"q-{uuid.uuid4()}"
     monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
     monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
@@ -60,6 +61,7 @@ async def test_stream_and_approve_through_the_routes(
         chunks = _chunks(first.text)
         assert chunks[-1]["type"] == "tool-call-approval"
         run_id = chunks[0]["runId"]
+        assert first.headers["x-sluicegate-workflow-id"] == run_id
         stale = await http.post(
             "/api/agents/shop/approve-tool-call", json={"runId": run_id, "toolCallId": "nope"}
         )
@@ -78,5 +80,10 @@ async def test_stream_and_approve_through_the_routes(
         assert [c["type"] for c in rest][-1] == "finish"
         assert "".join(c["payload"]["text"] for c in rest if c["type"] == "text-delta") == "refunded 7"
         assert ran == [7]
+        assert approved.headers["x-sluicegate-workflow-id"] == run_id
+        generated = await http.post("/api/agents/echo/generate", json={"messages": "hi"})
+        assert generated.status_code == 200, generated.text
+        assert generated.headers["x-sluicegate-workflow-id"] == generated.json()["runId"]
+        assert (await client.get_workflow_handle(generated.json()["runId"]).result())["text"] == "hello"
         # The run was a workflow (its id is the run id), not a run in the server's process.
         assert (await client.get_workflow_handle(run_id).result())["text"] == "refunded 7"

@@ -97,10 +97,16 @@ async def _begin(
     return runs, run_id, owner
 
 
+WORKFLOW_ID_HEADER = "x-sluicegate-workflow-id"
+"""On every durable route's response: the run's workflow id (its run id), to find the run in
+Temporal's UI and CLI (`temporal workflow show -w <id>`) and its spans (`sluicegate.run_id`)."""
+
+
 def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> ChunkStreamResponse:
     return ChunkStreamResponse(
         output.full_stream,
         run_id=run_id,
+        headers={WORKFLOW_ID_HEADER: run_id},
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
     )
@@ -121,7 +127,7 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     _, agent = agent_or_404(request, agentId)
     runs, run_id, _ = await _begin(agent, body, request)
     result = await runs.result(run_id)
-    return JSONResponse(result)
+    return JSONResponse(result, headers={WORKFLOW_ID_HEADER: run_id})
 
 
 async def _decided(

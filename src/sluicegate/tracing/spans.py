@@ -84,6 +84,8 @@ class RunTrace:
 
     def __init__(self, agent_id: str, run_id: str, model: Any) -> None:
         self.tracer: trace.Tracer = state.tracer_provider().get_tracer(TRACER_SCOPE)
+        if state.STATE.adapt_tracer is not None:
+            self.tracer = state.STATE.adapt_tracer(self.tracer)
         self.metrics: Instruments = instruments()
         self.capture_content = state.STATE.capture_content
         self.capture_changes = self.capture_content and state.STATE.capture_changes
@@ -171,6 +173,11 @@ class RunTrace:
         )
         self._chat_started = time.perf_counter()
         self.stream.step_started(step_number)
+
+    @property
+    def chat_span(self) -> Span | None:
+        """The open `chat` span of the current step (a durable run's model activity nests under it)."""
+        return self._chat
 
     def end_chat(self, step: RecordedStep | None, error: BaseException | None = None) -> None:
         """The model stream ended (or failed): finish reason, usage, latency."""

@@ -26,6 +26,9 @@ class TracingState:
     capture_changes: bool = False
     """Also record what each modifying processor was given and what it made of it (see
     `configure(capture_changes=...)`)."""
+    adapt_tracer: Any = None
+    """Adapts a run's tracer to where the run executes (a durable worker installs one so that a
+    workflow's replayed spans keep their ids and are exported once); None: used as is."""
 
 
 STATE = TracingState()

@@ -28,6 +28,7 @@ from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.publish import Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
+from sluicegate.durable.temporal.trace_context import attached
 from sluicegate.messages import MessageList
 from sluicegate.models.base import CallOptions
 from sluicegate.models.registry import resolve_model
@@ -162,7 +163,8 @@ class DurableActivities:
     def _model_activity(self, agent_id: str) -> Callable[..., Any]:
         async def model_call(call: dict[str, Any]) -> dict[str, Any]:
             try:
-                return await self._model_call(agent_id, call)
+                with attached(call):
+                    return await self._model_call(agent_id, call)
             except Exception as exc:
                 raise to_application_error(exc) from exc
 
@@ -292,7 +294,8 @@ class DurableActivities:
     def _tool_activity(self, agent_id: str, tool_name: str) -> Callable[..., Any]:
         async def tool_call(call: dict[str, Any]) -> dict[str, Any]:
             try:
-                return await self._tool_call(agent_id, tool_name, call)
+                with attached(call):
+                    return await self._tool_call(agent_id, tool_name, call)
             except Exception as exc:
                 raise to_application_error(exc) from exc
 

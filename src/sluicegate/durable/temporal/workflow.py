@@ -28,10 +28,11 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import _context
-from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal import names, workflow_spans
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
+from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.errors import ToolError
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import ModelChain
@@ -60,6 +61,7 @@ def install(agents: dict[str, Agent[Any]]) -> None:
     """The agents workflows on this worker may run; ids made inside workflows become replayable."""
     _AGENTS.update(agents)
     uuid.uuid4 = _uuid4
+    workflow_spans.install()
 
 
 class _Settings:
@@ -150,17 +152,20 @@ class ActivityModel:
         step_number = run.state.step_number
         call = checked(
             f"the model call of step {step_number} (prompt, tools and processor state)",
-            {
-                "runId": run.run_id,
-                "stepNumber": step_number,
-                "offset": self._outbox.offset,
-                "options": vars(options),
-                "states": {
-                    processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
+            inject(
+                {
+                    "runId": run.run_id,
+                    "stepNumber": step_number,
+                    "offset": self._outbox.offset,
+                    "options": vars(options),
+                    "states": {
+                        processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
+                    },
+                    "messages": run.message_list.to_dict(),
+                    "requestContext": _context(run.request_context),
                 },
-                "messages": run.message_list.to_dict(),
-                "requestContext": _context(run.request_context),
-            },
+                None if run.trace is None else run.trace.chat_span,
+            ),
         )
         try:
             result = await workflow.execute_activity(
@@ -213,15 +218,17 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
         await durable.outbox.flush()
         call = checked(
             f"the call of tool {name!r} ({context.tool_call_id})",
-            {
-                "runId": run.run_id,
-                "toolCallId": context.tool_call_id,
-                "idempotencyKey": context.idempotency_key,
-                "args": args,
-                "resumeData": context.resume_data,
-                "requestContext": _context(context.request_context),
-                "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
-            },
+            inject(
+                {
+                    "runId": run.run_id,
+                    "toolCallId": context.tool_call_id,
+                    "idempotencyKey": context.idempotency_key,
+                    "args": args,
+                    "resumeData": context.resume_data,
+                    "requestContext": _context(context.request_context),
+                    "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
+                }
+            ),  # the tool's `execute_tool` span is the current one here
         )
         try:
             result = await workflow.execute_activity(
