@@ -40,8 +40,8 @@ def stream_span(telemetry: Telemetry) -> dict[str, object]:
 
 async def test_a_hold_back_that_only_regrouped_the_text_is_held_not_modified(telemetry: Telemetry) -> None:
     # digits that might start a phone number are held until they cannot
-    result = await agent_for("Call me at 555 1234 thanks").generate("hi")
-    assert result.text == "Call me at 555 1234 thanks"
+    result = await agent_for("It costs 555 dollars, not 1234 thanks").generate("hi")
+    assert result.text == "It costs 555 dollars, not 1234 thanks"
     span = stream_span(telemetry)
     assert span["sluicegate.processor.outcome"] == "held"
     assert span["sluicegate.stream.chunks_dropped"] > 0  # the chunks were regrouped...
