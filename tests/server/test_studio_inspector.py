@@ -97,7 +97,7 @@ def test_clicking_rows_shows_what_each_span_did(page: Any, studio_url: str, tmp_
     model.wait_for(state="detached")
 
     # a hold-back that only regrouped the text is "held", with how much and how long
-    held = run(studio_url, "call 555 1234 tomorrow")
+    held = run(studio_url, "it costs 555 dollars, not 1234 today")
     page.goto(f"{studio_url}/studio#/runs/{held}")
     held_row = page.locator('.span-row[data-processor="pii-detector"][data-outcome="held"]')
     held_row.wait_for()

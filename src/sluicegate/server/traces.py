@@ -150,8 +150,9 @@ class RecentSpans(SpanProcessor):
             self._traces.clear()
             self._started.clear()
             self._span_ids.clear()
-        if self._task is not None:
-            self._task.cancel()
+        task, self._task = self._task, None
+        if task is not None and not task.get_loop().is_closed():  # at exit the loop may be gone
+            task.cancel()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
