@@ -192,7 +192,8 @@ class _Run:
         self.ended = max((s.end_time or 0 for s in self.spans), default=0)
         self.failed = any(failed(s) for s in self.spans)
 
-    def field(self, path: str) -> Any:
+    def fields(self) -> dict[str, Any]:
+        """The trace-level fields queries filter on, as a trace summary carries them."""
         return {
             "traceId": self.trace_id,
             "threadId": self.thread,
@@ -203,13 +204,15 @@ class _Run:
             "entityType": "agent" if self.agent else None,
             "environment": None,
             "status": "error" if self.failed else "success",
-        }[path]
+        }
+
+    def field(self, path: str) -> Any:
+        return self.fields()[path]
 
     def summary(self) -> dict[str, Any]:
         root = self.root
         ctx = root.context if root is not None else None
         return {
-            "traceId": self.trace_id,
             "rootSpanId": format(ctx.span_id, "016x") if ctx else "",
             "name": root.name if root is not None else "",
             "entityId": self.agent,
@@ -217,14 +220,7 @@ class _Run:
             "createdAt": _iso(self.started),
             "metadata": None,
             "inputPreview": None,
-            "threadId": self.thread,
-            "resourceId": self.resource,
-            "startedAt": _iso(self.started),
-            "endedAt": _iso(self.ended),
-            "entityName": self.agent,
-            "entityType": "agent" if self.agent else None,
-            "environment": None,
-            "status": "error" if self.failed else "success",
+            **self.fields(),
         }
 
 
