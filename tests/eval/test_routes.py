@@ -3,14 +3,18 @@ bad input as a 400 naming the field."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from sluicegate import Agent, Sluicegate
-from sluicegate.processors import PIIDetector
+from sluicegate.errors import ConfigurationError
+from sluicegate.processors import PIIDetector, Processor
 from sluicegate.server import ServerSettings, create_app
 from sluicegate.testing import MockModel
 
@@ -70,3 +74,58 @@ def test_the_studio_links_the_eval_page(client: TestClient) -> None:
     # The nav link is added by the view registry when the eval script is loaded.
     core = client.get("/studio/static/core.js").text
     assert 'registerView("eval", "Eval"' in core
+
+
+def test_a_dataset_over_the_example_limit_is_a_413_naming_it() -> None:
+    pii = PIIDetector()
+    agent = Agent(name="support", model=MockModel([]), input_processors=[pii])
+    settings = ServerSettings(studio=True, max_eval_examples=1)
+    with TestClient(create_app(Sluicegate(agents=[agent]), settings)) as client:
+        response = client.post("/api/eval", json={"dataset": DATASET})
+    assert response.status_code == 413, response.text
+    assert response.json()["field"] == "dataset"
+    assert "2 examples; at most 1" in response.json()["error"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_the_example_limit_must_be_a_positive_integer(bad: object) -> None:
+    with pytest.raises(ConfigurationError, match="max_eval_examples"):
+        ServerSettings(max_eval_examples=bad)  # type: ignore[arg-type]
+
+
+def test_the_example_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLUICEGATE_EVAL_MAX_EXAMPLES", "7")
+    assert ServerSettings.from_env().max_eval_examples == 7
+
+
+class _Gate(Processor):
+    """Holds every example until `opened` is set, so a second evaluation meets the first."""
+
+    id = "gate"
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.opened = asyncio.Event()
+
+    async def process_input(self, args: Any) -> Any:
+        self.entered.set()
+        await self.opened.wait()
+        return args.messages
+
+
+async def test_evaluations_run_one_at_a_time() -> None:
+    gate = _Gate()
+    agent = Agent(name="support", model=MockModel([]), input_processors=[gate])
+    app = create_app(Sluicegate(agents=[agent]), ServerSettings(studio=True))
+    dataset = json.dumps({"text": "hello", "expected": "pass"})
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        first = asyncio.ensure_future(client.post("/api/eval", json={"dataset": dataset}))
+        await asyncio.wait_for(gate.entered.wait(), 10)
+        second = await asyncio.wait_for(client.post("/api/eval", json={"dataset": dataset}), 10)
+        assert second.status_code == 429, second.text
+        assert "already running" in second.json()["error"]
+        gate.opened.set()
+        assert (await first).status_code == 200
+        # The lock is released: the next evaluation runs.
+        assert (await client.post("/api/eval", json={"dataset": dataset})).status_code == 200

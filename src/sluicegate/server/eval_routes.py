@@ -3,6 +3,7 @@ the uploaded JSONL's text; the report comes back as JSON, plus the HTML page on 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -10,9 +11,10 @@ from pydantic import Field
 
 from sluicegate.errors import ConfigurationError
 from sluicegate.guardrails.evaluation import EvaluationError, LabelMap, evaluate, render
-from sluicegate.guardrails.evaluation.dataset import DatasetError, read_lines
+from sluicegate.guardrails.evaluation.dataset import DatasetError, Example, read_lines
+from sluicegate.server.agents import run_to_end
 from sluicegate.server.bodies import _Body
-from sluicegate.server.deps import ERRORS, registry_of
+from sluicegate.server.deps import ERRORS, registry_of, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.eval_chain import select_chain
 from sluicegate.server.mastra.eval_scores import keep_eval_report
@@ -34,12 +36,38 @@ class EvalBody(_Body):
     html: bool = Field(default=False, description="Also return the self-contained HTML report.")
 
 
-@router.post("", responses=ERRORS)
+def _one_at_a_time(request: Request) -> asyncio.Lock:
+    """The process's evaluation lock: a dataset may call a judge model per example, so two
+    callers cannot multiply that spend by sending evaluations side by side."""
+    state = request.app.state
+    lock: asyncio.Lock | None = getattr(state, "eval_lock", None)
+    if lock is None:
+        lock = state.eval_lock = asyncio.Lock()
+    return lock
+
+
+@router.post("", responses={**ERRORS, 429: ERRORS[400], 504: ERRORS[400]})
 async def run_eval(body: EvalBody, request: Request) -> dict[str, Any]:
     try:
         examples = read_lines(body.dataset.splitlines())
     except DatasetError as exc:
         raise bad_request("dataset", str(exc)) from None
+    limit = settings_of(request).max_eval_examples
+    if len(examples) > limit:
+        raise ApiError(
+            413,
+            f"the dataset has {len(examples)} examples; at most {limit} per evaluation "
+            "(SLUICEGATE_EVAL_MAX_EXAMPLES)",
+            field="dataset",
+        )
+    lock = _one_at_a_time(request)
+    if lock.locked():
+        raise ApiError(429, "an evaluation is already running on this server; retry when it ends")
+    async with lock:
+        return await run_to_end(request, _evaluate(body, examples, request))
+
+
+async def _evaluate(body: EvalBody, examples: list[Example], request: Request) -> dict[str, Any]:
     try:
         chain = await select_chain(
             registry_of(request), agent_id=body.agentId, processor_ids=body.processors, phase=body.phase

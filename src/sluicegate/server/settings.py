@@ -118,6 +118,9 @@ class ServerSettings:
     capture_content: bool = False
     """Record prompts, answers, tool arguments and results, and what each processor changed, on
     the spans the studio shows (`sluicegate dev` turns it on; see docs/observability.md)."""
+    max_eval_examples: int = 1000
+    """The most examples one `POST /api/eval` dataset may hold (each may call a guardrail's
+    judge model, which costs money); evaluations also run one at a time per server process."""
     extra_headers: dict[str, str] = field(default_factory=dict)
     request_read_timeout: float = 30.0
     """Seconds a connection has to deliver a request's headers and whole body, counted from when
@@ -134,6 +137,9 @@ class ServerSettings:
             )
         if self.max_connections is not None and self.max_connections < 1:
             raise ConfigurationError(f"max_connections must be at least 1, got {self.max_connections}")
+        examples = self.max_eval_examples
+        if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
+            raise ConfigurationError(f"max_eval_examples must be a positive integer, got {examples!r}")
         capacity = self.trace_capacity
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ConfigurationError(f"trace_capacity must be a positive integer, got {capacity!r}")
@@ -148,7 +154,7 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`,
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
-        `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`."""
+        `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -168,4 +174,5 @@ class ServerSettings:
             persist_traces=_flag("SLUICEGATE_PERSIST_TRACES", True),
             trace_db=os.environ.get("SLUICEGATE_TRACE_DB") or None,
             capture_content=_flag("SLUICEGATE_CAPTURE_CONTENT", False),
+            max_eval_examples=_int("SLUICEGATE_EVAL_MAX_EXAMPLES", 1000),
         )
