@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -16,6 +17,7 @@ from sluicegate.server.traces import (
     TRIPWIRE_REASON,
     TRIPWIRE_RETRY,
     RecentSpans,
+    install_recent_spans,
     span_from_record,
     stored_span,
     timeline,
@@ -189,3 +191,21 @@ def test_a_stored_span_reads_back_as_the_span_it_was() -> None:
     again = [span_from_record(stored.record) for stored in (stored_span(s) for s in spans) if stored]
     assert timeline([s for s in again if s is not None]) == timeline(spans)
     assert span_from_record({"name": "broken"}) is None
+
+
+async def test_apps_share_one_span_processor_and_a_closed_app_leaves_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenTelemetry cannot remove a span processor: one per app would keep every app ever made."""
+    provider = TracerProvider()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    apps = [install_recent_spans(10) for _ in range(5)]
+    monkeypatch.undo()
+    processors = provider._active_span_processor._span_processors
+    assert len(processors) == 1
+    tracer = provider.get_tracer("test")
+    trace_id = _run(tracer)
+    assert all(app.spans(trace_id) for app in apps)
+    await apps[0].aclose()
+    later = _run(tracer)
+    assert apps[0].spans(later) == [] and apps[1].spans(later)

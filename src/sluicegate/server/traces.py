@@ -1,6 +1,6 @@
 """The studio's view of tracing: recent runs' finished spans, by trace id.
 
-`RecentSpans` is an OpenTelemetry `SpanProcessor`; `install_recent_spans` adds it to the global
+`RecentSpans` is an OpenTelemetry `SpanProcessor`; `install_recent_spans` feeds it from the global
 SDK tracer provider (creating one when none is set), so whatever records spans in the process —
 sluicegate's own tracing, or the server's request span — lands here. The timeline reads the
 agreed attributes: `sluicegate.processor.id`, `.phase`, `.outcome`,
@@ -21,6 +21,7 @@ import json
 import logging
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -269,6 +270,7 @@ class RecentSpans(SpanProcessor):
     async def aclose(self) -> None:
         """Stop the background writer and write what is left; spans ending later are not stored."""
         self._closed = True
+        detach_recent_spans(self)
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -355,6 +357,34 @@ def span_from_record(record: dict[str, Any]) -> ReadableSpan | None:
 _install_lock = threading.Lock()
 
 
+class _Fanout(SpanProcessor):
+    """The one span processor sluicegate adds to a tracer provider: it hands each span to the
+    live apps' `RecentSpans`. OpenTelemetry cannot remove a span processor, so adding one per
+    app would keep every app ever created (a test suite makes hundreds); an app that closes,
+    or is collected, leaves this set."""
+
+    def __init__(self) -> None:
+        self.members: weakref.WeakSet[RecentSpans] = weakref.WeakSet()
+
+    def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
+        for member in list(self.members):
+            member.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        for member in list(self.members):
+            member.on_end(span)
+
+    def shutdown(self) -> None:
+        for member in list(self.members):
+            member.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+_fanouts: weakref.WeakKeyDictionary[TracerProvider, _Fanout] = weakref.WeakKeyDictionary()
+
+
 def install_recent_spans(
     capacity: int = 200,
     *,
@@ -362,8 +392,8 @@ def install_recent_spans(
     store: SpanStore | None = None,
     max_age: timedelta = DEFAULT_TRACE_MAX_AGE,
 ) -> RecentSpans:
-    """A new `RecentSpans` for one app, added to the global SDK tracer provider (one is
-    created and set when the process has none)."""
+    """A new `RecentSpans` for one app, fed by the global SDK tracer provider (one is created
+    and set when the process has none) until the app closes (`RecentSpans.aclose`)."""
     with _install_lock:
         provider = trace.get_tracer_provider()
         if not isinstance(provider, TracerProvider):
@@ -371,8 +401,19 @@ def install_recent_spans(
             provider = trace.get_tracer_provider()
         recent = RecentSpans(capacity, app_key=app_key, store=store, max_age=max_age)
         if isinstance(provider, TracerProvider):
-            provider.add_span_processor(recent)
+            fanout = _fanouts.get(provider)
+            if fanout is None:
+                fanout = _fanouts[provider] = _Fanout()
+                provider.add_span_processor(fanout)
+            fanout.members.add(recent)
         return recent
+
+
+def detach_recent_spans(recent: RecentSpans) -> None:
+    """Stop feeding `recent` spans (its app closed)."""
+    with _install_lock:
+        for fanout in list(_fanouts.values()):
+            fanout.members.discard(recent)
 
 
 def trace_headers(span: Span) -> dict[str, str]:
