@@ -238,3 +238,18 @@ async def test_an_output_result_judge_is_an_activity(temporal_server: Any) -> No
         assert "sluicegate.checked.judge.result-judge" in await _activity_types(runs, run_id)
 
     await _run(temporal_server, [agent], body, cached=False)
+
+
+def test_with_judge_models_copies_the_processor_and_leaves_it_alone() -> None:
+    from sluicegate.guardrails.detector import with_judge_models
+    from sluicegate.processors.builtin.regex_filter import RegexFilter
+
+    real, stand_in = CountingJudge(hate(0.0)), CountingJudge(hate(0.0))
+    guard = ModerationProcessor(model=real, categories=["hate"])
+    copied = with_judge_models(guard, lambda attribute, detector: stand_in)
+    assert copied is not guard
+    assert copied.detector.model is stand_in
+    assert guard.detector.model is real  # the application's processor keeps serving its runs
+    assert copied.detector.instructions == guard.detector.instructions
+    plain = RegexFilter(presets=["urls"])
+    assert with_judge_models(plain, lambda attribute, detector: stand_in) is plain

@@ -115,3 +115,32 @@ def test_a_semantic_recall_processor_of_its_own_is_refused() -> None:
     agent = Agent("own-recall", model=MockModel([]), input_processors=[recall])
     with pytest.raises(ConfigurationError, match=r"'semantic-recall' embeds on its own.*Memory"):
         create_worker(None, Sluicegate(agents={"own-recall": agent}))  # type: ignore[arg-type]
+
+
+async def test_memory_with_parts_keeps_its_options_and_the_original() -> None:
+    from sluicegate.embeddings import EmbeddingCache
+    from sluicegate.request_context import RequestContext
+
+    storage, other_storage = SQLiteStore(":memory:"), SQLiteStore(":memory:")
+    vector, embedder, other_embedder = SQLiteVector(":memory:"), KeywordEmbedder(), KeywordEmbedder()
+    memory = Memory(
+        storage=storage, vector=vector, embedder=embedder, options={"semantic_recall": {"top_k": 2}}
+    )
+    cache = EmbeddingCache()
+    copied = memory.with_parts(storage=other_storage, embedder=other_embedder, embedding_cache=cache)
+    assert (copied.storage, copied.vector, copied.embedder) == (other_storage, vector, other_embedder)
+    assert (memory.storage, memory.embedder, memory.embedding_cache) == (storage, embedder, None)
+    binding = await copied.bind(thread_id="t", resource_id="u", request_context=RequestContext())
+    [recall] = [p for p in binding.input_processors if isinstance(p, SemanticRecall)]
+    assert recall.cache is cache and recall.embedder is other_embedder and recall.top_k == 2
+    [shared] = [
+        p
+        for p in (
+            await memory.bind(thread_id="t", resource_id="u", request_context=RequestContext())
+        ).input_processors
+        if isinstance(p, SemanticRecall)
+    ]
+    assert shared.cache is SHARED_EMBEDDING_CACHE
+    await vector.close()
+    await storage.close()
+    await other_storage.close()
