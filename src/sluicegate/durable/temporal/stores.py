@@ -7,8 +7,8 @@ A call on the stand-in becomes the activity `sluicegate.<agent id>.storage` (loc
 `ONCE_ONLY` calls), which makes the same call on the real store of the worker that runs it; a
 replayed run gets the recorded answer instead, so history is loaded, messages saved and budgets
 charged once per run, not once per replay. Arguments and answers cross as JSON through
-`encode`/`decode` (messages, threads, resources, reservations and vector hits by their `to_dict` shapes);
-anything else is refused by name.
+`encode`/`decode` (messages, threads, resources, reservations and vector hits by their
+`to_dict` shapes); anything else is refused by name.
 """
 
 from __future__ import annotations
