@@ -253,3 +253,28 @@ def test_with_judge_models_copies_the_processor_and_leaves_it_alone() -> None:
     assert copied.detector.instructions == guard.detector.instructions
     plain = RegexFilter(presets=["urls"])
     assert with_judge_models(plain, lambda attribute, detector: stand_in) is plain
+
+
+async def test_one_guardrail_on_input_and_output_judges_each_in_its_place(temporal_server: Any) -> None:
+    """Its stream windows are judged in the model activity (the real model, directly); its
+    input and whole-result checks in the workflow, one judge activity each."""
+    judge = CountingJudge(hate(0.0))
+    guard = ModerationProcessor(model=judge, categories=["hate"])
+    agent = Agent(
+        "both",
+        model=MockModel([text_step("a kind answer")]),
+        input_processors=[guard],
+        output_processors=[guard],
+    )
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "a kind question")
+        result = await runs.result(run_id)
+        assert result["text"] == "a kind answer" and result["tripwire"] is None
+        judged_in_workflow = (await _activity_types(runs, run_id)).count("sluicegate.both.judge.moderation")
+        assert judged_in_workflow == 2
+        assert len(judge.calls) > judged_in_workflow  # and the stream's windows, in the model activity
+        prompts = [json.dumps(c.prompt) for c in judge.calls]
+        assert any("a kind question" in p for p in prompts) and any("a kind answer" in p for p in prompts)
+
+    await _run(temporal_server, [agent], body)
