@@ -278,3 +278,16 @@ async def test_one_guardrail_on_input_and_output_judges_each_in_its_place(tempor
         assert any("a kind question" in p for p in prompts) and any("a kind answer" in p for p in prompts)
 
     await _run(temporal_server, [agent], body)
+
+
+def test_a_model_router_is_refused_by_the_worker() -> None:
+    """Its judge could be an activity, but the model it picks would be called from workflow code."""
+    from sluicegate.errors import ConfigurationError
+    from sluicegate.processors.builtin.model_router import ModelRouterProcessor
+
+    router = ModelRouterProcessor(
+        routes={"small": MockModel([]), "large": MockModel([])}, classifier=CountingJudge({})
+    )
+    agent = Agent("routed", model=MockModel([]), input_processors=[router])
+    with pytest.raises(ConfigurationError, match=r"'routed'.*picks each step's model"):
+        create_worker(None, Sluicegate(agents={"routed": agent}))  # type: ignore[arg-type]
