@@ -16,8 +16,8 @@ from typing import Any
 
 from sluicegate.embeddings.base import Embedder
 from sluicegate.errors import ConfigurationError
-from sluicegate.processors.builtin.model_router import ModelRouterProcessor
 from sluicegate.processors.base import processor_id
+from sluicegate.processors.builtin.model_router import ModelRouterProcessor
 
 
 def check_durable(agent: Any) -> None:
