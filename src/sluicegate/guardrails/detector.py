@@ -13,6 +13,7 @@ is an error when the guardrail is built, a missing key when a run starts
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -120,6 +121,19 @@ class DetectorModel(Generic[VerdictT]):
         return self._model
 
     @property
+    def model_config(self) -> str | LanguageModel | Any:
+        """The model as given (a `"provider/model"` string is not resolved by reading this)."""
+        return self._model_config
+
+    def asking(self, model: LanguageModel) -> DetectorModel[VerdictT]:
+        """This detector (same instructions, schema and options) asking `model` instead: how a
+        durable run sends its judges' calls through an activity. The wire schema follows
+        `model.provider`, so a stand-in for the embedded model must say `"local"`."""
+        other = copy.copy(self)
+        other._model = model
+        return other
+
+    @property
     def constrained_schema(self) -> dict[str, Any]:
         """The schema for a grammar-constrained judge (the embedded model): scores on a grid
         and findings sized so that a complete verdict fits `max_output_tokens`."""
@@ -222,6 +236,27 @@ async def judged(
         log.warning("[%s] detector model failed, allowing content: %s", label, exc)
         report(processor, message, {**detail, "fail_open": True})
         return None
+
+
+def judges_of(processor: Any) -> dict[str, DetectorModel[Any]]:
+    """The detector models `processor` asks, by attribute name (a guardrail's own attributes)."""
+    return {
+        name: value
+        for name, value in getattr(processor, "__dict__", {}).items()
+        if isinstance(value, DetectorModel)
+    }
+
+
+def with_judge_models(processor: Any, model_for: Callable[[str, DetectorModel[Any]], LanguageModel]) -> Any:
+    """A shallow copy of `processor` whose detectors ask `model_for(attribute, detector)`; the
+    processor itself is unchanged (it keeps serving other runs)."""
+    found = judges_of(processor)
+    if not found:
+        return processor
+    other = copy.copy(processor)
+    for name, detector in found.items():
+        setattr(other, name, detector.asking(model_for(name, detector)))
+    return other
 
 
 def parse_json_object(text: str) -> Any:

@@ -7,12 +7,13 @@ another resource, and returns the memory processors and tools for that one reque
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sluicegate.embeddings.base import Embedder
+from sluicegate.embeddings.base import Embedder, EmbeddingCache
 from sluicegate.memory.binding import MemoryBinding
 from sluicegate.memory.context import set_memory_context
 from sluicegate.memory.errors import MemoryConfigurationError, MemoryOptionError, ThreadAccessError
@@ -241,11 +242,44 @@ class Memory:
         self.options = MemoryOptions().merged(options)
         self._vector = vector
         self._embedder = embedder
+        self.embedding_cache: EmbeddingCache | None = None
+        """The cache semantic recall embeds through; None: the one every `SemanticRecall` shares."""
         if self.options.semantic_recall is not None:
             self._semantic_parts()  # fail at construction when semantic recall cannot work
 
     def __repr__(self) -> str:
         return f"Memory(storage={self.storage!r})"
+
+    @property
+    def vector(self) -> VectorStore | None:
+        """The vector store semantic recall searches (None without semantic recall)."""
+        return self._vector
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder semantic recall uses (None without semantic recall)."""
+        return self._embedder
+
+    def with_parts(
+        self,
+        *,
+        storage: MemoryStore | None = None,
+        vector: VectorStore | None = None,
+        embedder: Embedder | None = None,
+        embedding_cache: EmbeddingCache | None = None,
+    ) -> Memory:
+        """This memory (the same options) over other parts, the ones not given kept. A durable
+        run's workflow gives it stand-ins whose calls are activities, and a cache of its own."""
+        other = copy.copy(self)
+        if storage is not None:
+            other.storage = storage
+        if vector is not None:
+            other._vector = vector
+        if embedder is not None:
+            other._embedder = embedder
+        if embedding_cache is not None:
+            other.embedding_cache = embedding_cache
+        return other
 
     # ---------------------------------------------------------------- the agent contract
 
@@ -399,4 +433,5 @@ class Memory:
             threshold=options.threshold,
             index_name=options.index_name,
             read_only=read_only,
+            cache=self.embedding_cache,
         )

@@ -7,6 +7,8 @@
   of the failed attempt in the log first publishes a `data-stream-retry` chunk; what the
   processors held back of the failed attempt dies with it (nothing is flushed on failure).
 - `sluicegate.<agent>.tool.<name>`: one tool call, with `context.idempotency_key`.
+- `sluicegate.<agent>.judge.<processor>`, `sluicegate.<agent>.embed`: a guardrail's judge call
+  from workflow code, an embedding of semantic recall (see `judges`, `vectors`).
 - `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log.
 """
 
@@ -25,10 +27,12 @@ from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import to_application_error
+from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.publish import Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
 from sluicegate.durable.temporal.trace_context import attached
+from sluicegate.durable.temporal.vectors import embed_activity, embedder_of
 from sluicegate.messages import MessageList
 from sluicegate.models.base import CallOptions
 from sluicegate.models.registry import resolve_model
@@ -127,6 +131,9 @@ class DurableActivities:
             out.append(self._storage_activity(agent_id))
             for tool_name in agent.tools:
                 out.append(self._tool_activity(agent_id, tool_name))
+            out.extend(judge_activity(self.agent, agent_id, pid) for pid in judged_processor_ids(agent))
+            if embedder_of(agent.memory) is not None:
+                out.append(embed_activity(self.agent, agent_id))
         return out
 
     # ------------------------------------------------------------------ the run log

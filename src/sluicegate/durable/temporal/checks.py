@@ -1,31 +1,23 @@
 """What a worker refuses to run durably, at its start: what would do I/O inside the workflow.
 
-Everything a run does to the world must be an activity (see `workflow`). A processor that asks
-a model outside the stream (an LLM judge of input or output), a fallback model list and
-processor arrays given as functions (their processors' stores cannot be found by a worker)
-are not, yet: an agent with one is refused by name rather than run with calls that a replay
-would repeat.
+Everything a run does to the world must be an activity (see `workflow`): model calls, tool
+calls, the judges of guardrails (`judges`), embeddings and vector searches of the memory's
+semantic recall (`vectors`), store calls (`stores`). A fallback model list, processor arrays
+given as functions (their processors cannot be found by a worker), a processor that embeds
+on its own (a `SemanticRecall` listed directly, not through `Memory`) and a
+`ModelRouterProcessor` (its step's model would be called from workflow code; the model
+activity calls the agent's own model) are not, yet: an agent with one is refused by name
+rather than run with calls that a replay would repeat.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sluicegate.embeddings.base import Embedder
 from sluicegate.errors import ConfigurationError
-from sluicegate.guardrails.detector import DetectorModel
-from sluicegate.processors.base import implements, processor_id
-
-_WORKFLOW_HOOKS = (
-    "process_input",
-    "process_input_step",
-    "process_llm_request",
-    "process_llm_response",
-    "process_output_step",
-    "process_output_result",
-    "process_tool_call",
-    "process_tool_result",
-    "process_api_error",
-)
+from sluicegate.processors.base import processor_id
+from sluicegate.processors.builtin.model_router import ModelRouterProcessor
 
 
 def check_durable(agent: Any) -> None:
@@ -41,9 +33,13 @@ def check_durable(agent: Any) -> None:
                 f"agent {agent.id!r}: {name} given as a function cannot run durably (list the processors)"
             )
         for processor in array:
-            judges = [v for v in getattr(processor, "__dict__", {}).values() if isinstance(v, DetectorModel)]
-            if judges and any(implements(processor, hook) for hook in _WORKFLOW_HOOKS):
+            if isinstance(processor, ModelRouterProcessor):
                 raise ConfigurationError(
-                    f"agent {agent.id!r}: processor {processor_id(processor)!r} asks a model outside the "
-                    "stream (an LLM judge); its calls are not activities yet, so it cannot run durably"
+                    f"agent {agent.id!r}: processor {processor_id(processor)!r} picks each step's model, "
+                    "which a durable run cannot do yet (it calls the agent's own model)"
+                )
+            if isinstance(getattr(processor, "embedder", None), Embedder):
+                raise ConfigurationError(
+                    f"agent {agent.id!r}: processor {processor_id(processor)!r} embeds on its own; in a "
+                    "durable run semantic recall goes through the agent's Memory (options semantic_recall)"
                 )

@@ -31,3 +31,13 @@ def tool_activity(agent_id: str, tool_name: str) -> str:
 def storage_activity(agent_id: str) -> str:
     """One call of a store the agent's run uses (its memory's storage, the cost guard's budget)."""
     return f"sluicegate.{agent_id}.storage"
+
+
+def judge_activity(agent_id: str, processor_id: str) -> str:
+    """One call of a guardrail's judge model (an LLM judge asked outside the stream)."""
+    return f"sluicegate.{agent_id}.judge.{processor_id}"
+
+
+def embed_activity(agent_id: str) -> str:
+    """One embedding call of the agent's memory (semantic recall: the query, new messages)."""
+    return f"sluicegate.{agent_id}.embed"

@@ -43,16 +43,13 @@ _SETTINGS = frozenset(
 
 def check_durable_memory(agent: Agent[Any], memory: Any) -> None:
     """`memory=` of a durable run: `{"thread": ..., "resource": ...}` (strings), on an agent with
-    memory whose recall needs no vector store (semantic recall is not durable yet)."""
+    memory (per-run memory options are not taken: every worker replays with the agent's own)."""
     if agent.memory is None:
         raise InvalidInputError(f"memory: agent {agent.id!r} has no memory")
     if not isinstance(memory, dict) or set(memory) - {"thread", "resource"} or "thread" not in memory:
         raise InvalidInputError('memory must be {"thread": ..., "resource": ...} in a durable run')
     if not all(isinstance(v, str) and v for v in memory.values()):
         raise InvalidInputError("memory: thread and resource must be non-empty strings")
-    options = getattr(agent.memory, "options", None)
-    if getattr(options, "semantic_recall", None) is not None:
-        raise InvalidInputError("memory: semantic recall is not supported in durable runs yet")
 
 
 class WorkerUnavailableError(SluicegateError):

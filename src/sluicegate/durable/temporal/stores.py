@@ -1,13 +1,14 @@
 """Storage inside a durable run: every call of a store the run uses is an activity.
 
 The workflow holds a stand-in (`store_proxy`) for each store its agent reaches: the memory's
-storage (threads, history, working memory) and a processor's `store` (the cost guard's budget).
+storage (threads, history, working memory), its vector store (semantic recall) and a
+processor's `store` (the cost guard's budget).
 A call on the stand-in becomes the activity `sluicegate.<agent id>.storage` (local, except for
 `ONCE_ONLY` calls), which makes the same call on the real store of the worker that runs it; a
 replayed run gets the recorded answer instead, so history is loaded, messages saved and budgets
 charged once per run, not once per replay. Arguments and answers cross as JSON through
-`encode`/`decode` (messages, threads, resources and reservations by their `to_dict` shapes);
-anything else is refused by name.
+`encode`/`decode` (messages, threads, resources, reservations and vector hits by their
+`to_dict` shapes); anything else is refused by name.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sluicegate.messages import Message
 from sluicegate.processors.base import processor_id
 from sluicegate.storage.base import MemoryStore
 from sluicegate.storage.types import MessageInclude, Resource, Thread
+from sluicegate.vector.base import QueryResult
 
 _TAG = "__sluicegate__"
 
@@ -46,7 +48,7 @@ def encode(value: Any) -> Any:
         return {_TAG: "datetime", "v": value.isoformat()}
     if isinstance(value, (Message, Thread, Resource)):
         return {_TAG: type(value).__name__, "v": encode(value.to_dict())}
-    if isinstance(value, (MessageInclude, Reservation)):
+    if isinstance(value, (MessageInclude, Reservation, QueryResult)):
         return {_TAG: type(value).__name__, "v": encode(dataclasses.asdict(value))}
     raise TypeError(
         f"a {type(value).__name__} cannot cross the workflow boundary of a durable run's storage call"
@@ -60,6 +62,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "Resource": Resource.from_dict,
     "MessageInclude": lambda v: MessageInclude(**v),
     "Reservation": lambda v: Reservation(**v),
+    "QueryResult": lambda v: QueryResult(**v),
 }
 
 
@@ -104,12 +107,13 @@ def store_proxy(store: Any, call: Call) -> Any:
 
 def real_store(agent: Any, locator: list[str]) -> Any:
     """The store a stand-in stands for, on this worker: `["memory"]` (the agent's memory's
-    storage) or `["processor", pid]` (that processor's `store`)."""
-    if locator == ["memory"]:
+    storage), `["vector"]` (its vector store) or `["processor", pid]` (that processor's `store`)."""
+    if locator in (["memory"], ["vector"]):
         memory = getattr(agent, "memory", None)
-        if memory is None:
-            raise LookupError(f"agent {agent.id!r} has no memory on this worker")
-        return memory.storage
+        store = None if memory is None else memory.storage if locator == ["memory"] else memory.vector
+        if store is None:
+            raise LookupError(f"agent {agent.id!r} has no memory {locator[0]} store on this worker")
+        return store
     if len(locator) == 2 and locator[0] == "processor":
         for processor in durable_processors(agent):
             if processor_id(processor) == locator[1]:

@@ -30,9 +30,11 @@ from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import _context
 from sluicegate.durable.temporal import names, workflow_spans
 from sluicegate.durable.temporal.failures import from_activity_error
+from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.durable.temporal.trace_context import inject
+from sluicegate.durable.temporal.vectors import durable_memory
 from sluicegate.errors import ToolError
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import ModelChain
@@ -267,13 +269,8 @@ class _DurableRun:
         durable = copy.copy(agent)
         durable.tools = {name: _activity_tool(agent, name, tool, self) for name, tool in agent.tools.items()}
         if agent.memory is not None:
-            memory = copy.copy(agent.memory)
-            memory.storage = store_proxy(agent.memory.storage, self._storage(["memory"]))  # type: ignore[attr-defined]
-            durable.memory = memory
-        for array in ("input_processors", "output_processors", "error_processors"):
-            processors = getattr(agent, array)
-            if isinstance(processors, (list, tuple)) and any(has_store(p) for p in processors):
-                setattr(durable, array, [self._with_store_proxy(p) for p in processors])
+            durable.memory = durable_memory(agent.memory, agent.id, self._storage, self._judge_options())
+        self._wire_processors(durable)
         durable._suspended_runs = InMemorySuspendedRunStore()
         durable._run_log = None
         durable._own_run_log = False
@@ -311,6 +308,29 @@ class _DurableRun:
             return decode(answer)
 
         return call
+
+    def _judge_options(self) -> ActivityOptions:
+        """Judge and embedding calls are scheduled like model calls (timeouts, retries)."""
+        settings = self.settings
+        return ActivityOptions(settings.model_timeout, settings.heartbeat, settings.model_retry)
+
+    def _wire_processors(self, durable: Agent[Any]) -> None:
+        """The processors as the workflow runs them: their stores and judges are activities. A
+        processor listed twice (input and output) stays one object."""
+        copies: dict[int, Any] = {}
+        for array in ("input_processors", "output_processors", "error_processors"):
+            processors = getattr(durable, array)
+            if not isinstance(processors, (list, tuple)):
+                continue
+            wired = []
+            for processor in processors:
+                if id(processor) not in copies:
+                    proxied = self._with_store_proxy(processor)
+                    copies[id(processor)] = judged_processor(
+                        proxied, durable.id, array, self._judge_options()
+                    )
+                wired.append(copies[id(processor)])
+            setattr(durable, array, wired)
 
     def _with_store_proxy(self, processor: Any) -> Any:
         if not has_store(processor):
