@@ -1,10 +1,9 @@
 """What a worker refuses to run durably, at its start: what would do I/O inside the workflow.
 
 Everything a run does to the world must be an activity (see `workflow`). A processor that asks
-a model outside the stream (an LLM judge of input or output), a fallback model list and
-processor arrays given as functions (their processors' stores cannot be found by a worker)
-are not, yet: an agent with one is refused by name rather than run with calls that a replay
-would repeat.
+a model outside the stream (an LLM judge of input or output) and processor arrays given as
+functions (their processors' stores cannot be found by a worker) are not, yet: an agent with
+one is refused by name rather than run with calls that a replay would repeat.
 """
 
 from __future__ import annotations
@@ -30,8 +29,6 @@ _WORKFLOW_HOOKS = (
 
 def check_durable(agent: Any) -> None:
     """Raise `ConfigurationError` naming what of `agent` cannot run durably."""
-    if isinstance(agent.model, (list, tuple)):
-        raise ConfigurationError(f"agent {agent.id!r}: a fallback model list cannot run durably yet")
     for name in ("input_processors", "output_processors", "error_processors"):
         array = getattr(agent, name, None)
         if array is None:
