@@ -48,6 +48,10 @@ def _mid_stream(text: str, error: APICallError) -> list[dict[str, Any]]:
     ]
 
 
+def _named(steps: list[Any], name: str) -> MockModel:
+    return MockModel(steps, provider="mock", model_id=name)
+
+
 def _shown(chunks: list[Chunk[Any]]) -> list[Any]:
     """What a client sees: each chunk's type, a text delta's text, a fallback notice's data."""
     out: list[Any] = []
@@ -109,7 +113,7 @@ async def test_a_model_failing_with_retryable_5xx_falls_over_after_its_own_retri
 ) -> None:
     def make() -> list[Any]:
         return [
-            {"model": MockModel([_server_error()] * 5, provider="mock", model_id="primary"), "max_retries": 1},
+            {"model": _named([_server_error()] * 5, "primary"), "max_retries": 1},
             MockModel([text_step("from the second model")], provider="mock", model_id="secondary"),
         ]
 
@@ -150,7 +154,7 @@ async def test_a_retryable_failure_inside_the_stream_falls_over_with_a_notice(te
     def make() -> list[Any]:
         return [
             {
-                "model": MockModel([_mid_stream("Half of", _server_error())], provider="mock", model_id="primary"),
+                "model": _named([_mid_stream("Half of", _server_error())], "primary"),
                 "max_retries": 0,
             },
             MockModel([text_step("Whole answer")], provider="mock", model_id="secondary"),
