@@ -111,9 +111,16 @@ async def test_a_retried_tool_call_announces_itself_and_publishes_nothing_twice(
 
 
 async def test_concurrent_tool_calls_each_publish_their_data_once(temporal_server: Any) -> None:
+    started: set[str] = set()
+    all_started = asyncio.Event()
+
     @tool
     async def report(job: str, context: ToolContext) -> str:
-        """Writes two data chunks."""
+        """Writes two data chunks, once all three calls run (they run at once, as in one process)."""
+        started.add(job)
+        if len(started) == 3:
+            all_started.set()
+        await asyncio.wait_for(all_started.wait(), 10)
         for n in (1, 2):
             await context.writer.custom({"type": "data-progress", "data": {"job": job, "n": n}})
             await asyncio.sleep(0.05)
@@ -122,6 +129,8 @@ async def test_concurrent_tool_calls_each_publish_their_data_once(temporal_serve
     calls = [("c1", "report", {"job": "a"}), ("c2", "report", {"job": "b"}), ("c3", "report", {"job": "c"})]
     local = Agent("concurrent", model=MockModel([tool_call_step(*calls), text_step("ok")]), tools=[report])
     in_process = [c async for c in (await local.stream("hi")).full_stream]
+    started.clear()
+    all_started.clear()
     agent = Agent("concurrent", model=MockModel([tool_call_step(*calls), text_step("ok")]), tools=[report])
 
     async def body(runs: TemporalRuns) -> None:
