@@ -104,7 +104,8 @@ async def test_a_retried_tool_call_announces_itself_and_publishes_nothing_twice(
         second = len(kinds) - 1 - kinds[::-1].index("data-progress")
         assert first < notice < second < kinds.index("tool-result")
         assert [c.data["attempt"] for c in chunks if c.type == "data-progress"] == [1, 2]
-        assert chunks[notice].data == {"toolCallId": "c1", "toolName": "slow", "attempt": 2, "discardFrom": first}
+        expected = {"toolCallId": "c1", "toolName": "slow", "attempt": 2, "discardFrom": first}
+        assert chunks[notice].data == expected
         assert kinds.count("tool-result") == 1 and kinds.count("finish") == 1
 
     await _run(temporal_server, agent, body, toolTimeout=1.5)

@@ -355,7 +355,8 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
                 if inspect.isawaitable(emitted):
                     await emitted
             else:
-                await writer.custom({"type": chunk.type, "data": chunk.data, "from": chunk.from_})
+                custom = {"type": chunk.type, "data": chunk.data, "from": chunk.from_}
+                await writer.custom({**custom, "transient": True} if chunk.is_transient else custom)
         if result.get("suspended"):
             await context.suspend(result.get("suspendPayload"))
             return None
