@@ -314,7 +314,10 @@ class DurableActivities:
                 for closable in (source, stream) if source is not stream else (stream,):
                     aclose = getattr(closable, "aclose", None)
                     if aclose is not None:
-                        await aclose()
+                        try:
+                            await aclose()
+                        except Exception:  # already closing (the deadline reader's), or the provider's own
+                            log.debug("closing the model stream failed", exc_info=True)
             if pipeline is not None and runner.flushes_stream:
                 for flushed in await runner.flush_stream():  # the step is over: held text goes out
                     emit(flushed)
@@ -368,6 +371,7 @@ class DurableActivities:
     async def _tool_call(self, agent_id: str, tool_name: str, call: dict[str, Any]) -> dict[str, Any]:
         agent = self.agent(agent_id)
         tool = agent.tools[tool_name]
+        validated = tool.validate(call["args"])  # ToolInputError: not retried
         run_id: str = call["runId"]
         offset: int | None = call.get("offset")
         publisher = self.publishers.for_agent(agent) if offset is not None else None
@@ -408,7 +412,6 @@ class DurableActivities:
             suspend_schema=tool.context_schema(),
             idempotency_key=call["idempotencyKey"],
         )
-        validated = tool.validate(call["args"])  # ToolInputError: not retried
         beating = asyncio.ensure_future(_heartbeats())
         try:
             result = await tool.execute(validated, context)
