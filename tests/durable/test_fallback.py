@@ -17,6 +17,7 @@ from sluicegate import Agent, Sluicegate, tool
 from sluicegate.durable.temporal import TemporalRuns, create_worker, names
 from sluicegate.errors import APICallError
 from sluicegate.models import retries
+from sluicegate.models.registry import register_provider
 from sluicegate.stream.chunk import Chunk
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
@@ -205,3 +206,17 @@ async def test_the_run_stays_on_the_model_that_answered(temporal_server: Any) ->
     assert result["text"] == "done"
     assert len(primary.calls) == 1  # the second step goes to the model that served the first
     assert [index for _, index, _ in models] == [0, 1, 1]
+
+
+async def test_string_entries_are_named_as_in_one_process(temporal_server: Any) -> None:
+    failing = _mid_stream("Half", _server_error())
+    register_provider("durable-fb-a", lambda model_id: _named([failing], model_id))
+    register_provider("durable-fb-b", lambda model_id: _named([text_step("Whole")], model_id))
+
+    def make() -> list[Any]:
+        return [{"model": "durable-fb-a/first", "max_retries": 0}, "durable-fb-b/second"]
+
+    shown, _, _ = await _in_process(Agent("fallback-strings", model=make()))
+    assert ("data-model-fallback", "mock/first", "mock/second", 503) in shown
+    d_shown, result, _ = await _durable(temporal_server, Agent("fallback-strings", model=make()))
+    assert d_shown == shown and result["text"] == "Whole"

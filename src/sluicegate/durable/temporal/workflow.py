@@ -38,6 +38,7 @@ from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.errors import ToolError, TripWire
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
+from sluicegate.models.registry import resolve_model
 from sluicegate.processors.base import implements, processor_id
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
@@ -152,12 +153,7 @@ class ActivityModel:
         self._settings = settings
         self.index = index
         self.run: AgentRun | None = None
-        real = agent.model if entry is None else entry.model
-        if isinstance(real, str):
-            self.provider, _, self.model_id = real.partition("/")
-        else:
-            self.provider = getattr(real, "provider", "durable")
-            self.model_id = getattr(real, "model_id", str(real))
+        self.provider, self.model_id = _names(agent.model if entry is None else entry.model)
         retries = None if entry is None else entry.max_retries
         self.retry_policy = settings.model_retry
         if retries is not None:
@@ -227,6 +223,18 @@ class ActivityModel:
 
     async def do_generate(self, options: CallOptions) -> Any:
         raise NotImplementedError("a durable run streams its model calls")
+
+
+def _names(model: Any) -> tuple[str, str]:
+    """The provider and model id a run in one process reports for `model` (a model string is
+    resolved as there, for its name only: the activity makes the calls)."""
+    if isinstance(model, str):
+        try:
+            model = resolve_model(model)
+        except Exception:  # a provider this worker cannot build: the string's own parts
+            provider, _, model_id = model.partition("/")
+            return provider, model_id
+    return str(getattr(model, "provider", "durable")), str(getattr(model, "model_id", model))
 
 
 def _failed_attempt(exc: ActivityError) -> dict[str, Any] | None:
