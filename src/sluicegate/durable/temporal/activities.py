@@ -275,7 +275,7 @@ class DurableActivities:
             opened = True
             deadlines = pipeline is not None and runner.uses_stream_deadlines
             # As in one process: a stream processor's timed flush (`stream_deadline`, e.g.
-            # `BatchPartsProcessor(max_wait_ms=...)`) fires while the model is silent.
+            # `BatchPartsProcessor(max_wait_time=...)`) fires while the model is silent.
             source = with_deadlines(stream, runner.next_stream_deadline, _DEADLINE) if deadlines else stream
             try:
                 async for part in source:
@@ -375,7 +375,6 @@ class DurableActivities:
         run_id: str = call["runId"]
         offset: int | None = call.get("offset")
         publisher = self.publishers.for_agent(agent) if offset is not None else None
-        notice: list[dict[str, Any]] = []
         if publisher is not None and offset is not None and activity.info().attempt > 1:
             written = await publisher.end(run_id)
             if written > offset:
@@ -390,8 +389,7 @@ class DurableActivities:
                         "discardFrom": offset,
                     },
                 )
-                notice = [retry.to_dict()]
-                offset = await publisher.write(run_id, written, notice)
+                offset = await publisher.write(run_id, written, [retry.to_dict()])
         # Without an offset (another call of the step streams live now) the data goes back in
         # the result, for the workflow to publish after it.
         batches = _Batches(publisher, run_id, offset) if offset is not None else None
@@ -433,7 +431,6 @@ class DurableActivities:
         out["data"] = [c.to_dict() for c in data]
         if batches is not None:
             out["offset"] = await batches.finish()
-            out["notice"] = notice
         what = f"the result of tool {tool_name!r} (call {call['toolCallId']})"
         checked_out: dict[str, Any] = checked(what, out)
         return checked_out
