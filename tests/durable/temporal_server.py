@@ -61,13 +61,25 @@ class DevServer:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
+                listening = s.connect_ex(("127.0.0.1", self.port)) == 0
+            # An open port is not a ready server ("Frontend is not healthy yet"): ask it.
+            if listening and self._healthy(cli):
+                return
             if self.process.poll() is not None:
                 raise RuntimeError(f"the Temporal dev server exited with {self.process.returncode}")
             time.sleep(0.05)
         self.stop()
         raise RuntimeError("the Temporal dev server did not start within 30 s")
+
+    def _healthy(self, cli: str) -> bool:
+        check = subprocess.run(
+            [cli, "operator", "cluster", "health", "--address", self.target],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        return check.returncode == 0 and "SERVING" in check.stdout
 
     @property
     def target(self) -> str:

@@ -456,6 +456,3 @@ def test_a_worker_refuses_what_would_do_io_in_the_workflow() -> None:
     dynamic = Agent("dynamic", model=MockModel([]), input_processors=lambda context: [])
     with pytest.raises(ConfigurationError, match="given as a function"):
         create_worker(None, Sluicegate(agents={"dynamic": dynamic}))  # type: ignore[arg-type]
-    fallback = Agent("fallback", model=[MockModel([]), MockModel([])])
-    with pytest.raises(ConfigurationError, match="fallback model list"):
-        create_worker(None, Sluicegate(agents={"fallback": fallback}))  # type: ignore[arg-type]

@@ -1,12 +1,17 @@
 """The activities of durable runs: everything a run does outside its deterministic loop.
 
-- `sluicegate.<agent>.model`: one model call. The provider stream is read here, chunk by chunk
-  through the agent's output stream processors (their hold-back included), and each chunk is
-  published to the run log as it is produced, so readers see it live. The provider client does
-  not retry (`max_retries` 0): Temporal's retry policy does. A retried attempt that finds text
-  of the failed attempt in the log first publishes a `data-stream-retry` chunk; what the
-  processors held back of the failed attempt dies with it (nothing is flushed on failure).
-- `sluicegate.<agent>.tool.<name>`: one tool call, with `context.idempotency_key`.
+- `sluicegate.<agent>.model`: one model call, to the model of the agent's (fallback) list at
+  `modelIndex`. The provider stream is read here, chunk by chunk through the agent's output
+  stream processors (their hold-back and timed flushes included), and each chunk is published
+  to the run log as it is produced, so readers see it live. The provider client does not retry
+  (`max_retries` 0): Temporal's retry policy does. A retried attempt that finds text of the
+  failed attempt in the log first publishes a `data-stream-retry` chunk; what the processors
+  held back of the failed attempt dies with it (nothing is flushed on failure). A failed call
+  tells the workflow whether its stream had opened, so the loop moves to the next model
+  exactly when a run in one process would.
+- `sluicegate.<agent>.tool.<name>`: one tool call, with `context.idempotency_key`; its
+  `context.writer.custom(...)` chunks are published as the tool writes them (at the offset the
+  workflow gave), after a `data-tool-retry` notice when an earlier attempt had published some.
 - `sluicegate.<agent>.judge.<processor>`, `sluicegate.<agent>.embed`: a guardrail's judge call
   from workflow code, an embedding of semantic recall (see `judges`, `vectors`).
 - `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log.
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.tool_errors import error_text
@@ -34,7 +40,8 @@ from sluicegate.durable.temporal.stores import decode, encode, real_store, store
 from sluicegate.durable.temporal.trace_context import attached
 from sluicegate.durable.temporal.vectors import embed_activity, embedder_of
 from sluicegate.messages import MessageList
-from sluicegate.models.base import CallOptions
+from sluicegate.models.base import CallOptions, LanguageModel
+from sluicegate.models.fallback import parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.processors.base import implements, processor_id
 from sluicegate.processors.runner import ProcessorRunner, Writer
@@ -50,6 +57,49 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.durable")
 
 _BOOKKEEPING = frozenset(("finish", "stream-start", "response-metadata"))
+_DEADLINE = {"type": "__deadline__"}
+_FAILED_ITEMS = 16
+"""How many of a failed call's chunks go back to the workflow: the loop only needs to know
+what it showed (whether it went beyond its step-start), not all of it; all of it is in the log."""
+
+
+class _FailedCall(Exception):
+    """A model call that failed, with whether its stream had opened (a failure to open moves to
+    the next fallback model, one inside an open stream only when it is retryable)."""
+
+    def __init__(self, error: BaseException, opened: bool, items: list[dict[str, Any]]) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.opened = opened
+        self.items = items
+
+    def application_error(self) -> BaseException:
+        failure = to_application_error(self.error)
+        attempt = {names.FAILED_ATTEMPT: {"opened": self.opened, "items": self.items[:_FAILED_ITEMS]}}
+        if isinstance(failure, ApplicationError):
+            return ApplicationError(
+                failure.message,
+                *failure.details,
+                attempt,
+                type=failure.type,
+                non_retryable=failure.non_retryable,
+            )
+        # Another exception: retryable, named by its type, as Temporal would report it.
+        return ApplicationError(str(self.error), attempt, type=type(self.error).__name__)
+
+
+def model_at(agent: Agent[Any], index: int) -> LanguageModel:
+    """The model at `index` of the agent's fallback list (a single model is a list of one)."""
+    entries = parse_model_option(agent.model, where=f"agent {agent.id!r} model")
+    if entries is None:
+        if index != 0:
+            raise ApplicationError(f"agent {agent.id!r} has one model, not {index + 1}", non_retryable=True)
+        return resolve_model(agent.model)
+    if not 0 <= index < len(entries):
+        raise ApplicationError(
+            f"agent {agent.id!r} has {len(entries)} fallback models, no model {index}", non_retryable=True
+        )
+    return resolve_model(entries[index].model)
 
 
 class Publishers:
@@ -172,6 +222,8 @@ class DurableActivities:
             try:
                 with attached(call):
                     return await self._model_call(agent_id, call)
+            except _FailedCall as failed:
+                raise failed.application_error() from failed.error
             except Exception as exc:
                 raise to_application_error(exc) from exc
 
@@ -183,7 +235,7 @@ class DurableActivities:
         info = activity.info()
         request_context = RequestContext(call.get("requestContext") or {})
         options = CallOptions(**call["options"])
-        model = resolve_model(agent.model)
+        model = model_at(agent, int(call.get("modelIndex", 0)))
         processors = [
             p
             for p in await agent._resolve_array("output_processors", {}, request_context)
@@ -224,11 +276,23 @@ class DurableActivities:
             items.append({"chunk": chunk.to_dict()})
 
         heartbeat = activity.heartbeat
+        opened = False
         try:
             stream = (await model.do_stream(options)).stream
+            opened = True
+            deadlines = pipeline is not None and runner.uses_stream_deadlines
+            # As in one process: a stream processor's timed flush (`stream_deadline`, e.g.
+            # `BatchPartsProcessor(max_wait_time=...)`) fires while the model is silent.
+            source = with_deadlines(stream, runner.next_stream_deadline, _DEADLINE) if deadlines else stream
             try:
-                async for part in stream:
+                async for part in source:
                     heartbeat()
+                    if part is _DEADLINE:
+                        for flushed in await runner.run_stream_deadlines():
+                            emit(flushed)
+                        while pending:
+                            emit(pending.pop(0))
+                        continue
                     kind = part.get("type")
                     if kind == "text-delta":
                         chunk: Chunk[Any] | None = Chunk(
@@ -254,9 +318,13 @@ class DurableActivities:
                     while pending:
                         emit(pending.pop(0))
             finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+                for closable in (source, stream) if source is not stream else (stream,):
+                    aclose = getattr(closable, "aclose", None)
+                    if aclose is not None:
+                        try:
+                            await aclose()
+                        except Exception:  # already closing (the deadline reader's), or the provider's own
+                            log.debug("closing the model stream failed", exc_info=True)
             if pipeline is not None and runner.flushes_stream:
                 for flushed in await runner.flush_stream():  # the step is over: held text goes out
                     emit(flushed)
@@ -266,9 +334,8 @@ class DurableActivities:
             # What already went past the processors is the attempt's output: it is published
             # (the retry notice will clear it); what they held back dies with the attempt.
             await batches.finish()
-            if isinstance(exc, ModelStreamError):
-                raise exc.error from exc
-            raise
+            error = exc.error if isinstance(exc, ModelStreamError) else exc
+            raise _FailedCall(error, opened, items) from exc
         except BaseException:
             batches.cancel()
             raise
@@ -311,18 +378,45 @@ class DurableActivities:
     async def _tool_call(self, agent_id: str, tool_name: str, call: dict[str, Any]) -> dict[str, Any]:
         agent = self.agent(agent_id)
         tool = agent.tools[tool_name]
+        validated = tool.validate(call["args"])  # ToolInputError: not retried
+        run_id: str = call["runId"]
+        offset: int | None = call.get("offset")
+        publisher = self.publishers.for_agent(agent) if offset is not None else None
+        if publisher is not None and offset is not None and activity.info().attempt > 1:
+            written = await publisher.end(run_id)
+            if written > offset:
+                # The failed attempt's data reached readers: tell them before the new attempt's.
+                retry = Chunk(
+                    names.TOOL_RETRY_NOTICE,
+                    run_id,
+                    data={
+                        "toolCallId": call["toolCallId"],
+                        "toolName": tool_name,
+                        "attempt": activity.info().attempt,
+                        "discardFrom": offset,
+                    },
+                )
+                offset = await publisher.write(run_id, written, [retry.to_dict()])
+        # Without an offset (another call of the step streams live now) the data goes back in
+        # the result, for the workflow to publish after it.
+        batches = _Batches(publisher, run_id, offset) if offset is not None else None
         data: list[Chunk[Any]] = []
+
+        def write(chunk: Chunk[Any]) -> None:
+            data.append(chunk)
+            if batches is not None:
+                batches.add(chunk)
+
         context = ToolContext(
             tool_call_id=call["toolCallId"],
             messages=list(call.get("messages") or []),
             request_context=RequestContext(call.get("requestContext") or {}),
-            writer=Writer(call["runId"], data.append),
+            writer=Writer(run_id, write),
             tool_name=tool_name,
             resume_data=call.get("resumeData"),
             suspend_schema=tool.context_schema(),
             idempotency_key=call["idempotencyKey"],
         )
-        validated = tool.validate(call["args"])  # ToolInputError: not retried
         beating = asyncio.ensure_future(_heartbeats())
         try:
             result = await tool.execute(validated, context)
@@ -330,15 +424,22 @@ class DurableActivities:
             # As in one process: the model reads the failure as the call's result. Only a crash
             # or a timeout retries a tool.
             text = error_text(exc, details=agent.provider_error_details)
-            return {"error": text, "data": [c.to_dict() for c in data]}
+            out: dict[str, Any] = {"error": text}
+        except BaseException:
+            if batches is not None:
+                batches.cancel()
+            raise
+        else:
+            out = {"result": result}
+            if context.suspended:
+                out = {"suspended": True, "suspendPayload": context.suspend_payload}
         finally:
             beating.cancel()
-        out: dict[str, Any] = {"result": result, "data": [c.to_dict() for c in data]}
-        if context.suspended:
-            out = {"suspended": True, "suspendPayload": context.suspend_payload, "data": out["data"]}
-        checked_out: dict[str, Any] = checked(
-            f"the result of tool {tool_name!r} (call {call['toolCallId']})", out
-        )
+        out["data"] = [c.to_dict() for c in data]
+        if batches is not None:
+            out["offset"] = await batches.finish()
+        what = f"the result of tool {tool_name!r} (call {call['toolCallId']})"
+        checked_out: dict[str, Any] = checked(what, out)
         return checked_out
 
 

@@ -1,12 +1,12 @@
 """What a worker refuses to run durably, at its start: what would do I/O inside the workflow.
 
-Everything a run does to the world must be an activity (see `workflow`): model calls, tool
-calls, the judges of guardrails (`judges`), embeddings and vector searches of the memory's
-semantic recall (`vectors`), store calls (`stores`). A fallback model list, processor arrays
-given as functions (their processors cannot be found by a worker), a processor that embeds
-on its own (a `SemanticRecall` listed directly, not through `Memory`) and a
+Everything a run does to the world must be an activity (see `workflow`): model calls (each
+model of a fallback list), tool calls, the judges of guardrails (`judges`), embeddings and
+vector searches of the memory's semantic recall (`vectors`), store calls (`stores`). Processor
+arrays given as functions (their processors cannot be found by a worker), a processor that
+embeds on its own (a `SemanticRecall` listed directly, not through `Memory`) and a
 `ModelRouterProcessor` (its step's model would be called from workflow code; the model
-activity calls the agent's own model) are not, yet: an agent with one is refused by name
+activity calls the agent's own models) are not, yet: an agent with one is refused by name
 rather than run with calls that a replay would repeat.
 """
 
@@ -22,8 +22,6 @@ from sluicegate.processors.builtin.model_router import ModelRouterProcessor
 
 def check_durable(agent: Any) -> None:
     """Raise `ConfigurationError` naming what of `agent` cannot run durably."""
-    if isinstance(agent.model, (list, tuple)):
-        raise ConfigurationError(f"agent {agent.id!r}: a fallback model list cannot run durably yet")
     for name in ("input_processors", "output_processors", "error_processors"):
         array = getattr(agent, name, None)
         if array is None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from datetime import timedelta
@@ -35,9 +37,10 @@ from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.durable.temporal.vectors import durable_memory
-from sluicegate.errors import ToolError
+from sluicegate.errors import ToolError, TripWire
 from sluicegate.models.base import CallOptions, StreamResult
-from sluicegate.models.fallback import ModelChain
+from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
+from sluicegate.models.registry import resolve_model
 from sluicegate.processors.base import implements, processor_id
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
@@ -133,18 +136,31 @@ class _Outbox:
 
 
 class ActivityModel:
-    """The run's model inside the workflow: each call is the model activity."""
+    """One model of the run's (fallback) list inside the workflow: each call is the model
+    activity, with the model's `index` in its input and the model's own retry policy (the
+    entry's `max_retries` + 1 attempts, or `modelAttempts` when the entry sets none)."""
 
     specification_version = "v2"
 
-    def __init__(self, agent: Agent[Any], outbox: _Outbox, settings: _Settings) -> None:
+    def __init__(
+        self,
+        agent: Agent[Any],
+        outbox: _Outbox,
+        settings: _Settings,
+        index: int = 0,
+        entry: FallbackEntry | None = None,
+    ) -> None:
         self._agent = agent
         self._outbox = outbox
         self._settings = settings
+        self.index = index
         self.run: AgentRun | None = None
-        real = agent.model
-        self.provider = getattr(real, "provider", "durable")
-        self.model_id = getattr(real, "model_id", str(real))
+        self.provider, self.model_id = _names(agent.model if entry is None else entry.model)
+        retries = None if entry is None else entry.max_retries
+        self.retry_policy = settings.model_retry
+        if retries is not None:
+            interval = settings.model_retry.initial_interval
+            self.retry_policy = RetryPolicy(initial_interval=interval, maximum_attempts=retries + 1)
 
     async def do_stream(self, options: CallOptions) -> StreamResult:
         run = self.run
@@ -158,6 +174,7 @@ class ActivityModel:
                 {
                     "runId": run.run_id,
                     "stepNumber": step_number,
+                    "modelIndex": self.index,
                     "offset": self._outbox.offset,
                     "options": vars(options),
                     "states": {
@@ -175,49 +192,142 @@ class ActivityModel:
                 call,
                 start_to_close_timeout=self._settings.model_timeout,
                 heartbeat_timeout=self._settings.heartbeat,
-                retry_policy=self._settings.model_retry,
+                retry_policy=self.retry_policy,
             )
         except ActivityError as exc:
             # The failed call may have published part of its stream: continue after it.
             await self._outbox.resync(run)
-            raise from_activity_error(exc) from None
+            error = from_activity_error(exc)
+            attempt = _failed_attempt(exc)
+            if attempt is None or not attempt.get("opened") or isinstance(error, TripWire):
+                raise error from None
+            # It failed inside an open stream: the loop sees what it streamed, then the error,
+            # and moves to the next model exactly when a run in one process would.
+            return StreamResult(_iterate(self._items(attempt.get("items") or []), error))
         self._outbox.offset = result["offset"]
         for pid, saved in result["states"].items():
             state = run.runner.state_for(pid)
             state.clear()
             state.update(saved)
+        return StreamResult(_iterate(self._items(result["items"])))
+
+    def _items(self, raw: list[dict[str, Any]]) -> list[Any]:
+        """The call's chunks (already in the log: not written again) and bookkeeping parts."""
         items: list[Any] = []
-        for item in result["items"]:
+        for item in raw:
             if "chunk" in item:
                 chunk = Chunk.from_dict(item["chunk"])
                 self._outbox.streamed.add(id(chunk))
                 items.append(chunk)
             else:
                 items.append(item["part"])
-        return StreamResult(_iterate(items))
+        return items
 
     async def do_generate(self, options: CallOptions) -> Any:
         raise NotImplementedError("a durable run streams its model calls")
 
 
-async def _iterate(items: list[Any]) -> AsyncIterator[Any]:
+def _names(model: Any) -> tuple[str, str]:
+    """The provider and model id a run in one process reports for `model` (a model string is
+    resolved as there, for its name only: the activity makes the calls)."""
+    if isinstance(model, str):
+        try:
+            model = resolve_model(model)
+        except Exception:  # a provider this worker cannot build: the string's own parts
+            provider, _, model_id = model.partition("/")
+            return provider, model_id
+    return str(getattr(model, "provider", "durable")), str(getattr(model, "model_id", model))
+
+
+def _failed_attempt(exc: ActivityError) -> dict[str, Any] | None:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        for detail in cause.details:
+            if isinstance(detail, dict) and names.FAILED_ATTEMPT in detail:
+                found: dict[str, Any] = detail[names.FAILED_ATTEMPT]
+                return found
+    return None
+
+
+def activity_models(agent: Agent[Any], outbox: _Outbox, settings: _Settings) -> list[ActivityModel]:
+    """The agent's model, or each model of its fallback list, as model activities."""
+    entries = parse_model_option(agent.model)
+    if entries is None:
+        return [ActivityModel(agent, outbox, settings)]
+    return [ActivityModel(agent, outbox, settings, index, entry) for index, entry in enumerate(entries)]
+
+
+class _DurableChain(ModelChain):
+    """The run's model activities, in order. Unlike a run in one process, each step is announced
+    (`step-start`) before its first model's activity: that activity publishes its chunks to the
+    log as they stream, right after the step's start, which must therefore be there first. The
+    circuit breaker is not consulted (its state is not the workflow's to read)."""
+
+    def __init__(self, models: list[ActivityModel]) -> None:
+        super().__init__(models, [0] * len(models))  # no client retries: Temporal's policy retries
+
+    @property
+    def is_last(self) -> bool:
+        return True  # read by the loop only to announce the step (see the class docstring)
+
+    def advance(self) -> bool:
+        if self.index + 1 >= len(self):
+            return False
+        self.index += 1
+        return True
+
+
+async def _iterate(items: list[Any], error: BaseException | None = None) -> AsyncIterator[Any]:
     for item in items:
         yield item
+    if error is not None:
+        raise error
+
+
+class _Tail:
+    """Whether a tool call of the step streams its data live now. The run log is one sequence:
+    one activity at a time writes at its end, so of calls running at once the first streams and
+    the others hand their data chunks back with their results (published after it)."""
+
+    busy = False
+
+
+_TAILS: weakref.WeakKeyDictionary[_Outbox, _Tail] = weakref.WeakKeyDictionary()
 
 
 def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRun) -> Tool:
     """The tool inside the workflow: validated here (a bad call costs no activity), run by the
-    tool activity, its data chunks and suspension handed back to the loop."""
+    tool activity (which publishes its data chunks as the tool writes them), its suspension
+    handed back to the loop."""
     wrapped = copy.copy(real)
 
     def validate(args: Any) -> Any:
         real.validate(args)
         return args
 
+    async def run_activity(call: dict[str, Any]) -> dict[str, Any]:
+        try:
+            result: dict[str, Any] = await workflow.execute_activity(
+                names.tool_activity(agent.id, name),
+                call,
+                start_to_close_timeout=durable.settings.tool_timeout,
+                heartbeat_timeout=durable.settings.heartbeat,
+                retry_policy=durable.settings.tool_retry,
+            )
+        except ActivityError as exc:
+            if "offset" in call:
+                assert durable.run is not None
+                # Its attempts may have published data chunks: continue after them.
+                await durable.outbox.resync(durable.run)
+            raise from_activity_error(exc) from None
+        return result
+
     async def execute(args: Any, context: ToolContext) -> Any:
         run = durable.run
         assert run is not None
-        await durable.outbox.flush()
+        outbox = durable.outbox
+        tail = _TAILS.setdefault(outbox, _Tail())
+        live = not tail.busy
         call = checked(
             f"the call of tool {name!r} ({context.tool_call_id})",
             inject(
@@ -232,20 +342,31 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
                 }
             ),  # the tool's `execute_tool` span is the current one here
         )
-        try:
-            result = await workflow.execute_activity(
-                names.tool_activity(agent.id, name),
-                call,
-                start_to_close_timeout=durable.settings.tool_timeout,
-                heartbeat_timeout=durable.settings.heartbeat,
-                retry_policy=durable.settings.tool_retry,
-            )
-        except ActivityError as exc:
-            raise from_activity_error(exc) from None
+        if live:
+            tail.busy = True
+            try:
+                await outbox.flush()
+                # Holding the outbox's lock: nothing else writes at the offsets the tool streams to.
+                async with outbox._lock:
+                    call["offset"] = outbox.offset
+                    result = await run_activity(call)
+                    outbox.offset = result["offset"]
+            finally:
+                tail.busy = False
+        else:
+            result = await run_activity(call)
         writer = context.writer
         for data in result.get("data", []):
             chunk = Chunk.from_dict(data)
-            await writer.custom({"type": chunk.type, "data": chunk.data, "from": chunk.from_})
+            if live:
+                # Already in the log: handed to the loop as is, and not written again.
+                outbox.streamed.add(id(chunk))
+                emitted = writer._emit(chunk)
+                if inspect.isawaitable(emitted):
+                    await emitted
+            else:
+                custom = {"type": chunk.type, "data": chunk.data, "from": chunk.from_}
+                await writer.custom({**custom, "transient": True} if chunk.is_transient else custom)
         if result.get("suspended"):
             await context.suspend(result.get("suspendPayload"))
             return None
@@ -264,7 +385,7 @@ class _DurableRun:
     def __init__(self, agent: Agent[Any], run_id: str, settings: _Settings) -> None:
         self.settings = settings
         self.outbox = _Outbox(agent.id, run_id)
-        self.model = ActivityModel(agent, self.outbox, settings)
+        self.models = activity_models(agent, self.outbox, settings)
         self.run: AgentRun | None = None
         durable = copy.copy(agent)
         durable.tools = {name: _activity_tool(agent, name, tool, self) for name, tool in agent.tools.items()}
@@ -342,10 +463,11 @@ class _DurableRun:
     def bind(self, run: AgentRun) -> AgentRun:
         """The run's wiring for the workflow: the activity model without client retries, no
         stream pipeline here (it runs in the model activity), no log layer (the outbox is it)."""
-        run.models = ModelChain.single(self.model, 0)
+        run.models = _DurableChain(self.models)
         run.run_log = None
         setattr(run.runner, "stream_pipeline", lambda message_list: None)  # noqa: B010
-        self.model.run = run
+        for model in self.models:
+            model.run = run
         self.run = run
         return run
 
