@@ -70,7 +70,9 @@ def open_store(location: str, opened: list[Any]) -> Any:
     return make
 
 
-async def reserve(store: Any, amount: float, idempotency_key: str | None, limit: float = 100.0) -> Reservation:
+async def reserve(
+    store: Any, amount: float, idempotency_key: str | None, limit: float = 100.0
+) -> Reservation:
     result: Reservation = await store.reserve(
         KEY,
         amount,
