@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
@@ -17,6 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.payloads import checked
+from sluicegate.durable.temporal.trace_context import KEY, checked_carrier, inject
 from sluicegate.errors import InvalidInputError, SluicegateError
 from sluicegate.messages.validate import validate_input
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
@@ -98,8 +100,13 @@ class TemporalRuns:
         require_tool_approval: bool | None = None,
         memory: dict[str, str] | None = None,
         run_id: str | None = None,
+        trace_context: Mapping[str, str] | None = None,
     ) -> str:
-        """Start a run; its id (the workflow id). Bad input is refused here, before Temporal."""
+        """Start a run; its id (the workflow id). Bad input is refused here, before Temporal.
+
+        The run's trace continues the caller's: `trace_context` (`{"traceparent": ...,
+        "tracestate"?: ...}`, W3C), else the span current here; its `invoke_agent` span is a
+        child of that span."""
         validate_input(messages, max_chars=agent.max_input_chars)
         if max_steps is not None and (
             not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
@@ -109,19 +116,29 @@ class TemporalRuns:
             raise InvalidInputError("require_tool_approval must be True or False in a durable run")
         if memory is not None:
             check_durable_memory(agent, memory)
+        caller: dict[str, str] | None = None
+        if trace_context is not None:
+            caller = checked_carrier(trace_context)
+            if caller is None:
+                raise InvalidInputError(
+                    "trace_context must be a W3C trace context "
+                    "({'traceparent': '00-<trace id>-<span id>-<flags>'})"
+                )
         run_id = run_id or str(uuid.uuid4())
-        start = checked(
-            "the run's input (messages and request context)",
-            {
-                "agentId": agent.id,
-                "messages": messages,
-                "requestContext": (request_context or RequestContext()).to_dict(),
-                "maxSteps": max_steps,
-                "requireToolApproval": require_tool_approval,
-                "memory": memory,
-                "settings": self.settings,
-            },
-        )
+        start: dict[str, Any] = {
+            "agentId": agent.id,
+            "messages": messages,
+            "requestContext": (request_context or RequestContext()).to_dict(),
+            "maxSteps": max_steps,
+            "requireToolApproval": require_tool_approval,
+            "memory": memory,
+            "settings": self.settings,
+        }
+        if caller is not None:
+            start[KEY] = caller
+        else:
+            inject(start)  # the span current here, if any
+        start = checked("the run's input (messages and request context)", start)
         await self.client.start_workflow(names.WORKFLOW, start, id=run_id, task_queue=self.task_queue)
         return run_id
 
