@@ -34,8 +34,9 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "tests" / "durable" / "crash_app.py")
 WORKER = [sys.executable, "-m", "sluicegate", "worker", APP]
-SETTINGS = {"heartbeatTimeout": 1, "retryInterval": 0.05, "storageTimeout": 3}
-"""A storage activity of a killed worker is retried after `storageTimeout` (it has no heartbeat)."""
+SETTINGS = {"heartbeatTimeout": 1, "retryInterval": 0.05, "storageTimeout": 3, "workflowTaskTimeout": 3}
+"""A storage activity of a killed worker is retried after `storageTimeout` (it has no heartbeat),
+a workflow task it held after `workflowTaskTimeout` (Temporal's default is 10 s)."""
 EXPECTED = "The answer is 42."
 TOKENS = (1 + 1) + (2 + 5)
 """The usage the crash app's model reports for its two calls (a dollar a token)."""
@@ -228,6 +229,8 @@ async def _case(pool: Pool, crash_app: Any, case: str) -> dict[str, Any]:
         owner = RequestContext({RESOURCE_ID_KEY: resource})
         await runs.approve_tool_call(run_id, "call-1", request_context=owner)
     result = await asyncio.wait_for(runs.result(run_id), 60)
+    described = await runs.client.get_workflow_handle(run_id).describe()
+    assert described.raw_description.execution_config.default_workflow_task_timeout.seconds == 3
     owner = RequestContext({RESOURCE_ID_KEY: resource})
     observed = await runs.observe(crash_app.agent, run_id, request_context=owner)
     chunks = [c async for c in observed.full_stream]

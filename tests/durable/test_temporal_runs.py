@@ -463,3 +463,9 @@ def test_a_worker_refuses_what_would_do_io_in_the_workflow() -> None:
     fallback = Agent("fallback", model=[MockModel([]), MockModel([])])
     with pytest.raises(ConfigurationError, match="fallback model list"):
         create_worker(None, Sluicegate(agents={"fallback": fallback}))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 121, "5", True, float("nan")])
+def test_a_workflow_task_timeout_that_is_not_seconds_is_refused(bad: Any) -> None:
+    with pytest.raises(InvalidInputError, match="workflowTaskTimeout"):
+        TemporalRuns(None, settings={"workflowTaskTimeout": bad})  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
@@ -39,6 +40,7 @@ _SETTINGS = frozenset(
         "toolAttempts",
         "storageAttempts",
         "retryInterval",
+        "workflowTaskTimeout",
     )
 )
 
@@ -55,6 +57,15 @@ def check_durable_memory(agent: Agent[Any], memory: Any) -> None:
     options = getattr(agent.memory, "options", None)
     if getattr(options, "semantic_recall", None) is not None:
         raise InvalidInputError("memory: semantic recall is not supported in durable runs yet")
+
+
+def _seconds(settings: dict[str, Any], name: str) -> timedelta | None:
+    value = settings.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 120:
+        raise InvalidInputError(f"settings.{name} must be a number of seconds in (0, 120], got {value!r}")
+    return timedelta(seconds=value)
 
 
 class WorkerUnavailableError(SluicegateError):
@@ -85,6 +96,8 @@ class TemporalRuns:
         self.client = client
         self.task_queue = task_queue
         self.settings = dict(settings or {})
+        self._task_timeout = _seconds(self.settings, "workflowTaskTimeout")
+        """How soon a workflow task of a dead worker goes to another (Temporal's default: 10 s)."""
 
     @classmethod
     async def connect(cls, target: str, **options: Any) -> TemporalRuns:
@@ -139,7 +152,9 @@ class TemporalRuns:
         else:
             inject(start)  # the span current here, if any
         start = checked("the run's input (messages and request context)", start)
-        await self.client.start_workflow(names.WORKFLOW, start, id=run_id, task_queue=self.task_queue)
+        await self.client.start_workflow(
+            names.WORKFLOW, start, id=run_id, task_queue=self.task_queue, task_timeout=self._task_timeout
+        )
         return run_id
 
     async def observe(
