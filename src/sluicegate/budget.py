@@ -16,6 +16,26 @@ class Reservation:
     spent: float
 
 
+MAX_IDEMPOTENCY_KEY = 256
+"""Characters of a reservation's `idempotency_key` at most."""
+
+
+def checked_idempotency_key(value: str | None) -> str | None:
+    """A reservation's `idempotency_key`: None, or a non-empty string of at most
+    `MAX_IDEMPOTENCY_KEY` characters. `reserve` called again with the key of a reservation it
+    made answers that reservation instead of making another (a retried call, e.g. a durable
+    run's activity whose worker died after the database commit, is charged once)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"an idempotency_key must be a string or None, got {type(value).__name__}")
+    if not value or len(value) > MAX_IDEMPOTENCY_KEY:
+        raise ValueError(
+            f"an idempotency_key must have 1 to {MAX_IDEMPOTENCY_KEY} characters, got {len(value)}"
+        )
+    return value
+
+
 def checked_amounts(amount: float, limit: float) -> tuple[float, float]:
     """`amount` and `limit` as floats, refused when they would corrupt a budget: a NaN or
     negative amount stored once would hide or undo spend in every later sum of its key."""

@@ -2,13 +2,16 @@
 
 Its model and tool write what they do, with their process id, into $SG_CRASH_DIR, so a test
 knows which worker to SIGKILL and can count tool runs. Chunks go to Redis ($SG_REDIS_URL);
-memory and the cost guard's budget to one SQLite file there, shared by the workers."""
+memory and the cost guard's budget to one SQLite file there, shared by the workers. A worker
+whose reservation finds `kill-after-reserve-<budget key>` there kills itself once the
+reservation committed, before its activity could report it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -75,7 +78,27 @@ async def lookup(q: str, context: ToolContext) -> str:
     return "42"
 
 
-storage = SQLiteStore(os.path.join(DIR, "memory.db"))
+def _take_flag(name: str) -> bool:
+    """Whether the flag file `name` was there (it is removed)."""
+    try:
+        os.remove(os.path.join(os.environ.get("SG_CRASH_DIR", "/tmp"), name))
+    except FileNotFoundError:
+        return False
+    return True
+
+
+class DyingStore(SQLiteStore):
+    """SIGKILLs its worker right after a flagged reservation committed (once per flag)."""
+
+    async def reserve(self, key: str, amount: float, **kwargs: Any) -> Any:
+        reservation = await super().reserve(key, amount, **kwargs)
+        if activity.in_activity() and _take_flag(f"kill-after-reserve-{key}"):
+            _note("store.log", f"reserved {reservation.id} {kwargs.get('idempotency_key')}")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return reservation
+
+
+storage = DyingStore(os.path.join(DIR, "memory.db"))
 PRICING = {"model": {"input": 1_000_000.0, "output": 1_000_000.0}}
 """A dollar a token: the budget spent is the number of tokens charged."""
 guard = CostGuardProcessor(max_cost=1000.0, scope="resource", store=storage, pricing=PRICING)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -430,6 +431,20 @@ async def test_memory_and_budget_go_through_storage_activities(temporal_server: 
         priced = sum(r["usage"]["inputTokens"] + r["usage"]["outputTokens"] for r in (one, two))
         assert priced > 0
         assert spent == pytest.approx(priced)
+        # The run's first reservation carried its idempotency key: asked again with it, the
+        # store answers that reservation (decided on a spend of 0) and adds nothing.
+        temporal_run = (await runs.client.get_workflow_handle(first).describe()).run_id
+        again = await storage.reserve(
+            "resource:u1",
+            1.0,
+            limit=1e9,
+            since=None,
+            usage={},
+            at=datetime.now(UTC),
+            idempotency_key=f"{first}/{temporal_run}/reserve-1",
+        )
+        assert again.id is not None and again.spent == 0.0
+        assert await storage.total("resource:u1", None) == pytest.approx(priced)
         # ... and the store was reached only through the storage activity, named as documented.
         assert "sluicegate.remembering.storage" in await _local_activity_types(runs, second)
         # No hook timeout became a Temporal timer: whether one is recorded would depend on
@@ -456,3 +471,9 @@ def test_a_worker_refuses_what_would_do_io_in_the_workflow() -> None:
     dynamic = Agent("dynamic", model=MockModel([]), input_processors=lambda context: [])
     with pytest.raises(ConfigurationError, match="given as a function"):
         create_worker(None, Sluicegate(agents={"dynamic": dynamic}))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 121, "5", True, float("nan")])
+def test_a_workflow_task_timeout_that_is_not_seconds_is_refused(bad: Any) -> None:
+    with pytest.raises(InvalidInputError, match="workflowTaskTimeout"):
+        TemporalRuns(None, settings={"workflowTaskTimeout": bad})  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import NoOpMeterProvider
@@ -109,3 +110,100 @@ async def test_a_durable_runs_spans_share_one_trace_under_the_run_span(
     assert _ancestors(provider, by_id)[:2] == ["chat traced", "invoke_agent weather"]
     (api,) = [s for s in spans if s.name == "weather api"]
     assert _ancestors(api, by_id) == ["execute_tool lookup", "invoke_agent weather"]
+
+
+def _echo_agent(name: str, answers: int = 1) -> Agent:
+    return Agent(name, model=MockModel([text_step("hello") for _ in range(answers)]))
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "replayed"])
+async def test_a_durable_run_continues_the_span_current_where_it_is_started(
+    temporal_server: Any, telemetry: Telemetry, cached: bool
+) -> None:
+    """The caller's span is the parent of the run's `invoke_agent`, on every replay alike."""
+    agent = Agent(
+        "helper",
+        model=MockModel([tool_call_step(("c1", "lookup", {"city": "Oslo"})), text_step("done")]),
+        tools=[_lookup],
+    )
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    caller_tracer = telemetry.tracer_provider.get_tracer("caller")
+    async with create_worker(
+        client,
+        Sluicegate(agents={agent.id: agent}),
+        task_queue=queue,
+        **({} if cached else {"max_cached_workflows": 0}),
+    ):
+        runs = TemporalRuns(client, task_queue=queue, settings={"heartbeatTimeout": 2})
+        with caller_tracer.start_as_current_span("handle request") as caller:
+            run_id = await runs.start(agent, "weather in Oslo?")
+        assert (await asyncio.wait_for(runs.result(run_id), 30))["text"] == "done"
+
+    spans = telemetry.spans()
+    (run_span,) = [s for s in spans if s.name == "invoke_agent helper"]
+    assert run_span.parent is not None and run_span.parent.span_id == caller.get_span_context().span_id
+    assert {s.context.trace_id for s in spans} == {caller.get_span_context().trace_id}
+    assert len({s.context.span_id for s in spans}) == len(spans), "a span was exported twice"
+    by_id = {s.context.span_id: s for s in spans}
+    tool_span = next(s for s in spans if s.name == "execute_tool lookup")
+    assert _ancestors(tool_span, by_id) == ["invoke_agent helper", "handle request"]
+
+
+@tool
+async def _lookup(city: str) -> str:
+    """The weather in a city."""
+    return "sunny"
+
+
+async def test_the_stream_route_continues_the_traceparent_header(
+    temporal_server: Any, telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve --temporal`: the run's `invoke_agent` is a child of the request's `traceparent`;
+    a malformed header is ignored (W3C) and the run starts a trace of its own."""
+    from sluicegate.server.app import create_app
+    from sluicegate.server.settings import ServerSettings
+
+    app = Sluicegate(agents={"echo": _echo_agent("echo", answers=2)})
+    queue = f"q-{uuid.uuid4()}"
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
+    client = await Client.connect(temporal_server.target)
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    async with (
+        create_worker(client, app, task_queue=queue),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(app, ServerSettings())),
+            base_url="http://test",
+            timeout=60,
+        ) as http,
+    ):
+        sent = await http.post(
+            "/api/agents/echo/stream",
+            json={"messages": "hi"},
+            headers={"traceparent": f"00-{trace_id}-{parent_id}-01", "tracestate": "vendor=1"},
+        )
+        malformed = await http.post(
+            "/api/agents/echo/stream", json={"messages": "hi"}, headers={"traceparent": "00-nonsense-01"}
+        )
+    assert sent.status_code == malformed.status_code == 200, (sent.text, malformed.text)
+    assert sent.text.count('"type":"finish"') == malformed.text.count('"type":"finish"') == 1
+    runs = [s for s in telemetry.spans() if s.name == "invoke_agent echo"]
+    by_run = {s.attributes["sluicegate.run_id"]: s for s in runs}
+    continued = by_run[sent.headers["x-sluicegate-workflow-id"]]
+    assert continued.parent is not None
+    assert (continued.context.trace_id, continued.parent.span_id) == (int(trace_id, 16), int(parent_id, 16))
+    assert continued.context.trace_state.get("vendor") == "1"
+    fresh = by_run[malformed.headers["x-sluicegate-workflow-id"]]
+    assert fresh.parent is None and fresh.context.trace_id != int(trace_id, 16)
+
+
+@pytest.mark.parametrize(
+    "bad", [{"traceparent": "00-zz-01"}, {"traceparent": "00-" + "0" * 32 + "-" + "1" * 16 + "-01"}, {"x": 1}]
+)
+async def test_start_refuses_a_trace_context_that_is_not_one(bad: Any) -> None:
+    from sluicegate.errors import InvalidInputError
+
+    runs = TemporalRuns(client=None, task_queue="unused")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="trace_context"):
+        await runs.start(_echo_agent("echo"), "hi", trace_context=bad)

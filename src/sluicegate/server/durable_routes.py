@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from sluicegate.agent import Agent
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, names
 from sluicegate.durable.temporal.runs import WorkerUnavailableError
+from sluicegate.durable.temporal.trace_context import from_headers
 from sluicegate.errors import InvalidInputError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.bodies import (
@@ -90,6 +91,7 @@ async def _begin(
             max_steps=options.get("max_steps"),
             require_tool_approval=options.get("require_tool_approval"),
             memory=memory,
+            trace_context=from_headers(request.headers),
         )
     except (InvalidInputError, PayloadTooLargeError) as exc:
         raise ApiError(400, str(exc)) from exc

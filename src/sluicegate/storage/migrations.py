@@ -131,6 +131,17 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        5,
+        "budget reservations made once per idempotency key",
+        (
+            "ALTER TABLE sluicegate_usage ADD COLUMN idempotency_key TEXT",
+            # The spend a reservation was decided on: what `reserve` answers when asked again.
+            "ALTER TABLE sluicegate_usage ADD COLUMN spent REAL",
+            "CREATE UNIQUE INDEX sluicegate_usage_idempotency ON sluicegate_usage (key, idempotency_key) "
+            "WHERE idempotency_key IS NOT NULL",
+        ),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -345,6 +356,103 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 resource_id TEXT,
                 UNIQUE (trace_id, span_id)
             )""",
+        ),
+    ),
+    Migration(
+        7,
+        "budget reservations made once per idempotency key",
+        (
+            "ALTER TABLE sluicegate_usage ADD COLUMN idempotency_key TEXT",
+            # The spend a reservation was decided on: what `reserve` answers when asked again.
+            "ALTER TABLE sluicegate_usage ADD COLUMN spent DOUBLE PRECISION",
+            "CREATE UNIQUE INDEX sluicegate_usage_idempotency ON sluicegate_usage (key, idempotency_key) "
+            "WHERE idempotency_key IS NOT NULL",
+            # `sluicegate_reserve_many` of migration 3 with the reservations' idempotency keys (an
+            # overload: a server of the previous version keeps calling the old one). Under the
+            # keys' locks, a reservation whose (key, idempotency key) is already stored answers
+            # that row and its recorded spend; it is not decided again and adds nothing. The
+            # caller sends each (key, idempotency key) at most once per batch.
+            """CREATE OR REPLACE FUNCTION sluicegate_reserve_many(
+                p_keys TEXT[], p_amounts DOUBLE PRECISION[], p_limits DOUBLE PRECISION[],
+                p_since TIMESTAMPTZ[], p_usage TEXT[], p_at TIMESTAMPTZ[], p_idempotency TEXT[],
+                p_seed BIGINT
+            ) RETURNS TABLE (ord INTEGER, reserved_seq BIGINT, spent DOUBLE PRECISION)
+            LANGUAGE plpgsql VOLATILE AS $$
+            #variable_conflict use_column
+            DECLARE
+                lock_id BIGINT;
+                e RECORD;
+                seqs BIGINT[] := array_fill(NULL::BIGINT, ARRAY[cardinality(p_keys)]);
+                held BIGINT[] := array_fill(NULL::BIGINT, ARRAY[cardinality(p_keys)]);
+                spents DOUBLE PRECISION[] := array_fill(0::DOUBLE PRECISION, ARRAY[cardinality(p_keys)]);
+                cur_key TEXT;
+                cur_since TIMESTAMPTZ;
+                running DOUBLE PRECISION;
+                grant_amounts DOUBLE PRECISION[];
+                grant_ats TIMESTAMPTZ[];
+                i INTEGER;
+                seq_name TEXT := pg_get_serial_sequence('sluicegate_usage', 'seq');
+            BEGIN
+                FOR lock_id IN
+                    SELECT DISTINCT hashtextextended(k, p_seed) FROM unnest(p_keys) AS k ORDER BY 1
+                LOOP
+                    PERFORM pg_advisory_xact_lock(lock_id);
+                END LOOP;
+                FOR e IN
+                    SELECT u.n::INTEGER AS n, u.k, u.a, u.l, u.s, u.t, w.base,
+                        old.seq AS old_seq, old.spent AS old_spent
+                    FROM unnest(p_keys, p_amounts, p_limits, p_since, p_at, p_idempotency)
+                        WITH ORDINALITY AS u(k, a, l, s, t, r, n)
+                    JOIN (
+                        SELECT v.k, v.s, (
+                            SELECT COALESCE(SUM(x.cost), 0) FROM sluicegate_usage x
+                            WHERE x.key = v.k AND (v.s IS NULL OR x.at >= v.s)
+                        ) AS base
+                        FROM (SELECT DISTINCT k, s FROM unnest(p_keys, p_since) AS d(k, s)) AS v
+                    ) AS w ON w.k = u.k AND w.s IS NOT DISTINCT FROM u.s
+                    LEFT JOIN sluicegate_usage old ON old.key = u.k AND old.idempotency_key = u.r
+                    ORDER BY u.k, u.n
+                LOOP
+                    IF e.k IS DISTINCT FROM cur_key THEN
+                        cur_key := e.k;
+                        grant_amounts := '{}';
+                        grant_ats := '{}';
+                        running := NULL;
+                    END IF;
+                    IF e.old_seq IS NOT NULL THEN
+                        held[e.n] := e.old_seq;
+                        spents[e.n] := COALESCE(e.old_spent, 0);
+                        CONTINUE;
+                    END IF;
+                    IF running IS NULL OR e.s IS DISTINCT FROM cur_since THEN
+                        running := e.base;
+                        FOR i IN 1 .. COALESCE(array_length(grant_amounts, 1), 0) LOOP
+                            IF e.s IS NULL OR grant_ats[i] >= e.s THEN
+                                running := running + grant_amounts[i];
+                            END IF;
+                        END LOOP;
+                        cur_since := e.s;
+                    END IF;
+                    spents[e.n] := running;
+                    IF running < e.l THEN
+                        seqs[e.n] := nextval(seq_name);
+                        grant_amounts := grant_amounts || e.a;
+                        grant_ats := grant_ats || e.t;
+                        IF e.s IS NULL OR e.t >= e.s THEN
+                            running := running + e.a;
+                        END IF;
+                    END IF;
+                END LOOP;
+                INSERT INTO sluicegate_usage (seq, key, cost, usage, at, idempotency_key, spent)
+                    SELECT q, k, a, j::jsonb, t, r, sp
+                    FROM unnest(seqs, p_keys, p_amounts, p_usage, p_at, p_idempotency, spents)
+                        AS g(q, k, a, j, t, r, sp)
+                    WHERE q IS NOT NULL;
+                RETURN QUERY
+                    SELECT r.n::INTEGER, COALESCE(r.q, r.h), r.sp
+                    FROM unnest(seqs, held, spents) WITH ORDINALITY AS r(q, h, sp, n);
+            END
+            $$""",
         ),
     ),
 )

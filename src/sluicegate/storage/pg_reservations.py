@@ -27,7 +27,7 @@ from datetime import datetime
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from sluicegate.budget import Reservation, checked_amounts
+from sluicegate.budget import Reservation, checked_amounts, checked_idempotency_key
 from sluicegate.storage.codec import dumps
 from sluicegate.storage.errors import StorageError
 
@@ -39,7 +39,7 @@ DEFAULT_MAX_BATCH = 256
 _RESERVE_MANY = (
     "SELECT ord, reserved_seq, spent FROM "
     "sluicegate_reserve_many($1::text[], $2::float8[], $3::float8[], $4::timestamptz[], "
-    "$5::text[], $6::timestamptz[], $7)"
+    "$5::text[], $6::timestamptz[], $7::text[], $8)"
 )
 
 
@@ -53,22 +53,37 @@ class PendingReservation:
     since: datetime | None
     usage: str
     at: datetime
+    idempotency_key: str | None
     answer: asyncio.Future[Reservation] = field(repr=False)
 
 
 def pending_reservation(
-    key: str, amount: float, limit: float, since: datetime | None, usage: dict[str, int], at: datetime
+    key: str,
+    amount: float,
+    limit: float,
+    since: datetime | None,
+    usage: dict[str, int],
+    at: datetime,
+    idempotency_key: str | None = None,
 ) -> PendingReservation:
     """Check and encode one reservation on its own, so a bad one fails only its caller."""
     if not isinstance(key, str):
         raise TypeError(f"a usage key must be a string, got {type(key).__name__}")
     amount, limit = checked_amounts(amount, limit)
+    idempotency_key = checked_idempotency_key(idempotency_key)
     if since is not None and not isinstance(since, datetime):
         raise TypeError(f"since must be a datetime or None, got {type(since).__name__}")
     if not isinstance(at, datetime):
         raise TypeError(f"at must be a datetime, got {type(at).__name__}")
     return PendingReservation(
-        key, amount, limit, since, dumps(usage), at, asyncio.get_running_loop().create_future()
+        key,
+        amount,
+        limit,
+        since,
+        dumps(usage),
+        at,
+        idempotency_key,
+        asyncio.get_running_loop().create_future(),
     )
 
 
@@ -104,11 +119,12 @@ class ReservationBatcher:
         since: datetime | None,
         usage: dict[str, int],
         at: datetime,
+        idempotency_key: str | None = None,
     ) -> Reservation:
         """Queue the reservation and wait until the batch that carries it has committed."""
         if self._closed:
             raise StorageError("the PostgreSQL store is closed")
-        pending = pending_reservation(key, amount, limit, since, usage, at)
+        pending = pending_reservation(key, amount, limit, since, usage, at, idempotency_key)
         self._queue.append(pending)
         self._start_sender()
         # Cancelling the caller cancels `answer`: still queued, the sender drops it unsent.
@@ -163,8 +179,9 @@ class ReservationBatcher:
         return batch
 
     async def _send(self, conn: PoolConnectionProxy[asyncpg.Record], batch: list[PendingReservation]) -> None:
+        sent, slots = _distinct(batch)
         try:
-            rows = await self._call(conn, batch)
+            rows = await self._call(conn, sent)
         except asyncpg.PostgresError as error:
             if isinstance(error, asyncpg.PostgresConnectionError) or conn.is_closed():
                 _fail_all(batch, error)  # the connection broke mid-call: outcome unknown
@@ -184,10 +201,12 @@ class ReservationBatcher:
         except BaseException:
             _fail_all(batch, StorageError("reservation interrupted; it may have been recorded"))
             raise
+        answers: dict[int, Reservation] = {}
         for row in rows:
-            pending = batch[row["ord"] - 1]
             seq = row["reserved_seq"]
-            held = Reservation(str(seq) if seq is not None else None, float(row["spent"]))
+            answers[row["ord"] - 1] = Reservation(str(seq) if seq is not None else None, float(row["spent"]))
+        for pending, slot in zip(batch, slots, strict=True):
+            held = answers[slot]
             if pending.answer.done():
                 # Cancelled while its batch was in flight: committed, so it stands as the charge.
                 log.debug("reservation %s of a cancelled caller stands as its charge", held.id)
@@ -205,8 +224,27 @@ class ReservationBatcher:
             [p.since for p in batch],
             [p.usage for p in batch],
             [p.at for p in batch],
+            [p.idempotency_key for p in batch],
             self._seed,
         )
+
+
+def _distinct(batch: list[PendingReservation]) -> tuple[list[PendingReservation], list[int]]:
+    """The reservations to send (each (key, idempotency key) once: the function decides a batch
+    against what was stored before it) and, for each of `batch`, the index of the one sent for it."""
+    sent: list[PendingReservation] = []
+    slots: list[int] = []
+    first: dict[tuple[str, str], int] = {}
+    for pending in batch:
+        if pending.idempotency_key is not None:
+            ident = (pending.key, pending.idempotency_key)
+            if ident in first:
+                slots.append(first[ident])
+                continue
+            first[ident] = len(sent)
+        slots.append(len(sent))
+        sent.append(pending)
+    return sent, slots
 
 
 def _fail(pending: PendingReservation, error: BaseException) -> None:

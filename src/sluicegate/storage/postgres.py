@@ -400,17 +400,22 @@ class PostgresStore(PostgresSuspendedRuns, PostgresSpans, MemoryStore):
         since: datetime | None,
         usage: dict[str, int],
         at: datetime,
+        idempotency_key: str | None = None,
     ) -> Reservation:
         """Record `amount` under `key` unless the spend since `since` already reached `limit`.
 
         Concurrent reservations are committed together (`ReservationBatcher`, one
         `sluicegate_reserve_many` call per batch), each still checked under its key's lock in
         arrival order and durable when this returns. A reservation whose caller is cancelled
-        before its batch was sent is never written; once sent, it stands as the charge."""
-        return await self._reservations.reserve(key, amount, limit=limit, since=since, usage=usage, at=at)
+        before its batch was sent is never written; once sent, it stands as the charge. A
+        reservation already made with `idempotency_key` is answered again, not repeated."""
+        return await self._reservations.reserve(
+            key, amount, limit=limit, since=since, usage=usage, at=at, idempotency_key=idempotency_key
+        )
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
-        """Replace a reservation's estimate with the real cost and usage."""
+        """Replace a reservation's estimate with the real cost and usage (settling again
+        writes the same values: a retried settlement charges once)."""
         row, cost = checked_settlement(reservation_id, cost)
         pool = await self.pool()
         await pool.execute(

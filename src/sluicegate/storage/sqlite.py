@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import apsw
 
-from sluicegate.budget import checked_amounts, checked_settlement
+from sluicegate.budget import checked_amounts, checked_idempotency_key, checked_settlement
 from sluicegate.messages.message import Message
 from sluicegate.storage.base import MemoryStore, Reservation
 from sluicegate.storage.codec import (
@@ -531,14 +531,23 @@ class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, MemoryStore):
         since: datetime | None,
         usage: dict[str, int],
         at: datetime,
+        idempotency_key: str | None = None,
     ) -> Reservation:
         """Record `amount` under `key` unless the spend since `since` already reached `limit`;
-        check and insert share one write transaction, so concurrent reservations serialise."""
+        check and insert share one write transaction, so concurrent reservations serialise.
+        A reservation already made with `idempotency_key` is answered again, not repeated."""
         amount, limit = checked_amounts(amount, limit)
-        row = (key, amount, dumps(usage), to_micros(at))
+        idempotency_key = checked_idempotency_key(idempotency_key)
         since_micros = to_micros(since) if since is not None else None
 
         def reserve(c: apsw.Connection) -> Reservation:
+            if idempotency_key is not None:
+                held = c.execute(
+                    "SELECT seq, spent FROM sluicegate_usage WHERE key = ? AND idempotency_key = ?",
+                    (key, idempotency_key),
+                ).fetchone()
+                if held is not None:
+                    return Reservation(str(held[0]), float(held[1] or 0.0))
             spent = float(
                 fetch_one(
                     c.execute(
@@ -549,13 +558,18 @@ class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, MemoryStore):
             )
             if spent >= limit:
                 return Reservation(None, spent)
-            c.execute("INSERT INTO sluicegate_usage (key, cost, usage, at) VALUES (?, ?, ?, ?)", row)
+            c.execute(
+                "INSERT INTO sluicegate_usage (key, cost, usage, at, idempotency_key, spent) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (key, amount, dumps(usage), to_micros(at), idempotency_key, spent),
+            )
             return Reservation(str(c.last_insert_rowid()), spent)
 
         return await self._db.run(lambda c: write_transaction(c, reserve))
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
-        """Replace a reservation's estimate with the real cost and usage."""
+        """Replace a reservation's estimate with the real cost and usage (settling again
+        writes the same values: a retried settlement charges once)."""
         row, cost = checked_settlement(reservation_id, cost)
         values = (cost, dumps(usage), row, key)
         await self._db.run(

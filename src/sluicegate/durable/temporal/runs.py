@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
@@ -17,6 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.payloads import checked
+from sluicegate.durable.temporal.trace_context import KEY, checked_carrier, inject
 from sluicegate.errors import InvalidInputError, SluicegateError
 from sluicegate.messages.validate import validate_input
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
@@ -37,6 +40,7 @@ _SETTINGS = frozenset(
         "toolAttempts",
         "storageAttempts",
         "retryInterval",
+        "workflowTaskTimeout",
     )
 )
 
@@ -50,6 +54,15 @@ def check_durable_memory(agent: Agent[Any], memory: Any) -> None:
         raise InvalidInputError('memory must be {"thread": ..., "resource": ...} in a durable run')
     if not all(isinstance(v, str) and v for v in memory.values()):
         raise InvalidInputError("memory: thread and resource must be non-empty strings")
+
+
+def _seconds(settings: dict[str, Any], name: str) -> timedelta | None:
+    value = settings.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 120:
+        raise InvalidInputError(f"settings.{name} must be a number of seconds in (0, 120], got {value!r}")
+    return timedelta(seconds=value)
 
 
 class WorkerUnavailableError(SluicegateError):
@@ -80,6 +93,8 @@ class TemporalRuns:
         self.client = client
         self.task_queue = task_queue
         self.settings = dict(settings or {})
+        self._task_timeout = _seconds(self.settings, "workflowTaskTimeout")
+        """How soon a workflow task of a dead worker goes to another (Temporal's default: 10 s)."""
 
     @classmethod
     async def connect(cls, target: str, **options: Any) -> TemporalRuns:
@@ -95,8 +110,13 @@ class TemporalRuns:
         require_tool_approval: bool | None = None,
         memory: dict[str, str] | None = None,
         run_id: str | None = None,
+        trace_context: Mapping[str, str] | None = None,
     ) -> str:
-        """Start a run; its id (the workflow id). Bad input is refused here, before Temporal."""
+        """Start a run; its id (the workflow id). Bad input is refused here, before Temporal.
+
+        The run's trace continues the caller's: `trace_context` (`{"traceparent": ...,
+        "tracestate"?: ...}`, W3C), else the span current here; its `invoke_agent` span is a
+        child of that span."""
         validate_input(messages, max_chars=agent.max_input_chars)
         if max_steps is not None and (
             not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1
@@ -106,20 +126,32 @@ class TemporalRuns:
             raise InvalidInputError("require_tool_approval must be True or False in a durable run")
         if memory is not None:
             check_durable_memory(agent, memory)
+        caller: dict[str, str] | None = None
+        if trace_context is not None:
+            caller = checked_carrier(trace_context)
+            if caller is None:
+                raise InvalidInputError(
+                    "trace_context must be a W3C trace context "
+                    "({'traceparent': '00-<trace id>-<span id>-<flags>'})"
+                )
         run_id = run_id or str(uuid.uuid4())
-        start = checked(
-            "the run's input (messages and request context)",
-            {
-                "agentId": agent.id,
-                "messages": messages,
-                "requestContext": (request_context or RequestContext()).to_dict(),
-                "maxSteps": max_steps,
-                "requireToolApproval": require_tool_approval,
-                "memory": memory,
-                "settings": self.settings,
-            },
+        start: dict[str, Any] = {
+            "agentId": agent.id,
+            "messages": messages,
+            "requestContext": (request_context or RequestContext()).to_dict(),
+            "maxSteps": max_steps,
+            "requireToolApproval": require_tool_approval,
+            "memory": memory,
+            "settings": self.settings,
+        }
+        if caller is not None:
+            start[KEY] = caller
+        else:
+            inject(start)  # the span current here, if any
+        start = checked("the run's input (messages and request context)", start)
+        await self.client.start_workflow(
+            names.WORKFLOW, start, id=run_id, task_queue=self.task_queue, task_timeout=self._task_timeout
         )
-        await self.client.start_workflow(names.WORKFLOW, start, id=run_id, task_queue=self.task_queue)
         return run_id
 
     async def observe(

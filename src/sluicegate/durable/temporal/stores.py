@@ -9,15 +9,26 @@ replayed run gets the recorded answer instead, so history is loaded, messages sa
 charged once per run, not once per replay. Arguments and answers cross as JSON through
 `encode`/`decode` (messages, threads, resources, reservations and vector hits by their
 `to_dict` shapes); anything else is refused by name.
+
+A reservation is the one call whose repetition would cost money: its activity may commit and
+its worker die before the server recorded the answer, and the retried activity would reserve
+again. So the stand-in gives each `reserve` an `idempotency_key` (`reservation_key`) that every
+attempt and every replay of that call shares, and the store answers a key it holds with the
+reservation it made.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
+import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
+
+from temporalio import workflow
 
 from sluicegate.budget import Reservation
 from sluicegate.messages import Message
@@ -25,6 +36,8 @@ from sluicegate.processors.base import processor_id
 from sluicegate.storage.base import MemoryStore
 from sluicegate.storage.types import MessageInclude, Resource, Thread
 from sluicegate.vector.base import QueryResult
+
+log = logging.getLogger("sluicegate.durable")
 
 _TAG = "__sluicegate__"
 
@@ -86,13 +99,57 @@ def store_methods(store: Any) -> list[str]:
     ]
 
 
+_issued: weakref.WeakKeyDictionary[Any, itertools.count[int]] = weakref.WeakKeyDictionary()
+"""Reservations made so far, per workflow instance (a replay starts a new instance at 0)."""
+
+
+def reservation_key() -> str:
+    """The idempotency key of the workflow's next reservation: its workflow id and Temporal run
+    id (unique, even when a workflow id is used again) and how many it made before. A workflow
+    makes its calls in the same order on every replay, so each attempt and replay of one
+    reservation sends the same key, and no other reservation has it."""
+    info = workflow.info()
+    number = next(_issued.setdefault(workflow.instance(), itertools.count(1)))
+    return f"{info.workflow_id}/{info.run_id}/reserve-{number}"
+
+
+def takes_idempotency_key(store: Any) -> bool:
+    """Whether the store's `reserve` accepts `idempotency_key` (the built-in stores do)."""
+    try:
+        parameters = inspect.signature(store.reserve).parameters
+    except (TypeError, ValueError):
+        return False
+    return "idempotency_key" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+_warned: set[type] = set()
+
+
 def store_proxy(store: Any, call: Call) -> Any:
     """A stand-in for `store` whose coroutine methods are `call(method, args, kwargs)`. It is a
     `MemoryStore` when `store` is one, and has exactly the store's methods, so checks such as
-    `isinstance(store, ReservingUsageStore)` answer as for the real store."""
+    `isinstance(store, ReservingUsageStore)` answer as for the real store. Its `reserve` calls
+    carry a `reservation_key` unless the caller gave an `idempotency_key`."""
+    keyed = "reserve" in store_methods(store) and takes_idempotency_key(store)
+    if "reserve" in store_methods(store) and not keyed and type(store) not in _warned:
+        _warned.add(type(store))
+        log.warning(
+            "%s.reserve takes no idempotency_key: a durable run whose worker dies right after a "
+            "reservation may be charged that reservation twice",
+            type(store).__name__,
+        )
 
     def forward(name: str) -> Callable[..., Awaitable[Any]]:
         async def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if (
+                name == "reserve"
+                and keyed
+                and kwargs.get("idempotency_key") is None
+                and workflow.in_workflow()
+            ):
+                kwargs = {**kwargs, "idempotency_key": reservation_key()}
             return await call(name, list(args), kwargs)
 
         method.__name__ = name

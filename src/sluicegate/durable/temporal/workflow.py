@@ -35,7 +35,7 @@ from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
-from sluicegate.durable.temporal.trace_context import inject
+from sluicegate.durable.temporal.trace_context import continue_caller, inject
 from sluicegate.durable.temporal.vectors import durable_memory
 from sluicegate.errors import ToolError, TripWire
 from sluicegate.models.base import CallOptions, StreamResult
@@ -531,6 +531,7 @@ class AgentWorkflow:
             raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
         run_id = workflow.info().workflow_id
         durable = self._durable = _DurableRun(agent, run_id, _Settings(start.get("settings") or {}))
+        continue_caller(start)
         options: dict[str, Any] = {
             "request_context": RequestContext(start.get("requestContext") or {}),
             "processor_timeout": None,  # see _owner

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from sluicegate.budget import Reservation, checked_amounts, checked_settlement
+from sluicegate.budget import Reservation, checked_amounts, checked_idempotency_key, checked_settlement
 from sluicegate.processors.args import (
     ProcessLLMRequestArgs,
     ProcessLLMResponseArgs,
@@ -50,7 +50,11 @@ class UsageStore(Protocol):
 @runtime_checkable
 class ReservingUsageStore(UsageStore, Protocol):
     """A `UsageStore` that can hold budget atomically: `reserve` checks the spend and records
-    the estimate in one step, so concurrent requests cannot all pass the same check."""
+    the estimate in one step, so concurrent requests cannot all pass the same check.
+
+    The built-in stores also take `reserve(..., idempotency_key=...)`: called again with the
+    key of a reservation they hold, they answer that reservation instead of making another
+    (durable runs pass one, so a retried reservation is charged once); `settle` is idempotent."""
 
     async def reserve(
         self,
@@ -71,6 +75,8 @@ class InMemoryUsageStore:
 
     def __init__(self) -> None:
         self._entries: dict[str, dict[int, tuple[datetime, float, dict[str, int]]]] = defaultdict(dict)
+        self._granted: dict[tuple[str, str], Reservation] = {}
+        """Reservations made with an idempotency key, by (key, idempotency key)."""
         self._lock = asyncio.Lock()
         self._next_id = 0
 
@@ -102,13 +108,22 @@ class InMemoryUsageStore:
         since: datetime | None,
         usage: dict[str, int],
         at: datetime,
+        idempotency_key: str | None = None,
     ) -> Reservation:
         amount, limit = checked_amounts(amount, limit)
+        idempotency_key = checked_idempotency_key(idempotency_key)
         async with self._lock:
+            if idempotency_key is not None:
+                granted = self._granted.get((key, idempotency_key))
+                if granted is not None:
+                    return granted
             spent = self._total(key, since)
             if spent >= limit:
                 return Reservation(None, spent)
-            return Reservation(str(self._add(key, amount, usage, at)), spent)
+            reservation = Reservation(str(self._add(key, amount, usage, at)), spent)
+            if idempotency_key is not None:
+                self._granted[(key, idempotency_key)] = reservation
+            return reservation
 
     async def settle(self, key: str, reservation_id: str, cost: float, usage: dict[str, int]) -> None:
         row, cost = checked_settlement(reservation_id, cost)

@@ -1,0 +1,61 @@
+"""The workflow's stand-in for a store: which `reserve` calls get the run's idempotency key."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from sluicegate.budget import Reservation
+from sluicegate.durable.temporal.stores import store_proxy, takes_idempotency_key
+from sluicegate.processors import InMemoryUsageStore
+
+
+class LegacyStore:
+    """A custom reserving store written before `idempotency_key` existed."""
+
+    async def reserve(
+        self, key: str, amount: float, *, limit: float, since: Any, usage: Any, at: Any
+    ) -> Reservation:
+        return Reservation("1", 0.0)
+
+    async def settle(self, key: str, reservation_id: str, cost: float, usage: Any) -> None:
+        return None
+
+
+def test_the_built_in_stores_take_an_idempotency_key_and_a_legacy_one_does_not() -> None:
+    assert takes_idempotency_key(InMemoryUsageStore())
+    assert not takes_idempotency_key(LegacyStore())
+
+
+async def test_a_legacy_store_is_named_in_a_warning_and_called_as_before(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[tuple[str, list[Any], dict[str, Any]]] = []
+
+    async def call(method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        calls.append((method, args, kwargs))
+        return Reservation("1", 0.0)
+
+    with caplog.at_level(logging.WARNING, logger="sluicegate.durable"):
+        proxy = store_proxy(LegacyStore(), call)
+    assert "LegacyStore.reserve takes no idempotency_key" in caplog.text
+    at = datetime.now(UTC)
+    await proxy.reserve("k", 1.0, limit=2.0, since=None, usage={}, at=at)
+    assert calls == [("reserve", ["k", 1.0], {"limit": 2.0, "since": None, "usage": {}, "at": at})]
+
+
+async def test_outside_a_workflow_a_reservation_gets_no_key_it_was_not_given() -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def call(method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        calls.append(kwargs)
+        return Reservation("1", 0.0)
+
+    proxy = store_proxy(InMemoryUsageStore(), call)
+    at = datetime.now(UTC)
+    await proxy.reserve("k", 1.0, limit=2.0, since=None, usage={}, at=at)
+    await proxy.reserve("k", 1.0, limit=2.0, since=None, usage={}, at=at, idempotency_key="mine")
+    assert [c.get("idempotency_key") for c in calls] == [None, "mine"]
