@@ -463,3 +463,75 @@ def test_a_worker_refuses_what_would_do_io_in_the_workflow() -> None:
     fallback = Agent("fallback", model=[MockModel([]), MockModel([])])
     with pytest.raises(ConfigurationError, match="fallback model list"):
         create_worker(None, Sluicegate(agents={"fallback": fallback}))  # type: ignore[arg-type]
+
+
+async def _markers(runs: TemporalRuns, run_id: str) -> list[str]:
+    """The local activities the run recorded, in order, one per call."""
+    from temporalio.api.common.v1 import Payloads
+
+    history = await runs.client.get_workflow_handle(run_id).fetch_history()
+    out: list[str] = []
+    for e in history.events:
+        details = e.marker_recorded_event_attributes.details
+        if e.HasField("marker_recorded_event_attributes") and "data" in details:
+            payloads = Payloads()
+            payloads.CopyFrom(details["data"])
+            out.extend(
+                data["activity_type"]
+                for data in (json.loads(p.data) for p in payloads.payloads)
+                if isinstance(data, dict) and "activity_type" in data
+            )
+    return out
+
+
+async def test_the_workflows_chunks_travel_with_the_next_activity(temporal_server: Any) -> None:
+    """No round trip of their own: a run with two tool steps opens the log and closes it (two
+    local activities), and its stream is the in-process run's, chunk for chunk."""
+
+    @tool
+    async def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    steps = [
+        tool_call_step(("c1", "add", {"a": 1, "b": 2})),
+        tool_call_step(("c2", "add", {"a": 3, "b": 4})),
+        text_step("3 and 7"),
+    ]
+    local = Agent("carry", model=MockModel(steps), tools=[add])
+    expected = [c.type async for c in (await local.stream("sum")).full_stream]
+    agent = Agent("carry", model=MockModel(steps), tools=[add])
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "sum")
+        chunks = await _chunks(runs, agent, run_id)
+        assert (await runs.result(run_id))["text"] == "3 and 7"
+        assert [c.type for c in chunks] == expected
+        assert await _markers(runs, run_id) == [names.OPEN_RUN, names.PUBLISH]
+
+    await _run(temporal_server, [agent], body)
+
+
+async def test_chunks_of_a_call_that_failed_before_writing_them_still_reach_the_log(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from temporalio.exceptions import ApplicationError
+
+    from sluicegate.durable.temporal.activities import DurableActivities
+
+    async def fail(self: Any, agent_id: str, call: dict[str, Any]) -> None:
+        raise ApplicationError("the worker lost its log connection", non_retryable=True)
+
+    monkeypatch.setattr(DurableActivities, "_write_carried", fail)
+    agent = Agent("lost", model=MockModel([text_step("never")]))
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "hi")
+        chunks = await _chunks(runs, agent, run_id)
+        assert (await runs.result(run_id))["finishReason"] == "error"
+        kinds = [c.type for c in chunks]
+        # The start and step-start the model call carried, then the error: each once, in order.
+        assert kinds[:2] == ["start", "step-start"] and kinds.count("start") == 1
+        assert kinds[-1] == "finish" and "error" in kinds
+
+    await _run(temporal_server, [agent], body)

@@ -7,7 +7,11 @@
   of the failed attempt in the log first publishes a `data-stream-retry` chunk; what the
   processors held back of the failed attempt dies with it (nothing is flushed on failure).
 - `sluicegate.<agent>.tool.<name>`: one tool call, with `context.idempotency_key`.
-- `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log.
+- `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log
+  when no model or tool call carries them (the run's end), and the run's opening.
+
+A model or tool call's input carries the workflow's chunks produced since the last call
+(`carry`); the activity writes them at their offsets before anything of its own.
 """
 
 from __future__ import annotations
@@ -144,6 +148,16 @@ class DurableActivities:
 
         return activity.defn(name=names.PUBLISH)(publish)
 
+    async def _write_carried(self, agent_id: str, call: dict[str, Any]) -> None:
+        """The workflow's chunks that `call` carries, into the log before anything the call
+        writes (a retried attempt finds them there and skips them)."""
+        carry = call.get("carry")
+        if not carry or not carry["chunks"]:
+            return
+        publisher = self.publishers.for_agent(self.agent(agent_id))
+        if publisher is not None:
+            await publisher.write(call["runId"], carry["offset"], carry["chunks"])
+
     def _open_activity(self) -> Callable[..., Any]:
         async def open_run(call: dict[str, Any]) -> int:
             publisher = self.publishers.for_agent(self.agent(call["agentId"]))
@@ -164,6 +178,7 @@ class DurableActivities:
         async def model_call(call: dict[str, Any]) -> dict[str, Any]:
             try:
                 with attached(call):
+                    await self._write_carried(agent_id, call)
                     return await self._model_call(agent_id, call)
             except Exception as exc:
                 raise to_application_error(exc) from exc
@@ -295,6 +310,7 @@ class DurableActivities:
         async def tool_call(call: dict[str, Any]) -> dict[str, Any]:
             try:
                 with attached(call):
+                    await self._write_carried(agent_id, call)
                     return await self._tool_call(agent_id, tool_name, call)
             except Exception as exc:
                 raise to_application_error(exc) from exc

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -88,8 +88,13 @@ class _Settings:
 
 
 class _Outbox:
-    """The workflow's chunks, written to the run log before each activity (so the log keeps the
-    stream's order) and at the end; `offset` is the next chunk's offset in the log."""
+    """The workflow's chunks on their way to the run log; `offset` is the next chunk's offset.
+
+    Pending chunks travel in the input of the next model or tool activity, which writes them
+    before anything of its own (`carry`), so the log keeps the stream's order and they cost no
+    round trip of their own; the last ones go with the run's closing `publish`. Every write
+    names its offsets and a write at an offset already written is skipped, so a retried
+    activity never doubles them."""
 
     def __init__(self, agent_id: str, run_id: str) -> None:
         self.agent_id = agent_id
@@ -98,23 +103,57 @@ class _Outbox:
         self.pending: list[Chunk[Any]] = []
         self.streamed: set[int] = set()
         """Chunks the model activity already published (by identity), not written twice."""
+        self.carrying = 0
+        """Activities in flight with chunks to write."""
         self._lock = asyncio.Lock()
 
+    def carry(self) -> dict[str, Any]:
+        """The pending chunks for the next activity's input: `{"offset", "chunks", "end"}`,
+        `end` being the offset after them. One activity carries at a time: the log is appended
+        in order, so a second one (a parallel tool call) could write past chunks the first has
+        not written yet; while one is in flight, new chunks wait for the next activity or the
+        run's close."""
+        chunks = [] if self.carrying else [json_value(c.to_dict()) for c in self.pending]
+        return {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
+
+    async def landing(self, carry: dict[str, Any], call: Awaitable[Any]) -> Any:
+        """`call`'s result: the activity whose input holds `carry` (scheduled, not yet started:
+        nothing awaited since `carry`, so its chunks are still the pending ones). If it fails,
+        its chunks may not have reached the log: they are written here at their offsets."""
+        count = len(carry["chunks"])
+        if not count:
+            return await call
+        del self.pending[:count]
+        self.offset = carry["end"]
+        self.carrying += 1
+        try:
+            return await call
+        except ActivityError:
+            await self._publish(carry["offset"], carry["chunks"], None)
+            raise
+        finally:
+            self.carrying -= 1
+
     async def flush(self, close: str | None = None) -> None:
+        """The pending chunks into the log now (the run's end: with its `close` status)."""
         async with self._lock:
             if not self.pending and close is None:
                 return
             chunks, self.pending = self.pending, []
-            call = {
-                "agentId": self.agent_id,
-                "runId": self.run_id,
-                "offset": self.offset,
-                "chunks": [json_value(c.to_dict()) for c in chunks],
-                "close": close,
-            }
-            self.offset = await workflow.execute_local_activity(
-                names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
-            )
+            self.offset = await self._publish(self.offset, [json_value(c.to_dict()) for c in chunks], close)
+
+    async def _publish(self, offset: int, chunks: list[dict[str, Any]], close: str | None) -> int:
+        call = {
+            "agentId": self.agent_id,
+            "runId": self.run_id,
+            "offset": offset,
+            "chunks": chunks,
+            "close": close,
+        }
+        written: int = await workflow.execute_local_activity(
+            names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
+        )
+        return written
 
     async def resync(self, run: AgentRun) -> None:
         """Continue after what is in the log (a failed activity's chunks are not in its result)."""
@@ -147,7 +186,7 @@ class ActivityModel:
     async def do_stream(self, options: CallOptions) -> StreamResult:
         run = self.run
         assert run is not None
-        await self._outbox.flush()
+        carry = self._outbox.carry()
         streams = [p for p in run.processors if implements(p, "process_output_stream")]
         step_number = run.state.step_number
         call = checked(
@@ -156,7 +195,8 @@ class ActivityModel:
                 {
                     "runId": run.run_id,
                     "stepNumber": step_number,
-                    "offset": self._outbox.offset,
+                    "offset": carry["end"],
+                    "carry": carry,
                     "options": vars(options),
                     "states": {
                         processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
@@ -168,12 +208,15 @@ class ActivityModel:
             ),
         )
         try:
-            result = await workflow.execute_activity(
-                names.model_activity(self._agent.id),
-                call,
-                start_to_close_timeout=self._settings.model_timeout,
-                heartbeat_timeout=self._settings.heartbeat,
-                retry_policy=self._settings.model_retry,
+            result = await self._outbox.landing(
+                carry,
+                workflow.execute_activity(
+                    names.model_activity(self._agent.id),
+                    call,
+                    start_to_close_timeout=self._settings.model_timeout,
+                    heartbeat_timeout=self._settings.heartbeat,
+                    retry_policy=self._settings.model_retry,
+                ),
             )
         except ActivityError as exc:
             # The failed call may have published part of its stream: continue after it.
@@ -215,13 +258,14 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
     async def execute(args: Any, context: ToolContext) -> Any:
         run = durable.run
         assert run is not None
-        await durable.outbox.flush()
+        carry = durable.outbox.carry()
         call = checked(
             f"the call of tool {name!r} ({context.tool_call_id})",
             inject(
                 {
                     "runId": run.run_id,
                     "toolCallId": context.tool_call_id,
+                    "carry": carry,
                     "idempotencyKey": context.idempotency_key,
                     "args": args,
                     "resumeData": context.resume_data,
@@ -231,12 +275,15 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
             ),  # the tool's `execute_tool` span is the current one here
         )
         try:
-            result = await workflow.execute_activity(
-                names.tool_activity(agent.id, name),
-                call,
-                start_to_close_timeout=durable.settings.tool_timeout,
-                heartbeat_timeout=durable.settings.heartbeat,
-                retry_policy=durable.settings.tool_retry,
+            result = await durable.outbox.landing(
+                carry,
+                workflow.execute_activity(
+                    names.tool_activity(agent.id, name),
+                    call,
+                    start_to_close_timeout=durable.settings.tool_timeout,
+                    heartbeat_timeout=durable.settings.heartbeat,
+                    retry_policy=durable.settings.tool_retry,
+                ),
             )
         except ActivityError as exc:
             raise from_activity_error(exc) from None
