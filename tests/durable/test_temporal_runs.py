@@ -535,3 +535,56 @@ async def test_chunks_of_a_call_that_failed_before_writing_them_still_reach_the_
         assert kinds[-1] == "finish" and "error" in kinds
 
     await _run(temporal_server, [agent], body)
+
+
+async def _model_inputs(runs: TemporalRuns, run_id: str) -> list[dict[str, Any]]:
+    history = await runs.client.get_workflow_handle(run_id).fetch_history()
+    return [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name.endswith(".model")
+    ]
+
+
+async def test_the_message_list_goes_only_to_stream_processors(temporal_server: Any) -> None:
+    """The prompt is in every model call's input; the message list only when an output stream
+    processor reads it (it would double each call's input, and the history, for nothing)."""
+    plain = Agent("plain", model=MockModel([text_step("hi there")]))
+    held = Agent("held", model=MockModel([text_step("hi there")]), output_processors=[HoldAll()])
+
+    async def body(runs: TemporalRuns) -> None:
+        for agent, expected in ((plain, "hi there"), (held, "HI THERE")):
+            run_id = await runs.start(agent, "hello")
+            assert (await runs.result(run_id))["text"] == expected
+            (call,) = await _model_inputs(runs, run_id)
+            assert call["options"]["prompt"]
+            if agent is plain:
+                assert call["messages"] is None
+            else:
+                assert [m["role"] for m in call["messages"]["messages"]] == ["user"]
+
+    await _run(temporal_server, [plain, held], body)
+
+
+async def test_a_worker_with_stream_processors_the_workflow_lacked_refuses_the_call() -> None:
+    from temporalio.testing import ActivityEnvironment
+
+    from sluicegate.durable.temporal.activities import DurableActivities
+
+    agent = Agent("skew", model=MockModel([text_step("x")]), output_processors=[HoldAll()])
+    activities = DurableActivities(Sluicegate(agents={"skew": agent}))
+    model_call = next(
+        a for a in activities.all() if getattr(a, "__temporal_activity_definition").name.endswith(".model")
+    )
+    call = {
+        "runId": "r1",
+        "stepNumber": 0,
+        "offset": 0,
+        "options": {"prompt": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+        "states": {},
+        "messages": None,
+        "requestContext": {},
+    }
+    with pytest.raises(Exception, match="every worker must load the same application"):
+        await ActivityEnvironment().run(model_call, call)

@@ -208,7 +208,13 @@ class DurableActivities:
         )
         for pid, saved in (call.get("states") or {}).items():
             runner.state_for(pid).update(saved)
-        message_list = MessageList.from_dict(call["messages"])
+        if call["messages"] is None and processors:
+            raise ApplicationError(
+                f"agent {agent_id!r} has output stream processors on this worker but not on the one "
+                "running its workflow: every worker must load the same application",
+                non_retryable=True,
+            )
+        message_list = MessageList.from_dict(call["messages"] or {})
         pipeline = runner.stream_pipeline(message_list)
         publisher = self.publishers.for_agent(agent)
         offset: int = call["offset"]

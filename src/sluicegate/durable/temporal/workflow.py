@@ -201,7 +201,9 @@ class ActivityModel:
                     "states": {
                         processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
                     },
-                    "messages": run.message_list.to_dict(),
+                    # Only output stream processors read the message list (the prompt is in
+                    # `options`): without them it would only double every call's input.
+                    "messages": run.message_list.to_dict() if streams else None,
                     "requestContext": _context(run.request_context),
                 },
                 None if run.trace is None else run.trace.chat_span,
