@@ -568,6 +568,7 @@ async def test_the_message_list_goes_only_to_stream_processors(temporal_server: 
 
 
 async def test_a_worker_with_stream_processors_the_workflow_lacked_refuses_the_call() -> None:
+    from temporalio.exceptions import ApplicationError
     from temporalio.testing import ActivityEnvironment
 
     from sluicegate.durable.temporal.activities import DurableActivities
@@ -586,5 +587,6 @@ async def test_a_worker_with_stream_processors_the_workflow_lacked_refuses_the_c
         "messages": None,
         "requestContext": {},
     }
-    with pytest.raises(Exception, match="every worker must load the same application"):
+    with pytest.raises(ApplicationError, match="every worker must load the same application") as refused:
         await ActivityEnvironment().run(model_call, call)
+    assert refused.value.non_retryable  # another attempt on the same worker cannot change it
