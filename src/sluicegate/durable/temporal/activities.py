@@ -14,7 +14,11 @@
   workflow gave), after a `data-tool-retry` notice when an earlier attempt had published some.
 - `sluicegate.<agent>.judge.<processor>`, `sluicegate.<agent>.embed`: a guardrail's judge call
   from workflow code, an embedding of semantic recall (see `judges`, `vectors`).
-- `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log.
+- `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log
+  when no model or tool call carries them (the run's end), and the run's opening.
+
+A model or tool call's input carries the workflow's chunks produced since the last call
+(`carry`); the activity writes them at their offsets before anything of its own.
 """
 
 from __future__ import annotations
@@ -201,6 +205,16 @@ class DurableActivities:
 
         return activity.defn(name=names.PUBLISH)(publish)
 
+    async def _write_carried(self, agent_id: str, call: dict[str, Any]) -> None:
+        """The workflow's chunks that `call` carries, into the log before anything the call
+        writes (a retried attempt finds them there and skips them)."""
+        carry = call.get("carry")
+        if not carry or not carry["chunks"]:
+            return
+        publisher = self.publishers.for_agent(self.agent(agent_id))
+        if publisher is not None:
+            await publisher.write(call["runId"], carry["offset"], carry["chunks"])
+
     def _open_activity(self) -> Callable[..., Any]:
         async def open_run(call: dict[str, Any]) -> int:
             publisher = self.publishers.for_agent(self.agent(call["agentId"]))
@@ -221,6 +235,7 @@ class DurableActivities:
         async def model_call(call: dict[str, Any]) -> dict[str, Any]:
             try:
                 with attached(call):
+                    await self._write_carried(agent_id, call)
                     return await self._model_call(agent_id, call)
             except _FailedCall as failed:
                 raise failed.application_error() from failed.error
@@ -252,7 +267,13 @@ class DurableActivities:
         )
         for pid, saved in (call.get("states") or {}).items():
             runner.state_for(pid).update(saved)
-        message_list = MessageList.from_dict(call["messages"])
+        if call["messages"] is None and processors:
+            raise ApplicationError(
+                f"agent {agent_id!r} has output stream processors on this worker but not on the one "
+                "running its workflow: every worker must load the same application",
+                non_retryable=True,
+            )
+        message_list = MessageList.from_dict(call["messages"] or {})
         pipeline = runner.stream_pipeline(message_list)
         publisher = self.publishers.for_agent(agent)
         offset: int = call["offset"]
@@ -369,6 +390,7 @@ class DurableActivities:
         async def tool_call(call: dict[str, Any]) -> dict[str, Any]:
             try:
                 with attached(call):
+                    await self._write_carried(agent_id, call)
                     return await self._tool_call(agent_id, tool_name, call)
             except Exception as exc:
                 raise to_application_error(exc) from exc

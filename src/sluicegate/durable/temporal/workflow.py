@@ -19,7 +19,7 @@ import copy
 import inspect
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -93,8 +93,13 @@ class _Settings:
 
 
 class _Outbox:
-    """The workflow's chunks, written to the run log before each activity (so the log keeps the
-    stream's order) and at the end; `offset` is the next chunk's offset in the log."""
+    """The workflow's chunks on their way to the run log; `offset` is the next chunk's offset.
+
+    Pending chunks travel in the input of the next model or tool activity, which writes them
+    before anything of its own (`carry`), so the log keeps the stream's order and they cost no
+    round trip of their own; the last ones go with the run's closing `publish`. Every write
+    names its offsets and a write at an offset already written is skipped, so a retried
+    activity never doubles them."""
 
     def __init__(self, agent_id: str, run_id: str) -> None:
         self.agent_id = agent_id
@@ -103,23 +108,57 @@ class _Outbox:
         self.pending: list[Chunk[Any]] = []
         self.streamed: set[int] = set()
         """Chunks the model activity already published (by identity), not written twice."""
+        self.carrying = 0
+        """Activities in flight with chunks to write."""
         self._lock = asyncio.Lock()
 
+    def carry(self) -> dict[str, Any]:
+        """The pending chunks for the next activity's input: `{"offset", "chunks", "end"}`,
+        `end` being the offset after them. One activity carries at a time: the log is appended
+        in order, so a second one (a parallel tool call) could write past chunks the first has
+        not written yet; while one is in flight, new chunks wait for the next activity or the
+        run's close."""
+        chunks = [] if self.carrying else [json_value(c.to_dict()) for c in self.pending]
+        return {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
+
+    async def landing(self, carry: dict[str, Any], call: Awaitable[Any]) -> Any:
+        """`call`'s result: the activity whose input holds `carry` (scheduled, not yet started:
+        nothing awaited since `carry`, so its chunks are still the pending ones). If it fails,
+        its chunks may not have reached the log: they are written here at their offsets."""
+        count = len(carry["chunks"])
+        if not count:
+            return await call
+        del self.pending[:count]
+        self.offset = carry["end"]
+        self.carrying += 1
+        try:
+            return await call
+        except ActivityError:
+            await self._publish(carry["offset"], carry["chunks"], None)
+            raise
+        finally:
+            self.carrying -= 1
+
     async def flush(self, close: str | None = None) -> None:
+        """The pending chunks into the log now (the run's end: with its `close` status)."""
         async with self._lock:
             if not self.pending and close is None:
                 return
             chunks, self.pending = self.pending, []
-            call = {
-                "agentId": self.agent_id,
-                "runId": self.run_id,
-                "offset": self.offset,
-                "chunks": [json_value(c.to_dict()) for c in chunks],
-                "close": close,
-            }
-            self.offset = await workflow.execute_local_activity(
-                names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
-            )
+            self.offset = await self._publish(self.offset, [json_value(c.to_dict()) for c in chunks], close)
+
+    async def _publish(self, offset: int, chunks: list[dict[str, Any]], close: str | None) -> int:
+        call = {
+            "agentId": self.agent_id,
+            "runId": self.run_id,
+            "offset": offset,
+            "chunks": chunks,
+            "close": close,
+        }
+        written: int = await workflow.execute_local_activity(
+            names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
+        )
+        return written
 
     async def resync(self, run: AgentRun) -> None:
         """Continue after what is in the log (a failed activity's chunks are not in its result)."""
@@ -165,7 +204,7 @@ class ActivityModel:
     async def do_stream(self, options: CallOptions) -> StreamResult:
         run = self.run
         assert run is not None
-        await self._outbox.flush()
+        carry = self._outbox.carry()
         streams = [p for p in run.processors if implements(p, "process_output_stream")]
         step_number = run.state.step_number
         call = checked(
@@ -175,24 +214,30 @@ class ActivityModel:
                     "runId": run.run_id,
                     "stepNumber": step_number,
                     "modelIndex": self.index,
-                    "offset": self._outbox.offset,
+                    "offset": carry["end"],
+                    "carry": carry,
                     "options": vars(options),
                     "states": {
                         processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
                     },
-                    "messages": run.message_list.to_dict(),
+                    # Only output stream processors read the message list (the prompt is in
+                    # `options`): without them it would only double every call's input.
+                    "messages": run.message_list.to_dict() if streams else None,
                     "requestContext": _context(run.request_context),
                 },
                 None if run.trace is None else run.trace.chat_span,
             ),
         )
         try:
-            result = await workflow.execute_activity(
-                names.model_activity(self._agent.id),
-                call,
-                start_to_close_timeout=self._settings.model_timeout,
-                heartbeat_timeout=self._settings.heartbeat,
-                retry_policy=self.retry_policy,
+            result = await self._outbox.landing(
+                carry,
+                workflow.execute_activity(
+                    names.model_activity(self._agent.id),
+                    call,
+                    start_to_close_timeout=self._settings.model_timeout,
+                    heartbeat_timeout=self._settings.heartbeat,
+                    retry_policy=self.retry_policy,
+                ),
             )
         except ActivityError as exc:
             # The failed call may have published part of its stream: continue after it.
@@ -305,19 +350,23 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
         real.validate(args)
         return args
 
-    async def run_activity(call: dict[str, Any]) -> dict[str, Any]:
+    async def run_activity(call: dict[str, Any], carry: dict[str, Any]) -> dict[str, Any]:
         try:
-            result: dict[str, Any] = await workflow.execute_activity(
-                names.tool_activity(agent.id, name),
-                call,
-                start_to_close_timeout=durable.settings.tool_timeout,
-                heartbeat_timeout=durable.settings.heartbeat,
-                retry_policy=durable.settings.tool_retry,
+            result: dict[str, Any] = await durable.outbox.landing(
+                carry,
+                workflow.execute_activity(
+                    names.tool_activity(agent.id, name),
+                    call,
+                    start_to_close_timeout=durable.settings.tool_timeout,
+                    heartbeat_timeout=durable.settings.heartbeat,
+                    retry_policy=durable.settings.tool_retry,
+                ),
             )
         except ActivityError as exc:
             if "offset" in call:
                 assert durable.run is not None
-                # Its attempts may have published data chunks: continue after them.
+                # Its attempts may have published data chunks: continue after them (the
+                # chunks it carried are in the log by now, written by `landing` if need be).
                 await durable.outbox.resync(durable.run)
             raise from_activity_error(exc) from None
         return result
@@ -325,36 +374,45 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
     async def execute(args: Any, context: ToolContext) -> Any:
         run = durable.run
         assert run is not None
+
+        def make_call(carry: dict[str, Any]) -> dict[str, Any]:
+            return checked(
+                f"the call of tool {name!r} ({context.tool_call_id})",
+                inject(
+                    {
+                        "runId": run.run_id,
+                        "toolCallId": context.tool_call_id,
+                        "carry": carry,
+                        "idempotencyKey": context.idempotency_key,
+                        "args": args,
+                        "resumeData": context.resume_data,
+                        "requestContext": _context(context.request_context),
+                        "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
+                    }
+                ),  # the tool's `execute_tool` span is the current one here
+            )
+
         outbox = durable.outbox
         tail = _TAILS.setdefault(outbox, _Tail())
         live = not tail.busy
-        call = checked(
-            f"the call of tool {name!r} ({context.tool_call_id})",
-            inject(
-                {
-                    "runId": run.run_id,
-                    "toolCallId": context.tool_call_id,
-                    "idempotencyKey": context.idempotency_key,
-                    "args": args,
-                    "resumeData": context.resume_data,
-                    "requestContext": _context(context.request_context),
-                    "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
-                }
-            ),  # the tool's `execute_tool` span is the current one here
-        )
         if live:
             tail.busy = True
             try:
-                await outbox.flush()
-                # Holding the outbox's lock: nothing else writes at the offsets the tool streams to.
+                # Holding the outbox's lock: nothing else writes at the offsets the tool streams
+                # to; it carries the workflow's pending chunks and streams right after them.
                 async with outbox._lock:
-                    call["offset"] = outbox.offset
-                    result = await run_activity(call)
+                    carry = outbox.carry()
+                    call = make_call(carry)
+                    call["offset"] = carry["end"]
+                    result = await run_activity(call, carry)
                     outbox.offset = result["offset"]
             finally:
                 tail.busy = False
         else:
-            result = await run_activity(call)
+            # It runs while the live call streams at the log's end: it carries nothing and
+            # hands its data chunks back with its result.
+            empty = {"offset": outbox.offset, "chunks": [], "end": outbox.offset}
+            result = await run_activity(make_call(empty), empty)
         writer = context.writer
         for data in result.get("data", []):
             chunk = Chunk.from_dict(data)
