@@ -376,7 +376,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
         assert run is not None
 
         def make_call(carry: dict[str, Any]) -> dict[str, Any]:
-            return checked(
+            call: dict[str, Any] = checked(
                 f"the call of tool {name!r} ({context.tool_call_id})",
                 inject(
                     {
@@ -391,6 +391,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
                     }
                 ),  # the tool's `execute_tool` span is the current one here
             )
+            return call
 
         outbox = durable.outbox
         tail = _TAILS.setdefault(outbox, _Tail())
