@@ -30,6 +30,7 @@ from sluicegate.tools import create_tool
 from sluicegate.workflows import create_step, create_workflow
 
 pytestmark = studio.pytestmark
+browser = studio.browser  # one Chromium for the module
 page = studio.page  # the browser fixture, opened on this module's `studio_url`
 shot = studio.shot
 
