@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,8 @@ def start_postgres(
         owner = "postgres"
     ram = Path("/dev/shm")
     in_ram = in_memory and not durable and ram.is_dir() and os.access(ram, os.W_OK)
+    if in_ram:
+        _remove_abandoned_clusters(ram)
     root = Path(tempfile.mkdtemp(prefix="sluicegate-pg-", dir=ram if in_ram else None))
     if owner is not None:
         entry = pwd.getpwnam(owner)
@@ -154,6 +157,25 @@ def start_postgres(
         shutil.rmtree(root, ignore_errors=True)
 
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
+
+
+def _remove_abandoned_clusters(ram: Path) -> None:
+    """A killed test session leaves its cluster in memory until a reboot: remove those whose
+    server is gone (older than an hour, so one another session is still creating is kept)."""
+    for root in ram.glob("sluicegate-pg-*"):
+        try:
+            if time.time() - root.stat().st_mtime < 3600:
+                continue
+            pid = int((root / "data" / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, 0)
+            continue  # its server still runs
+        except ProcessLookupError:
+            pass  # its server is gone
+        except PermissionError:
+            continue  # another user's server, still running
+        except (OSError, ValueError, IndexError):
+            pass  # no server was ever started in it
+        shutil.rmtree(root, ignore_errors=True)
 
 
 TEMPLATE = "sluicegate_template"
