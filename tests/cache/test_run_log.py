@@ -83,16 +83,15 @@ async def test_a_reader_follows_the_run_live_until_it_closes(log: RunLog) -> Non
     writer = await log.open("run-1", agent_id="a")
     writer.append(delta(0))
     seen: list[str] = []
-    got_two = asyncio.Event()
+    got_one, got_two = asyncio.Event(), asyncio.Event()
 
     async def read() -> None:
         async for chunk in log.read("run-1"):
             seen.append(chunk.payload.text)
-            if len(seen) == 2:
-                got_two.set()
+            (got_one if len(seen) == 1 else got_two).set()
 
     reader = asyncio.create_task(read())
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(got_one.wait(), 5)  # not a fixed sleep: a busy machine may be slower
     assert seen == ["w0"] and not reader.done()
     writer.append(delta(1))
     await asyncio.wait_for(got_two.wait(), 5)

@@ -23,7 +23,7 @@ REQUIRE_SERVICES = os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1"
 def postgres_dsn() -> Iterator[str]:
     """The DSN of a PostgreSQL server (with pgvector) started for this test session."""
     try:
-        dsn, stop = start_postgres()
+        dsn, stop = start_postgres(in_memory=True)
     except PostgresUnavailable as error:
         if REQUIRE_SERVICES:
             pytest.fail(f"{error} (SLUICEGATE_REQUIRE_SERVICES=1)")

@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -80,11 +81,15 @@ DURABLE_SETTINGS = {"fsync": "on", "synchronous_commit": "on", "full_page_writes
 """PostgreSQL's own defaults: every commit waits for its WAL flush, as in production."""
 
 
-def start_postgres(durable: bool = False, **settings: str) -> tuple[str, Callable[[], None]]:
+def start_postgres(
+    durable: bool = False, in_memory: bool = False, **settings: str
+) -> tuple[str, Callable[[], None]]:
     """Initialise a cluster in a temp dir, start it on a free port; returns (dsn, stop).
 
     `durable=True` keeps PostgreSQL's flush-on-commit defaults (for benchmarks that must count
-    WAL flushes); `settings` adds server settings (`shared_buffers="256MB"`, ...)."""
+    WAL flushes); `in_memory=True` puts a non-durable cluster in /dev/shm where there is one
+    (the tests make a database per test: copying and removing them on disk took most of their
+    time); `settings` adds server settings (`shared_buffers="256MB"`, ...)."""
     bindir = find_postgres_bindir()
     if bindir is None:
         raise PostgresUnavailable(
@@ -100,7 +105,11 @@ def start_postgres(durable: bool = False, **settings: str) -> tuple[str, Callabl
                 "running as root and there is no `postgres` user to run PostgreSQL as"
             ) from error
         owner = "postgres"
-    root = Path(tempfile.mkdtemp(prefix="sluicegate-pg-"))
+    ram = Path("/dev/shm")
+    in_ram = in_memory and not durable and ram.is_dir() and os.access(ram, os.W_OK)
+    if in_ram:
+        _remove_abandoned_clusters(ram)
+    root = Path(tempfile.mkdtemp(prefix="sluicegate-pg-", dir=ram if in_ram else None))
     if owner is not None:
         entry = pwd.getpwnam(owner)
         os.chown(root, entry.pw_uid, entry.pw_gid)
@@ -150,6 +159,30 @@ def start_postgres(durable: bool = False, **settings: str) -> tuple[str, Callabl
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
 
 
+def _remove_abandoned_clusters(ram: Path) -> None:
+    """A killed test session leaves its cluster in memory until a reboot: remove those whose
+    server is gone (older than an hour, so one another session is still creating is kept)."""
+    for root in ram.glob("sluicegate-pg-*"):
+        try:
+            if time.time() - root.stat().st_mtime < 3600:
+                continue
+            pid = int((root / "data" / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, 0)
+            continue  # its server still runs
+        except ProcessLookupError:
+            pass  # its server is gone
+        except PermissionError:
+            continue  # another user's server, still running
+        except (OSError, ValueError, IndexError):
+            pass  # no server was ever started in it
+        shutil.rmtree(root, ignore_errors=True)
+
+
+TEMPLATE = "sluicegate_template"
+"""An empty database with the vector extension that `create_database` copies: a copy takes a
+tenth of the time of a new database plus `CREATE EXTENSION`."""
+
+
 async def create_database(dsn: str) -> str:
     """A fresh database (with the vector extension) on the server at `dsn`; its DSN."""
     import uuid
@@ -159,12 +192,31 @@ async def create_database(dsn: str) -> str:
     name = "t_" + uuid.uuid4().hex[:16]
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(f"CREATE DATABASE {name}")
-    finally:
-        await conn.close()
-    conn = await asyncpg.connect(dsn.rsplit("/", 1)[0] + f"/{name}")
-    try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        try:
+            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        except asyncpg.InvalidCatalogNameError:  # the server's first database: make the template
+            await _create_template(conn, dsn)
+            await conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
     finally:
         await conn.close()
     return dsn.rsplit("/", 1)[0] + f"/{name}"
+
+
+async def _create_template(conn: Any, dsn: str) -> None:
+    """Build the template under a name of its own and rename it into place, so concurrent first
+    calls never copy a template that lacks the extension."""
+    import uuid
+
+    import asyncpg
+
+    draft = "draft_" + uuid.uuid4().hex[:16]
+    await conn.execute(f"CREATE DATABASE {draft}")
+    inside = await asyncpg.connect(dsn.rsplit("/", 1)[0] + f"/{draft}")
+    try:
+        await inside.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    finally:
+        await inside.close()
+    try:
+        await conn.execute(f"ALTER DATABASE {draft} RENAME TO {TEMPLATE}")
+    except asyncpg.DuplicateDatabaseError:  # another caller's template won
+        await conn.execute(f"DROP DATABASE {draft}")

@@ -24,7 +24,9 @@ def serve_in_thread(app: Any, **options: Any) -> Iterator[str]:
     """`options` go to `uvicorn.Config` (for instance `http=` a protocol class)."""
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", **options)
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, **{"log_level": "warning", "lifespan": "off", **options}
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -197,8 +197,10 @@ def test_sluicegate_dev_reloads_from_an_error_page_to_the_app(tmp_path: Path) ->
         base = f"http://127.0.0.1:{port}"
         page = _wait_for(base + "/studio", lambda r: r.status_code == 500)
         assert f"{app_file}:3" in page.text and "undefined_model" in page.text
-        time.sleep(1)  # the reloader compares modification times
         app_file.write_text(GOOD_APP, encoding="utf-8")
+        # The reloader compares modification times: move it past any the first write could share.
+        later = time.time() + 5
+        os.utime(app_file, (later, later))
         agents = _wait_for(base + "/api/agents", lambda r: r.status_code == 200)
         assert agents.json().keys() == {"support"}
         assert (

@@ -42,7 +42,7 @@ def servers(
     tmp_path = tmp_path_factory.mktemp("two-processes")
     if request.param == "postgres":
         try:
-            dsn, stop_postgres = start_postgres()
+            dsn, stop_postgres = start_postgres(in_memory=True)
         except PostgresUnavailable as error:
             if os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1":
                 pytest.fail(f"{error} (SLUICEGATE_REQUIRE_SERVICES=1)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -50,7 +51,8 @@ def _registry(*, identity: bool = False, delay: float = 0.0) -> Sluicegate:
 def server() -> Iterator[Any]:
     def start(**options: Any) -> Any:
         return stack.enter_context(
-            serve_in_thread(create_app(_registry(**options), ServerSettings(studio=True)))
+            # With its lifespan, as `sluicegate serve` runs it: stopping it closes the trace writer.
+            serve_in_thread(create_app(_registry(**options), ServerSettings(studio=True)), lifespan="on")
         )
 
     with ExitStack() as stack:
@@ -83,6 +85,7 @@ def subscribe(
 ) -> Iterator[Any]:
     sub = Subscription()
     stop = threading.Event()
+    sockets: list[socket.socket] = []
 
     def read() -> None:
         with (
@@ -91,13 +94,16 @@ def subscribe(
                 "POST", f"{url}/api/agents/{agent}/threads/subscribe", json=body, headers=headers or {}
             ) as answer,
         ):
+            sockets.append(answer.extensions["network_stream"].get_extra_info("socket"))
             sub.status = answer.status_code
             sub.opened.set()
-            for line in answer.iter_lines():
-                if stop.is_set():
-                    return
-                if line.startswith("data: {"):
-                    sub.events.put(json.loads(line[6:]))
+            try:
+                for line in answer.iter_lines():
+                    if line.startswith("data: {"):
+                        sub.events.put(json.loads(line[6:]))
+            except httpx.TransportError:
+                if not stop.is_set():
+                    raise
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -105,7 +111,11 @@ def subscribe(
     try:
         yield sub
     finally:
+        # Hang up, as a closed browser tab does: the server ends the endless stream, and
+        # stopping the server later need not wait for it.
         stop.set()
+        sockets[0].shutdown(socket.SHUT_RDWR)
+        reader.join(10)
 
 
 def test_send_message_runs_on_the_thread_and_subscribers_get_the_message_then_the_run(server: Any) -> None:

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def services() -> Iterator[tuple[str, str]]:
     try:
-        dsn, stop_pg = start_postgres()
+        dsn, stop_pg = start_postgres(in_memory=True)
     except PostgresUnavailable as error:
         if os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1":
             pytest.fail(str(error))

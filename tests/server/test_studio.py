@@ -144,20 +144,29 @@ document.addEventListener("securitypolicyviolation", (e) =>
 """
 
 
-@pytest.fixture
-def page(studio_url: str) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium per module (launching one takes about a second); each test's page has a
+    context of its own, so no cookie, storage or cache carries from one test to the next."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.set_default_timeout(15_000)
-        page.add_init_script(REPORT_VIOLATIONS)
-        page.blocked = []
-        page.on("console", lambda m: page.blocked.append(m.text) if _is_blocked(m.type, m.text) else None)
-        page.on("pageerror", lambda error: page.blocked.append(f"uncaught: {error}"))
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(studio_url: str, browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.add_init_script(REPORT_VIOLATIONS)
+    page.blocked = []
+    page.on("console", lambda m: page.blocked.append(m.text) if _is_blocked(m.type, m.text) else None)
+    page.on("pageerror", lambda error: page.blocked.append(f"uncaught: {error}"))
+    yield page
+    context.close()
 
 
 def _is_blocked(kind: str, text: str) -> bool:

@@ -29,6 +29,7 @@ from sluicegate.testing.mock_model import text_step, tool_call_step
 from sluicegate.tools import ToolContext, create_tool
 
 pytestmark = studio.pytestmark
+browser = studio.browser  # one Chromium for the module
 page = studio.page  # the browser fixture, opened on this module's `studio_url`
 shot = studio.shot
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"

@@ -30,6 +30,7 @@ from sluicegate.tools import create_tool
 from sluicegate.workflows import create_step, create_workflow
 
 pytestmark = studio.pytestmark
+browser = studio.browser  # one Chromium for the module
 page = studio.page  # the browser fixture, opened on this module's `studio_url`
 shot = studio.shot
 
@@ -219,6 +220,9 @@ def test_memory_lists_the_agents_own_threads_with_tool_calls(
     _send(page, '/tool add {"a": 20, "b": 22}')
     page.locator(".msg.assistant", has_text="Tool add said").wait_for()
     page.goto(studio_url + "/studio#/chat/sales")
+    # A hash change re-renders once the agent is fetched: fill the sales view's field, not the
+    # support view's still on the page (a busy machine lost the thread id to that race).
+    page.get_by_role("heading", name="Chat with sales").wait_for()
     page.get_by_label("Thread id").fill("sales-thread")
     page.get_by_label("Resource id (whose threads)").fill("ada")
     _send(page, "a sales question")

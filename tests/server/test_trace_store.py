@@ -35,7 +35,7 @@ from memory_pg_server import PostgresUnavailable, create_database, start_postgre
 @pytest.fixture(scope="module")
 def postgres_dsn() -> Iterator[str]:
     try:
-        dsn, stop = start_postgres()
+        dsn, stop = start_postgres(in_memory=True)
     except PostgresUnavailable as error:
         if os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1":
             pytest.fail(str(error))

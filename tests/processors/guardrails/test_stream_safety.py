@@ -42,8 +42,14 @@ def whole_secret_detector(calls: int = 200, secrets: list[str] = SECRETS) -> Moc
     return MockModel([step] * calls)
 
 
+# Regex filters keep no stream state of their own (it lives in the hook's args), so examples
+# share one of each; the detectors' mock judges count their calls, so those are built per run.
+PII_AND_SECRETS = RegexFilter(presets=["pii", "secrets"], strategy="redact")
+SECRETS_ONLY = RegexFilter(presets=["secrets"], strategy="redact")
+
+
 def guards(kind: str) -> list[Any]:
-    regex = RegexFilter(presets=["pii", "secrets"], strategy="redact")
+    regex = PII_AND_SECRETS
     pii = PIIDetector(
         model=whole_secret_detector(),
         strategy="redact",
@@ -83,7 +89,7 @@ def guards(kind: str) -> list[Any]:
             overlap_chars=30,
         )
         cards.id = "pii-detector-cards"
-        return [emails, RegexFilter(presets=["secrets"], strategy="redact"), cards]
+        return [emails, SECRETS_ONLY, cards]
     return {"regex": [regex], "pii": [pii], "regex+pii": [regex, pii], "pii+regex": [pii, regex]}[kind]
 
 
@@ -194,6 +200,8 @@ async def test_what_memory_stores_is_what_the_client_received(tmp_path: Any) -> 
         await store.close()
 
 
+# a carryover below the key lengths: a match still forming is held whole all the same
+SECRETS_CARRYOVER_16 = RegexFilter(presets=["secrets"], strategy="redact", stream_carryover_size=16)
 LONG_KEY = "sk-proj-" + "Zq7Xw2Lm9Rt4Vb8Nc3Hj6Kp1Ys5Df0Ga" * 4  # 136 characters: longer than both windows
 
 
@@ -216,8 +224,7 @@ async def test_a_value_longer_than_the_overlap_or_the_window_never_reaches_the_c
         window_chars=sizes[0],
         overlap_chars=sizes[1],
     )
-    # a carryover below the key lengths: a match still forming is held whole all the same
-    regex = RegexFilter(presets=["secrets"], strategy="redact", stream_carryover_size=16)
+    regex = SECRETS_CARRYOVER_16
     chain = {"pii": [pii], "regex": [regex], "regex+pii": [regex, pii]}[kind]
     agent = Agent(
         name="s", model=MockModel([answer_step("text", split(text, cuts))]), output_processors=chain
