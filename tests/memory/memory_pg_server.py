@@ -106,7 +106,14 @@ def start_postgres(
             ) from error
         owner = "postgres"
     ram = Path("/dev/shm")
-    in_ram = in_memory and not durable and ram.is_dir() and os.access(ram, os.W_OK)
+    in_ram = (
+        in_memory
+        and not durable
+        and ram.is_dir()
+        and os.access(ram, os.W_OK)
+        # A container's /dev/shm is often 64 MB: a cluster and its per-test databases need more.
+        and shutil.disk_usage(ram).free >= RAM_NEEDED
+    )
     if in_ram:
         _remove_abandoned_clusters(ram)
     root = Path(tempfile.mkdtemp(prefix="sluicegate-pg-", dir=ram if in_ram else None))
@@ -157,6 +164,10 @@ def start_postgres(
         shutil.rmtree(root, ignore_errors=True)
 
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", stop
+
+
+RAM_NEEDED = 2 * 1024**3
+"""Free space /dev/shm must have for a cluster to go there (otherwise it goes to the temp dir)."""
 
 
 def _remove_abandoned_clusters(ram: Path) -> None:
