@@ -56,6 +56,65 @@ _SPELLED_EMAIL = re.compile(
     re.IGNORECASE,
 )
 _TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
+# The beginning of a spelled-out address, at the very end of a stream's text: a local part and
+# what may begin its "at" ("jane ", "jane a", "jane [at"), or a local part, its "at" and what
+# may begin its domain ("jane at ex", "jane at ex dot", "jane (at) ex [dot] c").
+_LOCAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
+_AT_BEGINS = re.compile(r"[A-Za-z0-9._%+-](?:\s+(?:at?)?|\s*[\[(<{]\s*(?:at?\s*)?)\Z", re.IGNORECASE)
+_AT_TOKEN = re.compile(r"[A-Za-z0-9._%+-](?:\s+at\s+|\s*[\[(<{]\s*at\s*[\])>}]\s*)", re.IGNORECASE)
+_DOMAIN_BEGINS = re.compile(
+    r"[A-Za-z0-9-]*(?:(?:\s+dot\s+|\s*[\[(<{]\s*dot\s*[\])>}]\s*|\.)[A-Za-z0-9-]*)*"
+    r"(?:\s+(?:d|do|dot)?|\s*[\[(<{]\s*(?:(?:d|do|dot)\s*)?)?",
+    re.IGNORECASE,
+)
+AN_AT = re.compile("[aA][tT]")
+_SPACE_OR_BRACKET = frozenset(" \t\n\r\f\v[(<{")
+MAY_END_SPELLING = _SPACE_OR_BRACKET | {"a", "A"}
+"""Last characters after which `spelled_email_hold` may hold text with no "at" in it ("jane ",
+"jane a", "jane ["): with `AN_AT`, the stream's cheap first test."""
+_SPELLED_REACH = 256
+"""How far back from the end a spelled-out address still forming is looked for."""
+
+
+def spelled_email_hold(text: str, pos: int) -> int:
+    """Where a spelled-out address that more text may complete begins at the end of
+    `text[pos:]` (`len(text)`: none). The email rule holds a trailing word ("jane" may become
+    "jane@x.com"), but not "jane " or "jane at ex dot": released, their rest would arrive
+    as text that is no address on its own."""
+    size = len(text)
+    if size == pos:
+        return size
+    start = max(pos, size - _SPELLED_REACH)
+    spelled_at = AN_AT.search(text, start) is not None
+    last = text[-1]
+    if last in _SPACE_OR_BRACKET:
+        end = len(text.rstrip())
+        if not spelled_at and end > start and text[end - 1] in _LOCAL_CHARS:
+            return _local_start(text, end, start)  # "jane ": the commonest case, no regex
+    elif not spelled_at and not (last in "aA" and size - start > 1 and text[-2] in _SPACE_OR_BRACKET):
+        return size  # most chunks end inside a word with no "at" near: nothing can be forming
+    cut = size
+    if last not in _LOCAL_CHARS or last in "aAtT":
+        begins = _AT_BEGINS.search(text, max(start, size - 16))
+        if begins is not None:
+            cut = _local_start(text, begins.start() + 1, start)
+    if spelled_at:
+        at = start
+        while (token := _AT_TOKEN.search(text, at)) is not None and token.start() < cut:
+            if _DOMAIN_BEGINS.fullmatch(text, token.end()) is not None:
+                return min(cut, _local_start(text, token.start() + 1, start))
+            at = token.start() + 1  # tokens may overlap ("x at  at ex"): try each
+    return cut
+
+
+def _local_start(text: str, end: int, floor: int) -> int:
+    """The start of the local part that ends at `end` (not before `floor`)."""
+    at = end
+    while at > floor and text[at - 1] in _LOCAL_CHARS:
+        at -= 1
+    return at
+
+
 # What every text the view changes holds (a cheap first test: most prose chunks lack it).
 _HINT = re.compile(r"[0-9\[(<{]")
 _ASCII_TRIGGER = re.compile(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import regex
 
 from sluicegate.guardrails.lead_screen import TailedRule, lead_initials, lead_screen, required_char, screen
-from sluicegate.guardrails.normalized import View, build_view
+from sluicegate.guardrails.normalized import AN_AT, MAY_END_SPELLING, View, build_view, spelled_email_hold
 from sluicegate.guardrails.regex_rules import RegexRule
 
 _SCOPED_FLAGS = (
@@ -79,6 +79,9 @@ def _scan(rule: RegexRule, text: str, pos: int, *, partial: bool) -> Iterator[tu
         pos = end if valid or (rule.validate is None and end > start) else start + 1
 
 
+_AN_ADDRESS = "reach jane.doe@example.com now"
+
+
 class RuleMatcher:
     """A filter's rules, compiled for matching whole texts and streams."""
 
@@ -112,6 +115,9 @@ class RuleMatcher:
             regex.compile("|".join(_scoped(rule.compiled) for rule in screened)) if screened else None
         )
         self._unscreened = tuple(rule.compiled for rule, lead in leads.items() if lead is None)
+        # Whether a rule takes email addresses: then the view's spelled-out ones ("jane at ex
+        # dot com") are held while they form, like a plain address's trailing word.
+        self._emails = any(rule.compiled.search(_AN_ADDRESS) for rule in self.rules)
 
     def find(self, text: str, pos: int = 0) -> list[tuple[int, int, RegexRule]]:
         """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`: in the
@@ -142,10 +148,16 @@ class RuleMatcher:
         cut = self._hold_from(buffer, pos, size)
         if cut < 0:
             return cut
+        # The stream's hot path: most chunks end inside a word with no "at" near, and stop here.
+        if self._emails and (buffer[-1] in MAY_END_SPELLING or AN_AT.search(buffer, pos) is not None):
+            cut = min(cut, spelled_email_hold(buffer, pos))
         view = build_view(buffer)
         if view is None:
             return cut
-        at = self._hold_from(view.text, view.index(pos), len(view.text))
+        index = view.index(pos)
+        at = self._hold_from(view.text, index, len(view.text))
+        if at >= 0 and self._emails:
+            at = min(at, spelled_email_hold(view.text, index))
         return -1 if at < 0 else min(cut, view.cut(at))
 
     def _hold_from(self, buffer: str, pos: int, size: int) -> int:
@@ -199,10 +211,16 @@ class RuleMatcher:
         match (or a match that more text could extend) on must wait; in the buffer and in its
         normalized view alike."""
         cut, regions = self._settle(buffer, pos)
+        if self._emails:
+            cut, regions = _before(spelled_email_hold(buffer, pos), cut, regions)
         view = build_view(buffer)
         if view is None:
             return cut, regions
-        return _settle_both(cut, regions, view, *self._settle(view.text, view.index(pos)))
+        index = view.index(pos)
+        at, found = self._settle(view.text, index)
+        if self._emails:
+            at, found = _before(spelled_email_hold(view.text, index), at, found)
+        return _settle_both(cut, regions, view, at, found)
 
     def _settle(self, buffer: str, pos: int) -> tuple[int, list[Region]]:
         size = len(buffer)
@@ -224,6 +242,16 @@ class RuleMatcher:
             if region.start < cut < region.end:
                 cut = region.start
         return cut, [r for r in regions if r.end <= cut]
+
+
+def _before(hold: int, cut: int, regions: list[Region]) -> tuple[int, list[Region]]:
+    """`cut` and `regions` with text from `hold` on waiting too."""
+    if hold >= cut:
+        return cut, regions
+    for region in regions:
+        if region.start < hold < region.end:
+            hold = region.start
+    return hold, [r for r in regions if r.end <= hold]
 
 
 def _settle_both(

@@ -231,3 +231,29 @@ def test_pii_detector_offline_pass_sees_through_zero_width_characters() -> None:
     verdict = PIIDetector(strategy="redact").pattern_verdict("mail j\u200bane@example.com")
     assert [d.type for d in verdict.detections] == ["email"]
     assert verdict.detections[0].value == "j\u200bane@example.com"
+
+
+SPELLED = [
+    "write to jane at example dot com please",
+    "write to jane [at] example [dot] com please",
+    "write to jane (at) mail dot example dot org please",
+]
+
+
+@pytest.mark.parametrize("text", SPELLED)
+def test_a_spelled_out_address_split_anywhere_is_redacted_whole(text: str) -> None:
+    """Released, "jane " or "jane at ex" would leave a rest that is no address on its own."""
+    expected = UNCAPPED.redact(text)
+    assert "jane" not in expected
+    for one in range(len(text) + 1):
+        for two in range(one, len(text) + 1, 3):
+            pieces = [text[:one], text[one:two], text[two:]]
+            streamed = "".join(drive(UNCAPPED, pieces))
+            assert streamed == expected, (pieces, streamed)
+
+
+def test_prose_with_at_is_held_only_while_it_could_be_an_address() -> None:
+    """ "we met at the station" cannot continue into an address once "the station" follows."""
+    out = drive(UNCAPPED, ["we met ", "at the ", "station and ", "left"])
+    assert "".join(out) == "we met at the station and left"
+    assert out[0] == "we " and "station" in "".join(out[:3])

@@ -141,5 +141,6 @@ async def test_offline_pii_redaction_streams_with_exact_hold_back_not_windows() 
     _, chunks = await stream_text(await agent.stream("hi"))
     deltas = [c.payload.text for c in chunks if c.type == "text-delta"]
     # text that cannot be part of a match goes out at once; only the address in progress waits
-    assert deltas[0] == "plain words "
+    # ("words " too: it may begin a spelled-out one, "words at example dot com")
+    assert deltas[0] == "plain "
     assert "".join(deltas) == "plain words mail [EMAIL] bye"
