@@ -347,6 +347,13 @@ def _add_temporal_serve_options(cmd: Any) -> None:
         metavar="Q",
         help="the workers' task queue (default sluicegate; e.g. --task-queue agents)",
     )
+    cmd.add_argument(
+        "--temporal-ui",
+        default=None,
+        metavar="URL",
+        help="Temporal's Web UI, which the studio links each durable run to "
+        "(e.g. --temporal-ui http://127.0.0.1:8233)",
+    )
 
 
 def _temporal_env(args: argparse.Namespace) -> None:
@@ -355,6 +362,8 @@ def _temporal_env(args: argparse.Namespace) -> None:
         os.environ["SLUICEGATE_TEMPORAL"] = args.temporal
         if args.task_queue:
             os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] = args.task_queue
+    if getattr(args, "temporal_ui", None):
+        os.environ["SLUICEGATE_TEMPORAL_UI"] = args.temporal_ui
 
 
 def _add_worker_parser(sub: Any) -> None:
