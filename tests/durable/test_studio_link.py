@@ -27,6 +27,7 @@ from sluicegate.server import ServerSettings, create_app
 from sluicegate.server.traces import span_from_record, stored_span
 from sluicegate.storage import SQLiteStore
 from sluicegate.testing import MockModel, text_step
+from sluicegate.tracing import configure
 from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
 
 UI = "http://127.0.0.1:8233"
@@ -225,3 +226,34 @@ def test_a_span_attribute_cannot_inject_markup_or_a_link(page: Any, studio_of: A
     assert "/" not in href[len(UI + "/namespaces/") :].split("/workflows/")[1]  # the id stays one segment
     for link in page.locator("a").all():
         assert not (link.get_attribute("href") or "").lower().startswith("javascript:")
+
+
+@pytest.mark.integration
+async def test_the_request_span_of_a_durable_route_names_the_workflow(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    setup = configure(in_memory=True, set_global=False)
+    agent = Agent("echo", model=MockModel([text_step("hello")]))
+    app = Sluicegate(agents={agent.id: agent})
+    queue = f"q-{uuid.uuid4()}"
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
+    server = create_app(app, ServerSettings())
+    client = await Client.connect(temporal_server.target)
+    try:
+        async with (
+            create_worker(client, app, task_queue=queue),
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=server), base_url="http://t", timeout=60
+            ) as http,
+        ):
+            # stands in for an instrumented server's request span (the route runs in its context)
+            with setup.tracer_provider.get_tracer("server").start_as_current_span("POST generate echo"):
+                answer = await http.post("/api/agents/echo/generate", json={"messages": "hi"})
+        assert answer.status_code == 200, answer.text
+        (request,) = [s for s in setup.spans() if s.name == "POST generate echo"]
+        assert request.attributes[DURABLE_WORKFLOW_ID] == answer.headers["x-sluicegate-workflow-id"]
+        assert request.attributes[DURABLE_NAMESPACE] == "default"
+        assert request.attributes[DURABLE_TASK_QUEUE] == queue
+    finally:
+        setup.shutdown()
