@@ -400,6 +400,7 @@ def _worker(args: argparse.Namespace) -> int:
     """`sluicegate worker`: until interrupted (SIGINT/SIGTERM drain the running activities)."""
     from sluicegate.durable.temporal.worker import exit_worker_process, run_worker
     from sluicegate.server.loader import load_registry
+    from sluicegate.server.worker_spans import kept_spans
 
     if not 0 < args.sticky_timeout < float("inf"):
         print(
@@ -408,15 +409,18 @@ def _worker(args: argparse.Namespace) -> int:
         )
         return 2
     app = load_registry(args.app)
-    asyncio.run(
-        run_worker(
-            app,
-            args.temporal,
-            task_queue=args.task_queue,
-            namespace=args.namespace,
-            sticky_timeout=args.sticky_timeout,
-        )
-    )
+
+    async def work() -> None:
+        async with kept_spans(app):  # written to the app's storage; the rest once the worker stops
+            await run_worker(
+                app,
+                args.temporal,
+                task_queue=args.task_queue,
+                namespace=args.namespace,
+                sticky_timeout=args.sticky_timeout,
+            )
+
+    asyncio.run(work())
     exit_worker_process(0)  # stopped by SIGINT/SIGTERM, drained: see its docstring
 
 

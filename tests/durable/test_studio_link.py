@@ -21,10 +21,10 @@ from tests.server.live import serve_in_thread
 
 from sluicegate import Agent, Sluicegate
 from sluicegate.durable.temporal import TemporalRuns, create_worker
-from sluicegate.durable.temporal.studio_spans import kept_spans
 from sluicegate.errors import ConfigurationError
 from sluicegate.server import ServerSettings, create_app
 from sluicegate.server.traces import span_from_record, stored_span
+from sluicegate.server.worker_spans import kept_spans
 from sluicegate.storage import SQLiteStore
 from sluicegate.testing import MockModel, text_step
 from sluicegate.tracing import configure

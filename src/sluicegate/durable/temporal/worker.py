@@ -15,7 +15,6 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.activities import DurableActivities
 from sluicegate.durable.temporal.checks import check_durable
-from sluicegate.durable.temporal.studio_spans import kept_spans
 from sluicegate.durable.temporal.workflow import AgentWorkflow, install
 
 if TYPE_CHECKING:
@@ -50,8 +49,7 @@ def create_worker(
 async def run_worker(
     app: Sluicegate, target: str, *, task_queue: str, namespace: str = "default", sticky_timeout: float = 3.0
 ) -> None:
-    """Connect and run a worker until SIGINT/SIGTERM (then it finishes its running activities).
-    Its runs' spans go to the app's storage when it keeps spans (see `studio_spans`)."""
+    """Connect and run a worker until SIGINT/SIGTERM (then it finishes its running activities)."""
     import signal
 
     from temporalio.client import Client
@@ -67,7 +65,7 @@ async def run_worker(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with kept_spans(app), worker:  # the worker stops first; then its last spans are written
+    async with worker:
         print(
             f"sluicegate worker: {len(app.agents)} agent(s) on task queue {task_queue!r} at {target}",
             flush=True,

@@ -1,4 +1,4 @@
-"""A worker keeps its runs' spans in the app's storage, as a server with the studio does.
+"""`sluicegate worker` keeps its runs' spans in the app's storage, as a server with the studio does.
 
 A durable run's spans are made in the worker processes (workflow code and activities), so the
 studio of a `serve --temporal` server never sees them in its own process. When the app's
