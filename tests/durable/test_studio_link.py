@@ -144,3 +144,42 @@ async def test_the_request_span_of_a_durable_route_names_the_workflow(
         assert request.attributes[DURABLE_TASK_QUEUE] == queue
     finally:
         setup.shutdown()
+
+
+def test_sluicegate_worker_writes_its_runs_spans_when_it_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI wraps the worker in the span keeping: a run span ended while the worker runs is in
+    the app's storage once it has stopped (the Temporal worker itself is stood in for)."""
+    from sluicegate import cli
+    from sluicegate.durable.temporal import worker
+
+    db = tmp_path / "app.db"
+    app_file = tmp_path / "app.py"
+    app_file.write_text(
+        "from sluicegate import Sluicegate\nfrom sluicegate.storage import SQLiteStore\n"
+        f"app = Sluicegate(storage=SQLiteStore({str(db)!r}))\n"
+    )
+    ran: list[str] = []
+
+    async def fake_run_worker(app: Any, target: str, **options: Any) -> None:
+        with trace.get_tracer("test").start_as_current_span(
+            "invoke_agent echo", attributes={DURABLE_WORKFLOW_ID: "run-cli"}
+        ):
+            ran.append(target)
+
+    monkeypatch.setattr(worker, "run_worker", fake_run_worker)
+    monkeypatch.setattr(worker, "exit_worker_process", lambda code=0: None)
+    monkeypatch.setenv("SLUICEGATE_TRACE_CAPACITY", "5")
+    assert cli.main(["worker", str(app_file), "--temporal", "127.0.0.1:1"]) is None
+    assert ran == ["127.0.0.1:1"]
+
+    async def stored() -> list[Any]:
+        store = SQLiteStore(str(db))
+        try:
+            return await store.recent_trace_spans(5)
+        finally:
+            await store.close()
+
+    spans = asyncio.run(stored())
+    assert [s.record["attributes"].get(DURABLE_WORKFLOW_ID) for s in spans] == ["run-cli"]
