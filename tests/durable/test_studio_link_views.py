@@ -108,6 +108,8 @@ def test_the_run_page_links_the_workflow_to_the_web_ui(page: Any, studio_of: Any
     assert line.inner_text().startswith("Temporal workflow run-123")
     assert line.locator("a.workflow-link").get_attribute("href") == f"{UI}/namespaces/prod/workflows/run-123"
     assert line.locator(".workflow-command").count() == 0
+    page.locator(".span-row[data-kind='agent']").click()  # the run span's inspector names it too
+    assert page.locator(".inspector dd.workflow-id").inner_text() == "run-123"
 
 
 def test_the_run_page_shows_the_cli_command_without_a_web_ui(
@@ -129,6 +131,8 @@ def test_a_span_attribute_cannot_inject_markup_or_a_link(page: Any, studio_of: A
     line = page.locator(".durable-run")
     line.wait_for()
     assert line.locator(".workflow-id").inner_text() == HOSTILE_ID  # shown as text
+    page.locator(".span-row[data-kind='agent']").click()
+    assert page.locator(".inspector dd.workflow-id").inner_text() == HOSTILE_ID
     assert page.locator("img").count() == 0
     assert page.evaluate("window.pwned") is None
     href = line.locator("a.workflow-link").get_attribute("href")

@@ -648,6 +648,8 @@ def inspect_row(row: dict[str, Any]) -> dict[str, Any]:
             steps=a.get("sluicegate.steps"),
             finishReason=a.get("sluicegate.finish_reason"),
         )
+        if isinstance(a.get(DURABLE_WORKFLOW_ID), str):
+            detail["workflowId"] = a[DURABLE_WORKFLOW_ID]
     return detail
 
 
