@@ -21,6 +21,7 @@ from sluicegate import Agent, Sluicegate
 from sluicegate.durable.temporal import TemporalRuns, create_worker
 from sluicegate.errors import ConfigurationError
 from sluicegate.server import ServerSettings, create_app
+from sluicegate.server.traces import install_recent_spans
 from sluicegate.server.worker_spans import kept_spans
 from sluicegate.storage import SQLiteStore
 from sluicegate.testing import MockModel, text_step
@@ -183,3 +184,30 @@ def test_sluicegate_worker_writes_its_runs_spans_when_it_stops(
 
     spans = asyncio.run(stored())
     assert [s.record["attributes"].get(DURABLE_WORKFLOW_ID) for s in spans] == ["run-cli"]
+
+
+@pytest.mark.integration
+async def test_a_span_store_with_no_loop_yet_does_not_fail_a_workflow(
+    temporal_server: Any, tmp_path: Path
+) -> None:
+    """A studio's `RecentSpans` that has not synced yet (no writer loop) sees a run's spans end in
+    workflow code, on the workflow's own loop: it must not adopt that loop (whose `is_closed`
+    raises), and the run completes; the spans are written at the next sync."""
+    store = SQLiteStore(str(tmp_path / "app.db"))
+    spans = install_recent_spans(10, store=store)
+    agent = Agent("echo", model=MockModel([text_step("hello")]))
+    app = Sluicegate(agents={agent.id: agent})
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    try:
+        async with create_worker(client, app, task_queue=queue):
+            runs = TemporalRuns(client, task_queue=queue, settings={"workflowTaskTimeout": 2})
+            run_id = await runs.start(agent, "hi")
+            result = await asyncio.wait_for(runs.result(run_id), 20)
+        assert result["text"] == "hello"
+        await spans.sync()
+        stored = await store.recent_trace_spans(10)
+        assert run_id in {s.record["attributes"].get(DURABLE_WORKFLOW_ID) for s in stored}
+    finally:
+        await spans.aclose()
+        await store.close()

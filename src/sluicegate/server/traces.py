@@ -181,6 +181,8 @@ class RecentSpans(SpanProcessor):
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        if loop is not None and not _hosts_tasks(loop):
+            loop = None  # a Temporal workflow's loop: the span is written from the home loop
         if self._loop is None or (self._loop.is_closed() and loop is not None):
             self._loop = loop  # the first loop; or the next one, if that one has gone
         home = self._loop
@@ -286,6 +288,16 @@ class RecentSpans(SpanProcessor):
                 await self._write()
             except Exception:
                 log.exception("could not write the last trace spans")
+
+
+def _hosts_tasks(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the writer may run on `loop`. A Temporal workflow runs its code on a loop of its
+    own (deterministic, without `is_closed` or timers of wall-clock time): a span ended in
+    workflow code must neither adopt it nor fail the workflow task."""
+    try:
+        return not loop.is_closed()
+    except NotImplementedError:
+        return False
 
 
 def _now_ns() -> int:
