@@ -347,6 +347,13 @@ def _add_temporal_serve_options(cmd: Any) -> None:
         metavar="Q",
         help="the workers' task queue (default sluicegate; e.g. --task-queue agents)",
     )
+    cmd.add_argument(
+        "--temporal-ui",
+        default=None,
+        metavar="URL",
+        help="Temporal's Web UI, which the studio links each durable run to "
+        "(e.g. --temporal-ui http://127.0.0.1:8233)",
+    )
 
 
 def _temporal_env(args: argparse.Namespace) -> None:
@@ -355,6 +362,8 @@ def _temporal_env(args: argparse.Namespace) -> None:
         os.environ["SLUICEGATE_TEMPORAL"] = args.temporal
         if args.task_queue:
             os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] = args.task_queue
+    if getattr(args, "temporal_ui", None):
+        os.environ["SLUICEGATE_TEMPORAL_UI"] = args.temporal_ui
 
 
 def _add_worker_parser(sub: Any) -> None:
@@ -391,6 +400,7 @@ def _worker(args: argparse.Namespace) -> int:
     """`sluicegate worker`: until interrupted (SIGINT/SIGTERM drain the running activities)."""
     from sluicegate.durable.temporal.worker import exit_worker_process, run_worker
     from sluicegate.server.loader import load_registry
+    from sluicegate.server.worker_spans import kept_spans
 
     if not 0 < args.sticky_timeout < float("inf"):
         print(
@@ -399,15 +409,18 @@ def _worker(args: argparse.Namespace) -> int:
         )
         return 2
     app = load_registry(args.app)
-    asyncio.run(
-        run_worker(
-            app,
-            args.temporal,
-            task_queue=args.task_queue,
-            namespace=args.namespace,
-            sticky_timeout=args.sticky_timeout,
-        )
-    )
+
+    async def work() -> None:
+        async with kept_spans(app):  # written to the app's storage; the rest once the worker stops
+            await run_worker(
+                app,
+                args.temporal,
+                task_queue=args.task_queue,
+                namespace=args.namespace,
+                sticky_timeout=args.sticky_timeout,
+            )
+
+    asyncio.run(work())
     exit_worker_process(0)  # stopped by SIGINT/SIGTERM, drained: see its docstring
 
 

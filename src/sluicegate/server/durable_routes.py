@@ -35,6 +35,8 @@ from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.streaming import ChunkStreamResponse
 from sluicegate.storage.errors import SuspendedRunNotFoundError
+from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
+from sluicegate.tracing.state import opentelemetry_in_use
 
 TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
 TASK_QUEUE_ENV = "SLUICEGATE_TEMPORAL_TASK_QUEUE"
@@ -95,8 +97,27 @@ async def _begin(
         )
     except (InvalidInputError, PayloadTooLargeError) as exc:
         raise ApiError(400, str(exc)) from exc
+    _name_workflow(runs, run_id)
     owner = RequestContext({RESOURCE_ID_KEY: memory["resource"]} if memory and memory.get("resource") else {})
     return runs, run_id, owner
+
+
+def _name_workflow(runs: TemporalRuns, run_id: str) -> None:
+    """The request's span (an instrumented server's), when one records, names the run's
+    workflow as the run's `invoke_agent` span does, so the studio links either to Temporal."""
+    if not opentelemetry_in_use():
+        return
+    from opentelemetry import trace
+
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attributes(
+            {
+                DURABLE_WORKFLOW_ID: run_id,
+                DURABLE_NAMESPACE: runs.client.namespace,
+                DURABLE_TASK_QUEUE: runs.task_queue,
+            }
+        )
 
 
 WORKFLOW_ID_HEADER = "x-sluicegate-workflow-id"

@@ -24,6 +24,19 @@ def _float(name: str, default: float | None) -> float | None:
     return value if value > 0 else None
 
 
+def _web_url(name: str, raw: str) -> str:
+    """`raw` as an http(s) URL without a trailing slash: the studio puts it in a link, so no
+    other scheme (`javascript:`) and nothing a page could misread gets through."""
+    from urllib.parse import urlsplit
+
+    value = raw.strip().rstrip("/")
+    parts = urlsplit(value)
+    bad = any(c.isspace() or not c.isprintable() or c in "\"'<>" for c in value)
+    if bad or parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise ConfigurationError(f"{name} must be an http(s) URL such as http://127.0.0.1:8233, got {raw!r}")
+    return value
+
+
 def _int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
@@ -118,6 +131,9 @@ class ServerSettings:
     capture_content: bool = False
     """Record prompts, answers, tool arguments and results, and what each processor changed, on
     the spans the studio shows (`sluicegate dev` turns it on; see docs/observability.md)."""
+    temporal_ui: str | None = None
+    """Temporal's Web UI (an http(s) URL, e.g. `http://127.0.0.1:8233`): the studio links each
+    durable run to `<ui>/namespaces/<ns>/workflows/<id>`; unset, it shows the CLI command."""
     max_eval_examples: int = 1000
     """The most examples one `POST /api/eval` dataset may hold (each may call a guardrail's
     judge model, which costs money); evaluations also run one at a time per server process."""
@@ -140,6 +156,8 @@ class ServerSettings:
         examples = self.max_eval_examples
         if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
             raise ConfigurationError(f"max_eval_examples must be a positive integer, got {examples!r}")
+        if self.temporal_ui is not None:
+            object.__setattr__(self, "temporal_ui", _web_url("temporal_ui", self.temporal_ui))
         capacity = self.trace_capacity
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ConfigurationError(f"trace_capacity must be a positive integer, got {capacity!r}")
@@ -154,7 +172,8 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, `SLUICEGATE_STUDIO`,
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
-        `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`."""
+        `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
+        `SLUICEGATE_TEMPORAL_UI`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -175,4 +194,5 @@ class ServerSettings:
             trace_db=os.environ.get("SLUICEGATE_TRACE_DB") or None,
             capture_content=_flag("SLUICEGATE_CAPTURE_CONTENT", False),
             max_eval_examples=_int("SLUICEGATE_EVAL_MAX_EXAMPLES", 1000),
+            temporal_ui=os.environ.get("SLUICEGATE_TEMPORAL_UI") or None,
         )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import shlex
 import threading
 import time
 import weakref
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -34,6 +36,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerPr
 from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from sluicegate.storage.span_store import DEFAULT_TRACE_MAX_AGE, SpanStore, StoredSpan, check_bounds
+from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
 
 log = logging.getLogger("sluicegate.server.traces")
 
@@ -178,6 +181,8 @@ class RecentSpans(SpanProcessor):
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        if loop is not None and not _hosts_tasks(loop):
+            loop = None  # a Temporal workflow's loop: the span is written from the home loop
         if self._loop is None or (self._loop.is_closed() and loop is not None):
             self._loop = loop  # the first loop; or the next one, if that one has gone
         home = self._loop
@@ -283,6 +288,16 @@ class RecentSpans(SpanProcessor):
                 await self._write()
             except Exception:
                 log.exception("could not write the last trace spans")
+
+
+def _hosts_tasks(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the writer may run on `loop`. A Temporal workflow runs its code on a loop of its
+    own (deterministic, without `is_closed` or timers of wall-clock time): a span ended in
+    workflow code must neither adopt it nor fail the workflow task."""
+    try:
+        return not loop.is_closed()
+    except NotImplementedError:
+        return False
 
 
 def _now_ns() -> int:
@@ -480,6 +495,34 @@ def run_subtree(spans: list[ReadableSpan]) -> list[ReadableSpan]:
     return [s for s in spans if s.context and s.context.span_id in keep]
 
 
+def durable_run(spans: list[ReadableSpan], temporal_ui: str | None) -> dict[str, Any] | None:
+    """The Temporal workflow that ran a durable run (from its `invoke_agent` span), with the
+    CLI command that shows it and, when the server knows Temporal's Web UI, the page's URL.
+    The URL's base comes from settings only; the ids from the spans are path-quoted into it."""
+    for span in sorted(spans, key=lambda s: s.start_time or 0):
+        attributes = span.attributes or {}
+        workflow_id = attributes.get(DURABLE_WORKFLOW_ID)
+        if not isinstance(workflow_id, str) or not workflow_id:
+            continue
+        namespace = attributes.get(DURABLE_NAMESPACE)
+        namespace = namespace if isinstance(namespace, str) and namespace else "default"
+        queue = attributes.get(DURABLE_TASK_QUEUE)
+        out: dict[str, Any] = {
+            "workflowId": workflow_id,
+            "namespace": namespace,
+            "taskQueue": queue if isinstance(queue, str) else None,
+            "command": "temporal workflow show -w "
+            + shlex.quote(workflow_id)
+            + ("" if namespace == "default" else " --namespace " + shlex.quote(namespace)),
+            "url": None,
+        }
+        if temporal_ui:
+            path = f"/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
+            out["url"] = temporal_ui + path
+        return out
+    return None
+
+
 OUTCOME_WORDS = {
     "pass": "passed",
     "modified": "modified",
@@ -617,6 +660,8 @@ def inspect_row(row: dict[str, Any]) -> dict[str, Any]:
             steps=a.get("sluicegate.steps"),
             finishReason=a.get("sluicegate.finish_reason"),
         )
+        if isinstance(a.get(DURABLE_WORKFLOW_ID), str):
+            detail["workflowId"] = a[DURABLE_WORKFLOW_ID]
     return detail
 
 

@@ -105,3 +105,8 @@ REQUEST_SETTINGS: dict[str, str] = {
     "frequency_penalty": "gen_ai.request.frequency_penalty",
     "seed": "gen_ai.request.seed",
 }
+
+# A durable run's `invoke_agent` span: the Temporal workflow that runs it (its id is the run id).
+DURABLE_WORKFLOW_ID = "sluicegate.durable.workflow_id"
+DURABLE_NAMESPACE = "sluicegate.durable.namespace"
+DURABLE_TASK_QUEUE = "sluicegate.durable.task_queue"

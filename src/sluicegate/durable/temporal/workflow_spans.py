@@ -12,6 +12,9 @@ replay at the workflow's recorded time, and (3) exports a span only when it ends
 ended during replay (or during an eviction, which Temporal runs as a replay) was exported by
 the execution that ended it first. No randomness or clock of the workflow is used.
 
+A run's `invoke_agent` span also names its workflow (`sluicegate.durable.workflow_id`, the run
+id, with its namespace and task queue), so the studio can link a run to Temporal's UI.
+
 Deterministic ids need the OpenTelemetry SDK's tracer (its id generator is swapped on a copy);
 with another tracer, spans are still exported once but a replay gets new ids.
 """
@@ -25,6 +28,7 @@ from typing import Any
 from temporalio import workflow
 
 from sluicegate.tracing import state
+from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
 
 
 class _ReplayedIds:
@@ -64,6 +68,14 @@ class _WorkflowTracer:
     def start_span(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if workflow.unsafe.is_replaying() and kwargs.get("start_time") is None:
             kwargs["start_time"] = workflow.time_ns()
+        if name.startswith("invoke_agent"):
+            info = workflow.info()
+            kwargs["attributes"] = {
+                **(kwargs.get("attributes") or {}),
+                DURABLE_WORKFLOW_ID: info.workflow_id,
+                DURABLE_NAMESPACE: info.namespace,
+                DURABLE_TASK_QUEUE: info.task_queue,
+            }
         return _ended_live(self._tracer.start_span(name, *args, **kwargs))
 
     def __getattr__(self, name: str) -> Any:

@@ -17,11 +17,11 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from opentelemetry.sdk.trace import ReadableSpan
 
-from sluicegate.server.deps import ERRORS, spans_of
+from sluicegate.server.deps import ERRORS, settings_of, spans_of
 from sluicegate.server.errors import not_found
 from sluicegate.server.headers import CSP, STUDIO_POLICY
 from sluicegate.server.identity import identity_of
-from sluicegate.server.traces import AGENT_ID, RESOURCE_ID, RecentSpans, run_root, timeline
+from sluicegate.server.traces import AGENT_ID, RESOURCE_ID, RecentSpans, durable_run, run_root, timeline
 
 log = logging.getLogger("sluicegate.server.studio")
 
@@ -53,6 +53,7 @@ async def _synced(request: Request) -> RecentSpans:
 async def list_traces(request: Request) -> list[dict[str, Any]]:
     """Recent runs, newest first: their root span, agent, duration and processor outcomes."""
     recent = await _synced(request)
+    ui = settings_of(request).temporal_ui
     out = []
     for trace_id in recent.trace_ids():
         spans = recent.spans(trace_id)
@@ -72,6 +73,7 @@ async def list_traces(request: Request) -> list[dict[str, Any]]:
                 "durationMs": view["durationMs"],
                 "spanCount": len(view["spans"]),
                 "outcomes": outcomes,
+                "durable": durable_run(spans, ui),
             }
         )
     return out
@@ -83,7 +85,8 @@ async def get_trace(traceId: str, request: Request) -> dict[str, Any]:
     spans = (await _synced(request)).spans(traceId)
     if not spans or not _visible(request, run_root(spans)):
         raise not_found("trace", traceId)
-    return {"traceId": traceId.lower(), **timeline(spans)}
+    durable = durable_run(spans, settings_of(request).temporal_ui)
+    return {"traceId": traceId.lower(), **timeline(spans), "durable": durable}
 
 
 def mount_studio(app: FastAPI) -> None:

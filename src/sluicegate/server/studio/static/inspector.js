@@ -1,7 +1,8 @@
 // sluicegate studio: the run inspector. Clicking a timeline row opens, under it, what that span
 // did: a processor's phase, outcome, duration, the chunks it dropped, the text it held back,
 // its redactions by kind and (content captured) a before/after diff; a model call's prompt,
-// answer, tokens and cost; a tool's arguments and result. It reads the row's `detail`, built by
+// answer, tokens and cost; a tool's arguments and result; the run span's Temporal workflow (a
+// durable run). It reads the row's `detail`, built by
 // the server (sluicegate.server.traces.inspect_row). Like studio.js it puts server data into the
 // page as text nodes only, under the studio's Content-Security-Policy.
 "use strict";
@@ -150,6 +151,7 @@
     }
     if (d.steps !== undefined && d.steps !== null) facts.push(...fact("Steps", d.steps));
     if (d.finishReason) facts.push(...fact("Finish", d.finishReason));
+    if (typeof d.workflowId === "string") facts.push(...fact("Temporal workflow", d.workflowId, "workflow-id"));
     if (d.error) facts.push(...fact("Error", d.error, "error"));
     return [el("dl", {}, facts)];
   }

@@ -1,6 +1,9 @@
 // Runs and their timelines: one row per span, processor decisions labelled with their outcome.
 // Clicking a row opens the run inspector (`window.openInspector(traceId, spanId)`) when one is
-// loaded; without it the rows are plain.
+// loaded; without it the rows are plain. A durable run (a Temporal workflow) is marked in the
+// list, and its page names the workflow: a link to Temporal's Web UI when the server knows it
+// (`SLUICEGATE_TEMPORAL_UI`; the server builds the URL from its settings, never from span data),
+// else the `temporal workflow show` command to copy.
 "use strict";
 
 const Runs = (() => {
@@ -32,6 +35,18 @@ const Runs = (() => {
     });
   }
 
+  const WEB_URL = /^https?:\/\/[^\s"'<>]+$/i;
+
+  function durableView(durable) {
+    if (!durable || typeof durable.workflowId !== "string") return null;
+    const url = typeof durable.url === "string" && WEB_URL.test(durable.url) ? durable.url : null;
+    const where = url
+      ? h("a", { class: "workflow-link", href: url, target: "_blank", rel: "noopener noreferrer" }, "open in Temporal")
+      : h("code", { class: "workflow-command", title: "the Temporal CLI shows this workflow" }, String(durable.command || ""));
+    return h("p", { class: "durable-run", "data-workflow-id": durable.workflowId },
+      "Temporal workflow ", h("code", { class: "workflow-id" }, durable.workflowId), " · ", where);
+  }
+
   async function showTimeline(box, traceId) {
     try {
       const trace = await api("/api/studio/traces/" + encodeURIComponent(traceId));
@@ -40,7 +55,7 @@ const Runs = (() => {
         ? decisions.map((d) => d.label || d.processorId + (d.phase ? " · " + d.phase : "") + ": " + (OUTCOME_LABEL[d.outcome] || d.outcome)).join(", ")
         : "no processor spans recorded for this run";
       box.replaceChildren(h("p", { class: "muted" }, "trace " + traceId + " · " + trace.durationMs.toFixed(1) + " ms"),
-        h("p", { class: "summary" }, summary), ...timelineRows(traceId, trace));
+        durableView(trace.durable), h("p", { class: "summary" }, summary), ...timelineRows(traceId, trace));
     } catch (error) {
       box.replaceChildren(h("p", { class: "error" }, message(error)));
     }
@@ -55,7 +70,8 @@ const Runs = (() => {
     }
     const traces = await api("/api/studio/traces");
     const rows = traces.map((t) => h("tr", {},
-      h("td", {}, h("a", { href: "#/runs/" + t.traceId }, t.name)),
+      h("td", {}, h("a", { href: "#/runs/" + t.traceId }, t.name),
+        t.durable ? h("span", { class: "badge durable", title: "Temporal workflow " + t.durable.workflowId }, " durable") : null),
       h("td", {}, t.agentId || ""),
       h("td", {}, new Date(t.startTime * 1000).toLocaleTimeString()),
       h("td", {}, t.durationMs.toFixed(1) + " ms"),
@@ -66,5 +82,5 @@ const Runs = (() => {
   }
 
   registerView("runs", "Runs", runsView);
-  return { showTimeline, OUTCOME_LABEL };
+  return { showTimeline, durableView, OUTCOME_LABEL };
 })();
