@@ -72,17 +72,6 @@ def substitute(content: str, spans: Sequence[Span], replacement: Any) -> str:
     return "".join(out)
 
 
-def string_leaves(value: Any) -> list[str]:
-    """Every non-blank string inside `value` (through dicts, lists and tuples), in order."""
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if isinstance(value, dict):
-        return [leaf for item in value.values() for leaf in string_leaves(item)]
-    if isinstance(value, (list, tuple)):
-        return [leaf for item in value for leaf in string_leaves(item)]
-    return []
-
-
 def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
     """`value` with every string inside it replaced by `fn(string)` (containers copied)."""
     if isinstance(value, str):

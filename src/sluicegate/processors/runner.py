@@ -176,8 +176,7 @@ def _wrong_return(entry: _Entry, result: Any, expected: str) -> ProcessorError:
 
 
 def _failed_in(entry: _Entry, hook: str, exc: Exception) -> ProcessorError:
-    """A stream processor's failure outside the per-chunk call (at a flush or a deadline),
-    named like one inside it."""
+    """A stream processor's failure, per chunk, at a flush or at a deadline, named alike."""
     return ProcessorError(
         f"processor {entry.pid!r} failed in {hook}: {exc}", processor_id=entry.pid, hook=hook
     )
@@ -623,11 +622,7 @@ class ProcessorRunner:
                 except ProcessorError:
                     raise
                 except Exception as exc:
-                    raise ProcessorError(
-                        f"processor {entry.pid!r} failed in process_output_stream: {exc}",
-                        processor_id=entry.pid,
-                        hook=entry.hook,
-                    ) from exc
+                    raise _failed_in(entry, entry.hook, exc) from exc
                 if result is not chunk:
                     if result is None:
                         return None
@@ -695,11 +690,7 @@ class ProcessorRunner:
                     raise
                 except Exception as exc:
                     counts.failed(index, is_data, exc)
-                    raise ProcessorError(
-                        f"processor {entry.pid!r} failed in process_output_stream: {exc}",
-                        processor_id=entry.pid,
-                        hook=entry.hook,
-                    ) from exc
+                    raise _failed_in(entry, entry.hook, exc) from exc
                 finally:
                     if sink is not None:
                         current.reset(token)

@@ -221,11 +221,7 @@ def _after(phase: str, args: Any, result: Any) -> Any:
             return to_json(result.result)
         return to_json(getattr(args, "result", None))
     if phase == "llm_request":
-        prompt = response = None
-        if isinstance(result, ProcessLLMRequestResult):
-            prompt, response = result.prompt, result.response
-        elif isinstance(result, dict):
-            prompt, response = result.get("prompt"), result.get("response")
+        prompt, response = _request_parts(result)
         if response is not None:
             return to_json({"response": response})
         return to_json(prompt if prompt is not None else args.prompt)
@@ -254,14 +250,19 @@ def _rejected(span: Any) -> str:
     return attr.ERROR
 
 
-def _llm_request_outcome(args: Any, result: Any, before: Any, span: Any) -> str:
-    prompt = response = None
+def _request_parts(result: Any) -> tuple[Any, Any]:
+    """The prompt and response a `process_llm_request` return value sets (None: unset)."""
     if isinstance(result, ProcessLLMRequestResult):
-        prompt, response = result.prompt, result.response
-    elif isinstance(result, dict):
-        prompt, response = result.get("prompt"), result.get("response")
-    elif result is not None:
+        return result.prompt, result.response
+    if isinstance(result, dict):
+        return result.get("prompt"), result.get("response")
+    return None, None
+
+
+def _llm_request_outcome(args: Any, result: Any, before: Any, span: Any) -> str:
+    if result is not None and not isinstance(result, (ProcessLLMRequestResult, dict)):
         return _rejected(span)
+    prompt, response = _request_parts(result)
     if response is not None:
         span.set_attribute(attr.LLM_REQUEST_RESPONSE, True)
         return attr.MODIFIED

@@ -504,3 +504,19 @@ def test_without_the_pii_extra_pseudonymize_names_it(monkeypatch: pytest.MonkeyP
     with pytest.raises(MissingExtraError, match=r"sluicegate\[pii\]"):
         PIIDetector(strategy="pseudonymize")
     PIIDetector(strategy="redact")  # the other strategies do not need it
+
+
+async def test_values_in_a_tool_results_keys_and_numbers_are_pseudonymized_too() -> None:
+    # An address used as a key, or a card number sent as a JSON number, is as sensitive as one
+    # inside a string: the model must see a token in its place.
+    async def lookup(input: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        return {BOB: "customer", "card": 4111111111111111}
+
+    customer = create_tool(id="customer", input_schema={"type": "object"}, execute=lookup)
+    pii = PIIDetector(strategy="pseudonymize")
+    model = MockModel([tool_call_step(("c1", "customer", {})), text_step("done")])
+    await agent_with(pii, model, tools=[customer]).generate("look up customer 7")
+    sent = prompt_text(model)
+    assert BOB not in sent
+    assert "4111111111111111" not in sent
+    assert "<EMAIL_1>" in sent

@@ -68,7 +68,7 @@ from sluicegate.guardrails.pseudonyms import (
 )
 from sluicegate.guardrails.recognizer import Recognizer
 from sluicegate.guardrails.regex_rules import SECRET_RULES, URL_RULES, pii_rules
-from sluicegate.guardrails.spans import locate, map_strings, map_texts, string_leaves, substitute, value_texts
+from sluicegate.guardrails.spans import locate, map_strings, map_texts, substitute, value_texts
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
@@ -711,21 +711,21 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
 
     async def _pseudonymize_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
         assert self.pseudonyms is not None
-        result = map_strings(args.result, (await self.pseudonyms.current(args)).conceal)
-        verdict = await flagged_text("\n".join(string_leaves(result)), self.detect, self.is_flagged)
+        result = map_texts(args.result, (await self.pseudonyms.current(args)).conceal)
+        verdict = await flagged_text("\n".join(value_texts(result)), self.detect, self.is_flagged)
         if verdict is not None:
             self._handle(verdict, args.abort)
             findings = [d.model_copy(update={"start": -1, "end": -1}) for d in self._findings(verdict)]
             found = [
                 (leaf[s.start : s.end], s.type)
-                for leaf in string_leaves(result)
+                for leaf in value_texts(result)
                 for s in locate(leaf, findings)
             ]
             if not found and (findings or not verdict.detections):
                 return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
             mapping = await self.pseudonyms.assign(args, found)
             tokens = _tokens_of(mapping)
-            result = map_strings(
+            result = map_texts(
                 result, lambda leaf: mapping.conceal(substitute(leaf, locate(leaf, findings), tokens))
             )
         return None if result == args.result else ProcessToolResultResult(result)

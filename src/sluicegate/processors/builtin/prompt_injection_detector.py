@@ -39,7 +39,7 @@ from sluicegate.guardrails.message_checks import (
     to_check,
     with_text,
 )
-from sluicegate.guardrails.spans import string_leaves
+from sluicegate.guardrails.spans import value_texts
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
@@ -200,7 +200,7 @@ class PromptInjectionDetector(ChecksInputOnly, Processor):
         planted in a web page, file or API answer) before the model reads it."""
         if not self.check_tool_results:
             return None
-        verdict = await flagged_text("\n".join(string_leaves(args.result)), self.detect, self.is_flagged)
+        verdict = await flagged_text("\n".join(value_texts(args.result)), self.detect, self.is_flagged)
         if verdict is None:
             return None
         self._handle(verdict, args.abort)
