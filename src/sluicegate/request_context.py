@@ -12,7 +12,8 @@ from typing import Any
 RESOURCE_ID_KEY = "mastra__resourceId"
 THREAD_ID_KEY = "mastra__threadId"
 AGENT_ID_KEY = "sluicegate__agentId"
-"""The id of the agent running the request (set by the agent; memory records it on new threads)."""
+"""The id of the agent running the request (set by the agent; memory records it on new threads,
+the response cache keys by it when not given an `agent_id`)."""
 
 
 class RequestContext:

@@ -24,15 +24,13 @@ from typing import Any, Final, TypeAlias
 from sluicegate.cache.base import ServerCache, check_ttl
 from sluicegate.processors.args import ProcessLLMRequestArgs, ProcessLLMRequestResult, ProcessLLMResponseArgs
 from sluicegate.processors.base import Processor
-from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
+from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, RequestContext
 from sluicegate.stream.chunk import Chunk, TextPayload
 from sluicegate.stream.payload import Payload
 from sluicegate.stream.usage import Usage
 
 logger = logging.getLogger(__name__)
 
-AGENT_ID_KEY: Final = "sluicegate__agentId"
-"""Request-context key under which the agent publishes its id (read when `agent_id` is not given)."""
 RESPONSE_CACHE_CONTEXT_KEY: Final = "sluicegate__responseCache"
 """Request-context key holding per-call overrides; set it with `ResponseCache.context()`."""
 DEFAULT_TTL_SECONDS: Final = 300.0
