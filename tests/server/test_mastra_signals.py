@@ -266,3 +266,21 @@ def test_an_agent_without_a_run_log_cannot_be_subscribed(server: Any) -> None:
     answer = httpx.post(f"{url}/api/agents/unlogged/threads/subscribe", json={"threadId": "t"})
     assert answer.status_code == 501
     assert httpx.post(f"{url}/api/agents/nobody/threads/subscribe", json={"threadId": "t"}).status_code == 404
+
+
+async def test_a_pending_message_is_claimed_only_by_a_run_of_its_senders_resource() -> None:
+    """Another resource's run opened on the same thread id first does not take (and so show
+    its subscribers) the message `send-message` is starting a run with."""
+    from sluicegate.server.mastra.signals import ThreadRunLog
+    from sluicegate.stream.run_log import InMemoryRunLog
+
+    log = ThreadRunLog(InMemoryRunLog())
+    thread = log.thread("t1")
+    signal = {"id": "s1", "type": "user-message", "contents": "alice's secret"}
+    thread.pending, thread.pending_resource = signal, "alice"
+    await log.open("run-bob", agent_id="remembering", resource_id="bob", thread_id="t1")
+    assert thread.signal is None
+    assert thread.pending is signal
+    await log.open("run-alice", agent_id="remembering", resource_id="alice", thread_id="t1")
+    assert thread.signal == ("run-alice", signal)
+    assert thread.pending is None

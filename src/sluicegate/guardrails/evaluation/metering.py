@@ -18,7 +18,7 @@ from typing import Any
 
 from sluicegate.guardrails.detector import DetectorModel
 from sluicegate.models.base import CallOptions, GenerateResult, StreamResult
-from sluicegate.processors.builtin.cost_guard import DEFAULT_PRICING, ModelPrice
+from sluicegate.processors.builtin.cost_guard import DEFAULT_PRICING, lookup_price
 from sluicegate.stream.usage import Usage
 
 
@@ -32,12 +32,6 @@ class Meter:
 
 
 _current: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("sluicegate_eval_meter", default=None)
-
-
-def price_for(model_id: str) -> ModelPrice | None:
-    lowered = model_id.lower().rsplit("/", 1)[-1]
-    best = max((key for key in DEFAULT_PRICING if lowered.startswith(key)), key=len, default=None)
-    return None if best is None else DEFAULT_PRICING[best]
 
 
 class Metered:
@@ -59,7 +53,7 @@ class Metered:
             meter.input_tokens += usage.input_tokens
             meter.output_tokens += usage.output_tokens
             model_id = str(getattr(self.inner, "model_id", "") or "")
-            price = price_for(model_id) if model_id else None
+            price = lookup_price(DEFAULT_PRICING, model_id)
             if price is None:
                 meter.unpriced.add(model_id or type(self.inner).__name__)
             else:

@@ -190,6 +190,19 @@ _WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
+def lookup_price(pricing: Mapping[str, ModelPrice], model_id: str | None) -> ModelPrice | None:
+    """The price of the longest key `model_id` starts with (the whole id, then its last path
+    segment: `openai/gpt-4o` is priced as `gpt-4o`)."""
+    if not model_id:
+        return None
+    lowered = model_id.lower()
+    for candidate in (lowered, lowered.rsplit("/", 1)[-1]):
+        best = max((key for key in pricing if candidate.startswith(key)), key=len, default=None)
+        if best is not None:
+            return pricing[best]
+    return None
+
+
 def parse_window(window: str | timedelta | None) -> timedelta | None:
     """`"30d"`, `"24h"`, `"90m"`, `"2w"`, `"45s"` or a `timedelta` -> a `timedelta` (None: all time)."""
     if window is None or isinstance(window, timedelta):
@@ -288,14 +301,7 @@ class CostGuardProcessor(Processor):
         self._unpriced_warned: set[str] = set()
 
     def price_for(self, model_id: str | None) -> ModelPrice | None:
-        if not model_id:
-            return None
-        lowered = model_id.lower()
-        for candidate in (lowered, lowered.rsplit("/", 1)[-1]):
-            best = max((key for key in self.pricing if candidate.startswith(key)), key=len, default=None)
-            if best is not None:
-                return self.pricing[best]
-        return None
+        return lookup_price(self.pricing, model_id)
 
     def cost_of(self, model_id: str | None, usage: Usage) -> float:
         price = self.price_for(model_id)

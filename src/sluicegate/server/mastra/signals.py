@@ -63,6 +63,7 @@ class _Thread:
     subscribers: set[asyncio.Queue[str]] = field(default_factory=set)
     last_run: str | None = None
     pending: dict[str, Any] | None = None
+    pending_resource: str | None = None
     signal: tuple[str, dict[str, Any]] | None = None
     task: asyncio.Task[None] | None = None
     task_run: str | None = None
@@ -86,7 +87,9 @@ class ThreadRunLog:
             thread = self.threads.get(thread_id)
             if thread is not None:
                 thread.last_run = run_id
-                if thread.pending is not None:
+                # Only a run of the sender's resource claims its message: another resource
+                # may open a run on the same thread id before the sender's run opens.
+                if thread.pending is not None and thread.pending_resource in (None, resource_id):
                     thread.signal = (run_id, thread.pending)
                     thread.pending = None
                 elif thread.signal is not None and thread.signal[0] != run_id:
@@ -362,6 +365,7 @@ async def _send(agentId: str, body: SendMessageBody, request: Request) -> dict[s
     if metadata:
         signal["metadata"] = metadata
     thread.pending = signal
+    thread.pending_resource = resource
     try:
         output, warning = await _start(agent, call, request)
     except BaseException:

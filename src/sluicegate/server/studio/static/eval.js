@@ -1,67 +1,25 @@
 // sluicegate studio, eval page (#/eval): run `sluicegate eval` on an uploaded JSONL dataset
-// through POST /api/eval. Self-contained (its own helpers), loaded before studio.js, whose
-// router calls window.sluicegateEvalView. Same rules as studio.js: server data goes in as text
-// nodes only, styles through el.style, fetches to this origin only.
+// through POST /api/eval, built with core.js's helpers (server data as text nodes only). The
+// router gives `window.sluicegateEvalView(view)` its nav entry and route.
 "use strict";
 
 (function () {
-  const SVG = "http://www.w3.org/2000/svg";
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else if (key === "style") Object.assign(node.style, value);
-      else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value === true ? "" : value);
-    }
-    for (const child of children.flat()) {
-      if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-    }
-    return node;
-  }
-
-  async function post(path, body) {
-    const headers = { "content-type": "application/json" };
-    const token = localStorage.getItem("sluicegate.token");
-    if (token) headers.authorization = "Bearer " + token;
-    const response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(data.error || ("HTTP " + response.status));
-    return data;
-  }
-
-  async function get(path) {
-    const headers = {};
-    const token = localStorage.getItem("sluicegate.token");
-    if (token) headers.authorization = "Bearer " + token;
-    const response = await fetch(path, { headers });
-    return response.ok ? response.json() : {};
-  }
+  const { h: el, svg: svgEl, api } = Studio;
 
   const fmt = (value) => (value === null || value === undefined ? "-" : Number(value).toFixed(3));
 
   function chart(kinds) {
     const bars = Object.entries(kinds).filter(([, s]) => s.leak_rate !== null);
     const left = 170, width = 320, row = 22;
-    const svg = document.createElementNS(SVG, "svg");
-    svg.setAttribute("width", String(left + width + 70));
-    svg.setAttribute("height", String(row * bars.length + 10));
-    svg.setAttribute("role", "img");
-    svg.setAttribute("aria-label", "Leak rate per label");
+    const svg = svgEl("svg", { width: left + width + 70, height: row * bars.length + 10, role: "img", "aria-label": "Leak rate per label" });
     bars.forEach(([label, score], i) => {
       const y = 4 + i * row;
-      const add = (tag, attrs, text) => {
-        const node = document.createElementNS(SVG, tag);
-        for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-        if (text !== undefined) node.textContent = text;
-        svg.append(node);
-      };
       const bar = Math.max(1, score.leak_rate * width);
       const colour = score.leak_rate <= 0.02 ? "#2e7d32" : score.leak_rate <= 0.2 ? "#f9a825" : "#c62828";
-      add("text", { x: left - 8, y: y + 14, "text-anchor": "end" }, label);
-      add("rect", { x: left, y: y + 2, width: bar.toFixed(1), height: row - 6, fill: colour });
-      add("text", { x: (left + bar + 6).toFixed(1), y: y + 14 }, (score.leak_rate * 100).toFixed(1) + " %");
+      svg.append(
+        svgEl("text", { x: left - 8, y: y + 14, "text-anchor": "end" }, label),
+        svgEl("rect", { x: left, y: y + 2, width: bar.toFixed(1), height: row - 6, fill: colour }),
+        svgEl("text", { x: (left + bar + 6).toFixed(1), y: y + 14 }, (score.leak_rate * 100).toFixed(1) + " %"));
     });
     return svg;
   }
@@ -98,7 +56,7 @@
   }
 
   async function evalView(view) {
-    const agents = await get("/api/agents");
+    const agents = await api("/api/agents");
     const agent = el("select", { id: "eval-agent" }, Object.keys(agents).map((id) => el("option", { value: id }, id)));
     const phase = el("select", { id: "eval-phase" }, el("option", { value: "input" }, "input"), el("option", { value: "output" }, "output"));
     const processors = el("input", { id: "eval-processors", placeholder: "processor ids, comma-separated (optional)" });
@@ -112,8 +70,8 @@
       run.disabled = true;
       try {
         const ids = processors.value.split(",").map((s) => s.trim()).filter(Boolean);
-        const data = await post("/api/eval", { dataset: await file.files[0].text(), agentId: agent.value || null,
-          processors: ids, phase: phase.value, html: true });
+        const data = await api("/api/eval", { method: "POST", body: JSON.stringify({ dataset: await file.files[0].text(),
+          agentId: agent.value || null, processors: ids, phase: phase.value, html: true }) });
         status.textContent = "";
         out.append(reportView(data));
       } catch (error) {
