@@ -227,6 +227,9 @@ class TemporalRuns:
         pending = await self.pending_tool_call(run_id)
         if pending is None or pending.get("resourceId") != caller:
             raise SuspendedRunNotFoundError(run_id, "unknown")
+        # Without an id, decide the call just checked: if another decision lands first, the run
+        # may wait on a later call this caller never saw, which the update then refuses as stale.
+        args = [args[0] or pending["toolCallId"], *args[1:]]
         handle = self.client.get_workflow_handle(run_id)
         try:
             return await handle.execute_update(name, args=args)  # type: ignore[no-any-return]
