@@ -627,3 +627,17 @@ async def test_a_decision_without_an_id_is_pinned_to_the_call_it_checked() -> No
     await runs.decline_tool_call("r", None, "no")
     await runs.resume_stream("r", {"x": 1})
     assert sent == [["c1"], ["c1", "no"], ["c1", {"x": 1}]]
+
+
+async def test_a_run_id_names_one_run(temporal_server: Any) -> None:
+    agent = Agent("echo", model=MockModel([text_step("hello")]))
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "hi", run_id=f"mine-{uuid.uuid4()}")
+        with pytest.raises(InvalidInputError, match=r"run_id: .* already names a run"):
+            await runs.start(agent, "hi again", run_id=run_id)
+        assert (await runs.result(run_id))["text"] == "hello"
+        with pytest.raises(InvalidInputError, match="already names a run"):  # ended: still its id
+            await runs.start(agent, "hi again", run_id=run_id)
+
+    await _run(temporal_server, [agent], body)
