@@ -641,3 +641,24 @@ async def test_a_run_id_names_one_run(temporal_server: Any) -> None:
             await runs.start(agent, "hi again", run_id=run_id)
 
     await _run(temporal_server, [agent], body)
+
+
+async def test_resume_data_over_the_payload_limit_is_refused_before_the_update() -> None:
+    sent: list[list[Any]] = []
+
+    class Handle:
+        async def query(self, name: str) -> dict[str, Any]:
+            return {"toolCallId": "c1", "kind": "suspend", "resourceId": None}
+
+        async def execute_update(self, name: str, *, args: list[Any]) -> dict[str, Any]:
+            sent.append(args)
+            return {"runId": "r", "offset": 0}
+
+    class FakeClient:
+        def get_workflow_handle(self, run_id: str) -> Handle:
+            return Handle()
+
+    runs = TemporalRuns(FakeClient())  # type: ignore[arg-type]
+    with pytest.raises(PayloadTooLargeError, match="the decision"):
+        await runs.resume_stream("r", {"blob": "x" * (3 * 1024 * 1024)})
+    assert sent == []

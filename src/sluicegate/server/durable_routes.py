@@ -175,6 +175,8 @@ async def _decided(
         raise ApiError(404, f"runId: no run {run_id!r} waits for a decision", field="runId") from exc
     except InvalidInputError as exc:
         raise ApiError(400, str(exc), field="toolCallId") from exc
+    except PayloadTooLargeError as exc:
+        raise ApiError(400, str(exc)) from exc
     except WorkerUnavailableError as exc:
         raise ApiError(503, str(exc)) from exc
     output = await runs.observe(agent, run_id, offset=answer["offset"], request_context=caller)

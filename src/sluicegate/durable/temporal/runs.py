@@ -239,7 +239,9 @@ class TemporalRuns:
             raise SuspendedRunNotFoundError(run_id, "unknown")
         # Without an id, decide the call just checked: if another decision lands first, the run
         # may wait on a later call this caller never saw, which the update then refuses as stale.
-        args = [args[0] or pending["toolCallId"], *args[1:]]
+        args = checked(
+            "the decision (tool call id, reason, resume data)", [args[0] or pending["toolCallId"], *args[1:]]
+        )
         handle = self.client.get_workflow_handle(run_id)
         try:
             return await handle.execute_update(name, args=args)  # type: ignore[no-any-return]
