@@ -16,6 +16,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
+from temporalio.client import Client
 
 from sluicegate.agent import Agent
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, names
@@ -42,6 +43,7 @@ from sluicegate.tracing.state import opentelemetry_in_use
 
 TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
 TASK_QUEUE_ENV = "SLUICEGATE_TEMPORAL_TASK_QUEUE"
+NAMESPACE_ENV = "SLUICEGATE_TEMPORAL_NAMESPACE"
 
 router = APIRouter(prefix="/api/agents", tags=["durable runs"])
 
@@ -59,7 +61,8 @@ async def _runs(request: Request) -> TemporalRuns:
     if runs is None:
         target = os.environ[TEMPORAL_ENV]
         queue = os.environ.get(TASK_QUEUE_ENV) or names.DEFAULT_TASK_QUEUE
-        runs = await TemporalRuns.connect(target, task_queue=queue)
+        namespace = os.environ.get(NAMESPACE_ENV) or "default"
+        runs = TemporalRuns(await Client.connect(target, namespace=namespace), task_queue=queue)
         request.app.state.temporal_runs = runs
     return runs
 
