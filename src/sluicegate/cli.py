@@ -348,6 +348,11 @@ def _add_temporal_serve_options(cmd: Any) -> None:
         help="the workers' task queue (default sluicegate; e.g. --task-queue agents)",
     )
     cmd.add_argument(
+        "--namespace",
+        default=None,
+        help="the workers' Temporal namespace (default default; e.g. --namespace prod)",
+    )
+    cmd.add_argument(
         "--temporal-ui",
         default=None,
         metavar="URL",
@@ -362,6 +367,8 @@ def _temporal_env(args: argparse.Namespace) -> None:
         os.environ["SLUICEGATE_TEMPORAL"] = args.temporal
         if args.task_queue:
             os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] = args.task_queue
+        if args.namespace:
+            os.environ["SLUICEGATE_TEMPORAL_NAMESPACE"] = args.namespace
     if getattr(args, "temporal_ui", None):
         os.environ["SLUICEGATE_TEMPORAL_UI"] = args.temporal_ui
 

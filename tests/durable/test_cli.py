@@ -32,6 +32,30 @@ def test_serve_temporal_becomes_the_servers_environment(monkeypatch: pytest.Monk
     _temporal_env(args)
     assert environ["SLUICEGATE_TEMPORAL"] == "127.0.0.1:7233"
     assert environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] == "agents"
+    _temporal_env(
+        build_parser().parse_args(["serve", "app.py", "--temporal", "127.0.0.1:7233", "--namespace", "prod"])
+    )
+    assert environ["SLUICEGATE_TEMPORAL_NAMESPACE"] == "prod"  # the workers' (`worker --namespace`)
     del environ["SLUICEGATE_TEMPORAL"]
     _temporal_env(build_parser().parse_args(["serve", "app.py"]))
     assert "SLUICEGATE_TEMPORAL" not in environ
+
+
+async def test_the_servers_runs_use_the_workers_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from sluicegate.server import durable_routes
+
+    connected: list[tuple[str, str]] = []
+
+    async def connect(target: str, *, namespace: str) -> object:
+        connected.append((target, namespace))
+        return object()
+
+    monkeypatch.setattr(durable_routes.Client, "connect", connect)
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL", "127.0.0.1:7233")
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL_NAMESPACE", "prod")
+    request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace()))
+    runs = await durable_routes._runs(request)  # type: ignore[arg-type]
+    assert connected == [("127.0.0.1:7233", "prod")]
+    assert runs.task_queue == "sluicegate"

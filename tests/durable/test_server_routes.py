@@ -71,6 +71,10 @@ async def test_stream_and_approve_through_the_routes(
             json={"runId": run_id, "toolCallId": "c1", "resourceId": "mallory"},
         )
         assert other.status_code == 404
+        elsewhere = await http.post(  # another agent's route never decides this run
+            "/api/agents/echo/approve-tool-call", json={"runId": run_id, "toolCallId": "c1"}
+        )
+        assert elsewhere.status_code == 404 and "runId" in elsewhere.text
         assert ran == []
         approved = await http.post(
             "/api/agents/shop/approve-tool-call", json={"runId": run_id, "toolCallId": "c1"}

@@ -604,3 +604,61 @@ async def test_a_worker_with_stream_processors_the_workflow_lacked_refuses_the_c
     with pytest.raises(ApplicationError, match="every worker must load the same application") as refused:
         await ActivityEnvironment().run(model_call, call)
     assert refused.value.non_retryable  # another attempt on the same worker cannot change it
+
+
+async def test_a_decision_without_an_id_is_pinned_to_the_call_it_checked() -> None:
+    """Two approvers race: the one who checked `c1` never approves `c2` the run moved on to."""
+    sent: list[list[Any]] = []
+
+    class Handle:
+        async def query(self, name: str) -> dict[str, Any]:
+            return {"toolCallId": "c1", "kind": "approval", "resourceId": None}
+
+        async def execute_update(self, name: str, *, args: list[Any]) -> dict[str, Any]:
+            sent.append(args)
+            return {"runId": "r", "offset": 0}
+
+    class FakeClient:
+        def get_workflow_handle(self, run_id: str) -> Handle:
+            return Handle()
+
+    runs = TemporalRuns(FakeClient())  # type: ignore[arg-type]
+    await runs.approve_tool_call("r")
+    await runs.decline_tool_call("r", None, "no")
+    await runs.resume_stream("r", {"x": 1})
+    assert sent == [["c1"], ["c1", "no"], ["c1", {"x": 1}]]
+
+
+async def test_a_run_id_names_one_run(temporal_server: Any) -> None:
+    agent = Agent("echo", model=MockModel([text_step("hello")]))
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "hi", run_id=f"mine-{uuid.uuid4()}")
+        with pytest.raises(InvalidInputError, match=r"run_id: .* already names a run"):
+            await runs.start(agent, "hi again", run_id=run_id)
+        assert (await runs.result(run_id))["text"] == "hello"
+        with pytest.raises(InvalidInputError, match="already names a run"):  # ended: still its id
+            await runs.start(agent, "hi again", run_id=run_id)
+
+    await _run(temporal_server, [agent], body)
+
+
+async def test_resume_data_over_the_payload_limit_is_refused_before_the_update() -> None:
+    sent: list[list[Any]] = []
+
+    class Handle:
+        async def query(self, name: str) -> dict[str, Any]:
+            return {"toolCallId": "c1", "kind": "suspend", "resourceId": None}
+
+        async def execute_update(self, name: str, *, args: list[Any]) -> dict[str, Any]:
+            sent.append(args)
+            return {"runId": "r", "offset": 0}
+
+    class FakeClient:
+        def get_workflow_handle(self, run_id: str) -> Handle:
+            return Handle()
+
+    runs = TemporalRuns(FakeClient())  # type: ignore[arg-type]
+    with pytest.raises(PayloadTooLargeError, match="the decision"):
+        await runs.resume_stream("r", {"blob": "x" * (3 * 1024 * 1024)})
+    assert sent == []

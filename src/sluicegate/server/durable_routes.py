@@ -11,10 +11,12 @@ per-request model, tools, processors, model settings) are refused by name (400).
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
+from temporalio.client import Client
 
 from sluicegate.agent import Agent
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, names
@@ -35,11 +37,13 @@ from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.streaming import ChunkStreamResponse
 from sluicegate.storage.errors import SuspendedRunNotFoundError
+from sluicegate.stream.run_log import RunNotFoundError
 from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
 from sluicegate.tracing.state import opentelemetry_in_use
 
 TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
 TASK_QUEUE_ENV = "SLUICEGATE_TEMPORAL_TASK_QUEUE"
+NAMESPACE_ENV = "SLUICEGATE_TEMPORAL_NAMESPACE"
 
 router = APIRouter(prefix="/api/agents", tags=["durable runs"])
 
@@ -57,7 +61,8 @@ async def _runs(request: Request) -> TemporalRuns:
     if runs is None:
         target = os.environ[TEMPORAL_ENV]
         queue = os.environ.get(TASK_QUEUE_ENV) or names.DEFAULT_TASK_QUEUE
-        runs = await TemporalRuns.connect(target, task_queue=queue)
+        namespace = os.environ.get(NAMESPACE_ENV) or "default"
+        runs = TemporalRuns(await Client.connect(target, namespace=namespace), task_queue=queue)
         request.app.state.temporal_runs = runs
     return runs
 
@@ -153,19 +158,30 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
     return JSONResponse(result, headers={WORKFLOW_ID_HEADER: run_id})
 
 
+Decide = Callable[[TemporalRuns, RequestContext], Awaitable[dict[str, Any]]]
+
+
 async def _decided(
-    request: Request, agent: Agent[Any], run_id: str, caller: RequestContext, decide: Any
+    request: Request, agentId: str, run_id: str, resource_id: str | None, decide: Decide
 ) -> Any:
-    """The decision's update, then the rest of the run's stream from where it resumes."""
+    """The decision's update, then the rest of the run's stream from where it resumes.
+
+    The run is first looked up as `observe` does (this agent's, the caller's resource), so a
+    route of one agent never decides a run of another."""
+    _, agent = agent_or_404(request, agentId)
+    runs = await _runs(request)
+    caller = _caller(request, resource_id)
     try:
-        answer = await decide
-    except SuspendedRunNotFoundError as exc:
+        await agent.observe(run_id=run_id, request_context=caller)
+        answer = await decide(runs, caller)
+    except (SuspendedRunNotFoundError, RunNotFoundError) as exc:
         raise ApiError(404, f"runId: no run {run_id!r} waits for a decision", field="runId") from exc
     except InvalidInputError as exc:
         raise ApiError(400, str(exc), field="toolCallId") from exc
+    except PayloadTooLargeError as exc:
+        raise ApiError(400, str(exc)) from exc
     except WorkerUnavailableError as exc:
         raise ApiError(503, str(exc)) from exc
-    runs = await _runs(request)
     output = await runs.observe(agent, run_id, offset=answer["offset"], request_context=caller)
     return _stream(request, agent, output, run_id)
 
@@ -173,28 +189,38 @@ async def _decided(
 @router.post("/{agentId}/approve-tool-call", responses=ERRORS, response_class=JSONResponse)
 async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Request) -> Any:
     """Approve the pending call (a validated workflow update); the rest of the run, streamed."""
-    _, agent = agent_or_404(request, agentId)
-    runs = await _runs(request)
-    caller = _caller(request, body.resourceId)
-    decide = runs.approve_tool_call(body.runId, body.toolCallId, request_context=caller)
-    return await _decided(request, agent, body.runId, caller, decide)
+    return await _decided(
+        request,
+        agentId,
+        body.runId,
+        body.resourceId,
+        lambda runs, caller: runs.approve_tool_call(body.runId, body.toolCallId, request_context=caller),
+    )
 
 
 @router.post("/{agentId}/decline-tool-call", responses=ERRORS, response_class=JSONResponse)
 async def decline_tool_call(agentId: str, body: DeclineBody, request: Request) -> Any:
     """Decline the pending call (it never runs); the rest of the run, streamed."""
-    _, agent = agent_or_404(request, agentId)
-    runs = await _runs(request)
-    caller = _caller(request, body.resourceId)
-    decide = runs.decline_tool_call(body.runId, body.toolCallId, body.reason, request_context=caller)
-    return await _decided(request, agent, body.runId, caller, decide)
+    return await _decided(
+        request,
+        agentId,
+        body.runId,
+        body.resourceId,
+        lambda runs, caller: runs.decline_tool_call(
+            body.runId, body.toolCallId, body.reason, request_context=caller
+        ),
+    )
 
 
 @router.post("/{agentId}/resume-stream", responses=ERRORS, response_class=JSONResponse)
 async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) -> Any:
     """Run the suspended tool again with `resumeData`; the rest of the run, streamed."""
-    _, agent = agent_or_404(request, agentId)
-    runs = await _runs(request)
-    caller = _caller(request, body.resourceId)
-    decide = runs.resume_stream(body.runId, body.resumeData, body.toolCallId, request_context=caller)
-    return await _decided(request, agent, body.runId, caller, decide)
+    return await _decided(
+        request,
+        agentId,
+        body.runId,
+        body.resourceId,
+        lambda runs, caller: runs.resume_stream(
+            body.runId, body.resumeData, body.toolCallId, request_context=caller
+        ),
+    )

@@ -17,7 +17,14 @@ import json
 from typing import Any
 
 from sluicegate.stream.chunk import Chunk
-from sluicegate.stream.run_log import InMemoryRunLog, RunInfo, RunNotFoundError, RunStatus, RunWriter
+from sluicegate.stream.run_log import (
+    InMemoryRunLog,
+    RunInfo,
+    RunNotFoundError,
+    RunStateError,
+    RunStatus,
+    RunWriter,
+)
 
 # KEYS: the stream, the meta hash. ARGV: max chunks, offset of the first chunk, idle TTL (ms), then
 # the chunks' JSON. Offsets already written are skipped, so a repeated write is a no-op.
@@ -64,6 +71,10 @@ class Publisher:
         except RunNotFoundError:
             info = None
         if info is not None and info.status is None and not isinstance(self.run_log, InMemoryRunLog):
+            if (info.agent_id, info.resource_id) != (agent_id, resource_id):
+                # Not an earlier attempt of this run: another run holds the id (as the log's
+                # reopen check refuses, never write into it).
+                raise RunStateError(f"run {run_id!r} is already open in the run log for another owner")
             return await self.end(run_id)  # opened by an earlier attempt
         if info is not None and info.status is None and run_id in self._writers:
             return _next(info)

@@ -14,7 +14,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from sluicegate.durable.temporal import names
@@ -149,9 +150,18 @@ class TemporalRuns:
         else:
             inject(start)  # the span current here, if any
         start = checked("the run's input (messages and request context)", start)
-        await self.client.start_workflow(
-            names.WORKFLOW, start, id=run_id, task_queue=self.task_queue, task_timeout=self._task_timeout
-        )
+        try:
+            await self.client.start_workflow(
+                names.WORKFLOW,
+                start,
+                id=run_id,
+                task_queue=self.task_queue,
+                task_timeout=self._task_timeout,
+                # A run id names one run: a reused one would write into the earlier run's log.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:
+            raise InvalidInputError(f"run_id: {run_id!r} already names a run; pass a new id") from None
         return run_id
 
     async def observe(
@@ -227,6 +237,11 @@ class TemporalRuns:
         pending = await self.pending_tool_call(run_id)
         if pending is None or pending.get("resourceId") != caller:
             raise SuspendedRunNotFoundError(run_id, "unknown")
+        # Without an id, decide the call just checked: if another decision lands first, the run
+        # may wait on a later call this caller never saw, which the update then refuses as stale.
+        args = checked(
+            "the decision (tool call id, reason, resume data)", [args[0] or pending["toolCallId"], *args[1:]]
+        )
         handle = self.client.get_workflow_handle(run_id)
         try:
             return await handle.execute_update(name, args=args)  # type: ignore[no-any-return]
