@@ -353,6 +353,14 @@ def _add_temporal_serve_options(cmd: Any) -> None:
         help="the workers' Temporal namespace (default default; e.g. --namespace prod)",
     )
     cmd.add_argument(
+        "--open-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a stream waits for a worker to open (or, after a decision, continue) the "
+        "run before answering 503 (default 30; e.g. --open-timeout 60)",
+    )
+    cmd.add_argument(
         "--temporal-ui",
         default=None,
         metavar="URL",
@@ -369,6 +377,8 @@ def _temporal_env(args: argparse.Namespace) -> None:
             os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] = args.task_queue
         if args.namespace:
             os.environ["SLUICEGATE_TEMPORAL_NAMESPACE"] = args.namespace
+        if args.open_timeout is not None:
+            os.environ["SLUICEGATE_TEMPORAL_OPEN_TIMEOUT"] = repr(args.open_timeout)
     if getattr(args, "temporal_ui", None):
         os.environ["SLUICEGATE_TEMPORAL_UI"] = args.temporal_ui
 
@@ -439,6 +449,9 @@ def _check_serve_options(args: argparse.Namespace) -> str | None:
         return f"--request-read-timeout must be a positive number of seconds, got {timeout}"
     if args.max_connections is not None and args.max_connections < 1:
         return f"--max-connections must be at least 1, got {args.max_connections}"
+    open_timeout = getattr(args, "open_timeout", None)
+    if open_timeout is not None and not (0 < open_timeout < float("inf")):
+        return f"--open-timeout must be a positive number of seconds, got {open_timeout}"
     return None
 
 
