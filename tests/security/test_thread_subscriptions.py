@@ -22,7 +22,7 @@ from tests.server.live import serve_in_thread
 from sluicegate import Agent, Sluicegate
 from sluicegate.memory import Memory
 from sluicegate.server import ServerSettings, create_app
-from sluicegate.server.connections import protocol_class
+from sluicegate.server.connections import DEAD_PEER_TIMEOUT, notice_dead_peers, protocol_class
 from sluicegate.storage import SQLiteStore
 from sluicegate.testing.echo_model import EchoModel
 
@@ -167,3 +167,20 @@ def test_the_bounds_are_settings_and_environment_variables(monkeypatch: Any) -> 
     defaults = ServerSettings()
     assert defaults.max_subscriptions is None and defaults.max_subscriptions_per_resource == 8
     assert defaults.heartbeat_interval == 25.0 and defaults.subscription_max_age == 3600.0
+
+
+def test_an_accepted_socket_drops_a_vanished_peer_within_the_dead_peer_timeout() -> None:
+    """A half-open peer (it vanished without FIN or RST) acknowledges nothing: with
+    `TCP_USER_TIMEOUT` the kernel drops the connection after `DEAD_PEER_TIMEOUT` seconds of
+    unacknowledged heartbeats, instead of ~15 minutes of retransmissions."""
+    if not hasattr(socket, "TCP_USER_TIMEOUT"):
+        assert not notice_dead_peers(socket.socket())
+        return
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+        with client, accepted:
+            assert notice_dead_peers(accepted)
+            set_ms = accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
+            assert set_ms == int(DEAD_PEER_TIMEOUT * 1000) == 120_000
+    assert not notice_dead_peers(None)
