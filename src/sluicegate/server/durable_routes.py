@@ -37,7 +37,7 @@ from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.streaming import ChunkStreamResponse
 from sluicegate.storage.errors import SuspendedRunNotFoundError
-from sluicegate.stream.run_log import RunNotFoundError
+from sluicegate.stream.run_log import RunLogUnavailableError, RunNotFoundError
 from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
 from sluicegate.tracing.state import opentelemetry_in_use
 
@@ -179,6 +179,8 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         output = await runs.observe(agent, run_id, request_context=owner, wait=open_timeout())
     except WorkerUnavailableError as exc:
         raise _not_open(exc, run_id) from exc
+    except RunLogUnavailableError as exc:
+        raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
     return _stream(request, agent, output, run_id)
 
 
@@ -222,6 +224,10 @@ async def _decided(
         )
     except WorkerUnavailableError as exc:
         raise _not_open(exc, run_id) from exc
+    except RunNotFoundError as exc:  # its log's retention ended meanwhile: the decision stands
+        raise ApiError(404, f"runId: run {run_id!r} is no longer in the run log", field="runId") from exc
+    except RunLogUnavailableError as exc:
+        raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
     return _stream(request, agent, output, run_id)
 
 
