@@ -184,3 +184,17 @@ def test_an_accepted_socket_drops_a_vanished_peer_within_the_dead_peer_timeout()
             set_ms = accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
             assert set_ms == int(DEAD_PEER_TIMEOUT * 1000) == 120_000
     assert not notice_dead_peers(None)
+
+
+async def test_every_event_stream_gets_heartbeats_when_quiet() -> None:
+    """Not only subscriptions: `/stream` (and `observe`, the decisions) of a model that is slow
+    to speak get the comment line too, and clients skip it."""
+    app = _app(ServerSettings(heartbeat_interval=0.05))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=30) as http:
+        answer = await http.post("/api/agents/remembering/stream", json={"messages": "one two"})
+    assert answer.status_code == 200
+    lines = [line for line in answer.text.split("\n\n") if line]
+    assert ": heartbeat" in lines
+    data = [line for line in lines if line.startswith("data: ")]
+    assert len(data) + lines.count(": heartbeat") == len(lines) and data[-1] == "data: [DONE]"
