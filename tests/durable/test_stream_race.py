@@ -7,8 +7,8 @@ the stream routes race the workers, and the client must not lose the run.
 - A decision (`approve-tool-call`, `decline-tool-call`, `resume-stream`) is accepted before a
   worker takes the run up again: its answer must carry the rest of the run, not only `[DONE]`.
 
-The race is run 20 times in a row against one dev server and one worker process, and once
-with the worker started only after the request arrived."""
+The race is run 20 times in a row against one dev server and one worker process, started only
+after the first request arrived."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,17 +73,6 @@ class Worker:
         os.unlink(self.log)
 
 
-@pytest.fixture(scope="module")
-def polling_worker(temporal_server: Any, redis_server: Any) -> Iterator[tuple[str, Worker]]:
-    queue = f"race-{uuid.uuid4()}"
-    worker = Worker(temporal_server.target, queue, redis_server.url)
-    try:
-        worker.wait_ready()
-        yield queue, worker
-    finally:
-        worker.stop()
-
-
 def _server(monkeypatch: pytest.MonkeyPatch, target: str, queue: str, redis_url: str) -> httpx.AsyncClient:
     monkeypatch.setenv("SLUICEGATE_TEMPORAL", target)
     monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
@@ -103,55 +91,52 @@ async def _started(http: httpx.AsyncClient, prompt: str) -> tuple[str, list[dict
 
 
 async def test_stream_and_each_decision_carry_the_run_20_times_in_a_row(
-    polling_worker: tuple[str, Worker],
-    temporal_server: Any,
-    redis_server: Any,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    queue, _ = polling_worker
-    decisions = ("approve-tool-call", "decline-tool-call", "resume-stream")
-    async with _server(monkeypatch, temporal_server.target, queue, redis_server.url) as http:
-        for round_ in range(ROUNDS):
-            route = decisions[round_ % len(decisions)]
-            run_id, first = await _started(http, "transfer it" if route == "resume-stream" else "refund 7")
-            body: dict[str, Any] = {"runId": run_id, "toolCallId": "c1"}
-            if route == "resume-stream":
-                body["resumeData"] = {"confirmed": True}
-            answer = await http.post(f"/api/agents/racer/{route}", json=body)
-            assert answer.status_code == 200, (round_, route, answer.text)
-            rest = _chunks(answer.text)
-            # The continuation itself, not just `[DONE]`: from the first chunk after the
-            # suspension to the run's finish, with the model's answer to the decided call.
-            assert rest, (round_, route, answer.text)
-            assert rest[-1]["type"] == "finish", (round_, route, [c["type"] for c in rest])
-            assert {c["runId"] for c in rest} == {run_id}
-            expected = {
-                "approve-tool-call": '"refunded 7"',
-                "decline-tool-call": "done: ",
-                "resume-stream": '"sent": true',
-            }[route]
-            assert expected in _text(rest), (round_, route, _text(rest))
-            assert not {c["type"] for c in first} & {"tool-result", "finish"}
-
-
-async def test_a_stream_that_arrives_before_any_worker_polls_waits_for_the_run(
     temporal_server: Any, redis_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    queue = f"late-{uuid.uuid4()}"
+    """The first `/stream` arrives before the worker process even starts (it must wait for
+    the run to open); then 20 rounds of `/stream` and a decision on that one worker."""
+    queue = f"race-{uuid.uuid4()}"
     async with _server(monkeypatch, temporal_server.target, queue, redis_server.url) as http:
-        request = asyncio.ensure_future(_started(http, "refund 7"))
+        early = asyncio.ensure_future(_started(http, "refund 7"))
         await asyncio.sleep(0.3)
-        assert not request.done()  # no worker yet: the route waits for the run to open
+        assert not early.done()  # no worker yet: the route waits for the run to open
         worker = Worker(temporal_server.target, queue, redis_server.url)
         try:
-            run_id, _ = await asyncio.wait_for(request, 60)
+            run_id, _ = await asyncio.wait_for(early, 60)
             answer = await http.post(
                 "/api/agents/racer/approve-tool-call", json={"runId": run_id, "toolCallId": "c1"}
             )
             assert answer.status_code == 200, answer.text
             assert '"refunded 7"' in _text(_chunks(answer.text))
+            for round_ in range(ROUNDS):
+                await _round(http, round_)
         finally:
             worker.stop()
+
+
+async def _round(http: httpx.AsyncClient, round_: int) -> None:
+    """One run to its suspension, then a decision (approve, decline, resume in turn) whose
+    answer must be the continuation itself, not just `[DONE]`: from the first chunk after the
+    suspension to the run's finish, with the model's answer to the decided call."""
+    decisions = ("approve-tool-call", "decline-tool-call", "resume-stream")
+    route = decisions[round_ % len(decisions)]
+    run_id, first = await _started(http, "transfer it" if route == "resume-stream" else "refund 7")
+    assert not {c["type"] for c in first} & {"tool-result", "finish"}
+    body: dict[str, Any] = {"runId": run_id, "toolCallId": "c1"}
+    if route == "resume-stream":
+        body["resumeData"] = {"confirmed": True}
+    answer = await http.post(f"/api/agents/racer/{route}", json=body)
+    assert answer.status_code == 200, (round_, route, answer.text)
+    rest = _chunks(answer.text)
+    assert rest, (round_, route, answer.text)
+    assert rest[-1]["type"] == "finish", (round_, route, [c["type"] for c in rest])
+    assert {c["runId"] for c in rest} == {run_id}
+    expected = {
+        "approve-tool-call": '"refunded 7"',
+        "decline-tool-call": "done: ",
+        "resume-stream": '"sent": true',
+    }[route]
+    assert expected in _text(rest), (round_, route, _text(rest))
 
 
 async def test_a_run_no_worker_opens_is_a_503_naming_it_after_the_open_timeout(
