@@ -20,16 +20,20 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from temporalio.client import Client
 
+from sluicegate import Agent
+from sluicegate.durable.temporal import TemporalRuns
 from sluicegate.server.app import create_app
 from sluicegate.server.settings import ServerSettings
+from sluicegate.stream import Chunk, InMemoryRunLog
+from sluicegate.stream.run_log import RunNotFoundError
 
-from .race_app import build
+from .race_app import RaceModel, build
 
 pytestmark = pytest.mark.integration
 
@@ -151,3 +155,37 @@ async def test_a_run_no_worker_opens_is_a_503_naming_it_after_the_open_timeout(
     assert "did not open in the run log within 0.5 s" in body["error"]
     client = await Client.connect(temporal_server.target)
     await client.get_workflow_handle(body["runId"]).terminate("test: no worker on its queue")
+
+
+class _OpensDuringTheFirstLook:
+    """A run log whose run opens just after the first look-up missed it: the moment a worker
+    opens the run while the route is checking."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryRunLog()
+        self.looks = 0
+
+    async def open(self, run_id: str, **owner: Any) -> Any:
+        return await self.inner.open(run_id, **owner)
+
+    async def info(self, run_id: str) -> Any:
+        self.looks += 1
+        if self.looks == 1:
+            raise RunNotFoundError(run_id)
+        return await self.inner.info(run_id)
+
+    def read(self, run_id: str, offset: int = 0) -> Any:
+        return self.inner.read(run_id, offset)
+
+
+async def test_a_run_that_opens_between_two_looks_is_streamed_not_refused() -> None:
+    """The 400 "not in the run log" of the finding: the route's look-up missed the run, the
+    worker opened it, and a second look-up took it for another caller's run."""
+    log = _OpensDuringTheFirstLook()
+    agent = Agent("racer", model=RaceModel(), run_log=log)
+    writer = await log.open("run-1", agent_id="racer")
+    writer.append(Chunk("start", "run-1"))
+    await writer.close("finished")
+    runs = TemporalRuns(cast(Client, object()))
+    observed = await runs.observe(agent, "run-1", wait=5)
+    assert [c.type async for c in observed.full_stream] == ["start"]
