@@ -304,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="answer 503 beyond N open connections per process "
             "(default: half the open-file limit, at most 2048; e.g. --max-connections 500)",
         )
+        _add_stream_bound_options(cmd)
         if name == "serve":
             _add_temporal_serve_options(cmd)
             cmd.add_argument(
@@ -353,12 +354,86 @@ def _add_temporal_serve_options(cmd: Any) -> None:
         help="the workers' Temporal namespace (default default; e.g. --namespace prod)",
     )
     cmd.add_argument(
+        "--open-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long a stream waits for a worker to open (or, after a decision, continue) the "
+        "run before answering 503 (default 30; e.g. --open-timeout 60)",
+    )
+    cmd.add_argument(
         "--temporal-ui",
         default=None,
         metavar="URL",
         help="Temporal's Web UI, which the studio links each durable run to "
         "(e.g. --temporal-ui http://127.0.0.1:8233)",
     )
+
+
+_STREAM_BOUNDS = (
+    (
+        "--max-detached-runs",
+        "N",
+        int,
+        "SLUICEGATE_MAX_DETACHED_RUNS",
+        "runs send-message starts, per process; 429 beyond (default 64; e.g. --max-detached-runs 200)",
+    ),
+    (
+        "--max-detached-runs-per-resource",
+        "N",
+        int,
+        "SLUICEGATE_MAX_DETACHED_RUNS_PER_RESOURCE",
+        "of those, per resource; 429 beyond (default 4; e.g. --max-detached-runs-per-resource 2)",
+    ),
+    (
+        "--max-subscriptions",
+        "N",
+        int,
+        "SLUICEGATE_MAX_SUBSCRIPTIONS",
+        "thread subscriptions per process; 429 beyond "
+        "(default: half the connection cap; e.g. --max-subscriptions 100)",
+    ),
+    (
+        "--max-subscriptions-per-resource",
+        "N",
+        int,
+        "SLUICEGATE_MAX_SUBSCRIPTIONS_PER_RESOURCE",
+        "of those, per resource; 429 beyond (default 8; e.g. --max-subscriptions-per-resource 4)",
+    ),
+    (
+        "--subscription-max-age",
+        "SECONDS",
+        float,
+        "SLUICEGATE_SUBSCRIPTION_MAX_AGE",
+        "a thread subscription ends between runs after this (default 3600; e.g. --subscription-max-age 600)",
+    ),
+    (
+        "--heartbeat-interval",
+        "SECONDS",
+        float,
+        "SLUICEGATE_HEARTBEAT_INTERVAL",
+        "a quiet event stream gets `: heartbeat` this often (default 25; e.g. --heartbeat-interval 10)",
+    ),
+)
+"""Bounds on what outlives a request (docs/server.md, Settings): option, metavar, type,
+environment variable (which uvicorn's worker processes inherit), help."""
+
+
+def _add_stream_bound_options(cmd: Any) -> None:
+    for flag, metavar, kind, _, helptext in _STREAM_BOUNDS:
+        cmd.add_argument(flag, type=kind, metavar=metavar, help=helptext)
+
+
+def _stream_bound_env(args: argparse.Namespace) -> str | None:
+    """The bound options as environment variables; a problem with one, or None."""
+    for flag, _, _, env, _ in _STREAM_BOUNDS:
+        value = getattr(args, flag[2:].replace("-", "_"), None)
+        if value is None:
+            continue
+        if not 0 < value < float("inf"):
+            return f"{flag} must be positive, got {value}"
+        os.environ[env] = repr(value) if isinstance(value, float) else str(value)
+    return None
 
 
 def _temporal_env(args: argparse.Namespace) -> None:
@@ -369,6 +444,8 @@ def _temporal_env(args: argparse.Namespace) -> None:
             os.environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] = args.task_queue
         if args.namespace:
             os.environ["SLUICEGATE_TEMPORAL_NAMESPACE"] = args.namespace
+        if args.open_timeout is not None:
+            os.environ["SLUICEGATE_TEMPORAL_OPEN_TIMEOUT"] = repr(args.open_timeout)
     if getattr(args, "temporal_ui", None):
         os.environ["SLUICEGATE_TEMPORAL_UI"] = args.temporal_ui
 
@@ -439,6 +516,9 @@ def _check_serve_options(args: argparse.Namespace) -> str | None:
         return f"--request-read-timeout must be a positive number of seconds, got {timeout}"
     if args.max_connections is not None and args.max_connections < 1:
         return f"--max-connections must be at least 1, got {args.max_connections}"
+    open_timeout = getattr(args, "open_timeout", None)
+    if open_timeout is not None and not (0 < open_timeout < float("inf")):
+        return f"--open-timeout must be a positive number of seconds, got {open_timeout}"
     return None
 
 
@@ -446,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command in ("serve", "dev"):
-            problem = _check_serve_options(args)
+            problem = _check_serve_options(args) or _stream_bound_env(args)
             if problem:
                 print(problem, file=sys.stderr)
                 return 2

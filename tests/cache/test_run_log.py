@@ -175,6 +175,22 @@ async def test_a_suspended_run_reopens_and_continues_its_offsets(log: RunLog) ->
         await log.open("run-1", agent_id="a", resource_id="r")
 
 
+async def test_a_reader_at_the_suspension_follows_a_run_reopened_before_its_next_chunk(log: RunLog) -> None:
+    """Resuming reopens the run before its first new chunk: a reader joining then, at the
+    offset the suspension closed at, waits for that chunk instead of ending at the old close
+    (a durable run's decision answers that offset to its client)."""
+    writer = await log.open("run-1", agent_id="a")
+    writer.append(delta(0))
+    await writer.close("suspended")
+    resumed = await log.open("run-1", agent_id="a")
+    reader = asyncio.ensure_future(collect(log, "run-1", 1))
+    await asyncio.sleep(0.3)  # the reader has met the close and must still be waiting
+    assert not reader.done()
+    resumed.append(delta(1))
+    await resumed.close("finished")
+    assert texts(await asyncio.wait_for(reader, 5)) == ["w1"]
+
+
 async def test_writer_state_rules(log: RunLog) -> None:
     writer = await log.open("run-1", agent_id="a")
     with pytest.raises(RunStateError, match="already open"):

@@ -17,6 +17,12 @@ server stops accepting, and every other client waits. The protocols here subclas
   read, and closed once the client is done sending (or after a second), so the refusal never
   waits on the client and costs its descriptor only briefly.
 
+Both also bound how long a peer that vanished (a half-open connection: no FIN, no RST) can
+hold its connection: streamed answers send a heartbeat when quiet (`streaming.py`), and the
+socket's `TCP_USER_TIMEOUT` (Linux) drops a connection whose sent data goes unacknowledged for
+`DEAD_PEER_TIMEOUT` seconds, instead of the kernel's ~15 minutes of retransmissions; the app
+then sees `http.disconnect`, and a thread subscription gives back its slot.
+
 `sluicegate serve` passes `http=GuardedH11Protocol` (or the httptools one) to uvicorn (a class:
 older uvicorn versions take no "module:Class" string there); the limits come from
 `ServerSettings.from_env()`, so every worker process agrees. `protocol_class(settings)` gives a
@@ -30,6 +36,7 @@ import functools
 import importlib.util
 import json
 import logging
+import socket
 from collections.abc import Sized
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
@@ -45,6 +52,10 @@ MAX_CONNECTIONS_CEILING = 2048
 """The largest default cap: one Python process gains nothing from more open connections."""
 REFUSAL_GRACE = 1.0
 """Seconds a refused connection stays open for the client to finish sending its request."""
+
+DEAD_PEER_TIMEOUT = 120.0
+"""Seconds sent data may go unacknowledged before the kernel drops the connection: a peer that
+is still there acknowledges within a few round trips, even when its application reads nothing."""
 
 Phase = Literal["idle", "headers", "body"]
 """Where a connection that waits on its client is: between requests, in the headers, in the body."""
@@ -194,6 +205,19 @@ def _limits(protocol: _Guarded) -> ConnectionLimits:
     return protocol.limits if protocol.limits is not None else _env_limits()
 
 
+def notice_dead_peers(sock: Any, timeout: float = DEAD_PEER_TIMEOUT) -> bool:
+    """Set `TCP_USER_TIMEOUT` on an accepted socket (see the module docstring); False where the
+    platform has no such option (the kernel's own retransmission limit applies there)."""
+    option = getattr(socket, "TCP_USER_TIMEOUT", None)
+    if sock is None or option is None:
+        return False
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, option, int(timeout * 1000))
+    except OSError:  # not TCP (a Unix socket), or refused: the default applies
+        return False
+    return True
+
+
 def _admit(protocol: _Guarded, transport: asyncio.Transport) -> bool:
     """Whether a new connection is under the cap; if not, it is handed to a `_Refusal`."""
     limit = _limits(protocol).max_connections
@@ -203,6 +227,7 @@ def _admit(protocol: _Guarded, transport: asyncio.Transport) -> bool:
         transport.set_protocol(_Refusal(transport, protocol.loop, limit))
         return False
     _CapLog.admitted(open_now, limit)
+    notice_dead_peers(transport.get_extra_info("socket"))
     return True
 
 

@@ -22,7 +22,7 @@ from sluicegate.agent import Agent
 from sluicegate.durable.temporal import PayloadTooLargeError, TemporalRuns, names
 from sluicegate.durable.temporal.runs import WorkerUnavailableError
 from sluicegate.durable.temporal.trace_context import from_headers
-from sluicegate.errors import InvalidInputError
+from sluicegate.errors import ConfigurationError, InvalidInputError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.bodies import (
     AgentCallBody,
@@ -37,15 +37,25 @@ from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.streaming import ChunkStreamResponse
 from sluicegate.storage.errors import SuspendedRunNotFoundError
-from sluicegate.stream.run_log import RunNotFoundError
+from sluicegate.stream.run_log import RunLogUnavailableError, RunNotFoundError
 from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
 from sluicegate.tracing.state import opentelemetry_in_use
 
 TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
 TASK_QUEUE_ENV = "SLUICEGATE_TEMPORAL_TASK_QUEUE"
 NAMESPACE_ENV = "SLUICEGATE_TEMPORAL_NAMESPACE"
+OPEN_TIMEOUT_ENV = "SLUICEGATE_TEMPORAL_OPEN_TIMEOUT"
+DEFAULT_OPEN_TIMEOUT = 30.0
+"""Seconds a stream route waits for a worker to open (or, after a decision, to continue) the
+run in the run log before answering 503: no worker may be polling yet (workers starting)."""
 
 router = APIRouter(prefix="/api/agents", tags=["durable runs"])
+
+_STREAM_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    503: ERRORS[400]
+    | {"description": "No worker opened (or, after a decision, continued) the run in time; see `runId`."},
+}
 
 _DURABLE_OPTIONS = frozenset(("request_context", "max_steps", "require_tool_approval", "memory"))
 
@@ -65,6 +75,26 @@ async def _runs(request: Request) -> TemporalRuns:
         runs = TemporalRuns(await Client.connect(target, namespace=namespace), task_queue=queue)
         request.app.state.temporal_runs = runs
     return runs
+
+
+def open_timeout() -> float:
+    """`SLUICEGATE_TEMPORAL_OPEN_TIMEOUT` (`serve --open-timeout`), else 30 s."""
+    raw = os.environ.get(OPEN_TIMEOUT_ENV)
+    if not raw:
+        return DEFAULT_OPEN_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ConfigurationError(f"{OPEN_TIMEOUT_ENV} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _not_open(exc: WorkerUnavailableError, run_id: str) -> ApiError:
+    """503 for a run no worker opened or continued in time: the run exists (a workflow), so
+    its id goes with the answer, to observe it later."""
+    return ApiError(503, str(exc), field="runId", extra={"runId": run_id})
 
 
 def _caller(request: Request, resource_id: str | None) -> RequestContext:
@@ -140,12 +170,17 @@ def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> Ch
     )
 
 
-@router.post("/{agentId}/stream", responses=ERRORS, response_class=JSONResponse)
+@router.post("/{agentId}/stream", responses=_STREAM_ERRORS, response_class=JSONResponse)
 async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     """Start the run as a workflow and stream its chunks from the run log."""
     _, agent = agent_or_404(request, agentId)
     runs, run_id, owner = await _begin(agent, body, request)
-    output = await runs.observe(agent, run_id, request_context=owner)
+    try:
+        output = await runs.observe(agent, run_id, request_context=owner, wait=open_timeout())
+    except WorkerUnavailableError as exc:
+        raise _not_open(exc, run_id) from exc
+    except RunLogUnavailableError as exc:
+        raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
     return _stream(request, agent, output, run_id)
 
 
@@ -164,7 +199,8 @@ Decide = Callable[[TemporalRuns, RequestContext], Awaitable[dict[str, Any]]]
 async def _decided(
     request: Request, agentId: str, run_id: str, resource_id: str | None, decide: Decide
 ) -> Any:
-    """The decision's update, then the rest of the run's stream from where it resumes.
+    """The decision's update, then the rest of the run's stream from where it resumes, once
+    a worker has taken the run up again (the update is answered before that).
 
     The run is first looked up as `observe` does (this agent's, the caller's resource), so a
     route of one agent never decides a run of another."""
@@ -182,11 +218,20 @@ async def _decided(
         raise ApiError(400, str(exc)) from exc
     except WorkerUnavailableError as exc:
         raise ApiError(503, str(exc)) from exc
-    output = await runs.observe(agent, run_id, offset=answer["offset"], request_context=caller)
+    try:
+        output = await runs.continuation(
+            agent, run_id, answer["offset"], request_context=caller, wait=open_timeout()
+        )
+    except WorkerUnavailableError as exc:
+        raise _not_open(exc, run_id) from exc
+    except RunNotFoundError as exc:  # its log's retention ended meanwhile: the decision stands
+        raise ApiError(404, f"runId: run {run_id!r} is no longer in the run log", field="runId") from exc
+    except RunLogUnavailableError as exc:
+        raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
     return _stream(request, agent, output, run_id)
 
 
-@router.post("/{agentId}/approve-tool-call", responses=ERRORS, response_class=JSONResponse)
+@router.post("/{agentId}/approve-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)
 async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Request) -> Any:
     """Approve the pending call (a validated workflow update); the rest of the run, streamed."""
     return await _decided(
@@ -198,7 +243,7 @@ async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Reque
     )
 
 
-@router.post("/{agentId}/decline-tool-call", responses=ERRORS, response_class=JSONResponse)
+@router.post("/{agentId}/decline-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)
 async def decline_tool_call(agentId: str, body: DeclineBody, request: Request) -> Any:
     """Decline the pending call (it never runs); the rest of the run, streamed."""
     return await _decided(
@@ -212,7 +257,7 @@ async def decline_tool_call(agentId: str, body: DeclineBody, request: Request) -
     )
 
 
-@router.post("/{agentId}/resume-stream", responses=ERRORS, response_class=JSONResponse)
+@router.post("/{agentId}/resume-stream", responses=_STREAM_ERRORS, response_class=JSONResponse)
 async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) -> Any:
     """Run the suspended tool again with `resumeData`; the rest of the run, streamed."""
     return await _decided(

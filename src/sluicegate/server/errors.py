@@ -22,13 +22,20 @@ class ApiError(Exception):
     extra typed fields for the body."""
 
     def __init__(
-        self, status: int, message: str, *, field: str | None = None, extra: dict[str, Any] | None = None
+        self,
+        status: int,
+        message: str,
+        *,
+        field: str | None = None,
+        extra: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.field = field
         self.extra = extra
+        self.headers = headers
 
 
 def provider_error(exc: APICallError, *, details: bool = False) -> ApiError:
@@ -100,7 +107,9 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str]:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(error_body(exc.message, exc.field, exc.extra), status_code=exc.status)
+        return JSONResponse(
+            error_body(exc.message, exc.field, exc.extra), status_code=exc.status, headers=exc.headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

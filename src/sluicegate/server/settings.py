@@ -145,6 +145,25 @@ class ServerSettings:
     max_connections: int | None = None
     """Open connections one server process accepts; more are answered 503 at once. None: half
     the process's open-file limit, at most 2048. Applies where `request_read_timeout` does."""
+    max_detached_runs: int = 64
+    """Runs that belong to no request (`send-message`) one server process runs at once; more
+    are answered 429. Each holds a model call (and its provider connection) for up to
+    `request_timeout`, and no connection cap counts them."""
+    max_detached_runs_per_resource: int = 4
+    """Of those, how many one resource may have at once (429 beyond)."""
+    max_subscriptions: int | None = None
+    """Open thread subscriptions (`threads/subscribe`) per process; more are answered 429.
+    None: half the connection cap (`max_connections`, or its default), so subscriptions never
+    hold every connection."""
+    max_subscriptions_per_resource: int = 8
+    """Of those, how many one resource may hold at once (429 beyond)."""
+    subscription_max_age: float = 3600.0
+    """Seconds a thread subscription lasts: it ends (`[DONE]`) at the first moment after this
+    when no run is being streamed on it, and the client subscribes again."""
+    heartbeat_interval: float = 25.0
+    """Seconds of silence after which a server-sent event stream gets a `: heartbeat` comment
+    line (Mastra's interval): proxies keep the connection, and a write to a peer that is gone
+    fails, which ends the stream."""
 
     def __post_init__(self) -> None:
         if not self.request_read_timeout > 0 or self.request_read_timeout == float("inf"):
@@ -153,6 +172,7 @@ class ServerSettings:
             )
         if self.max_connections is not None and self.max_connections < 1:
             raise ConfigurationError(f"max_connections must be at least 1, got {self.max_connections}")
+        self._check_stream_bounds()
         examples = self.max_eval_examples
         if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
             raise ConfigurationError(f"max_eval_examples must be a positive integer, got {examples!r}")
@@ -166,6 +186,16 @@ class ServerSettings:
                 f"trace_max_age must be a positive number of seconds, got {self.trace_max_age!r}"
             )
 
+    def _check_stream_bounds(self) -> None:
+        for name in ("max_detached_runs", "max_detached_runs_per_resource", "max_subscriptions_per_resource"):
+            _positive_int(name, getattr(self, name))
+        if self.max_subscriptions is not None:
+            _positive_int("max_subscriptions", self.max_subscriptions)
+        for name in ("subscription_max_age", "heartbeat_interval"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+                raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")
+
     @classmethod
     def from_env(cls, *, studio: bool | None = None) -> ServerSettings:
         """Settings from `SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS` (comma-separated),
@@ -173,7 +203,7 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
         `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
-        `SLUICEGATE_TEMPORAL_UI`."""
+        `SLUICEGATE_TEMPORAL_UI`, and the stream bounds (`_stream_bounds_from_env`)."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -195,4 +225,27 @@ class ServerSettings:
             capture_content=_flag("SLUICEGATE_CAPTURE_CONTENT", False),
             max_eval_examples=_int("SLUICEGATE_EVAL_MAX_EXAMPLES", 1000),
             temporal_ui=os.environ.get("SLUICEGATE_TEMPORAL_UI") or None,
+            **_stream_bounds_from_env(),
         )
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _stream_bounds_from_env() -> dict[str, Any]:
+    """`SLUICEGATE_MAX_DETACHED_RUNS`, `SLUICEGATE_MAX_DETACHED_RUNS_PER_RESOURCE`,
+    `SLUICEGATE_MAX_SUBSCRIPTIONS`, `SLUICEGATE_MAX_SUBSCRIPTIONS_PER_RESOURCE`,
+    `SLUICEGATE_SUBSCRIPTION_MAX_AGE` and `SLUICEGATE_HEARTBEAT_INTERVAL` (seconds); unset:
+    the defaults."""
+    bounds: dict[str, Any] = {
+        "max_detached_runs": _int("SLUICEGATE_MAX_DETACHED_RUNS", 64),
+        "max_detached_runs_per_resource": _int("SLUICEGATE_MAX_DETACHED_RUNS_PER_RESOURCE", 4),
+        "max_subscriptions_per_resource": _int("SLUICEGATE_MAX_SUBSCRIPTIONS_PER_RESOURCE", 8),
+        "subscription_max_age": _seconds("SLUICEGATE_SUBSCRIPTION_MAX_AGE", 3600.0),
+        "heartbeat_interval": _seconds("SLUICEGATE_HEARTBEAT_INTERVAL", 25.0),
+    }
+    if os.environ.get("SLUICEGATE_MAX_SUBSCRIPTIONS"):
+        bounds["max_subscriptions"] = _int("SLUICEGATE_MAX_SUBSCRIPTIONS", 1)
+    return bounds

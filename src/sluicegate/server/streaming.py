@@ -6,6 +6,9 @@ Each chunk goes out as one server-sent event, `data: <chunk JSON>\\n\\n` (the JS
 
 The run is driven by a task of its own while another task waits for the client to go away: a
 disconnect (or the per-request timeout) cancels the run, which closes the provider stream.
+A stream quiet for the heartbeat interval (`ServerSettings.heartbeat_interval`, 25 s, Mastra's)
+gets a `: heartbeat` comment line: proxies that close idle connections keep it, and writing to
+a peer that has gone away fails, which the server notices as a disconnect.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from sluicegate.server.auth import Receive, Scope, Send
 from sluicegate.stream.chunk import Chunk
 
 DONE = b"data: [DONE]\n\n"
+HEARTBEAT = b": heartbeat\n\n"
+"""An SSE comment (clients skip it): sent on a stream quiet for the heartbeat interval."""
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
@@ -71,6 +76,16 @@ async def wait_for_disconnect(receive: Receive) -> None:
             return
 
 
+DEFAULT_HEARTBEAT = 25.0
+
+
+def _app_heartbeat(scope: Scope) -> float:
+    """The serving app's `heartbeat_interval` (its `ServerSettings` on `app.state`)."""
+    state = getattr(scope.get("app"), "state", None)
+    interval = getattr(getattr(state, "settings", None), "heartbeat_interval", None)
+    return interval if isinstance(interval, int | float) and interval > 0 else DEFAULT_HEARTBEAT
+
+
 class ChunkStreamResponse(Response):
     """An ASGI response that streams a run's chunks as SSE and cancels the run when the client
     leaves or `timeout` seconds pass (`timeout_message` is the `error` event then).
@@ -89,6 +104,7 @@ class ChunkStreamResponse(Response):
         error_details: bool = False,
         on_end: Callable[[], Awaitable[None]] | None = None,
         timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
+        heartbeat: float | None = None,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -101,6 +117,8 @@ class ChunkStreamResponse(Response):
         self._error_details = error_details
         self._on_end = on_end
         self._timeout_message = timeout_message
+        self._heartbeat = heartbeat
+        """Seconds; None: the serving app's `heartbeat_interval` (25 s without one)."""
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -111,6 +129,8 @@ class ChunkStreamResponse(Response):
             *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],
         ]
         tasks: tuple[asyncio.Future[None], ...] = ()
+        if self._heartbeat is None:
+            self._heartbeat = _app_heartbeat(scope)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             producer = asyncio.ensure_future(self._produce(send))
@@ -160,8 +180,11 @@ class ChunkStreamResponse(Response):
         pending: list[bytes] = []
         ready = asyncio.Event()
         finished = False
+        loop = asyncio.get_running_loop()
+        last_write = loop.time()
 
         async def writer() -> None:
+            nonlocal last_write
             while True:
                 await ready.wait()
                 ready.clear()
@@ -169,10 +192,24 @@ class ChunkStreamResponse(Response):
                     body = b"".join(pending)
                     pending.clear()
                     await send({"type": "http.response.body", "body": body, "more_body": True})
+                    last_write = loop.time()
                 if finished and not pending:
                     return
 
+        async def heartbeat(interval: float) -> None:
+            """A comment line whenever nothing was written for `interval` seconds (sent by the
+            writer, so writes never interleave)."""
+            while True:
+                quiet = loop.time() - last_write
+                if quiet < interval:
+                    await asyncio.sleep(interval - quiet)
+                    continue
+                pending.append(HEARTBEAT)
+                ready.set()
+                await asyncio.sleep(interval)
+
         writing = asyncio.ensure_future(writer())
+        beating = asyncio.ensure_future(heartbeat(self._heartbeat or DEFAULT_HEARTBEAT))
         details = self._error_details
         try:
             try:
@@ -190,6 +227,9 @@ class ChunkStreamResponse(Response):
             ready.set()
             await writing
         finally:
+            beating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beating
             if not writing.done():
                 writing.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

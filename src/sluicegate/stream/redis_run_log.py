@@ -447,9 +447,11 @@ class RedisRunLog:
                 else:
                     closed_at = fields.get(b"end", fields.get("end"))
             if closed_at is not None and len(entries) < self._read_batch:
-                # The close is the last entry: the run ended (unless it was just reopened, which
-                # the next read would show; a reader reads the state it found).
-                return
+                # The close is the last entry: the run ended, unless it was reopened since (a
+                # resumed run, whose next chunk is not written yet): then it is followed on.
+                meta = await self._check_readable(client, run_id)
+                if meta.get("status") != _RUNNING:
+                    return
 
     async def _check_readable(self, client: Redis, run_id: str) -> dict[str, str]:
         try:

@@ -66,6 +66,12 @@ def _seconds(settings: dict[str, Any], name: str) -> timedelta | None:
     return timedelta(seconds=value)
 
 
+_FIRST_POLL = 0.005
+_LAST_POLL = 0.1
+"""Seconds between looks at the run log while a run is awaited: soon at first (a worker that
+polls opens a run within milliseconds), then at most ten times a second (workers starting)."""
+
+
 class WorkerUnavailableError(SluicegateError):
     """No worker answered for the run (none is running on its task queue, or all are busy)."""
 
@@ -168,15 +174,53 @@ class TemporalRuns:
         self, agent: Agent[Any], run_id: str, *, offset: int = 0, wait: float = 30.0, **options: Any
     ) -> ObservedOutput:
         """`agent.observe(run_id=..., offset=...)`, waiting (up to `wait` seconds) for a run
-        just started to reach its first chunk: the worker opens it in the log, not the caller."""
-        deadline = asyncio.get_running_loop().time() + wait
+        just started to open in the log: a worker opens it, not the caller, and none may be
+        polling yet (workers starting). `WorkerUnavailableError` when it has not opened by then.
+
+        Whether the run is in the log is looked up *before* each attempt: a run that opens
+        between a failed attempt and the look-up is tried again, so only a run that was there
+        all along and still refuses the caller is another's (`RunNotFoundError`)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        delay = _FIRST_POLL
         while True:
+            present = await self._in_log(agent, run_id)
             try:
                 return await agent.observe(run_id=run_id, offset=offset, **options)
             except RunNotFoundError:
-                if asyncio.get_running_loop().time() > deadline or await self._in_log(agent, run_id):
+                if present:
                     raise  # in the log but not this caller's: no waiting changes that
-                await asyncio.sleep(0.005)
+            if loop.time() >= deadline:
+                raise WorkerUnavailableError(run_id, f"the run did not open in the run log within {wait:g} s")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _LAST_POLL)
+
+    async def continuation(
+        self, agent: Agent[Any], run_id: str, offset: int, *, wait: float = 30.0, **options: Any
+    ) -> ObservedOutput:
+        """The run's stream from `offset` (a decision's answer) once the run has gone on: a
+        decision is accepted before a worker reopens the run in the log, and reading it then
+        would find it still closed `suspended` at `offset` and end at once. Waits up to `wait`
+        seconds for the log to show the run open again or past `offset` (it may have ended, or
+        suspended again, already); `WorkerUnavailableError` when it has not by then (the
+        decision stands: observe the run from `offset` later)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        delay = _FIRST_POLL
+        run_log = agent.run_log
+        while run_log is not None:
+            info = await run_log.info(run_id)
+            if info.status != "suspended" or info.next_offset > offset:
+                break
+            if loop.time() >= deadline:
+                raise WorkerUnavailableError(
+                    run_id,
+                    f"the decision was taken but the run did not go on within {wait:g} s; "
+                    f"observe it from offset {offset}",
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _LAST_POLL)
+        return await agent.observe(run_id=run_id, offset=offset, **options)
 
     @staticmethod
     async def _in_log(agent: Agent[Any], run_id: str) -> bool:

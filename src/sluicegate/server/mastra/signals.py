@@ -10,7 +10,9 @@ subscribers; the writer is the log's own, so the per-chunk path gains nothing.
 A run started by `send-message` is preceded on the subscription by Mastra's
 `data-user-message` part (the message as the agent received it), which is how Studio shows the
 user's message once. Such a run belongs to no request: it runs in the background, within the
-server's request timeout, and `threads/abort` cancels it.
+server's request timeout, and `threads/abort` cancels it. Such runs, and subscriptions, are
+bounded per process and per resource (`stream_bounds`: 429 past a bound); a subscription sends
+a `: heartbeat` comment when quiet and ends between runs once `subscription_max_age` passed.
 
 Not here (answered with 409 or 400, see docs/server.md): adding a message to a run that is
 already active (Mastra injects it as a signal), `ifActive`, signal attributes, other signal
@@ -46,6 +48,7 @@ from sluicegate.server.bodies import (
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, bad_request, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, bound_resource, bound_thread, identity_of
+from sluicegate.server.stream_bounds import detached_runs, subscriptions
 from sluicegate.server.streaming import ChunkStreamResponse
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.run_log import RunInfo, RunLog, RunLogError, RunWriter
@@ -172,21 +175,32 @@ def _target(request: Request, body: ThreadBody) -> tuple[str | None, str]:
 
 
 async def _thread_chunks(
-    log: ThreadRunLog, agent_id: str, thread_id: str, resource: str | None, trusted: bool
+    log: ThreadRunLog,
+    agent_id: str,
+    thread_id: str,
+    resource: str | None,
+    trusted: bool,
+    max_age: float,
 ) -> AsyncIterator[Chunk[Any]]:
-    """Every chunk of the thread's runs, the open one first, until the client leaves. A run of
-    another resource (or agent) on the same thread id is skipped unless the caller is trusted
-    (no identity hook and no resource named)."""
+    """Every chunk of the thread's runs, the open one first, until the client leaves or, once
+    `max_age` seconds have passed, until no run is being streamed (a run is never cut short).
+    A run of another resource (or agent) on the same thread id is skipped unless the caller is
+    trusted (no identity hook and no resource named)."""
     queue: asyncio.Queue[str] = asyncio.Queue()
     thread = log.thread(thread_id)
     thread.subscribers.add(queue)
+    ends = asyncio.get_running_loop().time() + max_age
     try:
         active = await log.active_run(thread_id)
         if active is not None:
             queue.put_nowait(active)
         seen: set[str] = set()
         while True:
-            run_id = await queue.get()
+            try:
+                async with asyncio.timeout_at(ends):
+                    run_id = await queue.get()
+            except TimeoutError:
+                return  # its lifetime is over: the client subscribes again
             if run_id in seen:
                 continue
             seen.add(run_id)
@@ -219,23 +233,32 @@ async def _thread_chunks(
             "content": {"text/event-stream": {"schema": {"type": "string"}}},
         },
         404: ERRORS[404] | {"description": "No such agent, or the thread is another resource's."},
+        429: ERRORS[400] | {"description": "Too many open subscriptions (`bound` names the limit)."},
         501: ERRORS[400] | {"description": "The agent keeps no run log."},
     },
     response_class=JSONResponse,
 )
 async def subscribe_to_thread(agentId: str, body: ThreadBody, request: Request) -> Any:
     """Follow a memory thread: its open run and each run started on it later, in Mastra's SSE
-    framing. Leaving stops nothing."""
+    framing, with a `: heartbeat` comment line when it is quiet. Leaving stops nothing; the
+    stream ends (between runs) after `subscription_max_age`."""
     _, agent = agent_or_404(request, agentId)
     resource, thread_id = _target(request, body)
     await _check_thread(request, agent.id, thread_id, resource)
     log = thread_log(agent)
     trusted = identity_of(request) is None and resource is None
+    settings = settings_of(request)
+    release = subscriptions(request).take(resource)  # 429 past a bound
+
+    async def given_back() -> None:
+        release()
+
     return ChunkStreamResponse(
-        _thread_chunks(log, agent.id, thread_id, resource, trusted),
+        _thread_chunks(log, agent.id, thread_id, resource, trusted, settings.subscription_max_age),
         run_id="",
         timeout=None,
         error_details=agent.provider_error_details,
+        on_end=given_back,
     )
 
 
@@ -364,11 +387,13 @@ async def _send(agentId: str, body: SendMessageBody, request: Request) -> dict[s
     }
     if metadata:
         signal["metadata"] = metadata
+    release = detached_runs(request).take(resource)  # 429 past a bound
     thread.pending = signal
     thread.pending_resource = resource
     try:
         output, warning = await _start(agent, call, request)
     except BaseException:
+        release()
         thread.pending = None
         log.forget_if_unused(thread_id)
         raise
@@ -381,11 +406,15 @@ async def _send(agentId: str, body: SendMessageBody, request: Request) -> dict[s
     thread.task = asyncio.create_task(
         _drive(log, thread_id, output.full_stream, settings_of(request).request_timeout)
     )
+    # Given back however the task ends: also a task cancelled before its first step, whose
+    # coroutine never runs (so never reaches a `finally`).
+    thread.task.add_done_callback(lambda _: release())
     return {"accepted": True, "runId": output.run_id, "signal": signal}
 
 
 _SEND_RESPONSES: dict[int | str, dict[str, Any]] = {
     409: ERRORS[400] | {"description": "A run is already active on the thread."},
+    429: ERRORS[400] | {"description": "Too many detached runs (`bound` names the limit)."},
     501: ERRORS[400] | {"description": "The agent keeps no run log."},
 }
 
