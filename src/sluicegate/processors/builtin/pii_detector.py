@@ -351,6 +351,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 "strategy='pseudonymize', "
                 f"not {strategy!r}"
             )
+        if strategy == "redact" and tool_arguments == "shown":
+            # A hook per tool call only where it can change what the tool receives.
+            setattr(self, "process_tool_call", self._restore_for_tool)  # noqa: B010
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
         self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
@@ -480,9 +483,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
 
         return ProcessToolResultResult(map_texts(args.result, redact_leaf))
 
-    def process_tool_call(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
-        """The tool receives the model's arguments where this detector redacted them for display
-        only (`tool_arguments="shown"`); pseudonymization restores its tokens instead."""
+    def _restore_for_tool(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
+        """`process_tool_call` when redacting for display only (`tool_arguments="shown"`): the
+        tool receives the model's arguments where this detector redacted them."""
         restored, changed = restore_shown(args.state, args.tool_call_id, args.args)
         return ProcessToolCallResult(restored) if changed else None
 

@@ -174,6 +174,7 @@ class RegexFilterProcessor(ToolArgumentChecks, Processor):
         self.replacement_for: Callable[[str, RegexRule], str] | None = None
         """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
         self._matcher = RuleMatcher(self.rules)
+        self._give_tools_model_arguments()
 
     # ------------------------------------------------------------------ matching
 

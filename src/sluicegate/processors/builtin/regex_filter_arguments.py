@@ -47,11 +47,17 @@ class ToolArgumentChecks:
 
     # ------------------------------------------------------------------ what the tool receives
 
-    def process_tool_call(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
-        """The tool receives the model's arguments where this filter redacted them for display
-        only (`tool_arguments="shown"`)."""
+    def _restore_for_tool(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
+        """`process_tool_call` when redacting for display only (`tool_arguments="shown"`, set
+        by `_give_tools_model_arguments`): the tool receives the model's arguments where this
+        filter redacted them."""
         restored, changed = restore(args.state, args.tool_call_id, args.args)
         return ProcessToolCallResult(restored) if changed else None
+
+    def _give_tools_model_arguments(self) -> None:
+        """Only a redacting filter that shows its redactions alone adds a hook per tool call."""
+        if self.strategy == "redact" and self.tool_arguments == "shown":
+            setattr(self, "process_tool_call", self._restore_for_tool)  # noqa: B010
 
     def suspend_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """A run waiting on a person keeps what its calls' tools will receive."""
