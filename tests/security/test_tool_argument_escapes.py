@@ -138,7 +138,7 @@ async def test_a_malformed_call_is_held_and_judged_whole_at_its_end() -> None:
 
 
 async def test_clean_arguments_stream_unchanged() -> None:
-    raw = json.dumps({"to": "the team", "n": [1, 2.5, True, None], "body": "h\u00e9llo \\ \"quoted\""})
+    raw = json.dumps({"to": "the team", "n": [1, 2.5, True, None], "body": 'h\u00e9llo \\ "quoted"'})
     guard = GUARDS["regex-filter-redact"]
     chunks, received = await stream(guard, raw, list(range(4, len(raw), 4)))
     deltas = [c.payload.args_text_delta for c in chunks if c.type == "tool-call-delta"]

@@ -100,7 +100,7 @@ def test_text_that_is_not_json_is_malformed_from_there_on() -> None:
         "{to: jane@example.com}": "to: jane@example.com}",
         '{"a": "b\\x40c"}': '\\x40c"}',
         '{"a": "b\\u00zz"}': '\\u00zz"}',
-        '{"a": 4111-1111}': '4111-1111}',
+        '{"a": 4111-1111}': "4111-1111}",
         '{"a": tru3}': "tru3}",
         '{"a": trueish}': "ish}",  # a complete literal is structure
     }
@@ -136,7 +136,9 @@ json_values = st.recursive(
 
 @settings(max_examples=150, deadline=None)
 @given(json_values, st.booleans(), st.lists(st.integers(min_value=1, max_value=400), max_size=8))
-def test_any_json_cut_anywhere_decodes_as_json_loads_reads_it(value: Any, ascii_only: bool, cuts: list[int]) -> None:
+def test_any_json_cut_anywhere_decodes_as_json_loads_reads_it(
+    value: Any, ascii_only: bool, cuts: list[int]
+) -> None:
     raw = json.dumps(value, ensure_ascii=ascii_only)
     events = lex(raw, [c for c in cuts if c < len(raw)])
     assert json.loads(rebuild(events)) == json.loads(raw)

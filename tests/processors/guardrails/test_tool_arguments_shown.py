@@ -182,7 +182,9 @@ async def test_a_rewriting_guard_after_a_showing_one_keeps_its_redaction_for_the
         tools=[lookup_order(received)],
         output_processors=[
             RegexFilter(rules=[{"name": "email", "pattern": r"[\w.]+@[\w.]+\.com"}], strategy="redact"),
-            PIIDetector(redaction_method="placeholder", detection_types=["credit-card"], tool_arguments="rewritten"),
+            PIIDetector(
+                redaction_method="placeholder", detection_types=["credit-card"], tool_arguments="rewritten"
+            ),
         ],
     )
     await agent.generate("where is my order?")
