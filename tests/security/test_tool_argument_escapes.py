@@ -7,6 +7,7 @@ block no delta carrying any part of the value goes out before the tripwire."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -35,10 +36,7 @@ def tool_step(raw: str, cuts: list[int]) -> list[dict[str, Any]]:
     return [
         {"type": "stream-start", "warnings": []},
         {"type": "tool-input-start", "id": "c1", "toolName": "send"},
-        *(
-            {"type": "tool-input-delta", "id": "c1", "delta": raw[a:b]}
-            for a, b in zip(bounds, bounds[1:], strict=False)
-        ),
+        *({"type": "tool-input-delta", "id": "c1", "delta": raw[a:b]} for a, b in itertools.pairwise(bounds)),
         {"type": "tool-input-end", "id": "c1"},
         {"type": "tool-call", "toolCallId": "c1", "toolName": "send", "input": raw},
         {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 1}},

@@ -4,6 +4,7 @@ closed on text that is not JSON."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -29,7 +30,7 @@ def lex(text: str, cuts: list[int]) -> list[tuple[int, str]]:
     tokens = JsonTokens()
     events: list[tuple[int, str]] = []
     bounds = [0, *sorted(set(cuts)), len(text)]
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         events.extend(tokens.feed(text[start:end]))
     events.extend(tokens.finish())
     joined: list[tuple[int, str]] = []
@@ -45,7 +46,7 @@ def rebuild(events: list[tuple[int, str]]) -> str:
     """The JSON the events describe, strings re-encoded from their decoded text."""
     out = []
     for kind, value in events:
-        if kind == OPEN or kind == CLOSE:
+        if kind in (OPEN, CLOSE):
             out.append('"')
         elif kind == TEXT:
             out.append(encode_text(value))
