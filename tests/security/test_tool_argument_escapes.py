@@ -107,6 +107,7 @@ REPORTED = {
     "escaped dot": '{"to": "jane.doe@example\\u002ecom"}',
     "fully escaped": '{"to": "' + "".join(f"\\u{ord(c):04x}" for c in "jane.doe@example.com") + '"}',
     "exponent card": '{"card": 4.111111111111111e15}',
+    "escaped spaces": '{"card": "4111\\u00201111\\u00201111\\u00201111"}',
     "escaped ssn": '{"ssn": "078\\u002d05\\u002d1120"}',
     "escaped key": '{"jane.doe\\u0040example.com": "primary"}',
 }
