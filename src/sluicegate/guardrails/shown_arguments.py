@@ -30,19 +30,29 @@ def check_tool_arguments(value: Any) -> ToolArguments:
 
 
 def remember(state: dict[str, Any], call_id: str, shown: Any, original: Any) -> None:
-    """A guard showed `shown` for the call `call_id` instead of `original` (what it was given)."""
-    state.setdefault(_KEY, {})[call_id] = [shown, original]
+    """A guard showed `shown` for the call `call_id` instead of `original` (what it was given).
+    A call id seen twice before its tool ran (a model reusing ids) is ambiguous: neither call's
+    tool gets arguments back (fail closed), so one call's values never reach another's tool."""
+    record = state.setdefault(_KEY, {})
+    record[call_id] = None if call_id in record else [shown, original]
 
 
 def restore(state: dict[str, Any], call_id: str, current: Any) -> tuple[Any, bool]:
     """The arguments the tool receives for `call_id`: `current` with what this guard redacted
     put back; and whether anything was. The record is used once (the call runs once)."""
     record = state.get(_KEY)
-    entry = record.pop(call_id, None) if record else None
+    entry = record.get(call_id) if record else None
     if entry is None:
         return current, False
+    del record[call_id]  # type: ignore[union-attr]
     restored = _merge(current, entry[0], entry[1])
     return restored, restored is not current
+
+
+def forget(state: dict[str, Any]) -> None:
+    """The step is over (its tools ran): records not used by now are stale. Dropped, so a
+    later step reusing a call id starts clean and the values are not kept longer than needed."""
+    state.pop(_KEY, None)
 
 
 def export(state: dict[str, Any]) -> dict[str, Any]:

@@ -222,3 +222,43 @@ async def test_pseudonymize_keeps_restoring_tokens_for_tools() -> None:
     context.set(RESOURCE_ID_KEY, "u1")
     await agent.generate(f"my email is {EMAIL}", request_context=context)
     assert seen == [{"email": EMAIL}]
+
+
+async def test_a_call_id_used_twice_in_a_step_gives_neither_tool_the_other_calls_values() -> None:
+    received: list[Any] = []
+    other = {"email": "john.roe@example.com", "order": "B-2", "card": CARD}
+    agent = Agent(
+        name="orders",
+        model=MockModel(
+            [
+                tool_call_step(("c1", "lookup_order", ARGS), ("c1", "lookup_order", other)),
+                tool_call_step(("c1", "lookup_order", other)),  # a later step may reuse the id
+                text_step("ok"),
+            ]
+        ),
+        tools=[lookup_order(received)],
+        output_processors=[RegexFilter(presets=["pii"], strategy="redact")],
+    )
+    await agent.generate("where are my orders?")
+    assert len(received) == 3
+    assert_redacted(received[:2])  # ambiguous: fail closed
+    assert received[2] == other
+
+
+def test_merge_puts_back_only_what_the_guard_changed() -> None:
+    from sluicegate.guardrails.shown_arguments import export, forget, remember, restore
+
+    state: dict[str, Any] = {}
+    original = {"jane@example.com": "primary", "n": [1, CARD], "note": "hi"}
+    shown = {"[EMAIL]": "primary", "n": [1, "[CREDIT_CARD]"], "note": "hi"}
+    remember(state, "c1", shown, original)
+    assert export(state) == {"tool_arguments_shown": {"c1": [shown, original]}}
+    # a later processor changed "note": its change stays, the guard's redactions are undone
+    current = {"[EMAIL]": "primary", "n": [1, "[CREDIT_CARD]"], "note": "[X]"}
+    restored, changed = restore(state, "c1", current)
+    assert changed and restored == {"jane@example.com": "primary", "n": [1, CARD], "note": "[X]"}
+    assert restore(state, "c1", current) == (current, False)  # used once
+    remember(state, "c2", {"v": "[EMAIL]"}, {"v": object()})
+    assert export(state) == {}  # not JSON: not kept over a suspension (fail closed)
+    forget(state)
+    assert restore(state, "c2", {"v": "[EMAIL]"}) == ({"v": "[EMAIL]"}, False)

@@ -70,6 +70,7 @@ from sluicegate.guardrails.recognizer import Recognizer
 from sluicegate.guardrails.regex_rules import SECRET_RULES, URL_RULES, pii_rules
 from sluicegate.guardrails.shown_arguments import DEFAULT_TOOL_ARGUMENTS, ToolArguments, check_tool_arguments
 from sluicegate.guardrails.shown_arguments import export as export_shown
+from sluicegate.guardrails.shown_arguments import forget as forget_shown
 from sluicegate.guardrails.shown_arguments import restore as restore_shown
 from sluicegate.guardrails.spans import locate, map_strings, map_texts, substitute, value_texts
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
@@ -503,6 +504,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             return await guard_data_part(self, args, WindowedGuard.process_output_stream)
         released = await WindowedGuard.process_output_stream(self, args)
         if part.type not in ARGUMENT_KINDS or self._tool_calls is None:
+            if part.type == "step-finish":
+                forget_shown(args.state)
             return released
         # Text held before the call goes out first (the windows release it on any other
         # chunk); the call itself waits for its own verdict.

@@ -36,6 +36,7 @@ from sluicegate.guardrails.rule_matcher import Region as _Region
 from sluicegate.guardrails.rule_matcher import RuleMatcher
 from sluicegate.guardrails.rule_matcher import merge_regions as _regions
 from sluicegate.guardrails.shown_arguments import DEFAULT_TOOL_ARGUMENTS, ToolArguments, check_tool_arguments
+from sluicegate.guardrails.shown_arguments import forget as forget_shown
 from sluicegate.guardrails.spans import map_texts
 from sluicegate.messages import Message
 from sluicegate.processors.args import (
@@ -357,6 +358,7 @@ class RegexFilterProcessor(ToolArgumentChecks, Processor):
                 channel.deferred = []
             streams.tools.clear()
             self._drop_arguments(args)
+            forget_shown(args.state)
             out.append(part)
             return out[0] if len(out) == 1 else out
         for channel in streams.all():
@@ -365,6 +367,8 @@ class RegexFilterProcessor(ToolArgumentChecks, Processor):
         streams.tools.clear()
         if kind in _ARGUMENT_ENDS or kind in _STEP_ENDS:
             out.extend(self._finish_arguments(args, part, None if kind in _STEP_ENDS else part))
+            if kind == "step-finish":
+                forget_shown(args.state)
         processed = self._structured(args, part)
         if processed is not None:
             out.append(processed)
