@@ -61,8 +61,8 @@ class ArgumentStream:
     def __init__(self) -> None:
         self.tokens = JsonTokens()
         self.channel = HoldBack(_encoded_delta)
-        self.malformed = ""
-        """Raw text held since the arguments stopped being JSON."""
+        self.malformed: list[str] = []
+        """Raw text held since the arguments stopped being JSON (joined once, at the end)."""
 
     def feed(self, judge: ArgumentJudge, args: Any, run_id: str, call_id: str, text: str) -> str:
         """The text to send for one delta (possibly empty: it all waits)."""
@@ -76,8 +76,8 @@ class ArgumentStream:
         channel = self.channel
         context, held = channel.context, channel.carry
         channel.carry = channel.context = ""
-        raw = self.malformed
-        self.malformed = ""
+        raw = "".join(self.malformed)
+        self.malformed = []
         return out + judge.judge_malformed(args, context, held, raw)
 
     def _events(self, judge: ArgumentJudge, args: Any, run_id: str, call_id: str, events: list[Any]) -> str:
@@ -101,5 +101,5 @@ class ArgumentStream:
             elif kind == NUMBER:
                 out.append(judge.judge_number(args, value))
             elif kind == MALFORMED:
-                self.malformed += value
+                self.malformed.append(value)
         return "".join(out)

@@ -31,7 +31,7 @@ MALFORMED: Final = 5
 Event = tuple[int, str]
 
 _STRUCTURE = frozenset(" \t\r\n{}[],:")
-_NUMBER_CHARS = frozenset("0123456789+-.eE")
+_NUMBER_RUN = re.compile(r"[0-9+\-.eE]*")
 _LITERALS = ("true", "false", "null")
 _SPECIAL = re.compile(r'["\\]')
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
@@ -51,7 +51,7 @@ class JsonTokens:
         self._string = False
         self._escape = ""  # an escape still arriving: "\\", "\\u00", ...
         self._high = ""  # a decoded high surrogate waiting for its low half
-        self._number = ""
+        self._number: list[str] = []  # the pieces of a number still arriving
         self._literal = ""
         self._malformed = False
         self._pieces: list[str] = []
@@ -63,7 +63,7 @@ class JsonTokens:
     @property
     def pending(self) -> str:
         """Raw text held inside the lexer (an escape, a number or a literal still arriving)."""
-        return self._escape + self._number + self._literal
+        return self._escape + "".join(self._number) + self._literal
 
     def feed(self, text: str) -> list[Event]:
         """The events of one delta, in order."""
@@ -78,9 +78,10 @@ class JsonTokens:
                 continue
             ch = text[i]
             if self._number:
-                if ch in _NUMBER_CHARS:
-                    self._number += ch
-                    i += 1
+                end = _NUMBER_RUN.match(text, i).end()  # type: ignore[union-attr]
+                if end > i:
+                    self._number.append(text[i:end])  # joined once: linear in a long number
+                    i = end
                     continue
                 if not self._end_number(events):
                     return self._fail(events, text[i:])
@@ -105,8 +106,9 @@ class JsonTokens:
                 _raw(events, text[i:j])
                 i = j
             elif ch == "-" or "0" <= ch <= "9":
-                self._number = ch
-                i += 1
+                end = _NUMBER_RUN.match(text, i).end()  # type: ignore[union-attr]
+                self._number = [text[i:end]]
+                i = end
             elif ch in "tfn":
                 self._literal = ch
                 i += 1
@@ -209,10 +211,10 @@ class JsonTokens:
             self._high = ""
 
     def _end_number(self, events: list[Event]) -> bool:
-        token = self._number
-        self._number = ""
+        token = "".join(self._number)
+        self._number = []
         if _NUMBER.fullmatch(token) is None:
-            self._number = token  # kept for the malformed rest
+            self._number = [token]  # kept for the malformed rest
             return False
         events.append((NUMBER, token))
         return True
@@ -225,8 +227,9 @@ class JsonTokens:
     def _fail(self, events: list[Event], rest: str) -> list[Event]:
         """Everything from here on is malformed: the lexer's pending text and `rest`."""
         self._malformed = True
-        held = self._escape + self._number + self._literal + rest
-        self._escape = self._number = self._literal = ""
+        held = self._escape + "".join(self._number) + self._literal + rest
+        self._escape = self._literal = ""
+        self._number = []
         if held:
             events.append((MALFORMED, held))
         return events
