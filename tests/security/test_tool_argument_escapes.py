@@ -132,8 +132,13 @@ async def test_the_reported_encodings_never_reach_the_client_in_three_character_
 async def test_a_malformed_call_is_held_and_judged_whole_at_its_end() -> None:
     raw = '{"to": "jane.doe\\u0040example.com", oops: 1}'
     for label, guard in GUARDS.items():
-        chunks, _ = await stream(guard, raw, list(range(2, len(raw), 2)))
+        chunks, received = await stream(guard, raw, list(range(2, len(raw), 2)))
         assert "jane.doe@example.com" not in client_views(chunks), label
+        if label.endswith("block"):
+            assert chunks[-1].type == "tripwire" and received == [], label
+        else:  # the unparsed input is shown with its escapes read and redacted
+            call = next(c for c in chunks if c.type == "tool-call")
+            assert "jane.doe" not in lenient_text(str(call.payload.args)), (label, call.payload.args)
 
 
 async def test_clean_arguments_stream_unchanged() -> None:
