@@ -39,12 +39,12 @@ def remember(state: dict[str, Any], call_id: str, shown: Any, original: Any) -> 
 
 def restore(state: dict[str, Any], call_id: str, current: Any) -> tuple[Any, bool]:
     """The arguments the tool receives for `call_id`: `current` with what this guard redacted
-    put back; and whether anything was. The record is used once (the call runs once)."""
+    put back; and whether anything was. The record stays until the step ends (`forget`): a tool
+    that suspends runs again, with the same arguments, when it is resumed."""
     record = state.get(_KEY)
     entry = record.get(call_id) if record else None
     if entry is None:
         return current, False
-    del record[call_id]  # type: ignore[union-attr]
     restored = _merge(current, entry[0], entry[1])
     return restored, restored is not current
 

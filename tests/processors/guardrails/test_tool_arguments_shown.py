@@ -257,8 +257,46 @@ def test_merge_puts_back_only_what_the_guard_changed() -> None:
     current = {"[EMAIL]": "primary", "n": [1, "[CREDIT_CARD]"], "note": "[X]"}
     restored, changed = restore(state, "c1", current)
     assert changed and restored == {"jane@example.com": "primary", "n": [1, CARD], "note": "[X]"}
-    assert restore(state, "c1", current) == (current, False)  # used once
+    assert restore(state, "c1", current) == (restored, True)  # again, for a resumed tool
     remember(state, "c2", {"v": "[EMAIL]"}, {"v": object()})
-    assert export(state) == {}  # not JSON: not kept over a suspension (fail closed)
+    # not JSON: not kept over a suspension (fail closed); c1 is
+    assert export(state) == {"tool_arguments_shown": {"c1": [shown, original]}}
     forget(state)
     assert restore(state, "c2", {"v": "[EMAIL]"}) == ({"v": "[EMAIL]"}, False)
+
+
+async def test_a_tool_that_suspends_gets_the_model_arguments_again_when_resumed() -> None:
+    from sluicegate.tools import ToolContext
+
+    seen: list[Any] = []
+
+    async def confirm(args: Any, context: ToolContext) -> Any:
+        seen.append(args)
+        if context.resume_data is None:
+            await context.suspend({"question": "send it?"})
+            return None
+        return {"sent": True}
+
+    tool = create_tool(
+        id="lookup_order",
+        input_schema={"type": "object"},
+        suspend_schema={"type": "object"},
+        resume_schema={"type": "object"},
+        execute=confirm,
+    )
+    store = SQLiteStore(":memory:")
+    agent = Agent(
+        name="orders",
+        model=MockModel([tool_call_step(("c1", "lookup_order", ARGS)), text_step("sent")]),
+        tools=[tool],
+        output_processors=[RegexFilter(presets=["pii"], strategy="redact")],
+        suspended_runs=store,
+    )
+    output = await agent.stream("send it")
+    chunks = [c async for c in output.full_stream]
+    assert chunks[-1].type == "tool-call-suspended"
+    assert_redacted(chunks[-1].to_dict())
+    resumed = await agent.resume_stream({"ok": True}, run_id=output.run_id)
+    after = [c async for c in resumed.full_stream]
+    assert seen == [ARGS, ARGS]
+    assert_redacted([c.to_dict() for c in after])
