@@ -56,7 +56,7 @@ class ToolArgumentChecks:
 
     def _give_tools_model_arguments(self) -> None:
         """Only a redacting filter that shows its redactions alone adds a hook per tool call."""
-        if self.strategy == "redact" and self.tool_arguments == "shown":
+        if self.strategy == "redact" and self.tool_arguments == "shown" and self.phase != "input":
             setattr(self, "process_tool_call", self._restore_for_tool)  # noqa: B010
 
     def suspend_state(self, state: dict[str, Any]) -> dict[str, Any]:
