@@ -274,16 +274,17 @@ def number_texts(token: str) -> list[str]:
     return texts
 
 
-_LENIENT_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|["\\/bfnrt])')
+_LENIENT_ESCAPE = re.compile(r'\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|["\\/bfnrt])')
 
 
 def lenient_text(raw: str) -> str:
-    """What malformed argument text shows once its escapes are read (surrogate pairs joined):
-    a client or a tool may still decode it, so it is judged this way as well as raw."""
+    """What malformed argument text shows once its escapes are read (surrogate pairs joined;
+    JavaScript's `\\xHH` too): a client or a tool may still decode it, so it is judged this way
+    as well as raw."""
 
     def decode(match: re.Match[str]) -> str:
         body = match.group(1)
-        return chr(int(body[1:], 16)) if body[0] == "u" else _ESCAPES[body]
+        return chr(int(body[1:], 16)) if body[0] in "ux" else _ESCAPES[body]
 
     decoded = _LENIENT_ESCAPE.sub(decode, raw)
     return decoded.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -121,6 +121,7 @@ def test_an_open_string_at_the_end_is_malformed() -> None:
 def test_lenient_text_reads_escapes_of_broken_json() -> None:
     assert lenient_text('{"to": "jane\\u0040ex.com"') == '{"to": "jane@ex.com"'
     assert lenient_text("\\ud83d\\ude00 \\n") == "\U0001f600 \n"
+    assert lenient_text("jane\\x40ex.com") == "jane@ex.com"
 
 
 def test_encode_text_escapes_a_lone_surrogate() -> None:
