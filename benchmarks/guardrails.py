@@ -40,6 +40,7 @@ from sluicegate.processors import (
 from sluicegate.processors.base import Processor
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.stream.payload import Payload
 from sluicegate.testing import MockModel
 
 
@@ -201,13 +202,19 @@ class PassThrough(Processor):
         return args.part
 
 
-def per_chunk_us(processor: Any, deltas: list[str], repeat: int = 5) -> float:
+def argument_delta(run_id: str, call_id: str, text: str) -> Chunk:
+    return Chunk("tool-call-delta", run_id, Payload(tool_call_id=call_id, args_text_delta=text))
+
+
+def per_chunk_us(
+    processor: Any, deltas: list[str], repeat: int = 5, make: Callable[[str, str, str], Chunk] = text_delta
+) -> float:
     """Median µs per chunk of `processor.process_output_stream` (awaited when async)."""
     is_async = asyncio.iscoroutinefunction(processor.process_output_stream)
     runs = []
     for _ in range(repeat):
         args = ProcessOutputStreamArgs(abort=lambda *a, **k: None, request_context=RequestContext())  # type: ignore[arg-type,return-value]
-        chunks = [text_delta("r", "t1", d) for d in deltas]
+        chunks = [make("r", "t1", d) for d in deltas]
 
         async def feed(chunks: list[Chunk] = chunks, args: ProcessOutputStreamArgs = args) -> float:
             start = time.perf_counter()
@@ -250,6 +257,18 @@ def deterministic() -> None:
         ):
             floor = async_base if asyncio.iscoroutinefunction(processor.process_output_stream) else base
             print(f"     {name:<24} +{per_chunk_us(processor, deltas) - floor:5.2f}")
+    # A tool call's arguments streamed as JSON in 4-character deltas (prose values, numbers).
+    arguments = json.dumps({"notes": [{"text": w.strip(), "n": i} for i, w in enumerate(words(2_000))]})
+    deltas = [arguments[i : i + 4] for i in range(0, len(arguments), 4)]
+    print(f"   tool-call argument deltas ({len(deltas):,} of 4 characters):")
+    base = per_chunk_us(PassThrough(), deltas, make=argument_delta)
+    async_base = per_chunk_us(AsyncPassThrough(), deltas, make=argument_delta)
+    for name, processor in (
+        ("RegexFilter pii", RegexFilter(presets=["pii"], strategy="redact")),
+        ("PIIDetector, no model", PIIDetector()),
+    ):
+        floor = async_base if asyncio.iscoroutinefunction(processor.process_output_stream) else base
+        print(f"     {name:<24} +{per_chunk_us(processor, deltas, make=argument_delta) - floor:5.2f}")
     print("5. RegexFilter, one 100,000-character token in 4-character chunks (target <= 0.5 s)")
     token = ("abcd" * 25_000,)
     pieces = [token[0][i : i + 4] for i in range(0, len(token[0]), 4)]

@@ -153,7 +153,9 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     assert json.loads(result.locator(".tool-output").inner_text()) == {"transferred": 100, "to": "savings"}
     assert card.locator(".decision-error").inner_text() == ""
     assert card.locator("button.approve").is_disabled() and card.locator("button.decline").is_disabled()
-    assert ran == [args]  # once, with the stored arguments (RegexFilter rewrote the call first)
+    # once, with the model's arguments: the filter redacted the call for display only
+    # (tool_arguments="shown"); the card, the page and the store never showed the key
+    assert ran == [{**args, "apiKey": SECRET}]
     assert _listed(page) == []
 
     # Decline with a reason: the tool never runs, the model reads the reason.

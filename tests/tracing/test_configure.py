@@ -57,7 +57,9 @@ async def test_span_tree_text(telemetry: Telemetry) -> None:
     assert "  processor retry-429 api_error  [outcome=retry]" in tree
     assert "  execute_tool weather" in tree
     assert "    processor stamp-tool-result tool_result  [outcome=modified]" in tree
-    assert len(tree) == 18  # the run, 4 chat, 1 tool, 12 processor spans
+    # the output filter's tool_call hook: the tool gets the model's arguments (tool_arguments)
+    assert any(line.startswith("  processor pii-output tool_call") for line in tree)
+    assert len(tree) == 19  # the run, 4 chat, 1 tool, 13 processor spans
 
 
 def test_chunk_metadata_rides_on_the_run_id() -> None:

@@ -49,6 +49,7 @@ async def test_run_metrics_by_processor_id(telemetry: Telemetry) -> None:
         ("no-drafts", "output_step"): 3,
         ("stamp-tool-result", "tool_result"): 1,
         ("pii-output", "tool_result"): 1,
+        ("pii-output", "tool_call"): 1,
         ("pii-output", "output_stream"): 4,  # one observation per step
         ("pii-output", "output_result"): 1,
     }

@@ -65,6 +65,8 @@ EXPECTED = [
                     leaf(proc("stamp-tool-result", "tool_result", "modified", 1)),
                 ],
             ),
+            # the output filter gives the tool the model's arguments (tool_arguments="shown")
+            leaf(proc("pii-output", "tool_call", "pass", 1)),
             chat(2),  # the draft
             # text-start is held with the text (dropped), then released with it unchanged: held
             leaf(stream(2, "held", seen=5, dropped=1, modified=1)),
@@ -144,7 +146,7 @@ async def test_span_tree_structure_attributes_and_outcomes(telemetry: Telemetry)
 
     # every processor span carries the run, the agent, a hook duration and no content
     processor_spans = [s for s in spans if s.name.startswith("processor ")]
-    assert len(processor_spans) == 12
+    assert len(processor_spans) == 13
     for span in processor_spans:
         assert span.attributes["sluicegate.run_id"] == result.run_id
         assert span.attributes["sluicegate.agent.id"] == "support"

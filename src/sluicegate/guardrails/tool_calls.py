@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sluicegate.guardrails.holdback import tool_input_delta
+from sluicegate.guardrails.json_stream import lenient_text
 from sluicegate.guardrails.message_checks import flagged_text
+from sluicegate.guardrails.shown_arguments import remember
 from sluicegate.guardrails.spans import Finding, locate, map_texts, substitute, value_texts
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
@@ -31,8 +33,9 @@ class ToolCallJudge:
     `detect(text)` is its verdict on the arguments' texts (None: allowed through), `is_flagged`
     whether a verdict flags them, `act(verdict, abort)` enforces it (block raises, warn
     reports), `findings(verdict)` what to redact, `redact_value(value, type)` what replaces one.
-    `strategy`: `"redact"` rewrites the arguments, `"filter"` drops the call, anything else
-    lets it through once acted on. `hold`: hold streamed argument deltas until the verdict."""
+    `strategy`: `"redact"` rewrites the arguments (for display only unless `tool_arguments`
+    is `"rewritten"`), `"filter"` drops the call, anything else lets it through once acted on.
+    `hold`: hold streamed argument deltas until the verdict."""
 
     detect: Callable[[str], Awaitable[Any]]
     is_flagged: Callable[[Any], bool]
@@ -42,6 +45,9 @@ class ToolCallJudge:
     strategy: str
     hold: bool
     label: str
+    tool_arguments: str = "shown"
+    """`"shown"`: a redaction is for display; the tool receives the arguments as given (see
+    `shown_arguments`). `"rewritten"`: the tool receives the redacted arguments too."""
 
     async def on_chunk(self, args: Any, part: Chunk) -> list[Chunk]:
         """What goes out for one tool-call chunk (`part` is one of `ARGUMENT_KINDS`)."""
@@ -53,13 +59,19 @@ class ToolCallJudge:
             return []
         held_parts = args.state.get(_HELD_KEY, {}).pop(str(part.payload.get("tool_call_id") or ""), [])
         arguments = part.payload.get("args")
-        verdict = await flagged_text("\n".join(value_texts(arguments)), self.detect, self.is_flagged)
+        texts = value_texts(arguments)
+        if isinstance(arguments, str) and (decoded := lenient_text(arguments)) != arguments:
+            texts.append(decoded)  # unparsed input: judged with its escapes read too
+        verdict = await flagged_text("\n".join(texts), self.detect, self.is_flagged)
         if verdict is None:
             return [*held_parts, part]
         self.act(verdict, args.abort)  # a block raises here: the call goes nowhere
         if self.strategy == "redact":
             redacted = self._redact(part, arguments, held_parts, verdict)
             if redacted is not None:
+                if self.tool_arguments == "shown":
+                    call_id = str(part.payload.get("tool_call_id") or "")
+                    remember(args.state, call_id, redacted[-1].payload.args, arguments)
                 return redacted
             log.warning(
                 "[%s] a detection in tool-call arguments could not be located; dropping the call", self.label

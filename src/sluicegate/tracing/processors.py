@@ -192,6 +192,8 @@ def _outcome(phase: str, args: Any, result: Any, before: Any, span: Any) -> str:
         return _llm_request_outcome(args, result, before, span)
     if phase == "llm_response":
         return attr.PASS
+    if phase == "tool_call":  # None leaves the tool's arguments as they are
+        return attr.PASS if result is None else attr.MODIFIED
     if phase == "tool_result":
         new = getattr(args, "result", None)
         if isinstance(result, dict) and set(result) <= {"result"}:

@@ -166,6 +166,8 @@ async def test_unreadable_tool_input_is_redacted_and_stays_a_tool_error() -> Non
 async def test_numbers_and_keys_in_tool_call_arguments_are_checked() -> None:
     # A card number sent as a JSON number, an address used as a key: both reach the tool and
     # the client as much as a string does.
+    # The call is shown redacted; the tool receives the model's arguments (`tool_arguments`
+    # "shown", the default) or the redacted ones ("rewritten").
     card = 4111111111111111
     for strategy, arguments, expected in (
         ("redact", {"card": card, "n": 3}, {"card": "[CREDIT_CARD]", "n": 3}),
@@ -173,22 +175,25 @@ async def test_numbers_and_keys_in_tool_call_arguments_are_checked() -> None:
         ("block", {"card": card}, None),
         ("block", {"ann@example.com": "x"}, None),
     ):
-        received: list[Any] = []
+        for tool_arguments in ("shown", "rewritten"):
+            received: list[Any] = []
 
-        async def send(args: Any, context: Any, received: list[Any] = received) -> str:
-            received.append(args)
-            return "sent"
+            async def send(args: Any, context: Any, received: list[Any] = received) -> str:
+                received.append(args)
+                return "sent"
 
-        tool = create_tool(id="send", description="Send", input_schema={"type": "object"}, execute=send)
-        agent = Agent(
-            name="r",
-            model=MockModel([tool_call_step(("c1", "send", arguments)), text_step("done")]),
-            tools=[tool],
-            output_processors=[RegexFilter(presets=["pii"], strategy=strategy)],  # type: ignore[arg-type]
-        )
-        chunks, _ = await collect(agent)
-        if expected is None:
-            assert chunks[-1].type == "tripwire" and received == [], arguments
-        else:
-            assert received == [expected]
-            assert next(c for c in chunks if c.type == "tool-call").payload.args == expected
+            tool = create_tool(id="send", description="Send", input_schema={"type": "object"}, execute=send)
+            agent = Agent(
+                name="r",
+                model=MockModel([tool_call_step(("c1", "send", arguments)), text_step("done")]),
+                tools=[tool],
+                output_processors=[
+                    RegexFilter(presets=["pii"], strategy=strategy, tool_arguments=tool_arguments)  # type: ignore[arg-type]
+                ],
+            )
+            chunks, _ = await collect(agent)
+            if expected is None:
+                assert chunks[-1].type == "tripwire" and received == [], arguments
+            else:
+                assert received == [expected if tool_arguments == "rewritten" else arguments]
+                assert next(c for c in chunks if c.type == "tool-call").payload.args == expected

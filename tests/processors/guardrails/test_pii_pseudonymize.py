@@ -430,7 +430,11 @@ def test_a_misspelled_strategy_is_refused() -> None:
 def test_other_strategies_add_no_tool_call_or_request_hook() -> None:
     from sluicegate.processors import implements
 
-    assert not implements(PIIDetector(), "process_tool_call")
+    for strategy in ("block", "warn", "filter"):
+        assert not implements(PIIDetector(strategy=strategy), "process_tool_call")  # type: ignore[arg-type]
+    # redact keeps a hook per tool call only to give the tool the model's arguments (shown)
+    assert not implements(PIIDetector(tool_arguments="rewritten"), "process_tool_call")
+    assert implements(PIIDetector(), "process_tool_call")
     assert not implements(PIIDetector(), "process_llm_request")
     pseudo = PIIDetector(strategy="pseudonymize")
     assert implements(pseudo, "process_tool_call") and implements(pseudo, "process_llm_request")

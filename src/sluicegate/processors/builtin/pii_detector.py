@@ -68,6 +68,10 @@ from sluicegate.guardrails.pseudonyms import (
 )
 from sluicegate.guardrails.recognizer import Recognizer
 from sluicegate.guardrails.regex_rules import SECRET_RULES, URL_RULES, pii_rules
+from sluicegate.guardrails.shown_arguments import DEFAULT_TOOL_ARGUMENTS, ToolArguments, check_tool_arguments
+from sluicegate.guardrails.shown_arguments import export as export_shown
+from sluicegate.guardrails.shown_arguments import forget as forget_shown
+from sluicegate.guardrails.shown_arguments import restore as restore_shown
 from sluicegate.guardrails.spans import locate, map_strings, map_texts, substitute, value_texts
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
@@ -240,7 +244,10 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     whole, in one detector call, before the call reaches the client, an approval card or the
     tool: `"block"` stops the run, `"redact"` rewrites them (and their streamed text),
     `"filter"` drops the call; with a vetted release their streamed deltas wait for that
-    verdict. `data-*` chunks (what tools and processors write to the client)
+    verdict. A redaction is what people and stores see of the call (the client stream,
+    approval cards, stored history, spans): the tool receives the model's own arguments, unless
+    `tool_arguments="rewritten"` (then the redacted ones: exfiltration control).
+    `data-*` chunks (what tools and processors write to the client)
     are checked too, their strings judged like text (see `guardrails.data_parts`; a chunk to filter is
     dropped); `process_data_parts=False` leaves them alone.
 
@@ -305,8 +312,15 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         process_data_parts: bool = True,
         recognizer: Recognizer | None = None,
         phone_regions: Sequence[str] | None = None,
+        tool_arguments: ToolArguments = DEFAULT_TOOL_ARGUMENTS,
     ) -> None:
         super().__init__()
+        self.tool_arguments = check_tool_arguments(tool_arguments)
+        if strategy == "pseudonymize" and tool_arguments != DEFAULT_TOOL_ARGUMENTS:
+            raise ConfigurationError(
+                "tool_arguments='rewritten' does not apply to strategy='pseudonymize': its tools "
+                "receive the real values of the tokens in their arguments"
+            )
         if recognizer is not None and not isinstance(recognizer, Recognizer):
             raise ConfigurationError(
                 "recognizer must have an analyze(text) method (a PresidioRecognizer, for one), "
@@ -338,6 +352,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 "strategy='pseudonymize', "
                 f"not {strategy!r}"
             )
+        if strategy == "redact" and tool_arguments == "shown":
+            # A hook per tool call only where it can change what the tool receives.
+            setattr(self, "process_tool_call", self._restore_for_tool)  # noqa: B010
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
         self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
@@ -378,7 +395,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             # Offline redaction streams like RegexFilter: exact hold-back, no windows (a
             # recognizer judges windows: it needs words around a name to find it).
             self._exact_stream = RegexFilterProcessor(
-                rules=wanted, strategy="redact", process_data_parts=True
+                rules=wanted, strategy="redact", process_data_parts=True, tool_arguments=tool_arguments
             )
             self._exact_stream.replacement_for = lambda value, rule: self.redact_value(
                 value, _PATTERN_TYPES.get(rule.name, "api-key")
@@ -421,6 +438,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 strategy=strategy,
                 hold=self.release == "vetted",
                 label="PIIDetector",
+                tool_arguments=tool_arguments,
             )
         )
 
@@ -466,6 +484,16 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
 
         return ProcessToolResultResult(map_texts(args.result, redact_leaf))
 
+    def _restore_for_tool(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
+        """`process_tool_call` when redacting for display only (`tool_arguments="shown"`): the
+        tool receives the model's arguments where this detector redacted them."""
+        restored, changed = restore_shown(args.state, args.tool_call_id, args.args)
+        return ProcessToolCallResult(restored) if changed else None
+
+    def suspend_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A run waiting on a person keeps what its calls' tools will receive."""
+        return export_shown(state)
+
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
         if self.restore_output:
             return await self._restore_stream(args)
@@ -476,6 +504,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             return await guard_data_part(self, args, WindowedGuard.process_output_stream)
         released = await WindowedGuard.process_output_stream(self, args)
         if part.type not in ARGUMENT_KINDS or self._tool_calls is None:
+            if part.type == "step-finish":
+                forget_shown(args.state)
             return released
         # Text held before the call goes out first (the windows release it on any other
         # chunk); the call itself waits for its own verdict.

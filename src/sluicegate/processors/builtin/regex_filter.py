@@ -21,7 +21,6 @@ from sluicegate.guardrails.holdback import CONTEXT as _CONTEXT
 from sluicegate.guardrails.holdback import MARKERS as _MARKERS
 from sluicegate.guardrails.holdback import HoldBack as _StreamState
 from sluicegate.guardrails.holdback import HoldBacks as _Streams
-from sluicegate.guardrails.holdback import tool_input_delta as _tool_input_delta
 from sluicegate.guardrails.judgement import DEFAULT_MAX_VALUE_CHARS
 from sluicegate.guardrails.lead_screen import lead_initials, lead_screen, required_char
 from sluicegate.guardrails.regex_rules import (
@@ -36,6 +35,8 @@ from sluicegate.guardrails.regex_rules import (
 from sluicegate.guardrails.rule_matcher import Region as _Region
 from sluicegate.guardrails.rule_matcher import RuleMatcher
 from sluicegate.guardrails.rule_matcher import merge_regions as _regions
+from sluicegate.guardrails.shown_arguments import DEFAULT_TOOL_ARGUMENTS, ToolArguments, check_tool_arguments
+from sluicegate.guardrails.shown_arguments import forget as forget_shown
 from sluicegate.guardrails.spans import map_texts
 from sluicegate.messages import Message
 from sluicegate.processors.args import (
@@ -46,6 +47,7 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor, notify_violation
+from sluicegate.processors.builtin.regex_filter_arguments import ToolArgumentChecks
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 from sluicegate.tracing.findings import redacted
@@ -78,9 +80,12 @@ DEFAULT_CARRYOVER = 128
 
 
 _STATE_KEY = "regex_filter_stream"
+_ARGUMENT_ENDS = frozenset({"tool-call-input-streaming-end", "tool-call"})
+"""Chunks that end one call's streamed arguments (its id in their payload)."""
+_STEP_ENDS = frozenset({"step-finish", "finish"})
 
 
-class RegexFilterProcessor(Processor):
+class RegexFilterProcessor(ToolArgumentChecks, Processor):
     """Pattern-based guardrail for input and output; no model call.
 
     - `rules`: your patterns, each a `RegexRule` or a dict with `name`, `pattern` (str or
@@ -103,11 +108,15 @@ class RegexFilterProcessor(Processor):
       8,192); a longer one is withheld whole (fail closed), logged and reported.
     - `process_data_parts`: also check `data-*` chunks (on by default, unlike Mastra: what a
       tool writes to the client leaks as much as the answer; `False` opts out).
+    - `tool_arguments`: what the tool of a redacted tool call receives: `"shown"` (default) the
+      model's own arguments, while the client, approval cards, the stored history and spans
+      see them redacted; `"rewritten"` the redacted arguments too (exfiltration control).
+      `block` stops the call before it runs either way.
 
     Streaming covers every channel the client sees: text and reasoning deltas (a match split
     across chunks, or across two text ids, is held until it is settled), tool-call arguments as
-    they stream and in the final `tool-call` chunk, `tool-result` payloads, and
-    `data-*` chunks. What the stream releases is what the stored response holds.
+    they stream (judged on what their JSON decodes to) and in the final `tool-call` chunk,
+    `tool-result` payloads, and `data-*` chunks. What the stream releases is what the stored response holds.
 
     Example::
 
@@ -132,8 +141,10 @@ class RegexFilterProcessor(Processor):
         stream_carryover_size: int | None = DEFAULT_CARRYOVER,
         process_data_parts: bool = True,
         max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+        tool_arguments: ToolArguments = DEFAULT_TOOL_ARGUMENTS,
     ) -> None:
         super().__init__()
+        self.tool_arguments = check_tool_arguments(tool_arguments)
         collected: list[RegexRule] = []
         for preset in presets or ():
             if preset not in PRESETS:
@@ -164,6 +175,7 @@ class RegexFilterProcessor(Processor):
         self.replacement_for: Callable[[str, RegexRule], str] | None = None
         """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
         self._matcher = RuleMatcher(self.rules)
+        self._give_tools_model_arguments()
 
     # ------------------------------------------------------------------ matching
 
@@ -334,11 +346,7 @@ class RegexFilterProcessor(Processor):
                 return None
             return part
         if kind == "tool-call-delta":
-            call_id = str(part.payload.get("tool_call_id") or "")
-            channel = streams.tools.get(call_id)
-            if channel is None:
-                channel = streams.tools[call_id] = _StreamState(_tool_input_delta)
-            return self._delta(args, channel, part, part.payload.get("args_text_delta") or "", call_id)
+            return self._argument_delta(args, part)
         out: list[Chunk] = []
         if kind == "step-finish" and _abandoned(part):
             # The attempt was cut off: what is held may be half a secret (a card number the
@@ -349,12 +357,18 @@ class RegexFilterProcessor(Processor):
                 out.extend(channel.deferred)
                 channel.deferred = []
             streams.tools.clear()
+            self._drop_arguments(args)
+            forget_shown(args.state)
             out.append(part)
             return out[0] if len(out) == 1 else out
         for channel in streams.all():
             if channel.carry or channel.deferred:
                 out.extend(self._flush(args, channel))
         streams.tools.clear()
+        if kind in _ARGUMENT_ENDS or kind in _STEP_ENDS:
+            out.extend(self._finish_arguments(args, part, None if kind in _STEP_ENDS else part))
+            if kind == "step-finish":
+                forget_shown(args.state)
         processed = self._structured(args, part)
         if processed is not None:
             out.append(processed)
@@ -372,6 +386,7 @@ class RegexFilterProcessor(Processor):
             if channel.carry or channel.deferred:
                 out.extend(self._flush(args, channel))
         streams.tools.clear()
+        out.extend(self._finish_arguments(args, None, None))
         return out
 
     def _delta(
@@ -547,9 +562,14 @@ class RegexFilterProcessor(Processor):
         else:
             return part
         payload = part.payload
-        value, changed = self._scrub_value(args, payload.get(field_name), kind)
+        original = payload.get(field_name)
+        if field_name == "args" and isinstance(original, str):
+            original = self._readable(original)
+        value, changed = self._scrub_value(args, original, kind)
+        changed = changed or original is not payload.get(field_name)
         if not changed:
             return part
+        self._shown(args, part, value, payload.get(field_name))
         fields = dict(vars(payload))
         fields[field_name] = value
         return Chunk(kind, part.run_id, Payload(**fields), part.data, part.from_)
