@@ -304,6 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="answer 503 beyond N open connections per process "
             "(default: half the open-file limit, at most 2048; e.g. --max-connections 500)",
         )
+        cmd.add_argument(
+            "--allow-unapproved-tool-execution",
+            action="store_true",
+            help="let POST /api/tools/{id}/execute run a tool that requires approval, skipping the "
+            "person who approves it (default: refused with 403; SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION)",
+        )
         if name == "serve":
             _add_temporal_serve_options(cmd)
             cmd.add_argument(
@@ -457,6 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.setdefault("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "1")
                 os.environ.setdefault("SLUICEGATE_CORS_ORIGINS", "http://localhost:3000")
             _temporal_env(args)
+            if args.allow_unapproved_tool_execution:
+                os.environ["SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION"] = "1"
             return _serve(
                 args.app,
                 host=args.host,

@@ -116,6 +116,9 @@ class ServerSettings:
     allow_client_overrides: bool = False
     """Whether a request may replace the agent's model or instructions (Mastra's `model`,
     `instructions`, `system` body fields)."""
+    allow_unapproved_tool_execution: bool = False
+    """Whether `POST /api/tools/{id}/execute` (and the agent's tool route) may run a tool that
+    requires approval; off, they answer 403, so no caller skips the person who approves."""
     studio: bool = False
     """Serve the studio at `/studio`."""
     trace_capacity: int = 200
@@ -151,6 +154,11 @@ class ServerSettings:
             raise ConfigurationError(
                 f"request_read_timeout must be a positive number of seconds, got {self.request_read_timeout}"
             )
+        if not isinstance(self.allow_unapproved_tool_execution, bool):
+            raise ConfigurationError(
+                "allow_unapproved_tool_execution must be True or False, "
+                f"got {self.allow_unapproved_tool_execution!r}"
+            )
         if self.max_connections is not None and self.max_connections < 1:
             raise ConfigurationError(f"max_connections must be at least 1, got {self.max_connections}")
         examples = self.max_eval_examples
@@ -173,7 +181,7 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
         `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
-        `SLUICEGATE_TEMPORAL_UI`."""
+        `SLUICEGATE_TEMPORAL_UI`, `SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -185,6 +193,7 @@ class ServerSettings:
             max_body_bytes=_int("SLUICEGATE_MAX_BODY_BYTES", 1_000_000),
             allow_client_overrides=os.environ.get("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "").lower()
             in {"1", "true", "yes"},
+            allow_unapproved_tool_execution=_flag("SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION", False),
             studio=studio_env if studio is None else studio,
             request_read_timeout=_seconds("SLUICEGATE_REQUEST_READ_TIMEOUT", 30.0),
             max_connections=_int("SLUICEGATE_MAX_CONNECTIONS", 0) or None,  # unset: None
