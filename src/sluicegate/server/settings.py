@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluicegate.errors import ConfigurationError
+from sluicegate.server.hosts import ENV as HOSTS_ENV
+from sluicegate.server.hosts import allowed_names
 
 
 def _float(name: str, default: float | None) -> float | None:
@@ -107,6 +109,10 @@ class ServerSettings:
     """When set, every `/api` request needs `Authorization: Bearer <token>`."""
     cors_origins: tuple[str, ...] = ()
     """Origins allowed to call the API from a browser (`*` for any)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (any port) the server answers to; others get 400. Empty: any (no check);
+    `sluicegate serve`/`dev` on a loopback address set the loopback names plus `--allowed-hosts`
+    (`sluicegate.server.hosts`, against DNS rebinding). `*` turns the check off."""
     request_timeout: float | None = 300.0
     """Seconds one agent run may take before it is cancelled (None: no limit)."""
     max_body_bytes: int = 1_000_000
@@ -154,6 +160,11 @@ class ServerSettings:
             raise ConfigurationError(
                 f"request_read_timeout must be a positive number of seconds, got {self.request_read_timeout}"
             )
+        if isinstance(self.allowed_hosts, str) or not all(isinstance(h, str) for h in self.allowed_hosts):
+            raise ConfigurationError(
+                f"allowed_hosts must be a tuple of host names, got {self.allowed_hosts!r}"
+            )
+        object.__setattr__(self, "allowed_hosts", allowed_names(self.allowed_hosts))
         if not isinstance(self.allow_unapproved_tool_execution, bool):
             raise ConfigurationError(
                 "allow_unapproved_tool_execution must be True or False, "
@@ -181,14 +192,17 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
         `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
-        `SLUICEGATE_TEMPORAL_UI`, `SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION`."""
+        `SLUICEGATE_TEMPORAL_UI`, `SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION`,
+        `SLUICEGATE_ALLOWED_HOSTS` (comma-separated)."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
+        hosts = tuple(h.strip() for h in os.environ.get(HOSTS_ENV, "").split(",") if h.strip())
         studio_env = os.environ.get("SLUICEGATE_STUDIO", "").lower() in {"1", "true", "yes"}
         return cls(
             api_token=os.environ.get("SLUICEGATE_API_TOKEN") or None,
             cors_origins=origins,
+            allowed_hosts=hosts,
             request_timeout=_float("SLUICEGATE_REQUEST_TIMEOUT", 300.0),
             max_body_bytes=_int("SLUICEGATE_MAX_BODY_BYTES", 1_000_000),
             allow_client_overrides=os.environ.get("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "").lower()
