@@ -146,6 +146,10 @@ class ServerSettings:
     max_eval_examples: int = 1000
     """The most examples one `POST /api/eval` dataset may hold (each may call a guardrail's
     judge model, which costs money); evaluations also run one at a time per server process."""
+    max_eval_chunks: int = 200_000
+    """The most stream chunks one output-phase `POST /api/eval` may push through the processors
+    (the examples' characters over `chunkChars`, summed): at about 40 µs a chunk a processor,
+    seconds of work, not minutes; more is refused with 413."""
     extra_headers: dict[str, str] = field(default_factory=dict)
     request_read_timeout: float = 30.0
     """Seconds a connection has to deliver a request's headers and whole body, counted from when
@@ -175,6 +179,9 @@ class ServerSettings:
         examples = self.max_eval_examples
         if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
             raise ConfigurationError(f"max_eval_examples must be a positive integer, got {examples!r}")
+        chunks = self.max_eval_chunks
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ConfigurationError(f"max_eval_chunks must be a positive integer, got {chunks!r}")
         if self.temporal_ui is not None:
             object.__setattr__(self, "temporal_ui", _web_url("temporal_ui", self.temporal_ui))
         capacity = self.trace_capacity
@@ -193,7 +200,7 @@ class ServerSettings:
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
         `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
         `SLUICEGATE_TEMPORAL_UI`, `SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION`,
-        `SLUICEGATE_ALLOWED_HOSTS` (comma-separated)."""
+        `SLUICEGATE_ALLOWED_HOSTS` (comma-separated), `SLUICEGATE_EVAL_MAX_CHUNKS`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -217,5 +224,6 @@ class ServerSettings:
             trace_db=os.environ.get("SLUICEGATE_TRACE_DB") or None,
             capture_content=_flag("SLUICEGATE_CAPTURE_CONTENT", False),
             max_eval_examples=_int("SLUICEGATE_EVAL_MAX_EXAMPLES", 1000),
+            max_eval_chunks=_int("SLUICEGATE_EVAL_MAX_CHUNKS", 200_000),
             temporal_ui=os.environ.get("SLUICEGATE_TEMPORAL_UI") or None,
         )
