@@ -158,3 +158,39 @@ def test_the_dev_error_page_is_behind_the_check(tmp_path: Path, monkeypatch: pyt
     client = TestClient(app_from_env(), raise_server_exceptions=False)
     assert client.get("/", headers={"host": REBOUND}).status_code == 400
     assert client.get("/", headers={"host": "localhost:4111"}).status_code == 500  # the error page
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[ServerSettings]:
+    """The settings `serve`/`dev` would start the server with, instead of starting it."""
+    import uvicorn
+
+    runs: list[ServerSettings] = []
+    monkeypatch.delenv("SLUICEGATE_ALLOWED_HOSTS", raising=False)
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: runs.append(ServerSettings.from_env()))
+    return runs
+
+
+def test_the_commands_set_the_rule(started: list[ServerSettings], monkeypatch: pytest.MonkeyPatch) -> None:
+    from sluicegate.cli import main
+
+    def hosts(*argv: str) -> tuple[str, ...]:
+        monkeypatch.delenv("SLUICEGATE_ALLOWED_HOSTS", raising=False)  # each command on its own
+        assert main([*argv]) == 0
+        return started[-1].allowed_hosts
+
+    loopback = ("localhost", "127.0.0.1", "[::1]")
+    assert hosts("dev", str(APP)) == loopback
+    assert hosts("serve", str(APP), "--host", "::1", "--allowed-hosts", "a.example,b.example") == (
+        *loopback,
+        "a.example",
+        "b.example",
+    )
+    assert hosts("serve", str(APP), "--host", "0.0.0.0") == ()
+    assert hosts("serve", str(APP), "--host", "0.0.0.0", "--allowed-hosts", "api.example.com") == (
+        "api.example.com",
+    )
+    monkeypatch.setenv("SLUICEGATE_ALLOWED_HOSTS", "dev.internal")  # the variable, without the option
+    assert main(["serve", str(APP)]) == 0
+    assert started[-1].allowed_hosts == (*loopback, "dev.internal")
+    assert main(["serve", str(APP), "--allowed-hosts", "bad/name"]) == 2

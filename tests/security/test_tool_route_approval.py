@@ -6,6 +6,7 @@ even for an authenticated caller, unless the operator allows it; its description
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -116,3 +117,18 @@ def test_the_setting_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatc
     assert ServerSettings.from_env().allow_unapproved_tool_execution is False
     monkeypatch.setenv("SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION", "1")
     assert ServerSettings.from_env().allow_unapproved_tool_execution is True
+
+
+def test_the_command_line_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    from sluicegate.cli import main
+
+    app = str(Path(__file__).parents[1] / "server" / "example_app.py")
+    runs: list[ServerSettings] = []
+    monkeypatch.delenv("SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION", raising=False)
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: runs.append(ServerSettings.from_env()))
+    assert main(["serve", app]) == 0
+    assert runs[-1].allow_unapproved_tool_execution is False
+    assert main(["serve", app, "--allow-unapproved-tool-execution"]) == 0
+    assert runs[-1].allow_unapproved_tool_execution is True
