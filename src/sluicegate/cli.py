@@ -212,6 +212,7 @@ async def _eval(args: argparse.Namespace) -> int:
         chunk_chars=args.chunk_chars,
         labels=labels,
         progress=ProgressBar(label=f"eval {args.dataset}"),
+        share_loop=False,  # alone on its loop: no pauses
     )
     text = render(report, args.format, title=f"sluicegate eval: {args.dataset}")
     if args.out:
