@@ -71,8 +71,8 @@
     return h("p", { class: "tool-approval", role: "note" },
       h("strong", {}, "Requires approval. "),
       "In an agent run each call of " + tool.id + " waits for a person to approve it, so the server " +
-      "refuses to run it directly from here (403) unless its operator allows that " +
-      "(--allow-unapproved-tool-execution). Try it in the chat, where you approve the call.");
+      "refuses to run it directly from here (403) unless its operator allows that (",
+      h("code", {}, "--allow-unapproved-tool-execution"), "). Try it in the chat, where you approve the call.");
   }
 
   function toolCard(tool, runPath, key) {
