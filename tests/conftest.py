@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -14,3 +15,15 @@ def missing_service(reason: str) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"{reason} (SLUICEGATE_REQUIRE_SERVICES=1)")
     pytest.skip(reason)
+
+
+@pytest.fixture(autouse=True)
+def _sluicegate_environment() -> Iterator[None]:
+    """`sluicegate serve`/`dev` hand their settings to the server's workers as `SLUICEGATE_*`
+    variables; a test that runs the command in-process must not leave them (a Host rule, say)
+    to the tests after it."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("SLUICEGATE_")}
+    yield
+    for name in [k for k in os.environ if k.startswith("SLUICEGATE_") and k not in before]:
+        del os.environ[name]
+    os.environ.update(before)

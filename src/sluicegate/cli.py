@@ -2,6 +2,7 @@
 
     sluicegate serve app.py [--host 127.0.0.1] [--port 4111] [--workers N] [--studio]
                             [--request-read-timeout SECONDS] [--max-connections N]
+                            [--allowed-hosts HOST,...] [--allow-unapproved-tool-execution]
     sluicegate dev app.py        # the studio at /studio, reloads when files change
     sluicegate run app.py:agent "prompt"
     sluicegate eval app.py DATASET.jsonl [--agent ID] [--processor ID ...] [--phase input|output]
@@ -45,6 +46,7 @@ def _serve(
     reload: bool,
     read_timeout: float | None,
     max_connections: int | None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> int:
     try:
         import uvicorn
@@ -52,6 +54,8 @@ def _serve(
         print("sluicegate serve needs the server extra: pip install 'sluicegate[server]'", file=sys.stderr)
         return 2
     from sluicegate.server.connections import listen_backlog, protocol_class
+    from sluicegate.server.hosts import ENV as HOSTS_ENV
+    from sluicegate.server.hosts import loopback_rule
     from sluicegate.server.identity import warn_if_exposed
     from sluicegate.server.loader import APP_ENV, DEV_ENV, load_registry, split_target
     from sluicegate.server.settings import ServerSettings
@@ -61,6 +65,14 @@ def _serve(
         os.environ["SLUICEGATE_REQUEST_READ_TIMEOUT"] = repr(read_timeout)
     if max_connections is not None:
         os.environ["SLUICEGATE_MAX_CONNECTIONS"] = str(max_connections)
+    # On a loopback address only loopback names (and those allowed) reach the app: DNS rebinding.
+    if allowed_hosts is None:
+        allowed_hosts = os.environ.get(HOSTS_ENV, "").split(",")
+    hosts = loopback_rule(host, [h for entry in allowed_hosts for h in entry.split(",") if h.strip()])
+    if hosts:
+        os.environ[HOSTS_ENV] = ",".join(hosts)
+    else:
+        os.environ.pop(HOSTS_ENV, None)
     ServerSettings.from_env()  # a bad SLUICEGATE_* value fails here, not in every worker
     path, _ = split_target(target)
     try:
@@ -200,6 +212,7 @@ async def _eval(args: argparse.Namespace) -> int:
         chunk_chars=args.chunk_chars,
         labels=labels,
         progress=ProgressBar(label=f"eval {args.dataset}"),
+        share_loop=False,  # alone on its loop: no pauses
     )
     text = render(report, args.format, title=f"sluicegate eval: {args.dataset}")
     if args.out:
@@ -305,6 +318,21 @@ def build_parser() -> argparse.ArgumentParser:
             "(default: half the open-file limit, at most 2048; e.g. --max-connections 500)",
         )
         _add_stream_bound_options(cmd)
+        cmd.add_argument(
+            "--allowed-hosts",
+            action="append",
+            metavar="HOST[,HOST...]",
+            help="more host names the server answers to, any port (SLUICEGATE_ALLOWED_HOSTS): on a "
+            "loopback address (the default) it answers only to localhost, 127.0.0.1 and [::1] and "
+            "these; elsewhere, when given, only to these; '*' for any (e.g. --allowed-hosts dev.internal)",
+        )
+        cmd.add_argument(
+            "--allow-unapproved-tool-execution",
+            action="store_true",
+            help="let POST /api/tools/{id}/execute run a tool that requires approval, skipping the "
+            "person who approves it (default: refused with 403; SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION; "
+            "e.g. --allow-unapproved-tool-execution on a server only operators reach)",
+        )
         if name == "serve":
             _add_temporal_serve_options(cmd)
             cmd.add_argument(
@@ -537,6 +565,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.setdefault("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "1")
                 os.environ.setdefault("SLUICEGATE_CORS_ORIGINS", "http://localhost:3000")
             _temporal_env(args)
+            if args.allow_unapproved_tool_execution:
+                os.environ["SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION"] = "1"
             return _serve(
                 args.app,
                 host=args.host,
@@ -546,6 +576,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 reload=dev,
                 read_timeout=args.request_read_timeout,
                 max_connections=args.max_connections,
+                allowed_hosts=args.allowed_hosts,
             )
         if args.command == "run":
             return asyncio.run(_run_once(args.target, args.prompt))

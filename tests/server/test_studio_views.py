@@ -307,6 +307,23 @@ def test_tools_page_lists_describes_and_runs(page: Any, studio_url: str, tmp_pat
     assert page.blocked == []
 
 
+def test_tools_page_says_why_a_tool_that_requires_approval_is_not_run(page: Any, studio_url: str) -> None:
+    page.goto(studio_url + "/studio#/tools")
+    card = page.locator('.tool-group[data-scope="support"] .tool-card[data-tool="wire"]')
+    card.wait_for()
+    assert card.get_attribute("data-approval") == "required"
+    notice = card.locator(".tool-approval").inner_text()
+    assert "Requires approval" in notice and "--allow-unapproved-tool-execution" in notice
+    # Tools that need no approval carry no notice.
+    assert page.locator('.tool-card[data-tool="add"] .tool-approval').count() == 0
+    card.get_by_label("amount").fill("100")
+    card.get_by_role("button", name="Run").click()
+    failed = card.locator(".tool-run-result.failed")
+    failed.wait_for()
+    assert "tool 'wire' requires approval" in failed.inner_text()
+    assert page.blocked == []
+
+
 def test_processor_workflows_drawn_as_graphs(page: Any, studio_url: str, tmp_path: Path) -> None:
     page.goto(studio_url + "/studio#/processors")
     card = page.locator('section[data-processor="screening"]')

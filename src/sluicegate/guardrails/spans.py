@@ -33,15 +33,18 @@ def locate(content: str, findings: Iterable[Finding]) -> list[Span]:
     """Where the findings sit in `content`, overlapping spans merged (the longest finding names
     the merged span). Every occurrence of a finding's value counts (models often miscount
     characters, and a value repeated in the text is just as sensitive), plus the model's own
-    offsets when they point at the value."""
+    offsets when they point at the value. Each distinct value is searched for once: a text that
+    repeats one value n times has n findings of it, and searching for each would be n² spans."""
     found: list[Span] = []
+    searched: set[str] = set()
     for finding in findings:
         value = finding.value
         if 0 <= finding.start < finding.end <= len(content) and (
             not value or content[finding.start : finding.end] == value
         ):
             found.append(Span(finding.start, finding.end, finding.type))
-        if value:
+        if value and value not in searched:
+            searched.add(value)
             found.extend(
                 Span(m.start(), m.end(), finding.type) for m in re.finditer(re.escape(value), content)
             )

@@ -6,7 +6,8 @@ app = create_app(registry, ServerSettings(api_token="secret", cors_origins=("htt
 ```
 
 Middleware, outermost first: the security headers (outside even the 500 handler, so every
-answer has them; see `sluicegate.server.headers`), CORS, bearer auth (when a token is set), the
+answer has them; see `sluicegate.server.headers`), the Host check (when `allowed_hosts` is set;
+see `sluicegate.server.hosts`), CORS, bearer auth (when a token is set), the
 identity gate (when the registry has a `resolve_identity` hook; see
 `sluicegate.server.identity`), the body-size limit.
 The app holds the registry, settings and (with the studio) recent trace spans; conversations
@@ -37,6 +38,7 @@ from sluicegate.server.api_docs import mount_api_docs
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
 from sluicegate.server.headers import SecurityHeaders
+from sluicegate.server.hosts import HostCheck
 from sluicegate.server.identity import IdentityGate
 from sluicegate.server.mastra import routers as mastra_routers
 from sluicegate.server.settings import ServerSettings, cors_options
@@ -86,6 +88,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     served from the `swagger-ui-bundle` package instead (see `api_docs`)."""
     settings = settings or ServerSettings.from_env()
     middleware: list[Middleware] = []
+    if settings.allowed_hosts:  # first: a rebound name gets nothing, not even a CORS preflight
+        middleware.append(Middleware(HostCheck, allowed=settings.allowed_hosts))
     if settings.cors_origins:
         middleware.append(Middleware(CORSMiddleware, **cors_options(settings.cors_origins)))
     if settings.api_token:

@@ -1,13 +1,19 @@
 """`POST /api/eval`: `sluicegate eval` over HTTP, for the studio's eval page (the dataset is
-the uploaded JSONL's text; the report comes back as JSON, plus the HTML page on request)."""
+the uploaded JSONL's text; the report comes back as JSON, plus the HTML page on request).
+
+Bounded so that one request cannot hold the server: the examples (`max_eval_examples`), the
+processors named (`MAX_EVAL_PROCESSORS`, duplicates dropped), the chunks streamed
+(`max_eval_chunks`), one evaluation at a time, the request timeout; and the evaluation gives the
+event loop a turn every few milliseconds (`guardrails.evaluation.pacing`), so other requests are
+answered meanwhile and the timeout and a disconnect can stop it."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from sluicegate.errors import ConfigurationError
 from sluicegate.guardrails.evaluation import EvaluationError, LabelMap, evaluate, render
@@ -21,12 +27,24 @@ from sluicegate.server.mastra.eval_scores import keep_eval_report
 
 router = APIRouter(prefix="/api/eval", tags=["eval"])
 
+MAX_EVAL_PROCESSORS = 32
+"""The most processor ids one evaluation may name (a chain is a handful; each id runs once)."""
+
+
+def _once_each(ids: list[str]) -> list[str]:
+    """The ids in order, each once: naming a processor twice does not run it twice."""
+    return list(dict.fromkeys(ids))
+
 
 class EvalBody(_Body):
     dataset: str = Field(min_length=1, description="The JSONL dataset's text (see docs/evaluation.md).")
     agentId: str | None = Field(default=None, min_length=1)
-    processors: list[str] = Field(
-        default_factory=list, description="Processor ids to run (narrows the agent's)."
+    processors: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=200)]], AfterValidator(_once_each)
+    ] = Field(
+        default_factory=list,
+        max_length=MAX_EVAL_PROCESSORS,
+        description=f"Processor ids to run (narrows the agent's); at most {MAX_EVAL_PROCESSORS}, each once.",
     )
     phase: Literal["input", "output"] = "input"
     chunkChars: int = Field(default=8, ge=1, le=4096)
@@ -60,11 +78,27 @@ async def run_eval(body: EvalBody, request: Request) -> dict[str, Any]:
             "(SLUICEGATE_EVAL_MAX_EXAMPLES)",
             field="dataset",
         )
+    if body.phase == "output":
+        _check_chunks(examples, body.chunkChars, settings_of(request).max_eval_chunks)
     lock = _one_at_a_time(request)
     if lock.locked():
         raise ApiError(429, "an evaluation is already running on this server; retry when it ends")
     async with lock:
         return await run_to_end(request, _evaluate(body, examples, request))
+
+
+def _check_chunks(examples: list[Example], chunk_chars: int, limit: int) -> None:
+    """413 when streaming the examples in `chunk_chars` pieces would exceed `limit` chunks."""
+    chunks = sum(-(-len(e.text) // chunk_chars) for e in examples)
+    if chunks > limit:
+        chars = sum(len(e.text) for e in examples)
+        raise ApiError(
+            413,
+            f"chunkChars: the evaluation would stream {chunks:,} chunks ({len(examples):,} examples, "
+            f"{chars:,} characters at chunkChars {chunk_chars}); at most {limit:,} per evaluation "
+            "(SLUICEGATE_EVAL_MAX_CHUNKS): raise chunkChars or send fewer examples",
+            field="chunkChars",
+        )
 
 
 async def _evaluate(body: EvalBody, examples: list[Example], request: Request) -> dict[str, Any]:

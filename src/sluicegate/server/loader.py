@@ -126,8 +126,10 @@ def app_from_env() -> Any:
             registry = load_registry(target)
         except SluicegateError as exc:
             from sluicegate.server.dev_error import error_app
+            from sluicegate.server.hosts import HostCheck
 
             log.error("sluicegate dev: %s (serving an error page until the file is fixed)", exc)
-            return error_app(exc)
+            hosts = ServerSettings.from_env().allowed_hosts  # the page shows the app's source lines
+            return HostCheck(error_app(exc), hosts) if hosts else error_app(exc)
         return create_app(registry, ServerSettings.from_env())
     return create_app(load_registry(target), ServerSettings.from_env())

@@ -13,6 +13,7 @@ from sluicegate.processors.base import HOOKS, implements, processor_id
 from sluicegate.processors.workflow import ProcessorWorkflow
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
+from sluicegate.server.tool_approval import requires_approval
 from sluicegate.storage.suspended_runs import SuspendedRun
 from sluicegate.stream.payload import to_json
 from sluicegate.tools import Tool
@@ -35,6 +36,7 @@ def superjson(value: Any) -> str:
 
 def tool_json(tool: Tool) -> dict[str, Any]:
     out: dict[str, Any] = {"id": tool.id, "description": tool.description or ""}
+    out["requireApproval"] = requires_approval(tool)
     out["inputSchema"] = superjson(tool.json_schema())
     output_schema = getattr(tool, "output_schema", None)
     if isinstance(output_schema, dict):

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sluicegate.errors import ConfigurationError
+from sluicegate.server.hosts import ENV as HOSTS_ENV
+from sluicegate.server.hosts import allowed_names
 
 
 def _float(name: str, default: float | None) -> float | None:
@@ -107,6 +109,10 @@ class ServerSettings:
     """When set, every `/api` request needs `Authorization: Bearer <token>`."""
     cors_origins: tuple[str, ...] = ()
     """Origins allowed to call the API from a browser (`*` for any)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (any port) the server answers to; others get 400. Empty: any (no check);
+    `sluicegate serve`/`dev` on a loopback address set the loopback names plus `--allowed-hosts`
+    (`sluicegate.server.hosts`, against DNS rebinding). `*` turns the check off."""
     request_timeout: float | None = 300.0
     """Seconds one agent run may take before it is cancelled (None: no limit)."""
     max_body_bytes: int = 1_000_000
@@ -116,6 +122,9 @@ class ServerSettings:
     allow_client_overrides: bool = False
     """Whether a request may replace the agent's model or instructions (Mastra's `model`,
     `instructions`, `system` body fields)."""
+    allow_unapproved_tool_execution: bool = False
+    """Whether `POST /api/tools/{id}/execute` (and the agent's tool route) may run a tool that
+    requires approval; off, they answer 403, so no caller skips the person who approves."""
     studio: bool = False
     """Serve the studio at `/studio`."""
     trace_capacity: int = 200
@@ -137,6 +146,10 @@ class ServerSettings:
     max_eval_examples: int = 1000
     """The most examples one `POST /api/eval` dataset may hold (each may call a guardrail's
     judge model, which costs money); evaluations also run one at a time per server process."""
+    max_eval_chunks: int = 200_000
+    """The most stream chunks one output-phase `POST /api/eval` may push through the processors
+    (the examples' characters over `chunkChars`, summed): at about 40 µs a chunk a processor,
+    seconds of work, not minutes; more is refused with 413."""
     extra_headers: dict[str, str] = field(default_factory=dict)
     request_read_timeout: float = 30.0
     """Seconds a connection has to deliver a request's headers and whole body, counted from when
@@ -170,12 +183,25 @@ class ServerSettings:
             raise ConfigurationError(
                 f"request_read_timeout must be a positive number of seconds, got {self.request_read_timeout}"
             )
+        if isinstance(self.allowed_hosts, str) or not all(isinstance(h, str) for h in self.allowed_hosts):
+            raise ConfigurationError(
+                f"allowed_hosts must be a tuple of host names, got {self.allowed_hosts!r}"
+            )
+        object.__setattr__(self, "allowed_hosts", allowed_names(self.allowed_hosts))
+        if not isinstance(self.allow_unapproved_tool_execution, bool):
+            raise ConfigurationError(
+                "allow_unapproved_tool_execution must be True or False, "
+                f"got {self.allow_unapproved_tool_execution!r}"
+            )
         if self.max_connections is not None and self.max_connections < 1:
             raise ConfigurationError(f"max_connections must be at least 1, got {self.max_connections}")
         self._check_stream_bounds()
         examples = self.max_eval_examples
         if isinstance(examples, bool) or not isinstance(examples, int) or examples < 1:
             raise ConfigurationError(f"max_eval_examples must be a positive integer, got {examples!r}")
+        chunks = self.max_eval_chunks
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise ConfigurationError(f"max_eval_chunks must be a positive integer, got {chunks!r}")
         if self.temporal_ui is not None:
             object.__setattr__(self, "temporal_ui", _web_url("temporal_ui", self.temporal_ui))
         capacity = self.trace_capacity
@@ -203,18 +229,23 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
         `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
-        `SLUICEGATE_TEMPORAL_UI`, and the stream bounds (`_stream_bounds_from_env`)."""
+        `SLUICEGATE_TEMPORAL_UI`, `SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION`,
+        `SLUICEGATE_ALLOWED_HOSTS` (comma-separated), `SLUICEGATE_EVAL_MAX_CHUNKS`, and the stream
+        bounds (`_stream_bounds_from_env`)."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
+        hosts = tuple(h.strip() for h in os.environ.get(HOSTS_ENV, "").split(",") if h.strip())
         studio_env = os.environ.get("SLUICEGATE_STUDIO", "").lower() in {"1", "true", "yes"}
         return cls(
             api_token=os.environ.get("SLUICEGATE_API_TOKEN") or None,
             cors_origins=origins,
+            allowed_hosts=hosts,
             request_timeout=_float("SLUICEGATE_REQUEST_TIMEOUT", 300.0),
             max_body_bytes=_int("SLUICEGATE_MAX_BODY_BYTES", 1_000_000),
             allow_client_overrides=os.environ.get("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "").lower()
             in {"1", "true", "yes"},
+            allow_unapproved_tool_execution=_flag("SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION", False),
             studio=studio_env if studio is None else studio,
             request_read_timeout=_seconds("SLUICEGATE_REQUEST_READ_TIMEOUT", 30.0),
             max_connections=_int("SLUICEGATE_MAX_CONNECTIONS", 0) or None,  # unset: None
@@ -224,6 +255,7 @@ class ServerSettings:
             trace_db=os.environ.get("SLUICEGATE_TRACE_DB") or None,
             capture_content=_flag("SLUICEGATE_CAPTURE_CONTENT", False),
             max_eval_examples=_int("SLUICEGATE_EVAL_MAX_EXAMPLES", 1000),
+            max_eval_chunks=_int("SLUICEGATE_EVAL_MAX_CHUNKS", 200_000),
             temporal_ui=os.environ.get("SLUICEGATE_TEMPORAL_UI") or None,
             **_stream_bounds_from_env(),
         )

@@ -9,10 +9,11 @@ from fastapi import APIRouter, Request
 
 from sluicegate.errors import AccessDeniedError, APICallError
 from sluicegate.server.bodies import ToolExecuteBody, request_context_from
-from sluicegate.server.deps import ERRORS, agent_or_404, registry_of
+from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, bad_request, not_found
 from sluicegate.server.identity import bind_context
 from sluicegate.server.serialize import tool_json
+from sluicegate.server.tool_approval import refuse_unapproved
 from sluicegate.stream.payload import to_json
 from sluicegate.tools import Tool, ToolContext
 from sluicegate.tools.tool import ToolInputError
@@ -38,7 +39,15 @@ async def get_tool(toolId: str, request: Request) -> dict[str, Any]:
     return tool_json(_tool(request, toolId))
 
 
+_EXECUTE_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    403: {"model": ERRORS[400]["model"], "description": "The tool requires approval (see docs/security.md)."},
+    502: ERRORS[400],
+}
+
+
 async def _execute(tool: Tool, body: ToolExecuteBody, request: Request) -> Any:
+    refuse_unapproved(tool, allowed=settings_of(request).allow_unapproved_tool_execution)
     try:
         validated = tool.validate(body.data)
     except ToolInputError as exc:
@@ -57,9 +66,10 @@ async def _execute(tool: Tool, body: ToolExecuteBody, request: Request) -> Any:
         raise ApiError(502, f"tool {tool.id!r} failed: {detail}") from None
 
 
-@router.post("/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})
+@router.post("/{toolId}/execute", responses=_EXECUTE_ERRORS)
 async def execute_tool(toolId: str, body: ToolExecuteBody, request: Request) -> Any:
-    """Validate `data` against the tool's input schema and run it; returns its result."""
+    """Validate `data` against the tool's input schema and run it; returns its result. A tool
+    that requires approval is refused (403) unless the server allows running it directly."""
     return await _execute(_tool(request, toolId), body, request)
 
 
@@ -76,7 +86,7 @@ async def get_agent_tool(agentId: str, toolId: str, request: Request) -> dict[st
     return tool_json(_agent_tool(request, agentId, toolId))
 
 
-@agent_router.post("/{agentId}/tools/{toolId}/execute", responses={**ERRORS, 502: ERRORS[400]})
+@agent_router.post("/{agentId}/tools/{toolId}/execute", responses=_EXECUTE_ERRORS)
 async def execute_agent_tool(agentId: str, toolId: str, body: ToolExecuteBody, request: Request) -> Any:
     """Run one of the agent's tools directly (Mastra's `agent.executeTool`)."""
     return await _execute(_agent_tool(request, agentId, toolId), body, request)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sluicegate.errors import TripWire
+from sluicegate.guardrails.evaluation.pacing import Pacer
 from sluicegate.messages import MessageList
 from sluicegate.processors.runner import ProcessorRunner
 from sluicegate.request_context import RequestContext
@@ -50,8 +51,10 @@ async def run_chain(
     phase: Phase,
     chunk_chars: int = DEFAULT_CHUNK_CHARS,
     request_context: RequestContext | None = None,
+    pacer: Pacer | None = None,
 ) -> Outcome:
-    """`text` through `processors` in `phase`: what gets through, and how long it took."""
+    """`text` through `processors` in `phase`: what gets through, and how long it took. With
+    `pacer`, the event loop gets a turn between chunks (see `pacing`)."""
     run_id = str(uuid.uuid4())
     runner = ProcessorRunner(
         input_processors=processors if phase == "input" else (),
@@ -66,7 +69,7 @@ async def run_chain(
         if phase == "input":
             output = await _input(runner, message_list, text)
         else:
-            output = await _output(runner, message_list, text, run_id, chunk_chars)
+            output = await _output(runner, message_list, text, run_id, chunk_chars, pacer or Pacer())
     except TripWire as tripwire:
         return Outcome("", True, tripwire.reason, time.perf_counter() - started)
     return Outcome(output, False, None, time.perf_counter() - started)
@@ -82,7 +85,7 @@ async def _input(runner: ProcessorRunner, message_list: MessageList, text: str) 
 
 
 async def _output(
-    runner: ProcessorRunner, message_list: MessageList, text: str, run_id: str, chunk_chars: int
+    runner: ProcessorRunner, message_list: MessageList, text: str, run_id: str, chunk_chars: int, pacer: Pacer
 ) -> str:
     pipeline = runner.stream_pipeline(message_list)
     if pipeline is None:
@@ -98,6 +101,7 @@ async def _output(
     for chunk in chunks:
         result = await pipeline(chunk)
         _collect(result, pieces)
+        await pacer.turn()
     if runner.flushes_stream:
         _collect(await runner.flush_stream(), pieces)
     return "".join(pieces)

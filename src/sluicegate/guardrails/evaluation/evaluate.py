@@ -10,6 +10,7 @@ from sluicegate.guardrails.evaluation import metering
 from sluicegate.guardrails.evaluation.chain import DEFAULT_CHUNK_CHARS, PHASES, Phase, run_chain
 from sluicegate.guardrails.evaluation.dataset import Example
 from sluicegate.guardrails.evaluation.labels import LabelMap
+from sluicegate.guardrails.evaluation.pacing import Pacer
 from sluicegate.guardrails.evaluation.scores import EvalReport, score_spans, score_verdict
 from sluicegate.request_context import RequestContext
 
@@ -26,10 +27,14 @@ async def evaluate(
     chunk_chars: int = DEFAULT_CHUNK_CHARS,
     labels: LabelMap | None = None,
     progress: Callable[[int, int], None] | None = None,
+    share_loop: bool = True,
 ) -> EvalReport:
     """Run `processors` in `phase` over each example and score the results. `progress(done,
     total)` is called after each one. A processor that fails (not a tripwire: an error) stops
-    the evaluation with an `EvaluationError` naming the line, rather than scoring a crash as a pass."""
+    the evaluation with an `EvaluationError` naming the line, rather than scoring a crash as a pass.
+    With `share_loop` the event loop gets a pause every few milliseconds of work (`pacing`), so a
+    server evaluating still answers other requests; without (a command alone on its loop), only a
+    bare turn, which costs nothing. Either way, cancelling the evaluation stops it there."""
     if phase not in PHASES:
         raise ConfigurationError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
     if not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1:
@@ -39,8 +44,10 @@ async def evaluate(
     labels = labels or LabelMap()
     metering.install(processors)
     report = EvalReport(examples=len(examples), phase=phase)
+    pacer = Pacer() if share_loop else Pacer(pause=0.0)
     with metering.metering() as meter:
         for done, example in enumerate(examples, 1):
+            await pacer.turn()
             try:
                 outcome = await run_chain(
                     processors,
@@ -48,6 +55,7 @@ async def evaluate(
                     phase=phase,
                     chunk_chars=chunk_chars,
                     request_context=RequestContext(),
+                    pacer=pacer,
                 )
             except ProcessorError as exc:
                 raise EvaluationError(f"line {example.line}: {exc}") from exc

@@ -1,5 +1,7 @@
 // Tools: the app's tools and each agent's, their input schema, and a form to run one with
-// arguments (fields generated from a flat object schema, else a JSON editor).
+// arguments (fields generated from a flat object schema, else a JSON editor). A tool that
+// requires approval says why it is not run from here: the server refuses it (403) unless its
+// operator allows running such tools directly.
 "use strict";
 
 (() => {
@@ -64,6 +66,15 @@
     return { nodes: [h("label", { for: key + "-json" }, "Arguments (JSON)"), area], read };
   }
 
+  // Why a tool that waits for a person is not run from this page (the server's 403 says it too).
+  function approvalNotice(tool) {
+    return h("p", { class: "tool-approval", role: "note" },
+      h("strong", {}, "Requires approval. "),
+      "In an agent run each call of " + tool.id + " waits for a person to approve it, so the server " +
+      "refuses to run it directly from here (403) unless its operator allows that (",
+      h("code", {}, "--allow-unapproved-tool-execution"), "). Try it in the chat, where you approve the call.");
+  }
+
   function toolCard(tool, runPath, key) {
     const schema = schemaOf(tool.inputSchema);
     const editor = formable(schema) ? schemaForm(schema, key) : jsonEditor(key);
@@ -87,9 +98,11 @@
         output.className = "tool-run-result failed";
       }
     }
-    return h("section", { class: "card tool-card", "data-tool": tool.id, "data-key": key },
+    return h("section", { class: "card tool-card", "data-tool": tool.id, "data-key": key,
+      "data-approval": tool.requireApproval ? "required" : null },
       h("h3", {}, h("code", {}, tool.id)),
       tool.description ? h("p", {}, tool.description) : null,
+      tool.requireApproval ? approvalNotice(tool) : null,
       h("details", { class: "schema" }, h("summary", {}, "Input schema"), h("pre", {}, pretty(schema))),
       h("form", { class: "tool-form", onsubmit: run }, ...editor.nodes, h("div", { class: "row" }, h("button", { type: "submit" }, "Run"))),
       output);
