@@ -23,7 +23,7 @@ from sluicegate.agent.held_step import HeldStep, json_value
 from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.errors import ConfigurationError
 from sluicegate.messages import MessageList
-from sluicegate.processors.base import processor_id
+from sluicegate.processors.base import StateExport, optional_hook, processor_id
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.usage import Usage
@@ -88,8 +88,8 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
 def _processor_states(run: RunCore) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for processor in run.processors:
-        export = getattr(processor, "suspend_state", None)
-        if not callable(export):
+        export: StateExport | None = optional_hook(processor, "suspend_state")
+        if export is None:
             continue
         pid = processor_id(processor)
         value = export(dict(run.runner.state_for(pid)))

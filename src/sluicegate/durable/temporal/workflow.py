@@ -420,7 +420,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
             if live:
                 # Already in the log: handed to the loop as is, and not written again.
                 outbox.streamed.add(id(chunk))
-                emitted = writer._emit(chunk)
+                emitted = writer.emit(chunk)
                 if inspect.isawaitable(emitted):
                     await emitted
             else:
