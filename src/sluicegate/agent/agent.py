@@ -17,7 +17,7 @@ from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
-from sluicegate.agent.hold import Decision
+from sluicegate.agent.decisions import Decision
 from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
@@ -333,14 +333,15 @@ class Agent(Generic[Out]):
         resource_id: str | None = None,
         *,
         request_context: RequestContext | None = None,
+        memory: dict[str, Any] | None = None,
     ) -> list[SuspendedRun]:
-        """This agent's runs waiting on a person, newest first."""
+        """This agent's runs waiting on a person that this caller could decide (the resource it
+        names: `memory=`, `request_context` or `resource_id`), newest first."""
+        options: dict[str, Any] = {"request_context": request_context}
+        if memory is not None:
+            options["memory"] = memory
         return await list_runs(
-            self,
-            self.suspended_run_store,
-            thread_id=thread_id,
-            resource_id=resource_id,
-            request_context=request_context,
+            self, self.suspended_run_store, thread_id=thread_id, resource_id=resource_id, options=options
         )
 
     # ------------------------------------------------------------------ preparing a run

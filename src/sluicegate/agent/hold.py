@@ -9,7 +9,7 @@ The states of one held step, over any number of streams and processes:
         +--> calls still undecided: held again (next version), the next question
         +--> all decided: the held results in call order, `step-finish`, the loop goes on
 
-Which calls wait is decided in `call_tool` (`approval.needs_approval`, `ToolContext.suspend`); the
+Which calls wait is decided in `call_tool` (`decisions.needs_approval`, `ToolContext.suspend`); the
 snapshot's shape is `suspension`'s.
 """
 
@@ -19,9 +19,9 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sluicegate.agent.decisions import Decision
 from sluicegate.agent.held_step import PENDING_KINDS, HeldStep, pending_call
 from sluicegate.agent.results import StepResult
 from sluicegate.agent.step import StepRecorder
@@ -40,20 +40,6 @@ log = logging.getLogger("sluicegate.agent")
 PURGE_EVERY = 3600.0
 """Seconds between sweeps of expired suspended runs, made by whichever run suspends next."""
 _last_purge: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-
-DEFAULT_DECLINE_REASON = "Tool call was not approved by the user"
-"""What the model is told about a declined call when the decline gives no reason (Mastra's text)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What a person decided about the pending call: `approve`, `decline` (with the reason the
-    model is told) or `resume` (with the tool's validated resume data)."""
-
-    action: str
-    tool_call_id: str
-    reason: str = DEFAULT_DECLINE_REASON
-    resume_data: Any = None
 
 
 async def hold_step(

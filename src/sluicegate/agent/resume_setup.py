@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sluicegate.agent.hold import Decision
+from sluicegate.agent.decisions import Decision
 from sluicegate.agent.run_loop import Resumption
 from sluicegate.agent.suspension import restore_context, restore_messages, restore_state
 from sluicegate.errors import ConfigurationError, SluicegateError

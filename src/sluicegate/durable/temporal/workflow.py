@@ -28,6 +28,13 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from sluicegate.agent.decisions import (
+    Action,
+    PendingCall,
+    StaleToolCallError,
+    WrongDecisionError,
+    decide,
+)
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import _context
 from sluicegate.durable.temporal import names, workflow_spans
@@ -580,6 +587,7 @@ class AgentWorkflow:
     def __init__(self) -> None:
         self._durable: _DurableRun | None = None
         self._pending: dict[str, Any] | None = None
+        self._waiting: PendingCall | None = None
         self._decision: tuple[str, str, Any] | None = None
         self._decided = 0
 
@@ -609,7 +617,7 @@ class AgentWorkflow:
             held = run.state.held
             if run.finish_reason != "suspended" or held is None or not held.queue:
                 return _result(run)
-            waiting = held.queue[0]
+            waiting = self._waiting = held.queue[0]
             self._pending = {
                 "toolCallId": waiting.tool_call_id,
                 "toolName": waiting.tool_name,
@@ -620,7 +628,7 @@ class AgentWorkflow:
             await workflow.wait_condition(lambda: self._decision is not None)
             assert self._decision is not None
             action, tool_call_id, value = self._decision
-            self._decision, self._pending = None, None
+            self._decision, self._pending, self._waiting = None, None, None
             run = await resumed_run(
                 durable.agent,
                 action,
@@ -639,27 +647,28 @@ class AgentWorkflow:
         """The call the run waits on, or None."""
         return self._pending
 
-    def _check(self, tool_call_id: str | None, kind: str) -> None:
-        pending = self._pending
-        if pending is None or self._decision is not None:
+    def _check(self, action: Action, tool_call_id: str | None, value: Any = None) -> None:
+        """Refuse a decision before it is accepted (`decisions.decide`, against the call the
+        run waits on), with the error type `TemporalRuns` turns back into a typed error."""
+        if self._waiting is None or self._decision is not None:
             raise ApplicationError("the run is not waiting for a decision", type="NotWaiting")
-        if tool_call_id is not None and tool_call_id != pending["toolCallId"]:
-            raise ApplicationError(
-                f"tool call {tool_call_id!r} is not the pending one ({pending['toolCallId']!r})",
-                type="StaleToolCall",
+        assert self._durable is not None
+        tool = self._durable.agent.tools.get(self._waiting.tool_name) if action == "resume" else None
+        try:
+            decide(
+                action,
+                self._waiting,
+                tool_call_id=tool_call_id,
+                reason=value if action == "decline" else None,
+                resume_data=value if action == "resume" else None,
+                tool=tool,
             )
-        if kind == "approval" and pending["kind"] != "approval":
-            raise ApplicationError(
-                f"tool call {pending['toolCallId']!r} suspended itself and waits for resume data: "
-                "use resume_stream or decline_tool_call",
-                type="WrongDecision",
-            )
-        if kind == "suspend" and pending["kind"] != "suspend":
-            raise ApplicationError(
-                f"tool call {pending['toolCallId']!r} waits for an approval: "
-                "use approve_tool_call or decline_tool_call",
-                type="WrongDecision",
-            )
+        except StaleToolCallError as exc:
+            raise ApplicationError(str(exc), type="StaleToolCall") from None
+        except WrongDecisionError as exc:
+            raise ApplicationError(str(exc), type="WrongDecision") from None
+        except Exception as exc:
+            raise ApplicationError(str(exc), type="InvalidInput") from None
 
     def _decide(self, action: str, tool_call_id: str | None, value: Any) -> dict[str, Any]:
         assert self._pending is not None
@@ -673,7 +682,7 @@ class AgentWorkflow:
 
     @approve.validator
     def _approve_valid(self, tool_call_id: str | None) -> None:
-        self._check(tool_call_id, "approval")
+        self._check("approve", tool_call_id)
 
     @workflow.update(name=names.DECLINE)
     def decline(self, tool_call_id: str | None, reason: str | None) -> dict[str, Any]:
@@ -681,9 +690,7 @@ class AgentWorkflow:
 
     @decline.validator
     def _decline_valid(self, tool_call_id: str | None, reason: str | None) -> None:
-        self._check(tool_call_id, "any")
-        if reason is not None and (not isinstance(reason, str) or len(reason) > 4000):
-            raise ApplicationError("reason must be a string of at most 4000 characters", type="InvalidInput")
+        self._check("decline", tool_call_id, reason)
 
     @workflow.update(name=names.RESUME)
     def resume(self, tool_call_id: str | None, resume_data: Any) -> dict[str, Any]:
@@ -691,11 +698,4 @@ class AgentWorkflow:
 
     @resume.validator
     def _resume_valid(self, tool_call_id: str | None, resume_data: Any) -> None:
-        self._check(tool_call_id, "suspend")
-        assert self._durable is not None and self._pending is not None
-        tool = self._durable.agent.tools.get(self._pending["toolName"])
-        if tool is not None:
-            try:
-                tool.validate_resume_data(resume_data)
-            except Exception as exc:
-                raise ApplicationError(str(exc), type="InvalidInput") from None
+        self._check("resume", tool_call_id, resume_data)
