@@ -169,6 +169,8 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
             model=held.model,
         )
     )
+    run.state.accepted_text.append(held.text)  # as `model_step` does for a step that ends there
+    run.state.streamed_from = len(run.state.accepted_text)
     finish = run.chunk(
         "step-finish",
         step_result=Payload(reason=held.finish_reason, warnings=held.warnings, is_continued=False),

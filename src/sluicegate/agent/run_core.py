@@ -154,9 +154,10 @@ class RunCore:
     # ------------------------------------------------------------------ results
 
     def stream_text(self) -> str:
-        """Accepted steps' text plus what an interrupted step had already emitted."""
+        """The accepted text this stream emitted, plus what an interrupted step had already
+        emitted (a resumed stream's starts after the resume, as Mastra's stream `text`)."""
         current = self.state.current.current_text() if self.state.current is not None else ""
-        return "".join(self.state.accepted_text) + current
+        return "".join(self.state.accepted_text[self.state.streamed_from :]) + current
 
     def final_text(self) -> str:
         return "" if self.state.tripwire is not None else "".join(self.state.accepted_text)

@@ -52,7 +52,11 @@ class RunState:
     """The structured output, once parsed."""
     aborted: bool = False
     accepted_text: list[str] = field(default_factory=list)
-    """Each accepted step's text, in order: the run's text is their concatenation."""
+    """Each accepted step's text, in order: the run's text is their concatenation (a resumed
+    run's too: what was written before the suspension is part of its answer)."""
+    streamed_from: int = 0
+    """How many of `accepted_text` a resumed stream did not stream itself (the text before the
+    suspension, the held step's included): a `ModelOutput`'s `text` starts after them."""
     system_base: SystemMessages = field(default_factory=list)
     """The system messages after `process_input`: each step starts again from them."""
     feedback: SystemMessages = field(default_factory=list)

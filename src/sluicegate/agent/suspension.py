@@ -59,6 +59,7 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
         "thread_id": run.message_list.thread_id,
         "resource_id": run.message_list.resource_id,
         "steps": [_step_to_dict(s) for s in state.steps],
+        "accepted_text": list(state.accepted_text),
         "usage": _usage(state.usage),
         "system_base": [[m, t] for m, t in state.system_base],
         "feedback": [[m, t] for m, t in state.feedback],
@@ -177,6 +178,10 @@ def restore_state(run: RunCore, snapshot: dict[str, Any]) -> HeldStep:
     """Put the stored progress into the fresh run; the held step to continue from."""
     state = run.state
     state.steps = [_step_from_dict(s) for s in snapshot.get("steps", [])]
+    accepted = snapshot.get("accepted_text")
+    if accepted is None:  # stored before it was kept: each accepted step's text, in order
+        accepted = [s.text for s in state.steps if s.finish_reason != "retry"]
+    state.accepted_text = [str(text) for text in accepted]
     state.usage = Usage.from_v2(snapshot.get("usage"))
     state.system_base = [(dict(m), t) for m, t in snapshot.get("system_base", [])]
     state.feedback = [(dict(m), t) for m, t in snapshot.get("feedback", [])]
