@@ -40,7 +40,7 @@ class ResumableAgent(Protocol):
     @property
     def suspended_run_store(self) -> SuspendedRunStore: ...
 
-    async def _prepare(
+    async def prepare_run(
         self, messages: Any, options: dict[str, Any], *, resumed: tuple[SuspendedRun, Decision] | None = None
     ) -> AgentRun: ...
 
@@ -138,7 +138,7 @@ async def resumed_run(
     )
     claimed = await store.claim_suspended_run(run_id, call.tool_call_id, resource_id=resource)
     try:
-        return await agent._prepare(None, options, resumed=(claimed, decision))
+        return await agent.prepare_run(None, options, resumed=(claimed, decision))
     except BaseException:
         await store.release_suspended_run(run_id, version=claimed.version)
         raise

@@ -81,7 +81,7 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
             "queue": [c.to_dict() for c in held.queue],
         },
         "processor_state": _processor_states(run),
-        "request_context": _context(run.request_context),
+        "request_context": json_context(run.request_context),
         "require_tool_approval": require_approval,
     }
 
@@ -106,7 +106,7 @@ def _processor_states(run: RunCore) -> dict[str, Any]:
     return out
 
 
-def _context(context: RequestContext) -> dict[str, Any]:
+def json_context(context: RequestContext) -> dict[str, Any]:
     """The entries that are JSON; the others (clients, callables) cannot leave the process."""
     out: dict[str, Any] = {}
     for key, value in context.to_dict().items():

@@ -115,6 +115,9 @@ class ProcessorRunner:
         """Set by `sluicegate.tracing` on a traced run: the counters the per-chunk loop keeps
         for a list of stream entries (the same object each time for the same entries)."""
         self.writer = Writer(run_id, emit)
+        self.streams_here = True
+        """False when the per-chunk pipeline runs elsewhere (a durable run's model activity):
+        `stream_pipeline` is then None here, and nothing is held back to flush."""
         self._states: dict[str, dict[str, Any]] = {}
         self._aborts: dict[str, Callable[..., NoReturn]] = {}
         # Positions are per request (`args.processor_index`): a processor object is shared by
@@ -431,8 +434,9 @@ class ProcessorRunner:
     # ------------------------------------------------------------------ output
 
     def stream_pipeline(self, message_list: MessageList) -> StreamPipeline | None:
-        """The per-chunk function, or None when no processor looks at chunks."""
-        if not self._output_stream:
+        """The per-chunk function, or None when no processor looks at chunks (or they run
+        elsewhere: `streams_here`)."""
+        if not self._output_stream or not self.streams_here:
             return None
         entries = [
             StreamEntry(entry, ProcessOutputStreamArgs(**self._common(entry), message_list=message_list))

@@ -6,7 +6,8 @@ model call (its provider stream and the output stream processors, which publish 
 tool call, the workflow's own chunks into the run log. A crashed worker's run continues on
 another from its history: finished activities are not run again, the interrupted one is
 retried. The run id is the workflow id, and the ids the loop makes (messages, tool calls) come
-from `workflow.uuid4()`, so a replay rebuilds the same messages.
+from `workflow.uuid4()` (installed for the workflow's context with `sluicegate.ids`, nowhere
+else in the process), so a replay rebuilds the same messages.
 
 A run that waits for a person stays a waiting workflow: `approve_tool_call`,
 `decline_tool_call` and `resume_stream` are updates, validated before anything changes.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
@@ -36,7 +36,7 @@ from sluicegate.agent.decisions import (
     decide,
 )
 from sluicegate.agent.resume import resumed_run
-from sluicegate.agent.suspension import _context
+from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names, workflow_spans
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor
@@ -45,6 +45,7 @@ from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, 
 from sluicegate.durable.temporal.trace_context import continue_caller, inject
 from sluicegate.durable.temporal.vectors import durable_memory
 from sluicegate.errors import ToolError, TripWire
+from sluicegate.ids import use_id_source
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
 from sluicegate.models.registry import resolve_model
@@ -61,18 +62,10 @@ if TYPE_CHECKING:
 _AGENTS: dict[str, Agent[Any]] = {}
 """The agents this worker runs (set by `worker.install`)."""
 
-_real_uuid4 = uuid.uuid4
-
-
-def _uuid4() -> uuid.UUID:
-    """Inside a workflow, ids are replayed: the same on every worker that replays the run."""
-    return workflow.uuid4() if workflow.in_workflow() else _real_uuid4()
-
 
 def install(agents: dict[str, Agent[Any]]) -> None:
-    """The agents workflows on this worker may run; ids made inside workflows become replayable."""
+    """The agents workflows on this worker may run."""
     _AGENTS.update(agents)
-    uuid.uuid4 = _uuid4
     workflow_spans.install()
 
 
@@ -230,7 +223,7 @@ class ActivityModel:
                     # Only output stream processors read the message list (the prompt is in
                     # `options`): without them it would only double every call's input.
                     "messages": run.message_list.to_dict() if streams else None,
-                    "requestContext": _context(run.request_context),
+                    "requestContext": json_context(run.request_context),
                 },
                 None if run.trace is None else run.trace.chat_span,
             ),
@@ -393,7 +386,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
                         "idempotencyKey": context.idempotency_key,
                         "args": args,
                         "resumeData": context.resume_data,
-                        "requestContext": _context(context.request_context),
+                        "requestContext": json_context(context.request_context),
                         "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
                     }
                 ),  # the tool's `execute_tool` span is the current one here
@@ -458,9 +451,8 @@ class _DurableRun:
         if agent.memory is not None:
             durable.memory = durable_memory(agent.memory, agent.id, self._storage, self._judge_options())
         self._wire_processors(durable)
-        durable._suspended_runs = InMemorySuspendedRunStore()
-        durable._run_log = None
-        durable._own_run_log = False
+        durable.suspended_run_store = InMemorySuspendedRunStore()
+        durable.run_log = None
         self.agent = durable
 
     def _storage(self, locator: list[str]) -> Call:
@@ -531,7 +523,7 @@ class _DurableRun:
         stream pipeline here (it runs in the model activity), no log layer (the outbox is it)."""
         run.models = _DurableChain(self.models)
         run.run_log = None
-        setattr(run.runner, "stream_pipeline", lambda message_list: None)  # noqa: B010
+        run.runner.streams_here = False
         for model in self.models:
             model.run = run
         self.run = run
@@ -596,6 +588,7 @@ class AgentWorkflow:
         agent = _AGENTS.get(start["agentId"])
         if agent is None:
             raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
+        use_id_source(workflow.uuid4)  # this workflow's context only: ids replay identically
         run_id = workflow.info().workflow_id
         durable = self._durable = _DurableRun(agent, run_id, _Settings(start.get("settings") or {}))
         continue_caller(start)
@@ -610,7 +603,7 @@ class AgentWorkflow:
                 options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
                     start[key]
                 )
-        run = durable.bind(await durable.agent._prepare(start["messages"], options, run_id=run_id))
+        run = durable.bind(await durable.agent.prepare_run(start["messages"], options, run_id=run_id))
         await durable.outbox.resync(run)
         while True:
             await durable.drive(run)
