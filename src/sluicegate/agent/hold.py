@@ -19,7 +19,7 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sluicegate.agent.decisions import Decision
 from sluicegate.agent.held_step import PENDING_KINDS, HeldStep, pending_call
@@ -75,7 +75,7 @@ async def _suspend(run: RunCore, held: HeldStep) -> AsyncGenerator[Chunk, None]:
     if run.suspended_runs is None:
         raise ConfigurationError("this run has no suspended-run store: it cannot wait for a person")
     store = run.suspended_runs()
-    snapshot = take_snapshot(run, held, run.require_approval not in (None, False))
+    snapshot = cast(dict[str, Any], take_snapshot(run, held, run.require_approval not in (None, False)))
     now = utc_now()
     expires = now + run.suspended_run_ttl
     if run.claimed is None:

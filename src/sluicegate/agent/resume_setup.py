@@ -86,6 +86,8 @@ def resumed_memory(memory: Any, stored: SuspendedRun) -> dict[str, Any] | None:
 def resume_into(run: AgentRun, stored: SuspendedRun, decision: Decision) -> None:
     """The fresh run takes the stored progress, the claim, and where to start."""
     held = restore_state(run, stored.snapshot)
+    if held is None:
+        raise ValueError(f"suspended run {stored.run_id!r} has no held step in its snapshot")
     run.claimed = stored
     run.resumption = Resumption(held, decision)
     if run.require_approval is None and stored.snapshot.get("require_tool_approval"):

@@ -2,8 +2,8 @@
 
 `RunCore` (the base of `AgentRun`) holds the run's wiring (model, tools, options, processor
 runner, trace, stream pipeline), set up for the run and not moved by its progress; this holds
-the progress, so that a pause can later be stored as one value and a run resumed from it. Not
-all of it belongs in such a snapshot:
+the progress; `suspension.RunSnapshot` is what of it is stored (as JSON) at a step boundary and
+read back into a fresh run. Not all of it belongs in that snapshot:
 
 - stored: `steps`, `usage`, `finish_reason`, `tripwire`, `error`, `object`, `aborted`,
   `accepted_text`, `system_base`, `feedback`, `step_number`, `completed`, `output_attempts`.

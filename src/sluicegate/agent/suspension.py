@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sluicegate.agent.held_step import HeldStep, json_value
 from sluicegate.agent.results import StepResult, Tripwire
@@ -50,8 +50,40 @@ class UnserializableStateError(ConfigurationError):
 # ---------------------------------------------------------------- to JSON
 
 
-def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[str, Any]:
-    """The run as JSON, for the store. Raises `UnserializableStateError` naming a processor."""
+class RunSnapshot(TypedDict):
+    """A run between two steps as JSON (what `take_snapshot` makes and `restore_state` reads
+    back): the conversation, the progress of `RunState` that outlives a step, the runner's
+    retry count, the processors' exported `state`, the JSON part of the request context, and the
+    held step when the run waits on a person (None at any other step boundary).
+
+    Not in it, by design: what describes a run that has ended (`finish_reason`, `tripwire`,
+    `error`, `object`, `aborted`, `steps_exhausted`: no next step reads them), what lives only
+    while a step runs (`current`, `input_gate`, `finishing`), and the resuming call's decision
+    (`approved`, `resume_data`, `decided`: carried by its `Decision`). A round trip at every
+    step boundary of every conformance scenario is tested (tests/core/test_run_snapshot.py)."""
+
+    format: int
+    messages: dict[str, Any]
+    thread_id: str | None
+    resource_id: str | None
+    steps: list[dict[str, Any]]
+    accepted_text: list[str]
+    usage: dict[str, Any]
+    system_base: list[list[Any]]
+    feedback: list[list[Any]]
+    step_number: int
+    completed: int
+    output_attempts: int
+    retry_count: int
+    held: dict[str, Any] | None
+    processor_state: dict[str, Any]
+    request_context: dict[str, Any]
+    require_tool_approval: bool
+
+
+def take_snapshot(run: RunCore, held: HeldStep | None, require_approval: bool) -> RunSnapshot:
+    """The run as JSON, for the store (`held`: the step waiting on people), or at any step
+    boundary (`held=None`). Raises `UnserializableStateError` naming a processor."""
     state = run.state
     return {
         "format": SNAPSHOT_FORMAT,
@@ -67,22 +99,26 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
         "completed": state.completed,
         "output_attempts": state.output_attempts,
         "retry_count": run.runner.retry_count,
-        "held": {
-            "step_number": held.step_number,
-            "tool_calls": [_chunk(c) for c in held.tool_calls],
-            "finish_reason": held.finish_reason,
-            "usage": _usage(held.usage),
-            "text": held.text,
-            "reasoning_text": held.reasoning_text,
-            "warnings": json_value(held.warnings),
-            "response": json_value(held.response),
-            "model": held.model,
-            "results": [_chunk(c) for c in held.results.values()],
-            "queue": [c.to_dict() for c in held.queue],
-        },
+        "held": None if held is None else _held_to_dict(held),
         "processor_state": _processor_states(run),
         "request_context": json_context(run.request_context),
         "require_tool_approval": require_approval,
+    }
+
+
+def _held_to_dict(held: HeldStep) -> dict[str, Any]:
+    return {
+        "step_number": held.step_number,
+        "tool_calls": [_chunk(c) for c in held.tool_calls],
+        "finish_reason": held.finish_reason,
+        "usage": _usage(held.usage),
+        "text": held.text,
+        "reasoning_text": held.reasoning_text,
+        "warnings": json_value(held.warnings),
+        "response": json_value(held.response),
+        "model": held.model,
+        "results": [_chunk(c) for c in held.results.values()],
+        "queue": [c.to_dict() for c in held.queue],
     }
 
 
@@ -155,7 +191,7 @@ def _step_to_dict(step: StepResult) -> dict[str, Any]:
 # ---------------------------------------------------------------- from JSON
 
 
-def restore_messages(snapshot: dict[str, Any]) -> MessageList:
+def restore_messages(snapshot: RunSnapshot | dict[str, Any]) -> MessageList:
     message_list = MessageList.from_dict(snapshot["messages"])
     message_list.thread_id = snapshot.get("thread_id")
     message_list.resource_id = snapshot.get("resource_id")
@@ -174,8 +210,9 @@ def restore_context(snapshot: dict[str, Any], caller: RequestContext | None) -> 
     return RequestContext(values)
 
 
-def restore_state(run: RunCore, snapshot: dict[str, Any]) -> HeldStep:
-    """Put the stored progress into the fresh run; the held step to continue from."""
+def restore_state(run: RunCore, snapshot: RunSnapshot | dict[str, Any]) -> HeldStep | None:
+    """Put the stored progress into the fresh run (built with the snapshot's messages, see
+    `restore_messages`); the held step to continue from, None for a run between steps."""
     state = run.state
     state.steps = [_step_from_dict(s) for s in snapshot.get("steps", [])]
     accepted = snapshot.get("accepted_text")
@@ -193,7 +230,9 @@ def restore_state(run: RunCore, snapshot: dict[str, Any]) -> HeldStep:
         run.runner.state_for(pid).update(saved)
     from sluicegate.storage.suspended_runs import PendingToolCall
 
-    held = snapshot["held"]
+    held = snapshot.get("held")
+    if held is None:
+        return None
     return HeldStep(
         step_number=held["step_number"],
         tool_calls=[Chunk.from_dict(c) for c in held["tool_calls"]],
