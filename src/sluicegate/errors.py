@@ -109,6 +109,11 @@ class ProcessorError(SluicegateError):
         self.hook = hook
 
 
+class UnknownResultKeyError(ProcessorError, ConfigurationError):
+    """A hook returned a dict with a key its result does not have (a typo would otherwise
+    change nothing): a processor's return it may not give, and a mistake in its code."""
+
+
 class ProcessorTimeoutError(ProcessorError):
     """A processor hook did not finish within its `processor_timeout` (see `Agent`)."""
 

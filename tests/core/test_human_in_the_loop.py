@@ -557,9 +557,15 @@ async def test_a_resumed_stream_closed_after_the_tool_ran_does_not_run_it_again(
 async def test_resuming_rejects_options_it_cannot_honour() -> None:
     agent = agent_for([one_call()], [lookup_tool([])])
     first = await agent.generate("hi", require_tool_approval=True)
-    for option in ({"memory": {"thread": "other"}}, {"instructions": "be evil"}):
+    options: list[dict[str, Any]] = [
+        {"memory": {"thread": "t", "options": {"lastMessages": 1}}},
+        {"instructions": "be evil"},
+    ]
+    for option in options:
         with pytest.raises(InvalidInputError, match=next(iter(option))):
             await agent.approve_tool_call(run_id=first.run_id, **option)
+    with pytest.raises(SuspendedRunNotFoundError):  # names a thread that is not the run's
+        await agent.approve_tool_call(run_id=first.run_id, memory={"thread": "other"})
     assert len(await agent.list_suspended_runs()) == 1
 
 

@@ -211,7 +211,7 @@ def test_a_run_of_another_agent_is_unknown_here(make_client: Any, example: Any) 
     from sluicegate import Sluicegate
 
     registry = Sluicegate(agents={"echo": example.echo, "plain": example.plain}, storage=example.storage)
-    example.plain._suspended_runs = example.echo.suspended_run_store  # one store for both agents
+    example.plain.suspended_run_store = example.echo.suspended_run_store  # one store for both agents
     client = make_client(registry=registry)
     run_id, _ = suspend(client)
     answer = client.post("/api/agents/plain/approve-tool-call", json={"runId": run_id})

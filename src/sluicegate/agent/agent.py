@@ -17,7 +17,7 @@ from typing_extensions import TypeVar, Unpack
 
 from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
-from sluicegate.agent.hold import Decision
+from sluicegate.agent.decisions import Decision
 from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
@@ -174,7 +174,7 @@ class Agent(Generic[Out]):
     async def generate(self, messages: Any, **options: Unpack[AgentCallOptions]) -> FullOutput[Out]: ...
     async def generate(self, messages: Any, **options: Any) -> FullOutput[Any]:
         """Run the agent to the end. Raises the error when a model call fails unrecovered."""
-        return await self._complete(await self._prepare(messages, options))
+        return await self._complete(await self.prepare_run(messages, options))
 
     async def _complete(self, run: AgentRun) -> FullOutput[Any]:
         async for _ in run.events():
@@ -213,7 +213,7 @@ class Agent(Generic[Out]):
     async def stream(self, messages: Any, **options: Unpack[AgentCallOptions]) -> ModelOutput[Out]: ...
     async def stream(self, messages: Any, **options: Any) -> ModelOutput[Any]:
         """Start the agent; iterate `full_stream` or await the result properties."""
-        return ModelOutput(await self._prepare(messages, options))
+        return ModelOutput(await self.prepare_run(messages, options))
 
     @overload
     def generate_sync(
@@ -257,6 +257,11 @@ class Agent(Generic[Out]):
             self._suspended_runs = suspended_run_store(self.memory)
         return self._suspended_runs
 
+    @suspended_run_store.setter
+    def suspended_run_store(self, store: SuspendedRunStore) -> None:
+        check_store(store)
+        self._suspended_runs = store
+
     @property
     def run_log(self) -> RunLog | None:
         """Where this agent's runs are kept for `observe`: `run_log=`, else one bounded
@@ -266,6 +271,12 @@ class Agent(Generic[Out]):
 
             self._run_log = InMemoryRunLog(max_chunks=DEFAULT_LOG_CHUNKS, max_runs=DEFAULT_LOG_RUNS)
         return self._run_log
+
+    @run_log.setter
+    def run_log(self, log: RunLog | None) -> None:
+        """Replace the log the agent's next runs write to (None: they keep none)."""
+        self._run_log = None if log is None else check_run_log(log)
+        self._own_run_log = False
 
     async def observe(self, *, run_id: str, offset: int = 0, **options: Any) -> ObservedOutput:
         """Reconnect to a running or ended run: its chunks from `offset` (the number already
@@ -333,19 +344,20 @@ class Agent(Generic[Out]):
         resource_id: str | None = None,
         *,
         request_context: RequestContext | None = None,
+        memory: dict[str, Any] | None = None,
     ) -> list[SuspendedRun]:
-        """This agent's runs waiting on a person, newest first."""
+        """This agent's runs waiting on a person that this caller could decide (the resource it
+        names: `memory=`, `request_context` or `resource_id`), newest first."""
+        options: dict[str, Any] = {"request_context": request_context}
+        if memory is not None:
+            options["memory"] = memory
         return await list_runs(
-            self,
-            self.suspended_run_store,
-            thread_id=thread_id,
-            resource_id=resource_id,
-            request_context=request_context,
+            self, self.suspended_run_store, thread_id=thread_id, resource_id=resource_id, options=options
         )
 
     # ------------------------------------------------------------------ preparing a run
 
-    async def _prepare(
+    async def prepare_run(
         self,
         messages: Any,
         options: dict[str, Any],
@@ -353,6 +365,9 @@ class Agent(Generic[Out]):
         resumed: tuple[SuspendedRun, Decision] | None = None,
         run_id: str | None = None,
     ) -> AgentRun:
+        """The run one call makes, not started: options checked, processor arrays resolved,
+        memory bound, the message list built. `resumed` rebuilds a stored run with the decision
+        about it (`resume`); `run_id` names the run (the durable workflow passes its own)."""
         known = {
             "require_tool_approval",
             "output_retries",
@@ -416,9 +431,9 @@ class Agent(Generic[Out]):
         model_settings = normalize_model_settings(options.get("model_settings"))
         check_provider_options(options.get("provider_options"))
 
-        input_array = await self._resolve_array("input_processors", options, request_context)
-        output_array = await self._resolve_array("output_processors", options, request_context)
-        error_array = await self._resolve_array("error_processors", options, request_context)
+        input_array = await self.resolve_processors("input_processors", options, request_context)
+        output_array = await self.resolve_processors("output_processors", options, request_context)
+        error_array = await self.resolve_processors("error_processors", options, request_context)
 
         tools = dict(self.tools)
         if "tools" in options:
@@ -486,9 +501,11 @@ class Agent(Generic[Out]):
             run.runner.auto_error_processors = auto_error_processors(input_array, output_array, error_array)
         return run
 
-    async def _resolve_array(
+    async def resolve_processors(
         self, name: str, options: dict[str, Any], request_context: RequestContext
     ) -> list[Any]:
+        """The processor array `name` (`input_processors`, ...) a call runs with: the call's
+        option or the agent's, a callable of the request context called, checked."""
         array = options[name] if options.get(name) is not None else getattr(self, name)
         if array is None:
             return []

@@ -9,7 +9,7 @@ The states of one held step, over any number of streams and processes:
         +--> calls still undecided: held again (next version), the next question
         +--> all decided: the held results in call order, `step-finish`, the loop goes on
 
-Which calls wait is decided in `call_tool` (`approval.needs_approval`, `ToolContext.suspend`); the
+Which calls wait is decided in `call_tool` (`decisions.needs_approval`, `ToolContext.suspend`); the
 snapshot's shape is `suspension`'s.
 """
 
@@ -19,9 +19,9 @@ import logging
 import time
 import weakref
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from sluicegate.agent.decisions import Decision
 from sluicegate.agent.held_step import PENDING_KINDS, HeldStep, pending_call
 from sluicegate.agent.results import StepResult
 from sluicegate.agent.step import StepRecorder
@@ -40,20 +40,6 @@ log = logging.getLogger("sluicegate.agent")
 PURGE_EVERY = 3600.0
 """Seconds between sweeps of expired suspended runs, made by whichever run suspends next."""
 _last_purge: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-
-DEFAULT_DECLINE_REASON = "Tool call was not approved by the user"
-"""What the model is told about a declined call when the decline gives no reason (Mastra's text)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What a person decided about the pending call: `approve`, `decline` (with the reason the
-    model is told) or `resume` (with the tool's validated resume data)."""
-
-    action: str
-    tool_call_id: str
-    reason: str = DEFAULT_DECLINE_REASON
-    resume_data: Any = None
 
 
 async def hold_step(
@@ -89,7 +75,7 @@ async def _suspend(run: RunCore, held: HeldStep) -> AsyncGenerator[Chunk, None]:
     if run.suspended_runs is None:
         raise ConfigurationError("this run has no suspended-run store: it cannot wait for a person")
     store = run.suspended_runs()
-    snapshot = take_snapshot(run, held, run.require_approval not in (None, False))
+    snapshot = cast(dict[str, Any], take_snapshot(run, held, run.require_approval not in (None, False)))
     now = utc_now()
     expires = now + run.suspended_run_ttl
     if run.claimed is None:
@@ -183,6 +169,8 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
             model=held.model,
         )
     )
+    run.state.accepted_text.append(held.text)  # as `model_step` does for a step that ends there
+    run.state.streamed_from = len(run.state.accepted_text)
     finish = run.chunk(
         "step-finish",
         step_result=Payload(reason=held.finish_reason, warnings=held.warnings, is_continued=False),

@@ -8,11 +8,11 @@ nothing.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from sluicegate.agent.step import StepRecorder, parse_args
 from sluicegate.errors import APICallError
+from sluicegate.ids import new_uuid
 from sluicegate.messages.part import to_snake
 from sluicegate.stream.chunk import Chunk, TextPayload
 from sluicegate.stream.payload import Payload
@@ -47,7 +47,7 @@ def convert(part: Any, step: StepRecorder, run_id: str) -> Chunk | None:
             kind,
             run_id,
             Payload(
-                tool_call_id=part.get("toolCallId") or f"call_{uuid.uuid4().hex[:24]}",
+                tool_call_id=part.get("toolCallId") or f"call_{new_uuid().hex[:24]}",
                 tool_name=_tool_name(part.get("toolName")),
                 args=parse_args(part.get("input")),
                 provider_executed=part.get("providerExecuted"),

@@ -9,7 +9,6 @@ its locals bound before the loop, no extra generator layer, no per-chunk validat
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
 from sluicegate.errors import APICallError, ProcessorError, TripWire
+from sluicegate.ids import new_uuid
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
 from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
@@ -72,7 +72,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     announced = False  # whether this step's `step-start` went out
     # The `step-start` chunk's messageId is the id the step's assistant message is stored
     # under, so a client that reloads the thread finds the message it streamed, not a twin.
-    message_id = str(uuid.uuid4())
+    message_id = str(new_uuid())
     while True:
         model = await chain.pick()
         call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sluicegate.agent.hold import Decision
+from sluicegate.agent.decisions import Decision
 from sluicegate.agent.run_loop import Resumption
 from sluicegate.agent.suspension import restore_context, restore_messages, restore_state
 from sluicegate.errors import ConfigurationError, SluicegateError
@@ -86,6 +86,8 @@ def resumed_memory(memory: Any, stored: SuspendedRun) -> dict[str, Any] | None:
 def resume_into(run: AgentRun, stored: SuspendedRun, decision: Decision) -> None:
     """The fresh run takes the stored progress, the claim, and where to start."""
     held = restore_state(run, stored.snapshot)
+    if held is None:
+        raise ValueError(f"suspended run {stored.run_id!r} has no held step in its snapshot")
     run.claimed = stored
     run.resumption = Resumption(held, decision)
     if run.require_approval is None and stored.snapshot.get("require_tool_approval"):

@@ -9,7 +9,6 @@ plus `events()`, the loop's entry.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sluicegate.agent.results import Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema
+from sluicegate.ids import new_uuid
 from sluicegate.messages import MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.models.base import LanguageModel
@@ -77,7 +77,7 @@ class RunCore:
         )
         """The run's model(s): a fallback list moves `current` on when a model fails."""
         self.run_id, self.trace_id, self.trace = begin_run(
-            agent_id, run_id or str(uuid.uuid4()), self.models.current
+            agent_id, run_id or str(new_uuid()), self.models.current
         )
         self.message_list = message_list
         self.tools = tools
@@ -154,9 +154,10 @@ class RunCore:
     # ------------------------------------------------------------------ results
 
     def stream_text(self) -> str:
-        """Accepted steps' text plus what an interrupted step had already emitted."""
+        """The accepted text this stream emitted, plus what an interrupted step had already
+        emitted (a resumed stream's starts after the resume, as Mastra's stream `text`)."""
         current = self.state.current.current_text() if self.state.current is not None else ""
-        return "".join(self.state.accepted_text) + current
+        return "".join(self.state.accepted_text[self.state.streamed_from :]) + current
 
     def final_text(self) -> str:
         return "" if self.state.tripwire is not None else "".join(self.state.accepted_text)

@@ -16,7 +16,8 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sluicegate.agent.hold import Decision, continue_step
+from sluicegate.agent.decisions import Decision
+from sluicegate.agent.hold import continue_step
 from sluicegate.agent.model_step import UnrecoveredError, model_step
 from sluicegate.agent.results import Tripwire
 from sluicegate.agent.step import StepRecorder

@@ -2,8 +2,8 @@
 
 `RunCore` (the base of `AgentRun`) holds the run's wiring (model, tools, options, processor
 runner, trace, stream pipeline), set up for the run and not moved by its progress; this holds
-the progress, so that a pause can later be stored as one value and a run resumed from it. Not
-all of it belongs in such a snapshot:
+the progress; `suspension.RunSnapshot` is what of it is stored (as JSON) at a step boundary and
+read back into a fresh run. Not all of it belongs in that snapshot:
 
 - stored: `steps`, `usage`, `finish_reason`, `tripwire`, `error`, `object`, `aborted`,
   `accepted_text`, `system_base`, `feedback`, `step_number`, `completed`, `output_attempts`.
@@ -52,7 +52,11 @@ class RunState:
     """The structured output, once parsed."""
     aborted: bool = False
     accepted_text: list[str] = field(default_factory=list)
-    """Each accepted step's text, in order: the run's text is their concatenation."""
+    """Each accepted step's text, in order: the run's text is their concatenation (a resumed
+    run's too: what was written before the suspension is part of its answer)."""
+    streamed_from: int = 0
+    """How many of `accepted_text` a resumed stream did not stream itself (the text before the
+    suspension, the held step's included): a `ModelOutput`'s `text` starts after them."""
     system_base: SystemMessages = field(default_factory=list)
     """The system messages after `process_input`: each step starts again from them."""
     feedback: SystemMessages = field(default_factory=list)

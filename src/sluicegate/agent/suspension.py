@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sluicegate.agent.held_step import HeldStep, json_value
 from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.errors import ConfigurationError
 from sluicegate.messages import MessageList
-from sluicegate.processors.base import processor_id
+from sluicegate.processors.base import StateExport, optional_hook, processor_id
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.usage import Usage
@@ -50,8 +50,40 @@ class UnserializableStateError(ConfigurationError):
 # ---------------------------------------------------------------- to JSON
 
 
-def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[str, Any]:
-    """The run as JSON, for the store. Raises `UnserializableStateError` naming a processor."""
+class RunSnapshot(TypedDict):
+    """A run between two steps as JSON (what `take_snapshot` makes and `restore_state` reads
+    back): the conversation, the progress of `RunState` that outlives a step, the runner's
+    retry count, the processors' exported `state`, the JSON part of the request context, and the
+    held step when the run waits on a person (None at any other step boundary).
+
+    Not in it, by design: what describes a run that has ended (`finish_reason`, `tripwire`,
+    `error`, `object`, `aborted`, `steps_exhausted`: no next step reads them), what lives only
+    while a step runs (`current`, `input_gate`, `finishing`), and the resuming call's decision
+    (`approved`, `resume_data`, `decided`: carried by its `Decision`). A round trip at every
+    step boundary of every conformance scenario is tested (tests/core/test_run_snapshot.py)."""
+
+    format: int
+    messages: dict[str, Any]
+    thread_id: str | None
+    resource_id: str | None
+    steps: list[dict[str, Any]]
+    accepted_text: list[str]
+    usage: dict[str, Any]
+    system_base: list[list[Any]]
+    feedback: list[list[Any]]
+    step_number: int
+    completed: int
+    output_attempts: int
+    retry_count: int
+    held: dict[str, Any] | None
+    processor_state: dict[str, Any]
+    request_context: dict[str, Any]
+    require_tool_approval: bool
+
+
+def take_snapshot(run: RunCore, held: HeldStep | None, require_approval: bool) -> RunSnapshot:
+    """The run as JSON, for the store (`held`: the step waiting on people), or at any step
+    boundary (`held=None`). Raises `UnserializableStateError` naming a processor."""
     state = run.state
     return {
         "format": SNAPSHOT_FORMAT,
@@ -59,6 +91,7 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
         "thread_id": run.message_list.thread_id,
         "resource_id": run.message_list.resource_id,
         "steps": [_step_to_dict(s) for s in state.steps],
+        "accepted_text": list(state.accepted_text),
         "usage": _usage(state.usage),
         "system_base": [[m, t] for m, t in state.system_base],
         "feedback": [[m, t] for m, t in state.feedback],
@@ -66,30 +99,34 @@ def take_snapshot(run: RunCore, held: HeldStep, require_approval: bool) -> dict[
         "completed": state.completed,
         "output_attempts": state.output_attempts,
         "retry_count": run.runner.retry_count,
-        "held": {
-            "step_number": held.step_number,
-            "tool_calls": [_chunk(c) for c in held.tool_calls],
-            "finish_reason": held.finish_reason,
-            "usage": _usage(held.usage),
-            "text": held.text,
-            "reasoning_text": held.reasoning_text,
-            "warnings": json_value(held.warnings),
-            "response": json_value(held.response),
-            "model": held.model,
-            "results": [_chunk(c) for c in held.results.values()],
-            "queue": [c.to_dict() for c in held.queue],
-        },
+        "held": None if held is None else _held_to_dict(held),
         "processor_state": _processor_states(run),
-        "request_context": _context(run.request_context),
+        "request_context": json_context(run.request_context),
         "require_tool_approval": require_approval,
+    }
+
+
+def _held_to_dict(held: HeldStep) -> dict[str, Any]:
+    return {
+        "step_number": held.step_number,
+        "tool_calls": [_chunk(c) for c in held.tool_calls],
+        "finish_reason": held.finish_reason,
+        "usage": _usage(held.usage),
+        "text": held.text,
+        "reasoning_text": held.reasoning_text,
+        "warnings": json_value(held.warnings),
+        "response": json_value(held.response),
+        "model": held.model,
+        "results": [_chunk(c) for c in held.results.values()],
+        "queue": [c.to_dict() for c in held.queue],
     }
 
 
 def _processor_states(run: RunCore) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for processor in run.processors:
-        export = getattr(processor, "suspend_state", None)
-        if not callable(export):
+        export: StateExport | None = optional_hook(processor, "suspend_state")
+        if export is None:
             continue
         pid = processor_id(processor)
         value = export(dict(run.runner.state_for(pid)))
@@ -105,7 +142,7 @@ def _processor_states(run: RunCore) -> dict[str, Any]:
     return out
 
 
-def _context(context: RequestContext) -> dict[str, Any]:
+def json_context(context: RequestContext) -> dict[str, Any]:
     """The entries that are JSON; the others (clients, callables) cannot leave the process."""
     out: dict[str, Any] = {}
     for key, value in context.to_dict().items():
@@ -154,7 +191,7 @@ def _step_to_dict(step: StepResult) -> dict[str, Any]:
 # ---------------------------------------------------------------- from JSON
 
 
-def restore_messages(snapshot: dict[str, Any]) -> MessageList:
+def restore_messages(snapshot: RunSnapshot | dict[str, Any]) -> MessageList:
     message_list = MessageList.from_dict(snapshot["messages"])
     message_list.thread_id = snapshot.get("thread_id")
     message_list.resource_id = snapshot.get("resource_id")
@@ -173,10 +210,15 @@ def restore_context(snapshot: dict[str, Any], caller: RequestContext | None) -> 
     return RequestContext(values)
 
 
-def restore_state(run: RunCore, snapshot: dict[str, Any]) -> HeldStep:
-    """Put the stored progress into the fresh run; the held step to continue from."""
+def restore_state(run: RunCore, snapshot: RunSnapshot | dict[str, Any]) -> HeldStep | None:
+    """Put the stored progress into the fresh run (built with the snapshot's messages, see
+    `restore_messages`); the held step to continue from, None for a run between steps."""
     state = run.state
     state.steps = [_step_from_dict(s) for s in snapshot.get("steps", [])]
+    accepted = snapshot.get("accepted_text")
+    if accepted is None:  # stored before it was kept: each accepted step's text, in order
+        accepted = [s.text for s in state.steps if s.finish_reason != "retry"]
+    state.accepted_text = [str(text) for text in accepted]
     state.usage = Usage.from_v2(snapshot.get("usage"))
     state.system_base = [(dict(m), t) for m, t in snapshot.get("system_base", [])]
     state.feedback = [(dict(m), t) for m, t in snapshot.get("feedback", [])]
@@ -188,7 +230,9 @@ def restore_state(run: RunCore, snapshot: dict[str, Any]) -> HeldStep:
         run.runner.state_for(pid).update(saved)
     from sluicegate.storage.suspended_runs import PendingToolCall
 
-    held = snapshot["held"]
+    held = snapshot.get("held")
+    if held is None:
+        return None
     return HeldStep(
         step_number=held["step_number"],
         tool_calls=[Chunk.from_dict(c) for c in held["tool_calls"]],

@@ -15,8 +15,8 @@ import logging
 from collections.abc import AsyncGenerator, Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sluicegate.agent.approval import needs_approval
 from sluicegate.agent.call_options import active_tools
+from sluicegate.agent.decisions import needs_approval
 from sluicegate.agent.model_parts import MISSING_TOOL_NAME
 from sluicegate.agent.step import StepRecorder, UnparsedArgs
 from sluicegate.agent.tool_errors import error_text

@@ -125,6 +125,10 @@ class DetectorModel(Generic[VerdictT]):
         """The model as given (a `"provider/model"` string is not resolved by reading this)."""
         return self._model_config
 
+    def use_model(self, model: LanguageModel) -> None:
+        """Ask `model` from now on, in place (`sluicegate eval` wraps it to count calls)."""
+        self._model = model
+
     def asking(self, model: LanguageModel) -> DetectorModel[VerdictT]:
         """This detector (same instructions, schema and options) asking `model` instead: how a
         durable run sends its judges' calls through an activity. The wire schema follows

@@ -9,13 +9,13 @@ part-list content, a `Message`).
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from sluicegate.errors import InvalidMessageError
+from sluicegate.ids import new_uuid
 from sluicegate.messages.part import Part, as_part
 
 Role = Literal["user", "assistant", "system", "tool"]
@@ -23,7 +23,7 @@ ROLES: frozenset[str] = frozenset(("user", "assistant", "system", "tool"))
 
 
 def new_id() -> str:
-    return str(uuid.uuid4())
+    return str(new_uuid())
 
 
 def utc_now() -> datetime:

@@ -14,6 +14,14 @@ overrides. Hooks may be `def` or `async def`. The hooks, in the order a run meet
 - `process_tool_result` — after each tool returns, before its result is used anywhere
 - `process_output_result` — once, at the end
 
+Besides these, optional hooks the runner calls when a processor overrides them (declared below
+with their types, so a subclass's signature is checked): `flush_output_stream` (release what the
+stream hook held back, at the end of each model step), `stream_deadline` / `on_stream_deadline`
+(release held chunks on time, see `BatchPartsProcessor`), `max_output_tokens_for` (cap the next
+model call), `suspend_state` (what of `state` survives a human-in-the-loop suspension), and the
+flags `counts_redactions`, `checks_input_only`, `run_in_parallel`, `judges_windows()` and
+`transforms_text()`. `implements(processor, name)` tells an override from the base's no-op.
+
 Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run; see
 `sluicegate.errors.TripWire`.
 """
@@ -59,6 +67,15 @@ ToolResultReturn = ProcessToolResultResult | dict[str, Any] | None
 ToolCallReturn = ProcessToolCallResult | dict[str, Any] | None
 """What `process_tool_call` returns (or resolves to)."""
 
+StreamRelease = list[Chunk] | Awaitable[list[Chunk]]
+"""What `flush_output_stream` and `on_stream_deadline` return (or resolve to): the held chunks."""
+StreamDeadline = Callable[[dict[str, Any]], float | None]
+"""A bound `stream_deadline`: the `time.monotonic()` by which held chunks are due, or None."""
+TokenCap = Callable[[dict[str, Any]], int | None]
+"""A bound `max_output_tokens_for`: the output tokens worth asking the next call for, or None."""
+StateExport = Callable[[dict[str, Any]], dict[str, Any]]
+"""A bound `suspend_state`: the JSON part of a processor's `state` a suspended run keeps."""
+
 HOOKS: tuple[str, ...] = (
     "process_input",
     "process_input_step",
@@ -71,6 +88,17 @@ HOOKS: tuple[str, ...] = (
     "process_tool_result",
     "process_tool_call",
 )
+
+OPTIONAL_HOOKS: tuple[str, ...] = (
+    "flush_output_stream",
+    "stream_deadline",
+    "on_stream_deadline",
+    "max_output_tokens_for",
+    "suspend_state",
+    "judges_windows",
+    "transforms_text",
+)
+"""Methods the runtime calls only when a processor overrides them (see `implements`)."""
 
 
 class Processor:
@@ -86,6 +114,10 @@ class Processor:
     reads its position for the current request as `args.processor_index`."""
     on_violation: Callable[[ProcessorViolation], Any] | None = None
     """Called on every abort and every warn-strategy detection; its exceptions are swallowed."""
+    counts_redactions: bool = False
+    """A traced run counts the redactions its stream hook reports (`tracing.findings`)."""
+    run_in_parallel: bool = False
+    """With `checks_input_only`: run beside the first model call (see `input_guards`)."""
 
     _hook_names: ClassVar[tuple[str, ...]] = HOOKS
 
@@ -150,9 +182,49 @@ class Processor:
         the history and the next prompt keep what the model wrote."""
         return None
 
+    # The optional hooks: called only when overridden (`implements`), never in their base form.
+
+    @property
+    def checks_input_only(self) -> bool:
+        """True when `process_input` only checks (never changes) the input: adjacent such
+        processors run concurrently (see `input_guards`)."""
+        return False
+
+    def flush_output_stream(self, args: ProcessOutputStreamArgs) -> StreamRelease:
+        """At the end of each model step: release every chunk `process_output_stream` held
+        back (they go on through the processors after this one)."""
+        return []
+
+    def stream_deadline(self, state: dict[str, Any]) -> float | None:
+        """When held chunks are due (`time.monotonic()`); the loop then calls
+        `on_stream_deadline` without waiting for the next chunk."""
+        return None
+
+    def on_stream_deadline(self, args: ProcessOutputStreamArgs) -> StreamRelease:
+        """The held chunks whose `stream_deadline` passed."""
+        return []
+
+    def max_output_tokens_for(self, state: dict[str, Any]) -> int | None:
+        """The `max_output_tokens` worth asking the next model call for (the smallest wins)."""
+        return None
+
+    def suspend_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """What of `state` a suspended run keeps (a JSON object); `state` starts empty after a
+        resume for a processor that does not override this."""
+        return {}
+
+    def judges_windows(self) -> bool:
+        """True for a stream guardrail that judges windows of text (see `judge_panels`)."""
+        return False
+
+    def transforms_text(self) -> bool:
+        """True when the stream hook rewrites text deterministically (see `guardrails.shadow`)."""
+        return False
+
 
 def implements(processor: Any, hook: str) -> bool:
-    """Whether `processor` provides `hook` itself (not the no-op of `Processor`)."""
+    """Whether `processor` provides `hook` (or an optional hook) itself, not the no-op of
+    `Processor`; an object that is not a `Processor` provides what it has."""
     method = getattr(processor, hook, None)
     if method is None or not callable(method):
         return False
@@ -161,6 +233,17 @@ def implements(processor: Any, hook: str) -> bool:
             return True
         return getattr(type(processor), hook, None) is not getattr(Processor, hook)
     return True
+
+
+def optional_hook(processor: Any, hook: str) -> Callable[..., Any] | None:
+    """`processor`'s own `hook` (bound), or None when it keeps the base's no-op."""
+    return getattr(processor, hook) if implements(processor, hook) else None
+
+
+def flag(processor: Any, name: str) -> bool:
+    """A processor's boolean option (`counts_redactions`, `process_data_parts`, ...); False for an
+    object that is not a `Processor` and does not set it."""
+    return bool(getattr(processor, name, False))
 
 
 def processor_id(processor: Any) -> str:

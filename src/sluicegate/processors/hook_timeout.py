@@ -153,16 +153,16 @@ class StreamWatchdog:
         self._idle = self.attention = True
 
 
-async def call_watched(watchdog: StreamWatchdog, entry: Any, args: Any) -> Any:
-    """One async stream hook call under `watchdog`: a call the watchdog cancelled for running
-    past `processor_timeout` becomes `ProcessorTimeoutError`. Shared by every per-chunk function
-    (plain and traced) so the two cannot drift."""
+async def call_watched(watchdog: StreamWatchdog, entry: Any, args: Any, fn: Any = None) -> Any:
+    """One async stream hook call (`entry.fn`, or `fn` standing in for it) under `watchdog`: a
+    call the watchdog cancelled for running past `processor_timeout` becomes
+    `ProcessorTimeoutError`."""
     if watchdog.attention:
         watchdog.attend(entry.pid, entry.hook)
     watchdog.calls += 1
     watchdog.running = True
     try:
-        return await entry.fn(args)
+        return await (entry.fn if fn is None else fn)(args)
     except asyncio.CancelledError:
         if watchdog.take_timeout():
             raise timeout_error(entry.pid, entry.hook, entry.timeout or 0.0) from None

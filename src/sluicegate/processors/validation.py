@@ -17,6 +17,7 @@ from sluicegate.errors import ConfigurationError
 from sluicegate.processors.args import STEP_FIELDS, ProcessInputStepResult
 from sluicegate.processors.base import HOOKS, Processor, processor_id
 from sluicegate.processors.option_check import class_name
+from sluicegate.processors.returns import RESULT_KEYS, dict_fields
 
 
 def _camel(name: str) -> str:
@@ -132,17 +133,6 @@ def check_processor_array(value: Any, where: str) -> list[Any]:
 
 
 def check_step_result_keys(result: dict[str, Any], pid: str, hook: str) -> None:
-    """Reject keys of a `process_input_step` / `prepare_step` dict result that mean nothing."""
-    unknown = [key for key in result if key not in STEP_RESULT_KEYS and key not in _STEP_RESULT_CAMEL]
-    if not unknown:
-        return
-    import difflib  # only a mistake needs suggestions
-
-    hints = []
-    for key in unknown:
-        close = difflib.get_close_matches(key, sorted(STEP_RESULT_KEYS), n=1)
-        hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    raise ConfigurationError(
-        f"processor {pid!r} returned unknown key(s) from {hook}: {', '.join(hints)}; "
-        f"known: {sorted(STEP_RESULT_KEYS)}"
-    )
+    """Reject keys of a `process_input_step` / `prepare_step` dict result that mean nothing
+    (the rule every hook's dict result follows: `sluicegate.processors.returns`)."""
+    dict_fields(result, pid, "process_input_step" if hook not in RESULT_KEYS else hook)

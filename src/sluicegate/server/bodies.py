@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sluicegate.agent import Agent
-from sluicegate.agent.resume import MAX_DECLINE_REASON_CHARS
+from sluicegate.agent.decisions import MAX_DECLINE_REASON_CHARS
 from sluicegate.errors import SluicegateError
 from sluicegate.memory.errors import MemoryOptionError
 from sluicegate.messages import Message

@@ -48,7 +48,7 @@ async def select_chain(
         raise ConfigurationError(f"no agent {agent_id!r}; agents: {', '.join(registry.agents) or 'none'}")
     name = f"{phase}_processors"
     # The agent's own resolution, so a callable array is checked as a run would check it.
-    chain: list[Any] = await agent._resolve_array(name, {}, RequestContext())
+    chain: list[Any] = await agent.resolve_processors(name, {}, RequestContext())
     if processor_ids:
         ids = [processor_id(p) for p in chain]
         missing = [pid for pid in processor_ids if pid not in ids]

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from sluicegate.agent import Agent
+from sluicegate.agent.decisions import Action, WrongDecisionError, check_kind, the_pending_call
 from sluicegate.agent.observe import ObservedOutput
 from sluicegate.errors import APICallError, UnknownModelError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
@@ -134,16 +135,19 @@ _WAITS_FOR = {
 }
 
 
-def _check_kind(stored: SuspendedRun, tool_call_id: str | None, kind: str) -> None:
+def _check_kind(stored: SuspendedRun, tool_call_id: str | None, action: Action) -> None:
     """409 when the call waits on another kind of decision (approving a call that suspended
-    itself, resuming one that waits for an approval). An unknown or ambiguous id is the
-    agent's to refuse."""
-    calls = [c for c in stored.pending if tool_call_id is None or c.tool_call_id == tool_call_id]
-    if len(calls) == 1 and calls[0].kind != kind:
-        call = calls[0]
+    itself, resuming one that waits for an approval; `decisions.check_kind`). An unknown or
+    ambiguous id is the agent's to refuse."""
+    call = the_pending_call(stored.pending, tool_call_id)
+    if call is None:
+        return
+    try:
+        check_kind(action, call)
+    except WrongDecisionError as exc:
         raise ApiError(
-            409, f"toolCallId: tool call {call.tool_call_id!r} {_WAITS_FOR[call.kind]}", field="toolCallId"
-        )
+            409, f"toolCallId: tool call {exc.tool_call_id!r} {_WAITS_FOR[exc.waits_for]}", field="toolCallId"
+        ) from None
 
 
 def _decision_options(request: Request, body: ToolDecisionBody, stored: SuspendedRun) -> dict[str, Any]:
@@ -191,7 +195,7 @@ async def approve_tool_call(agentId: str, body: ToolDecisionBody, request: Reque
     """Run the pending tool call and continue the run, streamed like `/stream`."""
     _, agent = agent_or_404(request, agentId)
     stored = await _stored_run(request, agent, body)
-    _check_kind(stored, body.toolCallId, "approval")
+    _check_kind(stored, body.toolCallId, "approve")
     options = _decision_options(request, body, stored)
     try:
         output = await agent.approve_tool_call(run_id=body.runId, tool_call_id=body.toolCallId, **options)
@@ -220,7 +224,7 @@ async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) 
     """Run a suspended tool again with `resumeData` and continue the run, streamed."""
     _, agent = agent_or_404(request, agentId)
     stored = await _stored_run(request, agent, body)
-    _check_kind(stored, body.toolCallId, "suspend")
+    _check_kind(stored, body.toolCallId, "resume")
     options = _resume_options(request, body, stored)
     try:
         output = await agent.resume_stream(
@@ -239,7 +243,7 @@ async def approve_tool_call_generate(agentId: str, body: ToolDecisionBody, reque
     """Run the pending tool call and the rest of the run; the full output, like `/generate`."""
     _, agent = agent_or_404(request, agentId)
     stored = await _stored_run(request, agent, body)
-    _check_kind(stored, body.toolCallId, "approval")
+    _check_kind(stored, body.toolCallId, "approve")
     options = _decision_options(request, body, stored)
     try:
         approved = agent.approve_tool_call_generate(
@@ -305,9 +309,14 @@ async def list_suspended_runs(
     start, end = _as_utc(fromDate), _as_utc(toDate)
     if start is not None and end is not None and start > end:
         raise bad_request("fromDate", "must not be after toDate")
-    runs = await agent.list_suspended_runs(thread_id=thread_id, resource_id=resource_id)
-    if identity_of(request) is not None:  # the store narrows; this makes sure of it
-        runs = [r for r in runs if r.resource_id == resource_id]
+    if identity_of(request) is None and resource_id is None:
+        # Without an identity hook the server trusts its clients (module docstring): every
+        # resource's runs, as Mastra lists them; `Agent.list_suspended_runs` lists a caller's own.
+        store = agent.suspended_run_store
+        runs = await store.list_suspended_runs(agent.id, thread_id=thread_id, resource_id=None)
+    else:
+        runs = await agent.list_suspended_runs(thread_id=thread_id, resource_id=resource_id)
+        runs = [r for r in runs if r.resource_id == resource_id]  # the agent narrows; make sure
     if start is not None:
         runs = [r for r in runs if r.suspended_at >= start]
     if end is not None:

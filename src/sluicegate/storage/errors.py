@@ -53,11 +53,11 @@ class SuspendedRunNotFoundError(SuspendedRunError, KeyError):
     being resumed (claimed), or belongs to another resource. One error for all of them, so a
     caller learns nothing about runs it may not touch; `reason` says which, for logs."""
 
-    def __init__(self, run_id: str, reason: str = "unknown") -> None:
+    def __init__(self, run_id: str, reason: str = "unknown", *, hint: str | None = None) -> None:
         super().__init__(
             run_id,
             f"no suspended run {run_id!r} to resume ({reason}: runs that ended, expired or are "
-            "already being resumed cannot be resumed again)",
+            "already being resumed cannot be resumed again" + (f"; {hint})" if hint else ")"),
         )
         self.reason = reason
 

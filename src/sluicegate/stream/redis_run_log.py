@@ -136,6 +136,30 @@ class _RedisWriter:
             await self._log._mark_lost(self)
 
 
+# `RedisRunLog.write_at`. KEYS: the stream, the meta hash. ARGV: max chunks, offset of the
+# first chunk, idle TTL (ms), then the chunks' JSON. Offsets already written are skipped, so a
+# repeated write is a no-op.
+_WRITE_AT = """
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local written = 0
+if #top > 0 then
+  local id = top[1][1]
+  local dash = string.find(id, '-')
+  written = tonumber(string.sub(id, 1, dash - 1))
+end
+local start = tonumber(ARGV[2])
+for i = 4, #ARGV do
+  local offset = start + i - 4
+  if offset + 1 > written then
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], (offset + 1) .. '-0', 'c', ARGV[i])
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return #ARGV - 3
+"""
+
+
 class RedisRunLog:
     """The run log on the Redis server at `url` (see the module docstring for the layout).
 
@@ -195,6 +219,41 @@ class RedisRunLog:
 
     def _key(self, run_id: str) -> str:
         return f"{self.prefix}{{{run_id}}}"
+
+    # -- writes at explicit offsets (durable runs: many writers, retried) ----------------------
+
+    async def end_offset(self, run_id: str) -> int:
+        """The offset after the last chunk written to the run (0 for none)."""
+        top = await self._redis().xrevrange(self._key(run_id), "+", "-", count=1)
+        if not top:
+            return 0
+        raw = top[0][0]
+        text = raw.decode() if isinstance(raw, bytes) else str(raw)
+        return int(text.split("-")[0])
+
+    async def write_at(self, run_id: str, offset: int, chunks: list[dict[str, Any]]) -> int:
+        """`chunks` (`Chunk.to_dict()` shapes) at `offset`, `offset + 1`, ...; offsets already
+        written are kept, so a repeated write changes nothing. The offset after them."""
+        key = self._key(run_id)
+        encoded = [json.dumps(c, separators=(",", ":"), default=str) for c in chunks]
+        await self._redis().eval(
+            _WRITE_AT, 2, key, key + ":meta", self.max_chunks, offset, self._idle_ms, *encoded
+        )
+        return offset + len(chunks)
+
+    async def close_at(self, run_id: str, offset: int, status: RunStatus) -> None:
+        """The run's stream ended after `offset` chunks, with `status` (once: a repeat is a no-op)."""
+        key = self._key(run_id)
+        meta = key + ":meta"
+        client = self._redis()
+        if (await client.hget(meta, "status")) in (status, status.encode()):
+            return  # closed by an earlier attempt
+        pipe = client.pipeline(transaction=False)
+        pipe.xadd(key, {"end": status}, id=f"{offset}-1")
+        pipe.hset(meta, mapping={"status": status, "next": offset})
+        pipe.pexpire(key, self._retention_ms)
+        pipe.pexpire(meta, self._retention_ms)
+        await pipe.execute(raise_on_error=False)
 
     # -- the client and the flusher ------------------------------------------------------------
 

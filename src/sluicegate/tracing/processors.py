@@ -71,24 +71,20 @@ _EMPTY_IS_UNCHANGED = frozenset(("output_step", "output_result"))
 
 
 def instrument(run_trace: RunTrace, runner: ProcessorRunner) -> None:
-    """Wrap every non-stream hook entry of `runner` (found by type, so new hooks are covered)."""
-    from sluicegate.processors.runner import _Entry
+    """Wrap every non-stream hook of `runner` in its span."""
+    for entry in runner.hook_entries():
+        detector = getattr(entry.processor, "detector", None)
+        if isinstance(detector, DetectorModel):
+            detector.processor_id = entry.pid
+        if entry.hook == "process_output_stream":
+            continue  # counted by the runner's per-chunk loop, see sluicegate.tracing.stream
+        entry.wrap(_span_wrapper(run_trace, entry.pid, attr.PHASES.get(entry.hook, entry.hook)))
 
-    seen: set[int] = set()
-    for value in list(vars(runner).values()):
-        if not isinstance(value, list):
-            continue
-        for entry in value:
-            if not isinstance(entry, _Entry) or id(entry) in seen:
-                continue
-            seen.add(id(entry))
-            detector = getattr(entry.processor, "detector", None)
-            if isinstance(detector, DetectorModel):
-                detector.processor_id = entry.pid
-            if entry.hook == "process_output_stream":
-                continue  # counted by the runner's per-chunk loop, see sluicegate.tracing.stream
-            entry.fn = _traced_hook(run_trace, entry.fn, entry.pid, attr.PHASES.get(entry.hook, entry.hook))
-            entry.is_async = True
+
+def _span_wrapper(
+    run_trace: RunTrace, pid: str, phase: str
+) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+    return lambda fn: _traced_hook(run_trace, fn, pid, phase)
 
 
 def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase: str) -> Callable[[Any], Any]:

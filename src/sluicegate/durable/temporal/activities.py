@@ -253,7 +253,7 @@ class DurableActivities:
         model = model_at(agent, int(call.get("modelIndex", 0)))
         processors = [
             p
-            for p in await agent._resolve_array("output_processors", {}, request_context)
+            for p in await agent.resolve_processors("output_processors", {}, request_context)
             if implements(p, "process_output_stream")
         ]
         pending: list[Chunk[Any]] = []

@@ -13,7 +13,6 @@ chunk, and `end` tells a retried attempt where the previous attempt stopped.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from sluicegate.stream.chunk import Chunk
@@ -25,28 +24,6 @@ from sluicegate.stream.run_log import (
     RunStatus,
     RunWriter,
 )
-
-# KEYS: the stream, the meta hash. ARGV: max chunks, offset of the first chunk, idle TTL (ms), then
-# the chunks' JSON. Offsets already written are skipped, so a repeated write is a no-op.
-_WRITE_AT = """
-local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local written = 0
-if #top > 0 then
-  local id = top[1][1]
-  local dash = string.find(id, '-')
-  written = tonumber(string.sub(id, 1, dash - 1))
-end
-local start = tonumber(ARGV[2])
-for i = 4, #ARGV do
-  local offset = start + i - 4
-  if offset + 1 > written then
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], (offset + 1) .. '-0', 'c', ARGV[i])
-  end
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return #ARGV - 3
-"""
 
 
 class Publisher:
@@ -89,13 +66,7 @@ class Publisher:
         """The offset after the last chunk written to the run."""
         if isinstance(self.run_log, InMemoryRunLog):
             return _next(await self.run_log.info(run_id))
-        key = self.run_log._key(run_id)
-        top = await self.run_log._redis().xrevrange(key, "+", "-", count=1)
-        if not top:
-            return 0
-        raw = top[0][0]
-        text = raw.decode() if isinstance(raw, bytes) else str(raw)
-        return int(text.split("-")[0])
+        return await self.run_log.end_offset(run_id)  # type: ignore[no-any-return]
 
     async def write(self, run_id: str, offset: int, chunks: list[dict[str, Any]]) -> int:
         """`chunks` (`Chunk.to_dict()` shapes) at `offset`, `offset + 1`, ...; the offset after them."""
@@ -110,13 +81,7 @@ class Publisher:
                 if offset + index >= written:
                     writer.append(Chunk.from_dict(chunk))
             return offset + len(chunks)
-        log = self.run_log
-        key = log._key(run_id)
-        encoded = [json.dumps(c, separators=(",", ":"), default=str) for c in chunks]
-        await log._redis().eval(
-            _WRITE_AT, 2, key, key + ":meta", log.max_chunks, offset, log._idle_ms, *encoded
-        )
-        return offset + len(chunks)
+        return await self.run_log.write_at(run_id, offset, chunks)  # type: ignore[no-any-return]
 
     async def close(self, run_id: str, offset: int, status: RunStatus) -> None:
         """The run's stream ended after `offset` chunks, with `status`."""
@@ -125,18 +90,7 @@ class Publisher:
             if writer is not None:
                 await writer.close(status)
             return
-        log = self.run_log
-        key = log._key(run_id)
-        meta = key + ":meta"
-        client = log._redis()
-        if (await client.hget(meta, "status")) in (status, status.encode()):
-            return  # closed by an earlier attempt
-        pipe = client.pipeline(transaction=False)
-        pipe.xadd(key, {"end": status}, id=f"{offset}-1")
-        pipe.hset(meta, mapping={"status": status, "next": offset})
-        pipe.pexpire(key, log._retention_ms)
-        pipe.pexpire(meta, log._retention_ms)
-        await pipe.execute(raise_on_error=False)
+        await self.run_log.close_at(run_id, offset, status)
 
 
 def _next(info: RunInfo) -> int:

@@ -6,7 +6,8 @@ model call (its provider stream and the output stream processors, which publish 
 tool call, the workflow's own chunks into the run log. A crashed worker's run continues on
 another from its history: finished activities are not run again, the interrupted one is
 retried. The run id is the workflow id, and the ids the loop makes (messages, tool calls) come
-from `workflow.uuid4()`, so a replay rebuilds the same messages.
+from `workflow.uuid4()` (installed for the workflow's context with `sluicegate.ids`, nowhere
+else in the process), so a replay rebuilds the same messages.
 
 A run that waits for a person stays a waiting workflow: `approve_tool_call`,
 `decline_tool_call` and `resume_stream` are updates, validated before anything changes.
@@ -14,34 +15,40 @@ A run that waits for a person stays a waiting workflow: `approve_tool_call`,
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
-import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable
 from contextlib import aclosing
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from sluicegate.agent.decisions import (
+    Action,
+    PendingCall,
+    StaleToolCallError,
+    WrongDecisionError,
+    decide,
+)
 from sluicegate.agent.resume import resumed_run
-from sluicegate.agent.suspension import _context
+from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names, workflow_spans
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor
-from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.payloads import checked
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.durable.temporal.trace_context import continue_caller, inject
 from sluicegate.durable.temporal.vectors import durable_memory
-from sluicegate.errors import ToolError, TripWire
-from sluicegate.models.base import CallOptions, StreamResult
-from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
-from sluicegate.models.registry import resolve_model
-from sluicegate.processors.base import implements, processor_id
+from sluicegate.durable.temporal.workflow_model import (
+    DurableChain,
+    Outbox,
+    Settings,
+    activity_models,
+)
+from sluicegate.errors import ToolError
+from sluicegate.ids import use_id_source
+from sluicegate.processors.base import processor_id
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
 from sluicegate.stream.chunk import Chunk
@@ -54,279 +61,11 @@ if TYPE_CHECKING:
 _AGENTS: dict[str, Agent[Any]] = {}
 """The agents this worker runs (set by `worker.install`)."""
 
-_real_uuid4 = uuid.uuid4
-
-
-def _uuid4() -> uuid.UUID:
-    """Inside a workflow, ids are replayed: the same on every worker that replays the run."""
-    return workflow.uuid4() if workflow.in_workflow() else _real_uuid4()
-
 
 def install(agents: dict[str, Agent[Any]]) -> None:
-    """The agents workflows on this worker may run; ids made inside workflows become replayable."""
+    """The agents workflows on this worker may run."""
     _AGENTS.update(agents)
-    uuid.uuid4 = _uuid4
     workflow_spans.install()
-
-
-class _Settings:
-    """The activities' timeouts and retries, from the run's start input (so every worker that
-    replays the run uses the same)."""
-
-    def __init__(self, raw: dict[str, Any]) -> None:
-        self.heartbeat = timedelta(seconds=float(raw.get("heartbeatTimeout", 10)))
-        self.model_timeout = timedelta(seconds=float(raw.get("modelTimeout", 300)))
-        self.tool_timeout = timedelta(seconds=float(raw.get("toolTimeout", 300)))
-        self.model_retry = RetryPolicy(
-            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
-            maximum_attempts=int(raw.get("modelAttempts", 4)),
-        )
-        self.storage_timeout = timedelta(seconds=float(raw.get("storageTimeout", 30)))
-        self.storage_retry = RetryPolicy(
-            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
-            maximum_attempts=int(raw.get("storageAttempts", 5)),
-        )
-        self.tool_retry = RetryPolicy(
-            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
-            maximum_attempts=int(raw.get("toolAttempts", 3)),
-        )
-
-
-class _Outbox:
-    """The workflow's chunks on their way to the run log; `offset` is the next chunk's offset.
-
-    Pending chunks travel in the input of the next model or tool activity, which writes them
-    before anything of its own (`carry`), so the log keeps the stream's order and they cost no
-    round trip of their own; the last ones go with the run's closing `publish`. Every write
-    names its offsets and a write at an offset already written is skipped, so a retried
-    activity never doubles them."""
-
-    def __init__(self, agent_id: str, run_id: str) -> None:
-        self.agent_id = agent_id
-        self.run_id = run_id
-        self.offset = 0
-        self.pending: list[Chunk[Any]] = []
-        self.streamed: set[int] = set()
-        """Chunks the model activity already published (by identity), not written twice."""
-        self.carrying = 0
-        """Activities in flight with chunks to write."""
-        self._lock = asyncio.Lock()
-
-    def carry(self) -> dict[str, Any]:
-        """The pending chunks for the next activity's input: `{"offset", "chunks", "end"}`,
-        `end` being the offset after them. One activity carries at a time: the log is appended
-        in order, so a second one (a parallel tool call) could write past chunks the first has
-        not written yet; while one is in flight, new chunks wait for the next activity or the
-        run's close."""
-        chunks = [] if self.carrying else [json_value(c.to_dict()) for c in self.pending]
-        return {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
-
-    async def landing(self, carry: dict[str, Any], call: Awaitable[Any]) -> Any:
-        """`call`'s result: the activity whose input holds `carry` (scheduled, not yet started:
-        nothing awaited since `carry`, so its chunks are still the pending ones). If it fails,
-        its chunks may not have reached the log: they are written here at their offsets."""
-        count = len(carry["chunks"])
-        if not count:
-            return await call
-        del self.pending[:count]
-        self.offset = carry["end"]
-        self.carrying += 1
-        try:
-            return await call
-        except ActivityError:
-            await self._publish(carry["offset"], carry["chunks"], None)
-            raise
-        finally:
-            self.carrying -= 1
-
-    async def flush(self, close: str | None = None) -> None:
-        """The pending chunks into the log now (the run's end: with its `close` status)."""
-        async with self._lock:
-            if not self.pending and close is None:
-                return
-            chunks, self.pending = self.pending, []
-            self.offset = await self._publish(self.offset, [json_value(c.to_dict()) for c in chunks], close)
-
-    async def _publish(self, offset: int, chunks: list[dict[str, Any]], close: str | None) -> int:
-        call = {
-            "agentId": self.agent_id,
-            "runId": self.run_id,
-            "offset": offset,
-            "chunks": chunks,
-            "close": close,
-        }
-        written: int = await workflow.execute_local_activity(
-            names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
-        )
-        return written
-
-    async def resync(self, run: AgentRun) -> None:
-        """Continue after what is in the log (a failed activity's chunks are not in its result)."""
-        self.offset = await workflow.execute_local_activity(
-            names.OPEN_RUN,
-            {
-                "agentId": self.agent_id,
-                "runId": self.run_id,
-                "resourceId": run.message_list.resource_id,
-                "threadId": run.message_list.thread_id,
-            },
-            start_to_close_timeout=timedelta(seconds=30),
-        )
-
-
-class ActivityModel:
-    """One model of the run's (fallback) list inside the workflow: each call is the model
-    activity, with the model's `index` in its input and the model's own retry policy (the
-    entry's `max_retries` + 1 attempts, or `modelAttempts` when the entry sets none)."""
-
-    specification_version = "v2"
-
-    def __init__(
-        self,
-        agent: Agent[Any],
-        outbox: _Outbox,
-        settings: _Settings,
-        index: int = 0,
-        entry: FallbackEntry | None = None,
-    ) -> None:
-        self._agent = agent
-        self._outbox = outbox
-        self._settings = settings
-        self.index = index
-        self.run: AgentRun | None = None
-        self.provider, self.model_id = _names(agent.model if entry is None else entry.model)
-        retries = None if entry is None else entry.max_retries
-        self.retry_policy = settings.model_retry
-        if retries is not None:
-            interval = settings.model_retry.initial_interval
-            self.retry_policy = RetryPolicy(initial_interval=interval, maximum_attempts=retries + 1)
-
-    async def do_stream(self, options: CallOptions) -> StreamResult:
-        run = self.run
-        assert run is not None
-        carry = self._outbox.carry()
-        streams = [p for p in run.processors if implements(p, "process_output_stream")]
-        step_number = run.state.step_number
-        call = checked(
-            f"the model call of step {step_number} (prompt, tools and processor state)",
-            inject(
-                {
-                    "runId": run.run_id,
-                    "stepNumber": step_number,
-                    "modelIndex": self.index,
-                    "offset": carry["end"],
-                    "carry": carry,
-                    "options": vars(options),
-                    "states": {
-                        processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
-                    },
-                    # Only output stream processors read the message list (the prompt is in
-                    # `options`): without them it would only double every call's input.
-                    "messages": run.message_list.to_dict() if streams else None,
-                    "requestContext": _context(run.request_context),
-                },
-                None if run.trace is None else run.trace.chat_span,
-            ),
-        )
-        try:
-            result = await self._outbox.landing(
-                carry,
-                workflow.execute_activity(
-                    names.model_activity(self._agent.id),
-                    call,
-                    start_to_close_timeout=self._settings.model_timeout,
-                    heartbeat_timeout=self._settings.heartbeat,
-                    retry_policy=self.retry_policy,
-                ),
-            )
-        except ActivityError as exc:
-            # The failed call may have published part of its stream: continue after it.
-            await self._outbox.resync(run)
-            error = from_activity_error(exc)
-            attempt = _failed_attempt(exc)
-            if attempt is None or not attempt.get("opened") or isinstance(error, TripWire):
-                raise error from None
-            # It failed inside an open stream: the loop sees what it streamed, then the error,
-            # and moves to the next model exactly when a run in one process would.
-            return StreamResult(_iterate(self._items(attempt.get("items") or []), error))
-        self._outbox.offset = result["offset"]
-        for pid, saved in result["states"].items():
-            state = run.runner.state_for(pid)
-            state.clear()
-            state.update(saved)
-        return StreamResult(_iterate(self._items(result["items"])))
-
-    def _items(self, raw: list[dict[str, Any]]) -> list[Any]:
-        """The call's chunks (already in the log: not written again) and bookkeeping parts."""
-        items: list[Any] = []
-        for item in raw:
-            if "chunk" in item:
-                chunk = Chunk.from_dict(item["chunk"])
-                self._outbox.streamed.add(id(chunk))
-                items.append(chunk)
-            else:
-                items.append(item["part"])
-        return items
-
-    async def do_generate(self, options: CallOptions) -> Any:
-        raise NotImplementedError("a durable run streams its model calls")
-
-
-def _names(model: Any) -> tuple[str, str]:
-    """The provider and model id a run in one process reports for `model` (a model string is
-    resolved as there, for its name only: the activity makes the calls)."""
-    if isinstance(model, str):
-        try:
-            model = resolve_model(model)
-        except Exception:  # a provider this worker cannot build: the string's own parts
-            provider, _, model_id = model.partition("/")
-            return provider, model_id
-    return str(getattr(model, "provider", "durable")), str(getattr(model, "model_id", model))
-
-
-def _failed_attempt(exc: ActivityError) -> dict[str, Any] | None:
-    cause = exc.cause
-    if isinstance(cause, ApplicationError):
-        for detail in cause.details:
-            if isinstance(detail, dict) and names.FAILED_ATTEMPT in detail:
-                found: dict[str, Any] = detail[names.FAILED_ATTEMPT]
-                return found
-    return None
-
-
-def activity_models(agent: Agent[Any], outbox: _Outbox, settings: _Settings) -> list[ActivityModel]:
-    """The agent's model, or each model of its fallback list, as model activities."""
-    entries = parse_model_option(agent.model)
-    if entries is None:
-        return [ActivityModel(agent, outbox, settings)]
-    return [ActivityModel(agent, outbox, settings, index, entry) for index, entry in enumerate(entries)]
-
-
-class _DurableChain(ModelChain):
-    """The run's model activities, in order. Unlike a run in one process, each step is announced
-    (`step-start`) before its first model's activity: that activity publishes its chunks to the
-    log as they stream, right after the step's start, which must therefore be there first. The
-    circuit breaker is not consulted (its state is not the workflow's to read)."""
-
-    def __init__(self, models: list[ActivityModel]) -> None:
-        super().__init__(models, [0] * len(models))  # no client retries: Temporal's policy retries
-
-    @property
-    def is_last(self) -> bool:
-        return True  # read by the loop only to announce the step (see the class docstring)
-
-    def advance(self) -> bool:
-        if self.index + 1 >= len(self):
-            return False
-        self.index += 1
-        return True
-
-
-async def _iterate(items: list[Any], error: BaseException | None = None) -> AsyncIterator[Any]:
-    for item in items:
-        yield item
-    if error is not None:
-        raise error
 
 
 class _Tail:
@@ -337,7 +76,7 @@ class _Tail:
     busy = False
 
 
-_TAILS: weakref.WeakKeyDictionary[_Outbox, _Tail] = weakref.WeakKeyDictionary()
+_TAILS: weakref.WeakKeyDictionary[Outbox, _Tail] = weakref.WeakKeyDictionary()
 
 
 def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRun) -> Tool:
@@ -386,7 +125,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
                         "idempotencyKey": context.idempotency_key,
                         "args": args,
                         "resumeData": context.resume_data,
-                        "requestContext": _context(context.request_context),
+                        "requestContext": json_context(context.request_context),
                         "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
                     }
                 ),  # the tool's `execute_tool` span is the current one here
@@ -401,7 +140,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
             try:
                 # Holding the outbox's lock: nothing else writes at the offsets the tool streams
                 # to; it carries the workflow's pending chunks and streams right after them.
-                async with outbox._lock:
+                async with outbox.lock:
                     carry = outbox.carry()
                     call = make_call(carry)
                     call["offset"] = carry["end"]
@@ -420,7 +159,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
             if live:
                 # Already in the log: handed to the loop as is, and not written again.
                 outbox.streamed.add(id(chunk))
-                emitted = writer._emit(chunk)
+                emitted = writer.emit(chunk)
                 if inspect.isawaitable(emitted):
                     await emitted
             else:
@@ -441,9 +180,9 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
 class _DurableRun:
     """The agent as this workflow runs it: a copy whose model and tools are activities."""
 
-    def __init__(self, agent: Agent[Any], run_id: str, settings: _Settings) -> None:
+    def __init__(self, agent: Agent[Any], run_id: str, settings: Settings) -> None:
         self.settings = settings
-        self.outbox = _Outbox(agent.id, run_id)
+        self.outbox = Outbox(agent.id, run_id)
         self.models = activity_models(agent, self.outbox, settings)
         self.run: AgentRun | None = None
         durable = copy.copy(agent)
@@ -451,9 +190,8 @@ class _DurableRun:
         if agent.memory is not None:
             durable.memory = durable_memory(agent.memory, agent.id, self._storage, self._judge_options())
         self._wire_processors(durable)
-        durable._suspended_runs = InMemorySuspendedRunStore()
-        durable._run_log = None
-        durable._own_run_log = False
+        durable.suspended_run_store = InMemorySuspendedRunStore()
+        durable.run_log = None
         self.agent = durable
 
     def _storage(self, locator: list[str]) -> Call:
@@ -522,9 +260,9 @@ class _DurableRun:
     def bind(self, run: AgentRun) -> AgentRun:
         """The run's wiring for the workflow: the activity model without client retries, no
         stream pipeline here (it runs in the model activity), no log layer (the outbox is it)."""
-        run.models = _DurableChain(self.models)
+        run.models = DurableChain(self.models)
         run.run_log = None
-        setattr(run.runner, "stream_pipeline", lambda message_list: None)  # noqa: B010
+        run.runner.streams_here = False
         for model in self.models:
             model.run = run
         self.run = run
@@ -580,6 +318,7 @@ class AgentWorkflow:
     def __init__(self) -> None:
         self._durable: _DurableRun | None = None
         self._pending: dict[str, Any] | None = None
+        self._waiting: PendingCall | None = None
         self._decision: tuple[str, str, Any] | None = None
         self._decided = 0
 
@@ -588,8 +327,9 @@ class AgentWorkflow:
         agent = _AGENTS.get(start["agentId"])
         if agent is None:
             raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
+        use_id_source(workflow.uuid4)  # this workflow's context only: ids replay identically
         run_id = workflow.info().workflow_id
-        durable = self._durable = _DurableRun(agent, run_id, _Settings(start.get("settings") or {}))
+        durable = self._durable = _DurableRun(agent, run_id, Settings(start.get("settings") or {}))
         continue_caller(start)
         options: dict[str, Any] = {
             "request_context": RequestContext(start.get("requestContext") or {}),
@@ -602,14 +342,14 @@ class AgentWorkflow:
                 options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
                     start[key]
                 )
-        run = durable.bind(await durable.agent._prepare(start["messages"], options, run_id=run_id))
+        run = durable.bind(await durable.agent.prepare_run(start["messages"], options, run_id=run_id))
         await durable.outbox.resync(run)
         while True:
             await durable.drive(run)
             held = run.state.held
             if run.finish_reason != "suspended" or held is None or not held.queue:
                 return _result(run)
-            waiting = held.queue[0]
+            waiting = self._waiting = held.queue[0]
             self._pending = {
                 "toolCallId": waiting.tool_call_id,
                 "toolName": waiting.tool_name,
@@ -620,7 +360,7 @@ class AgentWorkflow:
             await workflow.wait_condition(lambda: self._decision is not None)
             assert self._decision is not None
             action, tool_call_id, value = self._decision
-            self._decision, self._pending = None, None
+            self._decision, self._pending, self._waiting = None, None, None
             run = await resumed_run(
                 durable.agent,
                 action,
@@ -639,27 +379,28 @@ class AgentWorkflow:
         """The call the run waits on, or None."""
         return self._pending
 
-    def _check(self, tool_call_id: str | None, kind: str) -> None:
-        pending = self._pending
-        if pending is None or self._decision is not None:
+    def _check(self, action: Action, tool_call_id: str | None, value: Any = None) -> None:
+        """Refuse a decision before it is accepted (`decisions.decide`, against the call the
+        run waits on), with the error type `TemporalRuns` turns back into a typed error."""
+        if self._waiting is None or self._decision is not None:
             raise ApplicationError("the run is not waiting for a decision", type="NotWaiting")
-        if tool_call_id is not None and tool_call_id != pending["toolCallId"]:
-            raise ApplicationError(
-                f"tool call {tool_call_id!r} is not the pending one ({pending['toolCallId']!r})",
-                type="StaleToolCall",
+        assert self._durable is not None
+        tool = self._durable.agent.tools.get(self._waiting.tool_name) if action == "resume" else None
+        try:
+            decide(
+                action,
+                self._waiting,
+                tool_call_id=tool_call_id,
+                reason=value if action == "decline" else None,
+                resume_data=value if action == "resume" else None,
+                tool=tool,
             )
-        if kind == "approval" and pending["kind"] != "approval":
-            raise ApplicationError(
-                f"tool call {pending['toolCallId']!r} suspended itself and waits for resume data: "
-                "use resume_stream or decline_tool_call",
-                type="WrongDecision",
-            )
-        if kind == "suspend" and pending["kind"] != "suspend":
-            raise ApplicationError(
-                f"tool call {pending['toolCallId']!r} waits for an approval: "
-                "use approve_tool_call or decline_tool_call",
-                type="WrongDecision",
-            )
+        except StaleToolCallError as exc:
+            raise ApplicationError(str(exc), type="StaleToolCall") from None
+        except WrongDecisionError as exc:
+            raise ApplicationError(str(exc), type="WrongDecision") from None
+        except Exception as exc:
+            raise ApplicationError(str(exc), type="InvalidInput") from None
 
     def _decide(self, action: str, tool_call_id: str | None, value: Any) -> dict[str, Any]:
         assert self._pending is not None
@@ -673,7 +414,7 @@ class AgentWorkflow:
 
     @approve.validator
     def _approve_valid(self, tool_call_id: str | None) -> None:
-        self._check(tool_call_id, "approval")
+        self._check("approve", tool_call_id)
 
     @workflow.update(name=names.DECLINE)
     def decline(self, tool_call_id: str | None, reason: str | None) -> dict[str, Any]:
@@ -681,9 +422,7 @@ class AgentWorkflow:
 
     @decline.validator
     def _decline_valid(self, tool_call_id: str | None, reason: str | None) -> None:
-        self._check(tool_call_id, "any")
-        if reason is not None and (not isinstance(reason, str) or len(reason) > 4000):
-            raise ApplicationError("reason must be a string of at most 4000 characters", type="InvalidInput")
+        self._check("decline", tool_call_id, reason)
 
     @workflow.update(name=names.RESUME)
     def resume(self, tool_call_id: str | None, resume_data: Any) -> dict[str, Any]:
@@ -691,11 +430,4 @@ class AgentWorkflow:
 
     @resume.validator
     def _resume_valid(self, tool_call_id: str | None, resume_data: Any) -> None:
-        self._check(tool_call_id, "suspend")
-        assert self._durable is not None and self._pending is not None
-        tool = self._durable.agent.tools.get(self._pending["toolName"])
-        if tool is not None:
-            try:
-                tool.validate_resume_data(resume_data)
-            except Exception as exc:
-                raise ApplicationError(str(exc), type="InvalidInput") from None
+        self._check("resume", tool_call_id, resume_data)

@@ -79,7 +79,7 @@ def install(processors: Sequence[Any]) -> None:
     for detector in detectors_of(processors):
         model = detector.model
         if not isinstance(model, Metered):
-            detector._model = Metered(model)
+            detector.use_model(Metered(model))
 
 
 @contextmanager

@@ -138,7 +138,7 @@ def thread_log(agent: Agent) -> ThreadRunLog:
     if isinstance(log, ThreadRunLog):
         return log
     wrapped = ThreadRunLog(log)
-    agent._run_log = wrapped  # the runs read `agent.run_log` when they start
+    agent.run_log = wrapped  # the runs read `agent.run_log` when they start
     return wrapped
 
 

@@ -1,0 +1,292 @@
+"""The model call of a durable run, as the workflow makes it: an activity (`ActivityModel`,
+one per model of the agent's fallback chain, `DurableChain` around them), the workflow's own
+chunks on their way to the run log with the next activity (`Outbox`), and the activities'
+timeouts and retries (`Settings`). The loop that calls the model is the agent's own; see
+`workflow`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from sluicegate.agent.suspension import json_context
+from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal.failures import from_activity_error
+from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.trace_context import inject
+from sluicegate.errors import TripWire
+from sluicegate.models.base import CallOptions, StreamResult
+from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
+from sluicegate.models.registry import resolve_model
+from sluicegate.processors.base import implements, processor_id
+from sluicegate.stream.chunk import Chunk
+
+if TYPE_CHECKING:
+    from sluicegate.agent import Agent
+    from sluicegate.agent.run import AgentRun
+
+
+class Settings:
+    """The activities' timeouts and retries, from the run's start input (so every worker that
+    replays the run uses the same)."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.heartbeat = timedelta(seconds=float(raw.get("heartbeatTimeout", 10)))
+        self.model_timeout = timedelta(seconds=float(raw.get("modelTimeout", 300)))
+        self.tool_timeout = timedelta(seconds=float(raw.get("toolTimeout", 300)))
+        self.model_retry = RetryPolicy(
+            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
+            maximum_attempts=int(raw.get("modelAttempts", 4)),
+        )
+        self.storage_timeout = timedelta(seconds=float(raw.get("storageTimeout", 30)))
+        self.storage_retry = RetryPolicy(
+            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
+            maximum_attempts=int(raw.get("storageAttempts", 5)),
+        )
+        self.tool_retry = RetryPolicy(
+            initial_interval=timedelta(seconds=float(raw.get("retryInterval", 1))),
+            maximum_attempts=int(raw.get("toolAttempts", 3)),
+        )
+
+
+class Outbox:
+    """The workflow's chunks on their way to the run log; `offset` is the next chunk's offset.
+
+    Pending chunks travel in the input of the next model or tool activity, which writes them
+    before anything of its own (`carry`), so the log keeps the stream's order and they cost no
+    round trip of their own; the last ones go with the run's closing `publish`. Every write
+    names its offsets and a write at an offset already written is skipped, so a retried
+    activity never doubles them."""
+
+    def __init__(self, agent_id: str, run_id: str) -> None:
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.offset = 0
+        self.pending: list[Chunk[Any]] = []
+        self.streamed: set[int] = set()
+        """Chunks the model activity already published (by identity), not written twice."""
+        self.carrying = 0
+        """Activities in flight with chunks to write."""
+        self.lock = asyncio.Lock()
+
+    def carry(self) -> dict[str, Any]:
+        """The pending chunks for the next activity's input: `{"offset", "chunks", "end"}`,
+        `end` being the offset after them. One activity carries at a time: the log is appended
+        in order, so a second one (a parallel tool call) could write past chunks the first has
+        not written yet; while one is in flight, new chunks wait for the next activity or the
+        run's close."""
+        chunks = [] if self.carrying else [json_value(c.to_dict()) for c in self.pending]
+        return {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
+
+    async def landing(self, carry: dict[str, Any], call: Awaitable[Any]) -> Any:
+        """`call`'s result: the activity whose input holds `carry` (scheduled, not yet started:
+        nothing awaited since `carry`, so its chunks are still the pending ones). If it fails,
+        its chunks may not have reached the log: they are written here at their offsets."""
+        count = len(carry["chunks"])
+        if not count:
+            return await call
+        del self.pending[:count]
+        self.offset = carry["end"]
+        self.carrying += 1
+        try:
+            return await call
+        except ActivityError:
+            await self._publish(carry["offset"], carry["chunks"], None)
+            raise
+        finally:
+            self.carrying -= 1
+
+    async def flush(self, close: str | None = None) -> None:
+        """The pending chunks into the log now (the run's end: with its `close` status)."""
+        async with self.lock:
+            if not self.pending and close is None:
+                return
+            chunks, self.pending = self.pending, []
+            self.offset = await self._publish(self.offset, [json_value(c.to_dict()) for c in chunks], close)
+
+    async def _publish(self, offset: int, chunks: list[dict[str, Any]], close: str | None) -> int:
+        call = {
+            "agentId": self.agent_id,
+            "runId": self.run_id,
+            "offset": offset,
+            "chunks": chunks,
+            "close": close,
+        }
+        written: int = await workflow.execute_local_activity(
+            names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
+        )
+        return written
+
+    async def resync(self, run: AgentRun) -> None:
+        """Continue after what is in the log (a failed activity's chunks are not in its result)."""
+        self.offset = await workflow.execute_local_activity(
+            names.OPEN_RUN,
+            {
+                "agentId": self.agent_id,
+                "runId": self.run_id,
+                "resourceId": run.message_list.resource_id,
+                "threadId": run.message_list.thread_id,
+            },
+            start_to_close_timeout=timedelta(seconds=30),
+        )
+
+
+class ActivityModel:
+    """One model of the run's (fallback) list inside the workflow: each call is the model
+    activity, with the model's `index` in its input and the model's own retry policy (the
+    entry's `max_retries` + 1 attempts, or `modelAttempts` when the entry sets none)."""
+
+    specification_version = "v2"
+
+    def __init__(
+        self,
+        agent: Agent[Any],
+        outbox: Outbox,
+        settings: Settings,
+        index: int = 0,
+        entry: FallbackEntry | None = None,
+    ) -> None:
+        self._agent = agent
+        self._outbox = outbox
+        self._settings = settings
+        self.index = index
+        self.run: AgentRun | None = None
+        self.provider, self.model_id = model_names(agent.model if entry is None else entry.model)
+        retries = None if entry is None else entry.max_retries
+        self.retry_policy = settings.model_retry
+        if retries is not None:
+            interval = settings.model_retry.initial_interval
+            self.retry_policy = RetryPolicy(initial_interval=interval, maximum_attempts=retries + 1)
+
+    async def do_stream(self, options: CallOptions) -> StreamResult:
+        run = self.run
+        assert run is not None
+        carry = self._outbox.carry()
+        streams = [p for p in run.processors if implements(p, "process_output_stream")]
+        step_number = run.state.step_number
+        call = checked(
+            f"the model call of step {step_number} (prompt, tools and processor state)",
+            inject(
+                {
+                    "runId": run.run_id,
+                    "stepNumber": step_number,
+                    "modelIndex": self.index,
+                    "offset": carry["end"],
+                    "carry": carry,
+                    "options": vars(options),
+                    "states": {
+                        processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
+                    },
+                    # Only output stream processors read the message list (the prompt is in
+                    # `options`): without them it would only double every call's input.
+                    "messages": run.message_list.to_dict() if streams else None,
+                    "requestContext": json_context(run.request_context),
+                },
+                None if run.trace is None else run.trace.chat_span,
+            ),
+        )
+        try:
+            result = await self._outbox.landing(
+                carry,
+                workflow.execute_activity(
+                    names.model_activity(self._agent.id),
+                    call,
+                    start_to_close_timeout=self._settings.model_timeout,
+                    heartbeat_timeout=self._settings.heartbeat,
+                    retry_policy=self.retry_policy,
+                ),
+            )
+        except ActivityError as exc:
+            # The failed call may have published part of its stream: continue after it.
+            await self._outbox.resync(run)
+            error = from_activity_error(exc)
+            attempt = failed_attempt(exc)
+            if attempt is None or not attempt.get("opened") or isinstance(error, TripWire):
+                raise error from None
+            # It failed inside an open stream: the loop sees what it streamed, then the error,
+            # and moves to the next model exactly when a run in one process would.
+            return StreamResult(iterate_items(self._items(attempt.get("items") or []), error))
+        self._outbox.offset = result["offset"]
+        for pid, saved in result["states"].items():
+            state = run.runner.state_for(pid)
+            state.clear()
+            state.update(saved)
+        return StreamResult(iterate_items(self._items(result["items"])))
+
+    def _items(self, raw: list[dict[str, Any]]) -> list[Any]:
+        """The call's chunks (already in the log: not written again) and bookkeeping parts."""
+        items: list[Any] = []
+        for item in raw:
+            if "chunk" in item:
+                chunk = Chunk.from_dict(item["chunk"])
+                self._outbox.streamed.add(id(chunk))
+                items.append(chunk)
+            else:
+                items.append(item["part"])
+        return items
+
+    async def do_generate(self, options: CallOptions) -> Any:
+        raise NotImplementedError("a durable run streams its model calls")
+
+
+def model_names(model: Any) -> tuple[str, str]:
+    """The provider and model id a run in one process reports for `model` (a model string is
+    resolved as there, for its name only: the activity makes the calls)."""
+    if isinstance(model, str):
+        try:
+            model = resolve_model(model)
+        except Exception:  # a provider this worker cannot build: the string's own parts
+            provider, _, model_id = model.partition("/")
+            return provider, model_id
+    return str(getattr(model, "provider", "durable")), str(getattr(model, "model_id", model))
+
+
+def failed_attempt(exc: ActivityError) -> dict[str, Any] | None:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        for detail in cause.details:
+            if isinstance(detail, dict) and names.FAILED_ATTEMPT in detail:
+                found: dict[str, Any] = detail[names.FAILED_ATTEMPT]
+                return found
+    return None
+
+
+def activity_models(agent: Agent[Any], outbox: Outbox, settings: Settings) -> list[ActivityModel]:
+    """The agent's model, or each model of its fallback list, as model activities."""
+    entries = parse_model_option(agent.model)
+    if entries is None:
+        return [ActivityModel(agent, outbox, settings)]
+    return [ActivityModel(agent, outbox, settings, index, entry) for index, entry in enumerate(entries)]
+
+
+class DurableChain(ModelChain):
+    """The run's model activities, in order. Unlike a run in one process, each step is announced
+    (`step-start`) before its first model's activity: that activity publishes its chunks to the
+    log as they stream, right after the step's start, which must therefore be there first. The
+    circuit breaker is not consulted (its state is not the workflow's to read)."""
+
+    def __init__(self, models: list[ActivityModel]) -> None:
+        super().__init__(models, [0] * len(models))  # no client retries: Temporal's policy retries
+
+    @property
+    def is_last(self) -> bool:
+        return True  # read by the loop only to announce the step (see the class docstring)
+
+    def advance(self) -> bool:
+        if self.index + 1 >= len(self):
+            return False
+        self.index += 1
+        return True
+
+
+async def iterate_items(items: list[Any], error: BaseException | None = None) -> AsyncIterator[Any]:
+    for item in items:
+        yield item
+    if error is not None:
+        raise error
