@@ -16,8 +16,11 @@ from sluicegate.errors import (
     AccessDeniedError,
     APICallError,
     ConfigurationError,
+    MissingAPIKeyError,
+    MissingExtraError,
     ProcessorError,
     SluicegateError,
+    UnknownModelError,
     public_text,
 )
 from sluicegate.memory.errors import ThreadAccessError
@@ -70,9 +73,16 @@ def _span_attributes(request: Request, agent_key: str) -> dict[str, Any]:
     return attributes
 
 
-def run_error(exc: BaseException, *, details: bool = False) -> ApiError:
+def run_error(exc: BaseException, *, details: bool = False, client_model: bool = False) -> ApiError:
     """The HTTP answer for an error raised while starting or running an agent (`details`: the
-    agent's `provider_error_details`)."""
+    agent's `provider_error_details`). A model the server cannot use (no API key, a missing
+    extra, an unknown provider the app configured) is the server's fault: 503, not 400; an
+    unknown provider in the request's own `model` (`client_model`) stays the client's 400."""
+    if isinstance(exc, (MissingAPIKeyError, MissingExtraError)) or (
+        isinstance(exc, UnknownModelError) and not client_model
+    ):
+        log.error("the agent's model cannot be used: %s", exc)
+        return ApiError(503, f"the server cannot use this agent's model: {public_text(exc)}")
     if isinstance(exc, AccessDeniedError):  # another resource's thread or message, or identity
         return ApiError(403, str(exc), field="memory")
     if isinstance(exc, APICallError):
@@ -115,7 +125,7 @@ def _refusal(exc: BaseException, body: AgentCallBody, *, details: bool) -> ApiEr
     a taken id gets on every route (not a 403 that would confirm whose it is)."""
     if isinstance(exc, ThreadAccessError):
         return thread_unavailable("memory.thread" if body.memory is not None else "threadId", exc.thread_id)
-    return run_error(exc, details=details)
+    return run_error(exc, details=details, client_model=body.model is not None)
 
 
 async def _start(
