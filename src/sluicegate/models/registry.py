@@ -7,7 +7,6 @@ imported.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +41,8 @@ def resolve_model(model: str | LanguageModel | Any) -> LanguageModel:
     factory = _FACTORIES.get(provider)
     if factory is None:
         known = ", ".join(known_providers()) or "none registered"
+        import difflib  # only on this error: `import sluicegate` stays lean
+
         close = difflib.get_close_matches(provider.lower(), known_providers(), n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise UnknownModelError(

@@ -86,8 +86,9 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     served from the `swagger-ui-bundle` package instead (see `api_docs`)."""
     settings = settings or ServerSettings.from_env()
     middleware: list[Middleware] = []
-    if settings.cors_origins:
-        middleware.append(Middleware(CORSMiddleware, **cors_options(settings.cors_origins)))
+    if settings.cors_origins or settings.cors_loopback:
+        options = cors_options(settings.cors_origins, loopback=settings.cors_loopback)
+        middleware.append(Middleware(CORSMiddleware, **options))
     if settings.api_token:
         middleware.append(Middleware(BearerAuth, token=settings.api_token))
     if registry.resolve_identity is not None:

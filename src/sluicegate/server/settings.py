@@ -83,8 +83,15 @@ CORS_HEADERS = ("authorization", "content-type", "x-mastra-client-type", "x-mast
 `@mastra/client-js` and Mastra's Studio add to every request."""
 
 
-def cors_options(origins: tuple[str, ...]) -> dict[str, Any]:
-    """Starlette `CORSMiddleware` options for `origins`.
+LOOPBACK_ORIGINS = r"^http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?\Z"
+"""Every page served from this machine (`http://localhost:*`, `http://127.0.0.1:*`,
+`http://[::1]:*`): what `sluicegate dev` allows (`cors_loopback`), whatever port Mastra's Studio
+or a local front end runs on."""
+
+
+def cors_options(origins: tuple[str, ...], *, loopback: bool = False) -> dict[str, Any]:
+    """Starlette `CORSMiddleware` options for `origins` (and, with `loopback`, any origin on
+    this machine, matched whole by `LOOPBACK_ORIGINS`).
 
     Credentialed requests (Studio fetches with `credentials: "include"`) are allowed only for
     origins named one by one: with `*`, any site could make a logged-in browser call the API
@@ -92,6 +99,7 @@ def cors_options(origins: tuple[str, ...]) -> dict[str, Any]:
     """
     return {
         "allow_origins": list(origins),
+        "allow_origin_regex": LOOPBACK_ORIGINS if loopback else None,
         "allow_credentials": "*" not in origins,
         "allow_methods": ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
         "allow_headers": list(CORS_HEADERS),
@@ -107,6 +115,9 @@ class ServerSettings:
     """When set, every `/api` request needs `Authorization: Bearer <token>`."""
     cors_origins: tuple[str, ...] = ()
     """Origins allowed to call the API from a browser (`*` for any)."""
+    cors_loopback: bool = False
+    """Also allow any origin on this machine (`http://localhost:<any port>`, `127.0.0.1`,
+    `[::1]`): `sluicegate dev` turns it on; `serve` allows only the origins named."""
     request_timeout: float | None = 300.0
     """Seconds one agent run may take before it is cancelled (None: no limit)."""
     max_body_bytes: int = 1_000_000
@@ -173,7 +184,7 @@ class ServerSettings:
         `SLUICEGATE_REQUEST_READ_TIMEOUT`, `SLUICEGATE_MAX_CONNECTIONS`, `SLUICEGATE_TRACE_CAPACITY`,
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
         `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
-        `SLUICEGATE_TEMPORAL_UI`."""
+        `SLUICEGATE_TEMPORAL_UI`, `SLUICEGATE_CORS_LOOPBACK`."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -181,6 +192,7 @@ class ServerSettings:
         return cls(
             api_token=os.environ.get("SLUICEGATE_API_TOKEN") or None,
             cors_origins=origins,
+            cors_loopback=_flag("SLUICEGATE_CORS_LOOPBACK", False),
             request_timeout=_float("SLUICEGATE_REQUEST_TIMEOUT", 300.0),
             max_body_bytes=_int("SLUICEGATE_MAX_BODY_BYTES", 1_000_000),
             allow_client_overrides=os.environ.get("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "").lower()
