@@ -32,7 +32,7 @@ from sluicegate.server.bodies import (
     narrow_retries,
 )
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
-from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
+from sluicegate.server.errors import ApiError, bad_request, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.mastra.observability import mark_conversation
 from sluicegate.server.serialize import agent_json, output_json
@@ -120,6 +120,21 @@ async def run_to_end(request: Request, run: Coroutine[Any, Any, T]) -> T:
     return task.result()
 
 
+def check_memory_owner(body: AgentCallBody, options: dict[str, Any]) -> None:
+    """A thread without the resource that owns it: 400 naming the field, in the request's own
+    (JSON) words, before the run starts."""
+    memory = options.get("memory")
+    if not isinstance(memory, dict) or not memory.get("thread") or memory.get("resource"):
+        return
+    if body.memory is not None:
+        raise bad_request(
+            "memory.resource",
+            'a thread needs the resource that owns it: send "memory": '
+            '{"thread": "<thread id>", "resource": "<user or account id>"}',
+        )
+    raise bad_request("resourceId", 'a "threadId" needs the "resourceId" that owns it (a user or account id)')
+
+
 def _refusal(exc: BaseException, body: AgentCallBody, *, details: bool) -> ApiError:
     """`run_error`, except that another resource's thread gets the answer creating a thread with
     a taken id gets on every route (not a 403 that would confirm whose it is)."""
@@ -138,6 +153,7 @@ async def _start(
     narrow_memory_options(agent, body, options)
     narrow_retries(agent, options)
     bind_run(request, body, options, has_memory=agent.memory is not None)
+    check_memory_owner(body, options)
     try:
         if stream:
             return await agent.stream(messages, **options), options, warning
