@@ -38,12 +38,17 @@ def say(text: str) -> None:
     print(f"[first-hour] {text}", flush=True)
 
 
+def user_env() -> dict[str, str]:
+    """This environment as a new user's shell has it: no provider key, no active virtualenv."""
+    return {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV" and not k.endswith("_API_KEY")}
+
+
 def run(
     command: list[str], cwd: Path, *, timeout: float, expect: int = 0, env: dict[str, str] | None = None
 ) -> str:
     started = time.monotonic()
     done = subprocess.run(
-        command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or os.environ.copy()
+        command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env or user_env()
     )
     took = time.monotonic() - started
     if done.returncode != expect:
@@ -105,8 +110,6 @@ def dev_answers(app: Path, bin_dir: Path) -> None:
     try:
         while True:
             if server.poll() is not None:
-                raise SystemExit(
-                    f"[first-hour] FAILED: sluicegate dev exited: {server.stderr.read().decode()[-3000:]}"
                 problem = server.stderr.read().decode()[-3000:] if server.stderr else ""
                 raise SystemExit(f"[first-hour] FAILED: sluicegate dev exited: {problem}")
             try:
