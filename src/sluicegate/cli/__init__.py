@@ -255,7 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sluicegate",
         description="Serve and run sluicegate agents.",
-        epilog="Run `sluicegate COMMAND --help` for a command's options and examples.",
+        epilog="Run `sluicegate COMMAND --help` for a command's options and examples.\n"
+        "Exit status: 0 done, 1 the run failed, 2 a mistake in the command or the app,\n"
+        "3 a guardrail blocked the run, 4 the run waits on a person (approve, decline or resume it).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"sluicegate {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
