@@ -5,6 +5,7 @@ allows only the origins it is given."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
@@ -37,18 +38,21 @@ def test_init_writes_an_app_and_never_overwrites(tmp_path: Path, capsys: pytest.
     assert (target / "app.py").read_text() == "# mine\n"
 
 
-def test_the_scaffolds_own_test_passes(tmp_path: Path) -> None:
+def test_the_scaffolds_own_test_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this process (scripts/first_hour.py runs it with pytest in a fresh environment)."""
     assert main(["init", str(tmp_path / "app")]) == 0
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
-        cwd=tmp_path / "app",
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
+    monkeypatch.syspath_prepend(str(tmp_path / "app"))
+    for name in ("app", "test_app"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    test_app = importlib.import_module("test_app")
+    tests = [value for name, value in vars(test_app).items() if name.startswith("test_")]
+    assert len(tests) == 2
+    try:
+        for test in tests:
+            test()
+    finally:
+        for name in ("app", "test_app"):
+            sys.modules.pop(name, None)  # this scaffold's modules (others are restored by monkeypatch)
 
 
 def _weights_here() -> bool:
