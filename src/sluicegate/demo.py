@@ -22,7 +22,6 @@ from sluicegate.processors import Processor, RegexFilter, TokenLimiter, UnicodeN
 from sluicegate.processors.args import ProcessInputArgs, ProcessLLMRequestArgs, ProcessOutputResultArgs
 from sluicegate.processors.args import ProcessOutputStreamArgs as StreamArgs
 from sluicegate.tokens import model_id_of
-from sluicegate.tracing.findings import RedactionSink, collect, release
 
 COLOR = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
@@ -84,6 +83,20 @@ class Narrate(Processor):
             print(dim(f"  {self.after}: left the message as it was"))
         else:
             print(dim(f"  {self.after} changed the message: ") + repr(before) + dim(" -> ") + repr(text))
+
+
+class StreamTap(Processor):
+    """Keeps the text that streams past it (demo only: one run at a time), to show what the
+    processors after it changed."""
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+        self.pieces: list[str] = []
+
+    def process_output_stream(self, args: StreamArgs) -> Any:
+        if args.part.type == "text-delta":
+            self.pieces.append(args.part.payload.text)
+        return args.part
 
 
 class LiveStats(Processor):
@@ -166,20 +179,20 @@ async def capped_story(model: LanguageModel, settings: dict[str, Any], limit: in
         model=model,
         output_processors=[
             limiter,
+            before := StreamTap("before-regex-filter"),
             RegexFilter(presets=["pii"], strategy="redact", phase="output"),
+            after := StreamTap("after-regex-filter"),
             LiveStats(),
         ],
     )
-    sink = RedactionSink()
-    collecting = collect(sink)  # the redactions the output guardrail counts as it streams
-    try:
-        cut = await show_stream(
-            agent, "Tell me a long story about a lighthouse keeper.", explain=False, model_settings=settings
-        )
-    finally:
-        release(collecting)
-    found = ", ".join(f"{count} {kind}" for kind, count in sorted(sink.counts.items()))
-    print(dim(f"  regex-filter: {'redacted ' + found if found else 'found no personal data in the answer'}"))
+    cut = await show_stream(
+        agent, "Tell me a long story about a lighthouse keeper.", explain=False, model_settings=settings
+    )
+    given, shown = "".join(before.pieces), "".join(after.pieces)
+    if given != shown:
+        print(dim("  regex-filter changed the answer: ") + repr(given) + dim(" -> ") + repr(shown))
+    else:
+        print(dim("  regex-filter: found no personal data in the answer"))
     encoding = limiter.counter(model_id_of(model)).encoding.name
     cap = limit + limiter.output_token_margin
     shown = (

@@ -50,7 +50,8 @@ async def test_the_output_scene_says_what_the_output_guardrail_redacted(
 ) -> None:
     await capped_story(MockModel([text_step("Write to keeper@example.com soon.")]), {"max_output_tokens": 60})
     out = capsys.readouterr().out
-    assert "keeper@example.com" not in out
-    assert "regex-filter: redacted 1 email" in out
+    assert "keeper@example.com" not in out.split("agent: ", 1)[1].split("\n", 1)[0]  # not shown
+    changed = next(line for line in out.splitlines() if "regex-filter changed the answer" in line)
+    assert "'Write to keeper@example.com soon.' -> 'Write to [EMAIL] soon.'" in changed
     await capped_story(MockModel([text_step("Once, a keeper.")]), {"max_output_tokens": 60})
     assert "regex-filter: found no personal data in the answer" in capsys.readouterr().out
