@@ -64,6 +64,41 @@ class ShowPrompt(Processor):
         print(dim("  model receives: ") + repr(user[-1]))
 
 
+class Narrate(Processor):
+    """Says what the input processor before it in the chain did to the user's message: one
+    `Narrate` after each, sharing `seen` (the text as the previous one left it)."""
+
+    def __init__(self, after: str | None, seen: dict[str, str]) -> None:
+        self.id = f"narrate-{after or 'start'}"
+        self.after = after
+        self.seen = seen
+
+    def process_input(self, args: ProcessInputArgs) -> None:
+        text = next((m.text for m in reversed(args.messages) if m.role == "user"), "")
+        before = self.seen.get("text")
+        self.seen["text"] = text
+        if self.after is None or before is None:
+            return
+        if text == before:
+            print(dim(f"  {self.after}: left the message as it was"))
+        else:
+            print(dim(f"  {self.after} changed the message: ") + repr(before) + dim(" -> ") + repr(text))
+
+
+class StreamTap(Processor):
+    """Keeps the text that streams past it (demo only: one run at a time), to show what the
+    processors after it changed."""
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+        self.pieces: list[str] = []
+
+    def process_output_stream(self, args: StreamArgs) -> Any:
+        if args.part.type == "text-delta":
+            self.pieces.append(args.part.payload.text)
+        return args.part
+
+
 class LiveStats(Processor):
     """Counts words and deltas as they stream, and reports them as a `data-stats` chunk."""
 
@@ -85,8 +120,9 @@ class LiveStats(Processor):
         )
 
 
-async def show_stream(agent: Agent, prompt: str, **options: Any) -> bool:
-    """Streams one run to the terminal; returns whether a token limiter cut its text."""
+async def show_stream(agent: Agent, prompt: str, *, explain: bool = True, **options: Any) -> bool:
+    """Streams one run to the terminal; returns whether a token limiter cut its text.
+    `explain`: say what a `[data-stats]` chunk is (the first scene does)."""
     print(paint("  user: ", "33") + prompt)
     started = time.perf_counter()
     output = await agent.stream(prompt, **options)
@@ -100,6 +136,14 @@ async def show_stream(agent: Agent, prompt: str, **options: Any) -> bool:
             cut = True
         elif chunk.type == "data-stats":
             print("\n" + dim(f"  [data-stats] {chunk.data}"), end="")
+            if not explain:
+                continue
+            print(
+                "\n"
+                + dim("  (a data chunk the live-stats processor wrote into the stream: the text deltas ")
+                + dim("and words it counted as they went by; clients receive it like any chunk)"),
+                end="",
+            )
         elif chunk.type == "tripwire":
             print(
                 paint(
@@ -135,23 +179,59 @@ async def capped_story(model: LanguageModel, settings: dict[str, Any], limit: in
         model=model,
         output_processors=[
             limiter,
+            before := StreamTap("before-regex-filter"),
             RegexFilter(presets=["pii"], strategy="redact", phase="output"),
+            after := StreamTap("after-regex-filter"),
             LiveStats(),
         ],
     )
-    cut = await show_stream(agent, "Tell me a long story about a lighthouse keeper.", model_settings=settings)
+    cut = await show_stream(
+        agent, "Tell me a long story about a lighthouse keeper.", explain=False, model_settings=settings
+    )
+    given, shown = "".join(before.pieces), "".join(after.pieces)
+    if given != shown:
+        print(dim("  regex-filter changed the answer: ") + repr(given) + dim(" -> ") + repr(shown))
+    else:
+        print(dim("  regex-filter: found no personal data in the answer"))
     encoding = limiter.counter(model_id_of(model)).encoding.name
     cap = limit + limiter.output_token_margin
     shown = (
-        f"the limiter cut the text at {limit} tokens (its count: {encoding}, per streamed piece)"
+        f"token-limiter: the limiter cut the text at {limit} tokens "
+        f"(its count: {encoding}, per streamed piece)"
         if cut
-        else f"the model stopped before the limiter's {limit} tokens ({encoding})"
+        else f"token-limiter: the model stopped before the limiter's {limit} tokens ({encoding})"
     )
     print(
         dim(
             f"  {shown}; the model's out count is in its own tokens: it may write {cap} "
             f"({limit} + output_token_margin {limiter.output_token_margin}) before it is stopped"
         )
+    )
+
+
+async def guarded_input(model: LanguageModel, settings: dict[str, Any]) -> None:
+    """Scene 1. Each input processor's change to the message is printed after it runs."""
+    heading("1. Input guardrails: normalize Unicode, redact PII before the model sees it")
+    seen: dict[str, str] = {}
+    agent = Agent(
+        "support",
+        instructions="You are a friendly support assistant. Answer in one or two sentences.",
+        model=model,
+        input_processors=[
+            Narrate(None, seen),
+            UnicodeNormalizer(strip_control_chars=True),
+            Narrate("unicode-normalizer", seen),
+            RegexFilter(presets=["pii"], strategy="redact", phase="input"),
+            Narrate("regex-filter", seen),
+            ShowPrompt(),
+        ],
+        output_processors=[LiveStats()],
+    )
+    await show_stream(
+        agent,
+        "Ｈｉ!   My email is jane.doe@example.com and my card is 4111 1111 1111 1111. "
+        "Please confirm you got my details.",
+        model_settings=settings,
     )
 
 
@@ -170,24 +250,7 @@ async def main() -> None:
     model = resolve_model(chosen)
     settings = {"max_output_tokens": 60, "temperature": 0}
 
-    heading("1. Input guardrails: normalize Unicode, redact PII before the model sees it")
-    agent = Agent(
-        "support",
-        instructions="You are a friendly support assistant. Answer in one or two sentences.",
-        model=model,
-        input_processors=[
-            UnicodeNormalizer(strip_control_chars=True),
-            RegexFilter(presets=["pii"], strategy="redact", phase="input"),
-            ShowPrompt(),
-        ],
-        output_processors=[LiveStats()],
-    )
-    await show_stream(
-        agent,
-        "Ｈｉ!   My email is jane.doe@example.com and my card is 4111 1111 1111 1111. "
-        "Please confirm you got my details.",
-        model_settings=settings,
-    )
+    await guarded_input(model, settings)
 
     await capped_story(model, settings)
 

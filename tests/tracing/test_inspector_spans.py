@@ -111,3 +111,26 @@ async def test_an_unpriced_model_call_has_no_cost(telemetry: Telemetry) -> None:
 def test_capture_changes_needs_capture_content() -> None:
     with pytest.raises(ConfigurationError, match="capture_changes"):
         configure(in_memory=True, capture_changes=True, set_global=False)
+
+
+async def test_an_input_hook_change_keeps_the_system_prompt_on_both_sides(
+    telemetry_with_changes: Telemetry,
+) -> None:
+    """The hook returns the messages without the system prompt, which the runner keeps: "after"
+    shows it too, so the inspector's diff does not strike it through as deleted."""
+    from sluicegate.server.traces import readable
+
+    agent = Agent(
+        "a",
+        instructions="You are the support desk.",
+        model=MockModel([text_step("fine")]),
+        input_processors=[PIIDetector(llm="never", strategy="redact")],
+    )
+    await agent.generate("my mail is x@y.com")
+    (hook,) = by_name(telemetry_with_changes.spans(), "processor pii-detector input")
+    before = readable(hook.attributes["sluicegate.content.before"])
+    after = readable(hook.attributes["sluicegate.content.after"])
+    assert before is not None and after is not None
+    assert "system: You are the support desk." in before.splitlines()
+    assert "system: You are the support desk." in after.splitlines()
+    assert "x@y.com" in before and "x@y.com" not in after

@@ -198,6 +198,20 @@ def restore_messages(snapshot: RunSnapshot | dict[str, Any]) -> MessageList:
     return message_list
 
 
+def input_messages(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
+    """The user messages the held run was started with (stored shape): they reach the thread's
+    storage only when the run ends, so a view of a waiting run shows them from here."""
+    stored = snapshot.get("messages")
+    entries = stored.get("messages") if isinstance(stored, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return [
+        {k: v for k, v in entry.items() if k != "source"}
+        for entry in entries
+        if isinstance(entry, dict) and entry.get("source") == "input" and entry.get("role") == "user"
+    ]
+
+
 def restore_context(snapshot: dict[str, Any], caller: RequestContext | None) -> RequestContext:
     """The stored context, then the resuming caller's values over it (not the owner's ids)."""
     from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY

@@ -41,5 +41,11 @@ def resolve_model(model: str | LanguageModel | Any) -> LanguageModel:
     factory = _FACTORIES.get(provider)
     if factory is None:
         known = ", ".join(known_providers()) or "none registered"
-        raise UnknownModelError(f"unknown model provider {provider!r} in {model!r}; known providers: {known}")
+        import difflib  # only on this error: `import sluicegate` stays lean
+
+        close = difflib.get_close_matches(provider.lower(), known_providers(), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UnknownModelError(
+            f"unknown model provider {provider!r} in {model!r}; {hint}known providers: {known}"
+        )
     return factory(model_id)

@@ -16,8 +16,11 @@ from sluicegate.errors import (
     AccessDeniedError,
     APICallError,
     ConfigurationError,
+    MissingAPIKeyError,
+    MissingExtraError,
     ProcessorError,
     SluicegateError,
+    UnknownModelError,
     public_text,
 )
 from sluicegate.memory.errors import ThreadAccessError
@@ -29,7 +32,7 @@ from sluicegate.server.bodies import (
     narrow_retries,
 )
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
-from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
+from sluicegate.server.errors import ApiError, bad_request, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.mastra.observability import mark_conversation
 from sluicegate.server.serialize import agent_json, output_json
@@ -70,9 +73,16 @@ def _span_attributes(request: Request, agent_key: str) -> dict[str, Any]:
     return attributes
 
 
-def run_error(exc: BaseException, *, details: bool = False) -> ApiError:
+def run_error(exc: BaseException, *, details: bool = False, client_model: bool = False) -> ApiError:
     """The HTTP answer for an error raised while starting or running an agent (`details`: the
-    agent's `provider_error_details`)."""
+    agent's `provider_error_details`). A model the server cannot use (no API key, a missing
+    extra, an unknown provider the app configured) is the server's fault: 503, not 400; an
+    unknown provider in the request's own `model` (`client_model`) stays the client's 400."""
+    if isinstance(exc, (MissingAPIKeyError, MissingExtraError)) or (
+        isinstance(exc, UnknownModelError) and not client_model
+    ):
+        log.error("the agent's model cannot be used: %s", exc)
+        return ApiError(503, f"the server cannot use this agent's model: {public_text(exc)}")
     if isinstance(exc, AccessDeniedError):  # another resource's thread or message, or identity
         return ApiError(403, str(exc), field="memory")
     if isinstance(exc, APICallError):
@@ -110,12 +120,27 @@ async def run_to_end(request: Request, run: Coroutine[Any, Any, T]) -> T:
     return task.result()
 
 
+def check_memory_owner(body: AgentCallBody, options: dict[str, Any]) -> None:
+    """A thread without the resource that owns it: 400 naming the field, in the request's own
+    (JSON) words, before the run starts."""
+    memory = options.get("memory")
+    if not isinstance(memory, dict) or not memory.get("thread") or memory.get("resource"):
+        return
+    if body.memory is not None:
+        raise bad_request(
+            "memory.resource",
+            'a thread needs the resource that owns it: send "memory": '
+            '{"thread": "<thread id>", "resource": "<user or account id>"}',
+        )
+    raise bad_request("resourceId", 'a "threadId" needs the "resourceId" that owns it (a user or account id)')
+
+
 def _refusal(exc: BaseException, body: AgentCallBody, *, details: bool) -> ApiError:
     """`run_error`, except that another resource's thread gets the answer creating a thread with
     a taken id gets on every route (not a 403 that would confirm whose it is)."""
     if isinstance(exc, ThreadAccessError):
         return thread_unavailable("memory.thread" if body.memory is not None else "threadId", exc.thread_id)
-    return run_error(exc, details=details)
+    return run_error(exc, details=details, client_model=body.model is not None)
 
 
 async def _start(
@@ -128,6 +153,7 @@ async def _start(
     narrow_memory_options(agent, body, options)
     narrow_retries(agent, options)
     bind_run(request, body, options, has_memory=agent.memory is not None)
+    check_memory_owner(body, options)
     try:
         if stream:
             return await agent.stream(messages, **options), options, warning

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -86,3 +87,28 @@ def mount_api_docs(app: FastAPI, *, title: str) -> None:
     @app.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> FileResponse:
         return FileResponse(FAVICON, media_type="image/svg+xml")
+
+
+BEARER = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "`Authorization: Bearer <token>`: SLUICEGATE_API_TOKEN, or what the app's "
+    "identity hook reads.",
+}
+
+
+def declare_bearer_auth(app: FastAPI, *, required: bool) -> None:
+    """Declare the bearer scheme in `/openapi.json` (Swagger UI's Authorize button), and as
+    every operation's requirement when the server wants a token (`required`)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()  # FastAPI's, made once and cached on the app
+        schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
+        if "bearerAuth" not in schemes:
+            schemes["bearerAuth"] = BEARER
+            if required:
+                schema["security"] = [{"bearerAuth": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

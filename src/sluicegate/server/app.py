@@ -34,7 +34,7 @@ from starlette.types import ASGIApp
 from sluicegate import __version__
 from sluicegate.registry import Sluicegate
 from sluicegate.server import agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes
-from sluicegate.server.api_docs import mount_api_docs
+from sluicegate.server.api_docs import declare_bearer_auth, mount_api_docs
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
 from sluicegate.server.headers import SecurityHeaders
@@ -90,8 +90,9 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     middleware: list[Middleware] = []
     if settings.allowed_hosts:  # first: a rebound name gets nothing, not even a CORS preflight
         middleware.append(Middleware(HostCheck, allowed=settings.allowed_hosts))
-    if settings.cors_origins:
-        middleware.append(Middleware(CORSMiddleware, **cors_options(settings.cors_origins)))
+    if settings.cors_origins or settings.cors_loopback:
+        options = cors_options(settings.cors_origins, loopback=settings.cors_loopback)
+        middleware.append(Middleware(CORSMiddleware, **options))
     if settings.api_token:
         middleware.append(Middleware(BearerAuth, token=settings.api_token))
     if registry.resolve_identity is not None:
@@ -127,6 +128,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     app.state.spans = spans
     install_error_handlers(app)
     mount_api_docs(app, title="sluicegate")
+    declare_bearer_auth(app, required=bool(settings.api_token or registry.resolve_identity))
     for mastra_router in mastra_routers():  # before `/api/agents/{agentId}` can claim their paths
         app.include_router(mastra_router)
     if os.environ.get("SLUICEGATE_TEMPORAL"):  # `serve --temporal`: runs are workflows (first match wins)

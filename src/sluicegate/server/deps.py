@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from sluicegate.agent import Agent
 from sluicegate.registry import Sluicegate
-from sluicegate.server.errors import not_found
+from sluicegate.server.errors import unknown_agent
 from sluicegate.server.settings import ServerSettings
 from sluicegate.server.traces import RecentSpans
 
@@ -47,6 +47,6 @@ def agent_or_404(request: Request, agent_id: str) -> tuple[str, Agent]:
     registry = registry_of(request)
     agent = registry.get_agent(agent_id)
     if agent is None:
-        raise not_found("agent", agent_id)
+        raise unknown_agent(agent_id, list(registry.agents))
     key = next((k for k, a in registry.agents.items() if a is agent), agent_id)
     return key, agent

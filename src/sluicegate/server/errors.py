@@ -55,6 +55,21 @@ def not_found(kind: str, ident: str) -> ApiError:
     return ApiError(404, f"{kind} {ident!r} not found")
 
 
+MAX_LISTED_AGENTS = 20
+
+
+def unknown_agent(agent_id: str, known: list[str]) -> ApiError:
+    """404 naming the agents there are (the first `MAX_LISTED_AGENTS`), as `GET /api/agents`
+    lists them to the same caller."""
+    shown = ", ".join(known[:MAX_LISTED_AGENTS]) + (", ..." if len(known) > MAX_LISTED_AGENTS else "")
+    return ApiError(
+        404,
+        f"agent {agent_id!r} not found; agents: {shown or 'none'}",
+        field="agentId",
+        extra={"agents": known[:MAX_LISTED_AGENTS]},
+    )
+
+
 def thread_unavailable(field: str, thread_id: str) -> ApiError:
     """Creating (or running on) a thread id another resource owns: one answer on every route,
     which says the id is taken and nothing about whose it is (docs/security.md)."""
@@ -101,7 +116,28 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str]:
     if kind == PLAIN_JSON_ERROR:  # the body check names the exact field itself
         return str(context["field"]), str(context["message"])
     where = _location(first.get("loc", ()))
+    if where == "body" and kind in _NOT_AN_OBJECT:
+        return "body", f"send a JSON object (content-type: application/json), got {_what(first.get('input'))}"
     return where, str(first.get("msg", "invalid value"))
+
+
+_NOT_AN_OBJECT = frozenset(("model_attributes_type", "dict_type", "model_type"))
+"""Pydantic's kinds for a body that is not an object ("Input should be a valid dictionary")."""
+
+
+def _what(value: Any) -> str:
+    """What a client sent instead of an object, in JSON's words (never the value itself)."""
+    if isinstance(value, (bytes, bytearray)):
+        return "a body that is not JSON"
+    if isinstance(value, str):
+        return "a JSON string"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    if isinstance(value, (int, float)):
+        return "a JSON number"
+    if isinstance(value, list):
+        return "a JSON array"
+    return "null" if value is None else "something else"
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -109,8 +109,19 @@ def registry_from_module(module: ModuleType, name: str | None = None) -> Sluiceg
 
 
 def load_registry(target: str) -> Sluicegate:
+    """The registry `target` names, its agents' models checked (see `model_check`): a model
+    that cannot be used fails here, naming the file and line, not at the first request."""
+    from sluicegate.server.model_check import check_app_models
+
     path, name = split_target(target)
-    return registry_from_module(load_module(path), name)
+    module = load_module(path)
+    registry = registry_from_module(module, name)
+    names = {id(value): key for key, value in vars(module).items() if isinstance(value, Agent)}
+    found = check_app_models(registry, Path(module.__file__ or path), names)
+    if found is not None:
+        line, message = found
+        raise AppLoadError(str(module.__file__ or path), line, message)
+    return registry
 
 
 def app_from_env() -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sluicegate.agent import Agent
 from sluicegate.agent.results import FullOutput, StepResult
+from sluicegate.agent.suspension import input_messages
 from sluicegate.errors import public_error
 from sluicegate.processors.base import HOOKS, implements, processor_id
 from sluicegate.processors.workflow import ProcessorWorkflow
@@ -222,6 +223,8 @@ def suspended_run_json(run: SuspendedRun) -> dict[str, Any]:
             }
             for call in run.pending
         ],
+        # not Mastra's: the user's messages that started it (not in the thread's storage yet)
+        "messages": input_messages(run.snapshot),
     }
     if run.thread_id is not None:
         out["threadId"] = run.thread_id

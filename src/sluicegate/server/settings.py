@@ -85,8 +85,15 @@ CORS_HEADERS = ("authorization", "content-type", "x-mastra-client-type", "x-mast
 `@mastra/client-js` and Mastra's Studio add to every request."""
 
 
-def cors_options(origins: tuple[str, ...]) -> dict[str, Any]:
-    """Starlette `CORSMiddleware` options for `origins`.
+LOOPBACK_ORIGINS = r"^http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?\Z"
+"""Every page served from this machine (`http://localhost:*`, `http://127.0.0.1:*`,
+`http://[::1]:*`): what `sluicegate dev` allows (`cors_loopback`), whatever port Mastra's Studio
+or a local front end runs on."""
+
+
+def cors_options(origins: tuple[str, ...], *, loopback: bool = False) -> dict[str, Any]:
+    """Starlette `CORSMiddleware` options for `origins` (and, with `loopback`, any origin on
+    this machine, matched whole by `LOOPBACK_ORIGINS`).
 
     Credentialed requests (Studio fetches with `credentials: "include"`) are allowed only for
     origins named one by one: with `*`, any site could make a logged-in browser call the API
@@ -94,6 +101,7 @@ def cors_options(origins: tuple[str, ...]) -> dict[str, Any]:
     """
     return {
         "allow_origins": list(origins),
+        "allow_origin_regex": LOOPBACK_ORIGINS if loopback else None,
         "allow_credentials": "*" not in origins,
         "allow_methods": ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
         "allow_headers": list(CORS_HEADERS),
@@ -113,6 +121,9 @@ class ServerSettings:
     """Host names (any port) the server answers to; others get 400. Empty: any (no check);
     `sluicegate serve`/`dev` on a loopback address set the loopback names plus `--allowed-hosts`
     (`sluicegate.server.hosts`, against DNS rebinding). `*` turns the check off."""
+    cors_loopback: bool = False
+    """Also allow any origin on this machine (`http://localhost:<any port>`, `127.0.0.1`,
+    `[::1]`): `sluicegate dev` turns it on; `serve` allows only the origins named."""
     request_timeout: float | None = 300.0
     """Seconds one agent run may take before it is cancelled (None: no limit)."""
     max_body_bytes: int = 1_000_000
@@ -230,8 +241,8 @@ class ServerSettings:
         `SLUICEGATE_TRACE_MAX_AGE` (seconds), `SLUICEGATE_PERSIST_TRACES` (`0` turns it off),
         `SLUICEGATE_TRACE_DB`, `SLUICEGATE_CAPTURE_CONTENT`, `SLUICEGATE_EVAL_MAX_EXAMPLES`,
         `SLUICEGATE_TEMPORAL_UI`, `SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION`,
-        `SLUICEGATE_ALLOWED_HOSTS` (comma-separated), `SLUICEGATE_EVAL_MAX_CHUNKS`, and the stream
-        bounds (`_stream_bounds_from_env`)."""
+        `SLUICEGATE_ALLOWED_HOSTS` (comma-separated), `SLUICEGATE_EVAL_MAX_CHUNKS`,
+        `SLUICEGATE_CORS_LOOPBACK`, and the stream bounds (`_stream_bounds_from_env`)."""
         origins = tuple(
             o.strip() for o in os.environ.get("SLUICEGATE_CORS_ORIGINS", "").split(",") if o.strip()
         )
@@ -241,6 +252,7 @@ class ServerSettings:
             api_token=os.environ.get("SLUICEGATE_API_TOKEN") or None,
             cors_origins=origins,
             allowed_hosts=hosts,
+            cors_loopback=_flag("SLUICEGATE_CORS_LOOPBACK", False),
             request_timeout=_float("SLUICEGATE_REQUEST_TIMEOUT", 300.0),
             max_body_bytes=_int("SLUICEGATE_MAX_BODY_BYTES", 1_000_000),
             allow_client_overrides=os.environ.get("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "").lower()

@@ -46,6 +46,8 @@ PROCESSOR_OUTCOME = "sluicegate.processor.outcome"
 TRIPWIRE_REASON = "sluicegate.tripwire.reason"
 TRIPWIRE_RETRY = "sluicegate.tripwire.retry"
 AGENT_ID = "sluicegate.agent.id"
+RUN_ID = "sluicegate.run_id"
+"""On a run's `invoke_agent` span: the agent run it belongs to (kept when a run is resumed)."""
 RESOURCE_ID = "sluicegate.resource.id"
 """Set on the server's run span when an identity hook bound the request to a resource."""
 SERVER_APP = "sluicegate.server.app"
@@ -472,6 +474,16 @@ def run_root(spans: list[ReadableSpan]) -> ReadableSpan | None:
     served = [s for s in spans if AGENT_ID in (s.attributes or {})]
     runs = served or [s for s in spans if is_run_span(s.name, s.attributes)]
     return min(runs, key=lambda s: s.start_time or 0) if runs else None
+
+
+def run_id_of(spans: list[ReadableSpan]) -> str | None:
+    """The agent run a trace belongs to: a run resumed after a decision is a new trace of the
+    same run id."""
+    for span in spans:
+        value = (span.attributes or {}).get(RUN_ID)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def run_subtree(spans: list[ReadableSpan]) -> list[ReadableSpan]:

@@ -1,13 +1,14 @@
 """`EchoModel`: an offline model that answers every call, for servers, demos and benchmarks.
 
-It streams `Echo: <the last user text>` split into `deltas` pieces (padded with words when the
-text is short), waiting `delay` seconds before each piece. Unlike `MockModel` it has no script,
-so any number of requests can use it at once.
+It streams `Echo: <the last user text>` split into `deltas` pieces (by characters when the text
+has fewer words than that: the answer is the text exactly), waiting `delay` seconds before each
+piece. Unlike `MockModel` it has no script, so any number of requests can use it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -48,9 +49,17 @@ class EchoModel:
         return self._model_id
 
     def pieces(self, text: str) -> list[str]:
-        words = f"Echo: {text}".split(" ")
-        while len(words) < self.deltas:
-            words.append("…")
+        """`Echo: <text>` exactly, in `deltas` pieces: by words, or (fewer words than pieces)
+        by characters, so a short answer is never padded."""
+        full = f"Echo: {text}"
+        words = full.split(" ")
+        if len(words) < self.deltas:
+            count = min(self.deltas, len(full))
+            base, extra = divmod(len(full), count)
+            bounds = [0]
+            for index in range(count):
+                bounds.append(bounds[-1] + base + (1 if index < extra else 0))
+            return [full[start:end] for start, end in itertools.pairwise(bounds)]
         size = -(-len(words) // self.deltas)
         groups = [" ".join(words[i : i + size]) for i in range(0, len(words), size)]
         return [g if i == 0 else " " + g for i, g in enumerate(groups)]

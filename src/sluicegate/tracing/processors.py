@@ -223,13 +223,28 @@ def _after(phase: str, args: Any, result: Any) -> Any:
         if response is not None:
             return to_json({"response": response})
         return to_json(prompt if prompt is not None else args.prompt)
+    message_list = getattr(args, "message_list", None)
     if isinstance(result, list):
-        return to_json([_as_dict(m) for m in result])
+        return _with_system(message_list, [_as_dict(m) for m in result], None)
     if isinstance(result, (ProcessInputStepResult, dict)):
         fields = step_result_fields(result)
         if isinstance(fields, dict) and fields.get("messages") is not None:
-            return to_json([_as_dict(m) for m in fields["messages"]])
-    return _messages_state(getattr(args, "message_list", None))
+            messages = [_as_dict(m) for m in fields["messages"]]
+            return _with_system(message_list, messages, fields.get("system_messages"))
+    return _messages_state(message_list)
+
+
+def _with_system(message_list: MessageList | None, messages: list[Any], system: Any) -> Any:
+    """Returned messages in the shape of the "before" capture (`MessageList.to_dict`): the
+    runner keeps the system messages a hook did not return, so "after" shows them too (else
+    the inspector would show every system prompt as deleted)."""
+    if message_list is None:
+        return to_json(messages)
+    if system is None:
+        kept = message_list.to_dict()["system"]
+    else:
+        kept = [{"role": "system", "content": m} if isinstance(m, str) else _as_dict(m) for m in system]
+    return to_json({"messages": messages, "system": kept})
 
 
 def _record_change(span: Any, phase: str, args: Any, result: Any, before: Any) -> None:

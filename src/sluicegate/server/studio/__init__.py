@@ -21,7 +21,15 @@ from sluicegate.server.deps import ERRORS, settings_of, spans_of
 from sluicegate.server.errors import not_found
 from sluicegate.server.headers import CSP, STUDIO_POLICY
 from sluicegate.server.identity import identity_of
-from sluicegate.server.traces import AGENT_ID, RESOURCE_ID, RecentSpans, durable_run, run_root, timeline
+from sluicegate.server.traces import (
+    AGENT_ID,
+    RESOURCE_ID,
+    RecentSpans,
+    durable_run,
+    run_id_of,
+    run_root,
+    timeline,
+)
 
 log = logging.getLogger("sluicegate.server.studio")
 
@@ -51,32 +59,45 @@ async def _synced(request: Request) -> RecentSpans:
 
 @router.get("/traces", responses=ERRORS)
 async def list_traces(request: Request) -> list[dict[str, Any]]:
-    """Recent runs, newest first: their root span, agent, duration and processor outcomes."""
+    """Recent runs, newest first: their root span, agent, duration and processor outcomes. A run
+    resumed after a decision is one row: its later traces are listed in `continuations`."""
     recent = await _synced(request)
     ui = settings_of(request).temporal_ui
-    out = []
-    for trace_id in recent.trace_ids():
+    rows: dict[str, dict[str, Any]] = {}
+    for trace_id in reversed(recent.trace_ids()):  # oldest first: a run's first trace is its row
         spans = recent.spans(trace_id)
-        view = timeline(spans)
         root = run_root(spans)
         if root is None or not _visible(request, root):
             continue
+        view = timeline(spans)
         outcomes: dict[str, int] = {}
         for decision in view["processors"]:
             outcomes[str(decision["outcome"])] = outcomes.get(str(decision["outcome"]), 0) + 1
-        out.append(
-            {
-                "traceId": trace_id,
-                "name": root.name,
-                "agentId": (root.attributes or {}).get(AGENT_ID),
-                "startTime": (root.start_time or 0) / 1e9,
-                "durationMs": view["durationMs"],
-                "spanCount": len(view["spans"]),
-                "outcomes": outcomes,
-                "durable": durable_run(spans, ui),
-            }
-        )
-    return out
+        run_id = run_id_of(spans)
+        first = rows.get(run_id) if run_id else None
+        started = (root.start_time or 0) / 1e9
+        if first is not None:
+            first["continuations"].append({"traceId": trace_id, "startTime": started})
+            first["durationMs"] += view["durationMs"]
+            first["spanCount"] += len(view["spans"])
+            for outcome, count in outcomes.items():
+                first["outcomes"][outcome] = first["outcomes"].get(outcome, 0) + count
+            first["lastTime"] = started
+            continue
+        rows[run_id or trace_id] = {
+            "traceId": trace_id,
+            "runId": run_id,
+            "name": root.name,
+            "agentId": (root.attributes or {}).get(AGENT_ID),
+            "startTime": started,
+            "lastTime": started,
+            "durationMs": view["durationMs"],
+            "spanCount": len(view["spans"]),
+            "outcomes": outcomes,
+            "durable": durable_run(spans, ui),
+            "continuations": [],
+        }
+    return sorted(rows.values(), key=lambda row: row["lastTime"], reverse=True)
 
 
 @router.get("/traces/{traceId}", responses=ERRORS)
@@ -86,7 +107,30 @@ async def get_trace(traceId: str, request: Request) -> dict[str, Any]:
     if not spans or not _visible(request, run_root(spans)):
         raise not_found("trace", traceId)
     durable = durable_run(spans, settings_of(request).temporal_ui)
-    return {"traceId": traceId.lower(), **timeline(spans), "durable": durable}
+    return {
+        "traceId": traceId.lower(),
+        **timeline(spans),
+        "durable": durable,
+        "runId": run_id_of(spans),
+        "sameRun": _same_run(request, recent_spans=spans_of(request), spans=spans, trace_id=traceId.lower()),
+    }
+
+
+def _same_run(
+    request: Request, *, recent_spans: RecentSpans, spans: list[ReadableSpan], trace_id: str
+) -> list[str]:
+    """The other traces of this trace's agent run (before and after a decision), oldest first."""
+    run_id = run_id_of(spans)
+    if run_id is None:
+        return []
+    out = []
+    for other in reversed(recent_spans.trace_ids()):
+        if other == trace_id:
+            continue
+        others = recent_spans.spans(other)
+        if run_id_of(others) == run_id and _visible(request, run_root(others)):
+            out.append(other)
+    return out
 
 
 def mount_studio(app: FastAPI) -> None:

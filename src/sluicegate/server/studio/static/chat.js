@@ -148,7 +148,26 @@
 
     async function switchThread() {
       save();
-      await Promise.all([loadHistory(), loadSuspended()]);
+      const [, runs] = await Promise.all([loadHistory(), loadSuspended()]);
+      showWaitingInputs(runs);
+    }
+
+    // A run waiting on a person has not stored its messages in the thread yet (that happens when
+    // it ends): after a reload, the user's message that started it comes from the run itself.
+    function showWaitingInputs(runs) {
+      const who = owner();
+      if (!who.threadId || !runs) return;
+      for (const run of runs) {
+        if (run.threadId !== who.threadId) continue;
+        for (const stored of run.messages || []) {
+          if ([...log.querySelectorAll("[data-message-id]")].some((n) => n.dataset.messageId === stored.id)) continue;
+          const node = Messages.stored(stored);
+          if (!node) continue;
+          node.classList.add("waiting-input");
+          node.dataset.runId = run.runId;
+          log.append(node);
+        }
+      }
     }
 
     function newThread() {
@@ -360,7 +379,7 @@
       }
       if (!page.runs.length) {
         suspendedBox.replaceChildren(h("p", { class: "muted" }, "No run is waiting on a person."));
-        return;
+        return page.runs;
       }
       const groups = new Map();
       for (const run of page.runs) {
@@ -377,6 +396,7 @@
             h("code", {}, call.toolName), " ", h("span", { class: "chip" }, call.requiresApproval ? "needs approval" : "needs input"),
             h("button", { type: "button", class: "open-call", onclick: () => showDecision(run.runId, call,
               call.requiresApproval ? "approval" : "suspend", { threadId: run.threadId, resourceId: run.resourceId }, true) }, "Open"))))))));
+      return page.runs;
     }
 
     view.replaceChildren(h("h1", {}, "Chat with " + agent.name),
@@ -392,7 +412,8 @@
     thread.addEventListener("change", () => { threadList.value = ""; switchThread(); loadThreads(); });
     resource.addEventListener("change", () => { save(); loadThreads(); loadHistory(); loadSuspended(); });
     input.focus();
-    await Promise.all([loadThreads(), loadHistory(), loadSuspended()]);
+    const [, , runs] = await Promise.all([loadThreads(), loadHistory(), loadSuspended()]);
+    showWaitingInputs(runs);
   }
 
   registerView("chat", null, chatView);

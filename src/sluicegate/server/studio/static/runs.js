@@ -54,8 +54,13 @@ const Runs = (() => {
       const summary = decisions.length
         ? decisions.map((d) => d.label || d.processorId + (d.phase ? " · " + d.phase : "") + ": " + (OUTCOME_LABEL[d.outcome] || d.outcome)).join(", ")
         : "no processor spans recorded for this run";
-      box.replaceChildren(h("p", { class: "muted" }, "trace " + traceId + " · " + trace.durationMs.toFixed(1) + " ms"),
-        durableView(trace.durable), h("p", { class: "summary" }, summary), ...timelineRows(traceId, trace));
+      // `durableView` is null for a run that is not durable: replaceChildren would print "null"
+      const parts = (trace.sameRun || []).length
+        ? h("p", { class: "same-run" }, "The same run, before or after a decision: ",
+          ...trace.sameRun.map((id) => h("a", { href: "#/runs/" + id, class: "same-run-link", "data-trace-id": id }, id.slice(0, 8) + " ")))
+        : null;
+      box.replaceChildren(...[h("p", { class: "muted" }, "trace " + traceId + " · " + trace.durationMs.toFixed(1) + " ms"),
+        durableView(trace.durable), parts, h("p", { class: "summary" }, summary), ...timelineRows(traceId, trace)].filter((n) => n !== null));
     } catch (error) {
       box.replaceChildren(h("p", { class: "error" }, message(error)));
     }
@@ -69,9 +74,11 @@ const Runs = (() => {
       return;
     }
     const traces = await api("/api/studio/traces");
-    const rows = traces.map((t) => h("tr", {},
+    const rows = traces.map((t) => h("tr", { "data-run-id": t.runId || null },
       h("td", {}, h("a", { href: "#/runs/" + t.traceId }, t.name),
-        t.durable ? h("span", { class: "badge durable", title: "Temporal workflow " + t.durable.workflowId }, " durable") : null),
+        t.durable ? h("span", { class: "badge durable", title: "Temporal workflow " + t.durable.workflowId }, " durable") : null,
+        (t.continuations || []).map((c, i) => h("a", { href: "#/runs/" + c.traceId, class: "badge resumed", "data-trace-id": c.traceId,
+          title: "resumed after a decision" }, " resumed" + (t.continuations.length > 1 ? " " + (i + 1) : "")))),
       h("td", {}, t.agentId || ""),
       h("td", {}, new Date(t.startTime * 1000).toLocaleTimeString()),
       h("td", {}, t.durationMs.toFixed(1) + " ms"),

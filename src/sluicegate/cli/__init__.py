@@ -1,15 +1,21 @@
 """The `sluicegate` command: serve an application, develop with the studio, run one prompt.
 
+    sluicegate init my-app       # a new app: one guarded agent, a test, a README
     sluicegate serve app.py [--host 127.0.0.1] [--port 4111] [--workers N] [--studio]
                             [--request-read-timeout SECONDS] [--max-connections N]
                             [--allowed-hosts HOST,...] [--allow-unapproved-tool-execution]
     sluicegate dev app.py        # the studio at /studio, reloads when files change
-    sluicegate run app.py:agent "prompt"
+    sluicegate run app.py:agent "prompt" [--thread T --resource R]
+    sluicegate chat app.py[:agent] [--thread T --resource R]
+    sluicegate approve app.py RUN_ID / decline app.py RUN_ID [--reason TEXT] / resume app.py RUN_ID JSON
+    sluicegate agents app.py     # the app's agents, models, tools and processors
     sluicegate eval app.py DATASET.jsonl [--agent ID] [--processor ID ...] [--phase input|output]
                     [--format table|json|html] [--out FILE]   # see docs/evaluation.md
     sluicegate demo
 
 Every command takes `--debug`: an error in the app or the command is one line without it.
+Exit status: 0 done, 1 the run failed, 2 a mistake in the command or the app, 3 a guardrail
+blocked the run, 4 the run waits on a person (approve, decline or resume it).
 
 Server settings come from the environment (`SLUICEGATE_API_TOKEN`, `SLUICEGATE_CORS_ORIGINS`,
 `SLUICEGATE_REQUEST_TIMEOUT`, `SLUICEGATE_MAX_BODY_BYTES`, ...); see docs/server.md. The two
@@ -27,13 +33,13 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+from sluicegate.cli.checks import refuse_local_run_logs
+from sluicegate.cli.terminal import color
 from sluicegate.errors import SluicegateError
 
 
 def _color(text: str, code: str) -> str:
-    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
-        return f"\033[{code}m{text}\033[0m"
-    return text
+    return color(text, code)
 
 
 def _serve(
@@ -84,6 +90,8 @@ def _serve(
         print(_color(f"sluicegate: {exc}", "1;31"), file=sys.stderr)
     else:
         warn_if_exposed(host, registry)
+        if os.environ.get("SLUICEGATE_TEMPORAL"):
+            refuse_local_run_logs(registry)
     os.environ[APP_ENV] = target
     if reload:
         os.environ[DEV_ENV] = "1"
@@ -110,54 +118,24 @@ def _serve(
     return 0
 
 
-async def _run_once(target: str, prompt: str) -> int:
-    from sluicegate.server.loader import load_registry
-
-    file, _, agent_id = target.rpartition(":")
-    if not file or not agent_id:
-        print("run needs app.py:agent (the agent's registry key, id or name)", file=sys.stderr)
-        return 2
-    registry = load_registry(file)
-    agent = registry.get_agent(agent_id)
-    if agent is None:
-        print(f"no agent {agent_id!r} in {file}; agents: {', '.join(registry.agents)}", file=sys.stderr)
-        return 2
-    output = await agent.stream(prompt)
-    status = 0
-    async for chunk in output.full_stream:
-        kind = chunk.type
-        if kind == "text-delta":
-            sys.stdout.write(chunk.payload.text)
-            sys.stdout.flush()
-        elif kind == "tool-call":
-            print(_color(f"\n[tool {chunk.payload.tool_name}({chunk.payload.args})]", "2"))
-        elif kind == "tool-result":
-            print(_color(f"[result {chunk.payload.result}]", "2"))
-        elif kind == "tripwire":
-            payload = chunk.payload
-            who = getattr(payload, "processor_id", None) or "a processor"
-            retry = " (retry requested)" if getattr(payload, "retry", False) else ""
-            print(_color(f"\n[tripwire] {who}: {payload.reason}{retry}", "1;31"))
-            status = 3
-        elif kind == "error":
-            error = getattr(chunk.payload, "error", None)
-            print(_color(f"\n[error] {getattr(error, 'message', error)}", "1;31"), file=sys.stderr)
-            status = 1
-        elif kind.startswith("data-"):
-            print(_color(f"\n[{kind}] {chunk.data}", "2"))
-    print()
-    return status
-
-
 EXAMPLES = {
     "serve": "examples:\n  sluicegate serve app.py\n"
     "  sluicegate serve app.py:registry --host 0.0.0.0 --port 8000 --workers 4",
     "dev": "examples:\n  sluicegate dev app.py\n  sluicegate dev app.py --port 4200",
     "run": 'examples:\n  sluicegate run app.py:support "Where is my order A-1001?"\n'
+    '  sluicegate run app.py "hi" --thread t-1 --resource ada\n'
     '  sluicegate run app.py:support "hi" --debug',
     "eval": "examples:\n  sluicegate eval app.py pii.jsonl --agent support\n"
     "  sluicegate eval app.py pii.jsonl --phase output --format html --out report.html",
     "demo": "example:\n  sluicegate demo",
+    "init": "examples:\n  sluicegate init my-app && cd my-app && sluicegate dev app.py",
+    "chat": "examples:\n  sluicegate chat app.py\n"
+    "  sluicegate chat app.py:support --thread t-1 --resource ada",
+    "approve": "examples:\n  sluicegate approve app.py 3f2c9a0e-...\n"
+    "  sluicegate approve app.py:support RUN_ID --tool-call call_1",
+    "decline": 'examples:\n  sluicegate decline app.py RUN_ID --reason "not this month"',
+    "resume": "examples:\n  sluicegate resume app.py RUN_ID '{\"confirmed\": true}'",
+    "agents": "example:\n  sluicegate agents app.py",
     "worker": "examples:\n  sluicegate worker app.py --temporal 127.0.0.1:7233\n"
     "  sluicegate worker app.py --temporal temporal:7233 --task-queue agents --namespace prod",
 }
@@ -275,12 +253,27 @@ def _add_eval_parser(sub: Any) -> None:
     )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sluicegate")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        from sluicegate import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sluicegate",
         description="Serve and run sluicegate agents.",
-        epilog="Run `sluicegate COMMAND --help` for a command's options and examples.",
+        epilog="Run `sluicegate COMMAND --help` for a command's options and examples.\n"
+        "Exit status: 0 done, 1 the run failed, 2 a mistake in the command or the app,\n"
+        "3 a guardrail blocked the run, 4 the run waits on a person (approve, decline or resume it).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"sluicegate {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, helptext in (
         ("serve", "serve the app's agents over HTTP"),
@@ -346,13 +339,98 @@ def build_parser() -> argparse.ArgumentParser:
             )
     run = _command(sub, "run", "run one prompt, streamed to the terminal")
     run.add_argument(
-        "target", help="the application file and the agent's registry key, id or name (e.g. app.py:support)"
+        "target",
+        help="the application file and the agent's registry key, id or name "
+        "(e.g. app.py:support; app.py alone for an app with one agent)",
     )
     run.add_argument("prompt", help='the user message (e.g. "Where is my order A-1001?")')
+    _add_conversation_options(run)
     _add_eval_parser(sub)
+    _add_first_hour_parsers(sub)
     _command(sub, "demo", "the processor demo (offline model when no API key is set)")
     _add_worker_parser(sub)
     return parser
+
+
+def _add_conversation_options(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--thread", help="the memory thread of the conversation (e.g. --thread t-1)")
+    cmd.add_argument("--resource", help="whose thread it is: a user or account id (e.g. --resource ada)")
+
+
+def _add_first_hour_parsers(sub: Any) -> None:
+    init = _command(sub, "init", "make a new app folder: one guarded agent, a test and a README")
+    init.add_argument("directory", help="the folder to create (e.g. my-app)")
+    chat = _command(sub, "chat", "a conversation with an agent in the terminal")
+    chat.add_argument("target", help="app.py, or app.py:agent when it has several (e.g. app.py:support)")
+    _add_conversation_options(chat)
+    for verb, helptext in (
+        ("approve", "approve the tool call a run waits on, and stream the rest of the run"),
+        ("decline", "decline the tool call a run waits on (it never runs), and stream the rest"),
+        ("resume", "resume a suspended tool with its resume data, and stream the rest"),
+    ):
+        cmd = _command(sub, verb, helptext)
+        cmd.add_argument("target", help="app.py, or app.py:agent (e.g. app.py)")
+        cmd.add_argument(
+            "run_id",
+            metavar="RUN_ID",
+            help="the run id `sluicegate run` printed (e.g. 3f2c9a0e-7d1b-4c55-9a8e-0b6f2d4e1c7a)",
+        )
+        if verb == "resume":
+            cmd.add_argument("data", help="the resume data, JSON (e.g. '{\"confirmed\": true}')")
+        cmd.add_argument(
+            "--tool-call",
+            metavar="ID",
+            help="which call, when the run waits on several (e.g. --tool-call call_1)",
+        )
+        if verb == "decline":
+            cmd.add_argument("--reason", help='what the model is told (e.g. --reason "not this month")')
+    agents = _command(sub, "agents", "list the app's agents: model, tools, processors, memory")
+    agents.add_argument("app", help="app.py or app.py:name (e.g. app.py)")
+
+
+def _first_hour(args: argparse.Namespace) -> int | None:
+    """The commands of `cli.run` and `cli.scaffold`; None for the others."""
+    import json
+
+    from sluicegate.cli import run as runs
+    from sluicegate.server.loader import load_registry
+
+    if args.command == "init":
+        from sluicegate.cli.scaffold import scaffold
+
+        for path in scaffold(args.directory):
+            print(f"wrote {path}")
+        print(f"next: cd {args.directory} && sluicegate dev app.py")
+        return 0
+    if args.command == "agents":
+        print(runs.describe_agents(load_registry(args.app)))
+        return 0
+    if args.command not in ("run", "chat", "approve", "decline", "resume"):
+        return None
+    app, agent_id = runs.split_agent_target(args.target)
+    registry = load_registry(app)
+    if args.command == "run":
+        return asyncio.run(runs.run_once(registry, app, agent_id, args.prompt, args.thread, args.resource))
+    if args.command == "chat":
+        return asyncio.run(runs.chat(registry, app, agent_id, args.thread, args.resource))
+    data = None
+    if args.command == "resume":
+        try:
+            data = json.loads(args.data)
+        except ValueError as exc:
+            print(f"the resume data is not JSON: {exc}", file=sys.stderr)
+            return 2
+    decision = runs.decide(
+        registry,
+        app,
+        agent_id,
+        args.run_id,
+        args.command,
+        tool_call_id=args.tool_call,
+        reason=getattr(args, "reason", None),
+        resume_data=data,
+    )
+    return asyncio.run(decision)
 
 
 def _studio_url(host: str, port: int) -> str:
@@ -561,9 +639,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             dev = args.command == "dev"
             if dev:
                 # the studio's per-run model and instructions overrides (unless set to 0), and
-                # Mastra's Studio (`npx mastra studio`) on its port; `serve` allows only what is set
+                # Mastra's Studio (`npx mastra studio`) or a local front end on any port of this
+                # machine; `serve` allows only the origins named
                 os.environ.setdefault("SLUICEGATE_ALLOW_CLIENT_OVERRIDES", "1")
-                os.environ.setdefault("SLUICEGATE_CORS_ORIGINS", "http://localhost:3000")
+                os.environ.setdefault("SLUICEGATE_CORS_LOOPBACK", "1")
             _temporal_env(args)
             if args.allow_unapproved_tool_execution:
                 os.environ["SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION"] = "1"
@@ -578,8 +657,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_connections=args.max_connections,
                 allowed_hosts=args.allowed_hosts,
             )
-        if args.command == "run":
-            return asyncio.run(_run_once(args.target, args.prompt))
+        done = _first_hour(args)
+        if done is not None:
+            return done
         if args.command == "eval":
             return asyncio.run(_eval(args))
         if args.command == "worker":
