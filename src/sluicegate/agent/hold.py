@@ -133,8 +133,9 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
             Payload(
                 tool_call_id=call.tool_call_id,
                 tool_name=call.tool_name,
+                args=call.args,
                 reason=decision.reason,
-                approval=Payload(approved=False, reason=decision.reason),
+                approval=Payload(id=call.tool_call_id, approved=False, reason=decision.reason),
             ),
         )
     else:
@@ -185,7 +186,11 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
     )
     finish = run.chunk(
         "step-finish",
-        step_result=Payload(reason=held.finish_reason, warnings=held.warnings, is_continued=False),
+        step_result=Payload(
+            reason=held.finish_reason,
+            warnings=held.warnings,
+            is_continued=held.finish_reason == "tool-calls" and bool(held.tool_calls),
+        ),
         output=Payload(usage=held.usage),
         metadata=Payload(**{**held.response, "model": held.model}),
     )

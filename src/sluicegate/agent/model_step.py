@@ -318,7 +318,11 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     run.state.accepted_text.append(step.text())
     finish = run.chunk(
         "step-finish",
-        step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
+        step_result=Payload(
+            reason=step.finish_reason,
+            warnings=step.warnings,
+            is_continued=step.finish_reason == "tool-calls" and bool(step.tool_calls),
+        ),
         output=Payload(usage=step.usage),
         metadata=Payload(**{**step.response, "model": model_label(model)}),
     )

@@ -54,12 +54,13 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
     no `process_input` (it ran once, in the first stream)."""
     runner = run.runner
     message_list = run.message_list
-    if resume is None:
-        yield run.chunk("start")
     try:
         run.pipeline = runner.stream_pipeline(message_list)
         if resume is None:
+            # As in Mastra, input processors run before `start`: a tripwire there is the
+            # stream's only chunk.
             await runner.run_input(message_list)
+            yield run.chunk("start")
             run.state.input_gate = runner.parallel_input(message_list)
             for chunk in await run.drain_processed():
                 yield chunk

@@ -32,7 +32,7 @@ from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_o
 from sluicegate.server.errors import ApiError, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.mastra.observability import mark_conversation
-from sluicegate.server.serialize import agent_json, output_json
+from sluicegate.server.serialize import agent_json, agent_output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect, warned
 from sluicegate.server.traces import (
     AGENT_ID,
@@ -42,6 +42,7 @@ from sluicegate.server.traces import (
     start_request_span,
     trace_headers,
 )
+from sluicegate.server.wire_events import events_for
 
 router = APIRouter(prefix="/api", tags=["agents"])
 
@@ -157,7 +158,7 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
         raise
     except Exception as exc:
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
-    answer = output_json(result, error_details=agent.provider_error_details)
+    answer = agent_output_json(result, agent)
     if warning is not None:
         answer["warnings"] = [*(answer.get("warnings") or []), {"type": "other", "message": warning}]
     return JSONResponse(answer, headers=trace_headers(span))
@@ -194,4 +195,5 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         headers=trace_headers(span),
         span=lambda: run_span(span),
         error_details=agent.provider_error_details,
+        events=events_for(key, agent, output),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
@@ -76,7 +77,8 @@ class ChunkStreamResponse(Response):
     leaves or `timeout` seconds pass (`timeout_message` is the `error` event then).
 
     `on_end` runs once the response is over, however it ended (a resumed run's output is
-    closed there, so one its client never read gives its claim back)."""
+    closed there, so one its client never read gives its claim back). `events` turns a chunk
+    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`."""
 
     def __init__(
         self,
@@ -89,6 +91,7 @@ class ChunkStreamResponse(Response):
         error_details: bool = False,
         on_end: Callable[[], Awaitable[None]] | None = None,
         timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
+        events: Callable[[Any], dict[str, Any]] | None = None,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -101,6 +104,7 @@ class ChunkStreamResponse(Response):
         self._error_details = error_details
         self._on_end = on_end
         self._timeout_message = timeout_message
+        self._events = events
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -174,10 +178,13 @@ class ChunkStreamResponse(Response):
 
         writing = asyncio.ensure_future(writer())
         details = self._error_details
+        events = self._events
+        if events is None:
+            events = functools.partial(chunk_event, error_details=details)
         try:
             try:
                 async for chunk in chunks:
-                    pending.append(sse(chunk_event(chunk, details)))
+                    pending.append(sse(events(chunk)))
                     ready.set()
                     if writing.done():
                         writing.result()  # the client is gone: stop the run
