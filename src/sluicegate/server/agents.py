@@ -43,6 +43,7 @@ from sluicegate.server.traces import (
     trace_headers,
 )
 from sluicegate.server.wire_events import events_for
+from sluicegate.server.wire_objects import with_objects
 
 router = APIRouter(prefix="/api", tags=["agents"])
 
@@ -188,6 +189,8 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         span.end()
         raise
     chunks = output.full_stream if warning is None else warned(output.full_stream, output.run_id, warning)
+    if options.get("structured_output") is not None:
+        chunks = with_objects(chunks, output.run_id)
     return ChunkStreamResponse(
         chunks,
         run_id=output.run_id,

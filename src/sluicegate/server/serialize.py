@@ -16,10 +16,9 @@ from sluicegate.request_context import RequestContext
 from sluicegate.server.wire_steps import (
     APPROVAL_RESUME_SCHEMA,
     counted,
-    generate_step,
+    generate_steps,
     model_metadata,
     model_of,
-    step_messages,
 )
 from sluicegate.storage.suspended_runs import SuspendedRun
 from sluicegate.stream.payload import to_json
@@ -176,17 +175,13 @@ def output_json(
     total = usage if steps or result.finish_reason != "suspended" else {"totalTokens": 0}
     stored = [m.to_dict() for m in result.response.messages]
     response: dict[str, Any] = {"dbMessages": stored}
-    out_steps = []
+    out_steps, messages = generate_steps(result, model)
     if steps:
         provider, model_id = model_of(steps[-1], model)
-        so_far: list[dict[str, Any]] = []
-        for index, step in enumerate(steps):
-            so_far = [*so_far, *step_messages(step)]
-            out_steps.append(generate_step(index, steps, model, so_far))
         response = {
             "modelId": model_id,
             "modelMetadata": model_metadata(provider, model_id),
-            "messages": so_far,
+            "messages": messages,
             "uiMessages": to_json(result.response.ui_messages),
             "dbMessages": stored,
         }

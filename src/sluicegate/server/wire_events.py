@@ -22,9 +22,11 @@ from sluicegate.server.wire_steps import (
     model_messages,
     model_of,
     now_ms,
+    prompt_echo,
     response_metadata,
     stream_output,
 )
+from sluicegate.stream.payload import to_json
 
 Fix = Callable[[Any, dict[str, Any]], None]
 
@@ -91,6 +93,12 @@ class WireEvents:
         payload = event["payload"]
         payload["messageId"] = self.message_id
         payload["processorRetryCount"] = 0
+        step_result = payload.setdefault("stepResult", {})
+        step_result.setdefault("isContinued", False)
+        if not step_result.get("warnings"):  # sluicegate's own (the max_steps warning) when there is one
+            step_result.pop("warnings", None)
+        if not with_response:
+            step_result["messageId"] = self.message_id
         if self._snapshot is None:
             return
         result = self._snapshot()
@@ -99,11 +107,14 @@ class WireEvents:
         meta = response_metadata(last, model)
         payload["metadata"] = {**meta, "modelMetadata": _model_metadata(meta)}
         payload["output"] = {**stream_output(result, self._model), **payload.get("output", {})}
+        payload["messages"] = prompt_echo(result)
+        if with_response and result.object is not None:
+            payload["output"]["object"] = to_json(result.object)
         if with_response:
             response = payload.setdefault("response", {})
             response.update(meta)
             response["modelMetadata"] = _model_metadata(meta)
-            response["messages"] = model_messages(result.steps)
+            response["messages"] = model_messages(result.response.messages)
 
     # ---- other events
 

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sluicegate.agent.results import FullOutput, StepResult
+from sluicegate.messages import Message
+from sluicegate.messages.convert import to_prompt_messages, to_ui_messages
 from sluicegate.stream.payload import to_json
 
 MODEL_VERSION = "v2"
@@ -45,62 +47,64 @@ def _provider_options() -> dict[str, Any]:
     return {"mastra": {"createdAt": now_ms()}}
 
 
-def tool_output(result: Any) -> dict[str, Any]:
-    """A tool's result as the AI SDK hands it back to the model: text for a string, else JSON."""
-    value = to_json(result)
-    return {"type": "text", "value": value} if isinstance(value, str) else {"type": "json", "value": value}
+def model_messages(stored: list[Message]) -> list[dict[str, Any]]:
+    """Stored response messages as AI SDK model messages (Mastra's `response.messages`): the
+    assistant's text and calls, each step's tool results as a `tool` message (a declined call's
+    reason among them), each result with its call's `input`."""
+    prompt: list[dict[str, Any]] = [dict(m) for m in to_prompt_messages(stored)]
+    inputs: dict[str, Any] = {}
+    for message in prompt:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            kind = part.get("type")
+            if kind == "text":
+                part["providerOptions"] = _provider_options()
+            elif kind == "tool-call":
+                inputs[part["toolCallId"]] = part.get("input")
+            elif kind == "tool-result":
+                part["input"] = inputs.get(part["toolCallId"])
+    return prompt
 
 
-def _call_part(call: Any) -> dict[str, Any]:
-    p = call.payload
+def prompt_echo(result: FullOutput[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Mastra's `messages` of `step-finish` / `finish`: the conversation as model messages
+    (`all`: recalled, input and response), the input (`user`) and the response (`nonUser`)."""
+    user = model_messages(result.input_messages)
+    non_user = model_messages(result.response.messages)
     return {
-        "type": "tool-call",
-        "toolCallId": p.tool_call_id,
-        "toolName": p.tool_name,
-        "input": to_json(p.args),
+        "all": [*model_messages(result.remembered_messages), *user, *non_user],
+        "user": user,
+        "nonUser": non_user,
     }
 
 
-def _result_part(result: Any) -> dict[str, Any]:
-    p = result.payload
-    return {
-        "type": "tool-result",
-        "toolCallId": p.tool_call_id,
-        "toolName": p.tool_name,
-        "output": tool_output(p.get("result")),
-        "input": to_json(p.get("args")),
-    }
+def _says_something(step: StepResult) -> bool:
+    return bool(step.text or step.reasoning_text or step.tool_calls)
 
 
-def _text_part(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text, "providerOptions": _provider_options()}
+def step_cuts(steps: list[StepResult], stored: list[Message]) -> list[tuple[int, int]]:
+    """For each step, the slice of the run's stored response messages it wrote: a step that
+    said something wrote one assistant message (its tool results folded into it)."""
+    cuts: list[tuple[int, int]] = []
+    end = 0
+    for step in steps:
+        start = end
+        if _says_something(step):
+            end = min(end + 1, len(stored))
+        cuts.append((start, end))
+    return cuts
 
 
-def step_content(step: StepResult) -> list[dict[str, Any]]:
-    """The step's content parts (AI SDK `StepResult.content`): text, tool calls, tool results."""
-    parts: list[dict[str, Any]] = [_text_part(step.text)] if step.text else []
-    parts += [_call_part(c) for c in step.tool_calls]
-    parts += [_result_part(r) for r in step.tool_results]
-    return parts
-
-
-def step_messages(step: StepResult) -> list[dict[str, Any]]:
-    """The model messages one step added: the assistant's text and calls, then its tool results
-    as a `tool` message."""
-    assistant = ([_text_part(step.text)] if step.text else []) + [_call_part(c) for c in step.tool_calls]
-    out: list[dict[str, Any]] = [{"role": "assistant", "content": assistant}] if assistant else []
-    if step.tool_results:
-        out.append({"role": "tool", "content": [_result_part(r) for r in step.tool_results]})
-    return out
+def content_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A step's content parts (AI SDK `StepResult.content`): its model messages' parts."""
+    return [part for m in messages if isinstance(m.get("content"), list) for part in m["content"]]
 
 
 def counted(steps: list[StepResult]) -> list[StepResult]:
     """The steps a result reports: retried attempts left out, as Mastra does."""
     return [s for s in steps if s.finish_reason != "retry"]
-
-
-def model_messages(steps: list[StepResult]) -> list[dict[str, Any]]:
-    return [m for s in counted(steps) for m in step_messages(s)]
 
 
 def model_of(step: StepResult | None, fallback: tuple[str, str]) -> tuple[str, str]:
@@ -133,28 +137,28 @@ def usage_json(step_or_usage: Any) -> dict[str, Any]:
     return usage
 
 
-def stream_step(step: StepResult, model: tuple[str, str], messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """One entry of a `finish` / `step-finish` event's `output.steps`."""
-    return {
-        "content": step_content(step),
-        "usage": usage_json(step.usage),
-        "warnings": to_json(step.warnings),
-        "response": {**response_metadata(step, model_of(step, model)), "messages": messages},
-    }
-
-
 def stream_output(result: FullOutput[Any], model: tuple[str, str]) -> dict[str, Any]:
-    """`output` of a `step-finish` / `finish` event: the run's text, tool calls and steps so far
-    (each step with the model messages up to it, as Mastra reports them)."""
+    """`output` of a `step-finish` / `finish` event: the run's text, the last step's tool calls
+    and the steps so far (each with the model messages up to it, as Mastra reports them)."""
     steps = counted(result.steps)
-    so_far: list[dict[str, Any]] = []
+    stored = result.response.messages
     out_steps = []
-    for step in steps:
-        so_far = [*so_far, *step_messages(step)]
-        out_steps.append(stream_step(step, model, so_far))
+    for step, (start, end) in zip(steps, step_cuts(steps, stored), strict=True):
+        out_steps.append(
+            {
+                "content": content_of(model_messages(stored[start:end])),
+                "usage": usage_json(step.usage),
+                "warnings": to_json(step.warnings),
+                "response": {
+                    **response_metadata(step, model_of(step, model)),
+                    "messages": model_messages(stored[:end]),
+                },
+            }
+        )
+    last = steps[-1] if steps else None
     return {
         "text": result.text,
-        "toolCalls": [c.to_dict() for c in result.tool_calls],
+        "toolCalls": [to_json(c.payload) for c in last.tool_calls] if last is not None else [],
         "usage": usage_json(result.usage),
         "steps": out_steps,
     }
@@ -167,21 +171,30 @@ def step_type(index: int, steps: list[StepResult]) -> str:
     return "tool-result" if steps[index - 1].tool_results else "continue"
 
 
-def generate_step(
-    index: int, steps: list[StepResult], model: tuple[str, str], messages: list[dict[str, Any]]
+def generate_steps(
+    result: FullOutput[Any], model: tuple[str, str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A `generate` body's `steps`, and its `response.messages`."""
+    steps = counted(result.steps)
+    stored = result.response.messages
+    out = []
+    for index, (start, end) in enumerate(step_cuts(steps, stored)):
+        out.append(_generate_step(index, steps, model, stored[start:end], stored[:end]))
+    return out, model_messages(stored)
+
+
+def _generate_step(
+    index: int, steps: list[StepResult], model: tuple[str, str], own: list[Message], so_far: list[Message]
 ) -> dict[str, Any]:
-    """One entry of a `generate` body's `steps`."""
     step = steps[index]
     provider, model_id = model_of(step, model)
-    calls = [c.to_dict() for c in step.tool_calls]
-    results = [c.to_dict() for c in step.tool_results]
     out: dict[str, Any] = {
         "stepType": step_type(index, steps),
         "sources": [],
         "files": [],
-        "toolCalls": calls,
-        "toolResults": results,
-        "content": step_content(step),
+        "toolCalls": [c.to_dict() for c in step.tool_calls],
+        "toolResults": [c.to_dict() for c in step.tool_results],
+        "content": content_of(model_messages(own)),
         "text": step.text,
         "reasoningText": step.reasoning_text,
         "reasoning": [{"type": "reasoning", "text": step.reasoning_text}] if step.reasoning_text else [],
@@ -196,7 +209,9 @@ def generate_step(
         "response": {
             "modelId": model_id,
             "modelMetadata": model_metadata(provider, model_id),
-            "messages": messages,
+            "messages": model_messages(so_far),
+            "dbMessages": [m.to_dict() for m in so_far],
+            "uiMessages": to_ui_messages(so_far),
         },
     }
     if step.tripwire is not None:
