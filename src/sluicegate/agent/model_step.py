@@ -229,6 +229,12 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         thread_id=message_list.thread_id, resource_id=message_list.resource_id, message_id=message_id
     )
     if response is not None:
+        # As Mastra stores it: which model wrote the message (UI messages show it as metadata).
+        response.content.metadata = {
+            **(response.content.metadata or {}),
+            "modelId": str(getattr(model, "model_id", "")),
+            "provider": str(getattr(model, "provider", "")),
+        }
         message_list.add(response, "response")
 
     async def llm_response(accepted: bool) -> None:

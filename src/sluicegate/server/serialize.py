@@ -19,6 +19,7 @@ from sluicegate.server.wire_steps import (
     generate_steps,
     model_metadata,
     model_of,
+    run_usage,
 )
 from sluicegate.storage.suspended_runs import SuspendedRun
 from sluicegate.stream.payload import to_json
@@ -171,7 +172,7 @@ def output_json(
     error in it is its public summary unless `error_details` (see `public_error`). `model`:
     the agent's (provider, model id), for steps whose model did not say."""
     steps = counted(result.steps)
-    usage = result.usage.to_dict() if steps else {}  # no model call: nothing measured, as Mastra
+    usage = run_usage(result)
     total = usage if steps or result.finish_reason != "suspended" else {"totalTokens": 0}
     stored = [m.to_dict() for m in result.response.messages]
     response: dict[str, Any] = {"dbMessages": stored}

@@ -106,7 +106,11 @@ class WireEvents:
         model = model_of(last, self._model)
         meta = response_metadata(last, model)
         payload["metadata"] = {**meta, "modelMetadata": _model_metadata(meta)}
-        payload["output"] = {**stream_output(result, self._model), **payload.get("output", {})}
+        output = stream_output(result, self._model)
+        chunk_usage = payload.get("output", {}).get("usage")
+        if chunk_usage is not None and not with_response:  # a step's own usage, with its raw report
+            output["usage"] = {**chunk_usage, "raw": chunk_usage}
+        payload["output"] = output
         payload["messages"] = prompt_echo(result)
         if with_response and result.object is not None:
             payload["output"]["object"] = to_json(result.object)

@@ -17,6 +17,7 @@ from sluicegate.agent.results import FullOutput, StepResult
 from sluicegate.messages import Message
 from sluicegate.messages.convert import to_prompt_messages, to_ui_messages
 from sluicegate.stream.payload import to_json
+from sluicegate.stream.usage import Usage
 
 MODEL_VERSION = "v2"
 
@@ -132,9 +133,18 @@ def response_metadata(step: StepResult | None, model: tuple[str, str]) -> dict[s
     }
 
 
-def usage_json(step_or_usage: Any) -> dict[str, Any]:
-    usage: dict[str, Any] = step_or_usage.to_dict()
-    return usage
+def usage_json(usage: Usage, raw: Usage | None = None) -> dict[str, Any]:
+    """A usage as Mastra sends it: the counts, and under `raw` the model's own report for the
+    (last) step, as sluicegate read it from the provider."""
+    out: dict[str, Any] = usage.to_dict()
+    out["raw"] = (raw if raw is not None else usage).to_dict()
+    return out
+
+
+def run_usage(result: FullOutput[Any]) -> dict[str, Any]:
+    """The run's usage: `{}` when no model call was made (as Mastra reports it)."""
+    steps = counted(result.steps)
+    return usage_json(result.usage, steps[-1].usage) if steps else {}
 
 
 def stream_output(result: FullOutput[Any], model: tuple[str, str]) -> dict[str, Any]:
@@ -159,7 +169,7 @@ def stream_output(result: FullOutput[Any], model: tuple[str, str]) -> dict[str, 
     return {
         "text": result.text,
         "toolCalls": [to_json(c.payload) for c in last.tool_calls] if last is not None else [],
-        "usage": usage_json(result.usage),
+        "usage": run_usage(result),
         "steps": out_steps,
     }
 
