@@ -368,11 +368,16 @@ def load_allowlist(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def _literal_brackets(text: str) -> str:
+    """`[]` (a collapsed array index) as a literal, not a glob character class."""
+    return text.replace("[]", "\x00")
+
+
 def allowed(entry: dict[str, Any], request: str, finding: dict[str, Any]) -> bool:
     return (
         fnmatch.fnmatchcase(request, entry.get("requests", "*"))
         and entry["kind"] == finding["kind"]
-        and fnmatch.fnmatchcase(finding["path"], entry["path"])
+        and fnmatch.fnmatchcase(_literal_brackets(finding["path"]), _literal_brackets(entry["path"]))
     )
 
 

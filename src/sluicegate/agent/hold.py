@@ -127,6 +127,8 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
         if invocation is not None:
             invocation["state"] = "result"
             invocation["result"] = decision.reason
+            if call.kind == "approval":
+                invocation["approval"] = {"id": call.tool_call_id, "approved": False}
         held.results[call.tool_call_id] = Chunk(
             "tool-output-denied",
             run.run_id,
@@ -140,6 +142,9 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
         )
     else:
         run.state.approved.add(call.tool_call_id)  # approved, or a tool past any approval it needed
+        invocation = held.invocation(call.tool_call_id) if call.kind == "approval" else None
+        if invocation is not None:  # as Mastra records the decision on the stored call
+            invocation["approval"] = {"id": call.tool_call_id, "approved": True}
         if decision.action == "resume":
             run.state.resume_data[call.tool_call_id] = decision.resume_data
         # The stored args run, whatever the caller holds: a decision cannot change them.

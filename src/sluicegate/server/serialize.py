@@ -41,14 +41,21 @@ def superjson(value: Any) -> str:
     return json.dumps({"json": value})
 
 
+def schema_json(schema: Any) -> dict[str, Any] | None:
+    """A tool's schema (a JSON-schema dict or a pydantic model) as JSON Schema; None without one."""
+    if isinstance(schema, dict):
+        return schema
+    if schema is not None and hasattr(schema, "model_json_schema"):
+        return dict(schema.model_json_schema())
+    return None
+
+
 def tool_json(tool: Tool) -> dict[str, Any]:
     out: dict[str, Any] = {"id": tool.id, "description": tool.description or ""}
     out["inputSchema"] = superjson(tool.json_schema())
-    output_schema = getattr(tool, "output_schema", None)
-    if isinstance(output_schema, dict):
+    output_schema = schema_json(getattr(tool, "output_schema", None))
+    if output_schema is not None:
         out["outputSchema"] = superjson(output_schema)
-    elif output_schema is not None and hasattr(output_schema, "model_json_schema"):
-        out["outputSchema"] = superjson(output_schema.model_json_schema())
     return out
 
 
@@ -180,7 +187,6 @@ def output_json(
     if steps:
         provider, model_id = model_of(steps[-1], model)
         response = {
-            "modelId": model_id,
             "modelMetadata": model_metadata(provider, model_id),
             "messages": messages,
             "uiMessages": to_json(result.response.ui_messages),

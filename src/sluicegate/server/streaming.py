@@ -109,7 +109,7 @@ class ChunkStreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"content-type", b"text/event-stream"),  # UTF-8 by definition (as Mastra sends it)
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),
             *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],

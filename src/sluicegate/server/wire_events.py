@@ -10,13 +10,14 @@ goes out: once per step and once per run. Every other chunk pays one dictionary 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from sluicegate.agent.results import FullOutput
 from sluicegate.errors import public_error
-from sluicegate.server.serialize import model_parts
+from sluicegate.server.serialize import model_parts, schema_json
 from sluicegate.server.wire_steps import (
     APPROVAL_RESUME_SCHEMA,
     model_messages,
@@ -37,12 +38,20 @@ class WireEvents:
     `agent_id` names the agent in `start`; `output` is the run's `ModelOutput` (anything with a
     `snapshot()` returning its `FullOutput` so far; without one, `step-finish` and `finish`
     carry only what their chunks hold); `model` is the agent's (provider, model id), for a step
-    whose model did not say; `error_details`: a provider's own error text may go out."""
+    whose model did not say; `error_details`: a provider's own error text may go out; `tools`:
+    the agent's, whose `resume_schema` a `tool-call-suspended` event names."""
 
     def __init__(
-        self, agent_id: str, output: Any, model: tuple[str, str], *, error_details: bool = False
+        self,
+        agent_id: str,
+        output: Any,
+        model: tuple[str, str],
+        *,
+        error_details: bool = False,
+        tools: dict[str, Any] | None = None,
     ) -> None:
         self.agent_id = agent_id
+        self._tools = tools or {}
         self.message_id = str(uuid.uuid4())
         self._snapshot: Callable[[], FullOutput[Any]] | None = getattr(output, "snapshot", None)
         self._model = model
@@ -55,6 +64,7 @@ class WireEvents:
             "finish": self._finish,
             "tripwire": self._tripwire,
             "tool-call-approval": self._approval,
+            "tool-call-suspended": self._suspended,
             "error": self._error,
             "tool-error": self._error,
         }
@@ -130,6 +140,13 @@ class WireEvents:
     def _approval(self, chunk: Any, event: dict[str, Any]) -> None:
         event["payload"].setdefault("resumeSchema", APPROVAL_RESUME_SCHEMA)
 
+    def _suspended(self, chunk: Any, event: dict[str, Any]) -> None:
+        """What `resume-stream` takes for this call: its tool's `resume_schema`, as a string."""
+        tool = self._tools.get(event["payload"].get("toolName"))
+        schema = schema_json(getattr(tool, "resume_schema", None))
+        if schema is not None:
+            event["payload"].setdefault("resumeSchema", json.dumps(schema, separators=(",", ":")))
+
     def _error(self, chunk: Any, event: dict[str, Any]) -> None:
         """The client gets an error's public summary (a provider's own text only with
         `error_details`); the in-process chunk keeps the exception, for the application."""
@@ -148,4 +165,6 @@ def _model_metadata(meta: dict[str, Any]) -> dict[str, Any]:
 
 def events_for(agent_id: str, agent: Any, output: Any) -> Callable[[Any], dict[str, Any]]:
     """The `events` of `ChunkStreamResponse` for one run of `agent` (its `output`)."""
-    return WireEvents(agent_id, output, model_parts(agent), error_details=agent.provider_error_details).event
+    return WireEvents(
+        agent_id, output, model_parts(agent), error_details=agent.provider_error_details, tools=agent.tools
+    ).event

@@ -81,18 +81,20 @@ def prompt_echo(result: FullOutput[Any]) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def _says_something(step: StepResult) -> bool:
-    return bool(step.text or step.reasoning_text or step.tool_calls)
+def _wrote_message(step: StepResult) -> bool:
+    """Whether the step left an assistant message (a retried attempt's is taken back)."""
+    return step.finish_reason != "retry" and bool(step.text or step.reasoning_text or step.tool_calls)
 
 
 def step_cuts(steps: list[StepResult], stored: list[Message]) -> list[tuple[int, int]]:
     """For each step, the slice of the run's stored response messages it wrote: a step that
-    said something wrote one assistant message (its tool results folded into it)."""
+    said something wrote one assistant message (its tool results folded into it); a retried
+    attempt wrote none that stayed."""
     cuts: list[tuple[int, int]] = []
     end = 0
     for step in steps:
         start = end
-        if _says_something(step):
+        if _wrote_message(step):
             end = min(end + 1, len(stored))
         cuts.append((start, end))
     return cuts
@@ -150,7 +152,7 @@ def run_usage(result: FullOutput[Any]) -> dict[str, Any]:
 def stream_output(result: FullOutput[Any], model: tuple[str, str]) -> dict[str, Any]:
     """`output` of a `step-finish` / `finish` event: the run's text, the last step's tool calls
     and the steps so far (each with the model messages up to it, as Mastra reports them)."""
-    steps = counted(result.steps)
+    steps = result.steps
     stored = result.response.messages
     out_steps = []
     for step, (start, end) in zip(steps, step_cuts(steps, stored), strict=True):
@@ -185,7 +187,7 @@ def generate_steps(
     result: FullOutput[Any], model: tuple[str, str]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A `generate` body's `steps`, and its `response.messages`."""
-    steps = counted(result.steps)
+    steps = result.steps
     stored = result.response.messages
     out = []
     for index, (start, end) in enumerate(step_cuts(steps, stored)):
