@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.held_step import PENDING_KINDS, HeldStep, pending_call
 from sluicegate.agent.results import StepResult
+from sluicegate.agent.run_summary import summarize
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.suspension import take_snapshot
 from sluicegate.agent.tool_phase import traced_tool
@@ -195,10 +196,12 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
             reason=held.finish_reason,
             warnings=held.warnings,
             is_continued=held.finish_reason == "tool-calls" and bool(held.tool_calls),
+            message_id=run.message_id,  # as Mastra names the message after a resumed step
         ),
         output=Payload(usage=held.usage),
         metadata=Payload(**{**held.response, "model": held.model}),
     )
+    summarize(finish.payload, run, final=False)
     for chunk in await run.emit_processed(finish):
         yield chunk
 

@@ -20,6 +20,7 @@ from sluicegate.agent.held_step import PENDING_KINDS
 from sluicegate.agent.hold import hold_step
 from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.results import StepResult, Tripwire
+from sluicegate.agent.run_summary import summarize
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
@@ -332,6 +333,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         output=Payload(usage=step.usage),
         metadata=Payload(**{**step.response, "model": model_label(model)}),
     )
+    summarize(finish.payload, run, final=False)
     for chunk in await run.emit_processed(finish):
         yield chunk
 

@@ -22,7 +22,7 @@ from sluicegate.errors import SluicegateError
 from sluicegate.stream.chunk import Chunk
 
 if TYPE_CHECKING:
-    from sluicegate.agent.results import FullOutput, Response, StepResult, Tripwire
+    from sluicegate.agent.results import Response, StepResult, Tripwire
     from sluicegate.agent.run import AgentRun
     from sluicegate.stream.kinds import ToolCallChunk, ToolErrorChunk, ToolResultChunk
     from sluicegate.stream.usage import Usage
@@ -82,11 +82,6 @@ class ModelOutput(Generic[Out]):
     def trace_id(self) -> str:
         """The run's OpenTelemetry trace id (32 hex chars), or "" when the run is not traced."""
         return self._run.trace_id
-
-    def snapshot(self) -> FullOutput[Out]:
-        """The run's results as they stand, without driving it: read while `full_stream` is
-        being iterated (the server does when a `step-finish` or `finish` chunk goes out)."""
-        return self._run.full_output()
 
     @property
     def full_stream(self) -> AsyncGenerator[Chunk, None]:

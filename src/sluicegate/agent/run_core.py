@@ -72,6 +72,8 @@ class RunCore:
         run_id: str | None = None,
     ) -> None:
         self.agent_id = agent_id
+        self.message_id = str(uuid.uuid4())
+        """The response's message id, as `start` and `finish` name it."""
         self.models = (
             model if isinstance(model, ModelChain) else ModelChain.single(model, options.max_retries)
         )

@@ -198,5 +198,5 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         headers=trace_headers(span),
         span=lambda: run_span(span),
         error_details=agent.provider_error_details,
-        events=events_for(key, agent, output),
+        events=events_for(agent),
     )

@@ -138,7 +138,7 @@ def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> Ch
         headers={WORKFLOW_ID_HEADER: run_id},
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
-        events=events_for(agent.id, agent, output),
+        events=events_for(agent),
     )
 
 

@@ -184,7 +184,7 @@ def _stream(request: Request, agent: Agent, output: Any) -> ChunkStreamResponse:
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
         on_end=output.aclose,
-        events=events_for(agent.id, agent, output),
+        events=events_for(agent),
     )
 
 
@@ -379,6 +379,7 @@ async def observe(agentId: str, body: ObserveBody, request: Request) -> Any:
         error_details=agent.provider_error_details,
         on_end=observed.aclose,
         timeout_message="stopped following the run after {timeout:g} s; observe again to go on",
+        events=events_for(agent),
     )
 
 

@@ -1,63 +1,37 @@
-"""Chunks as the events Mastra's server sends: what `@mastra/client-js` and the AI SDK adapters
-read from `start`, `step-start`, `step-finish` and `finish`.
+"""Chunks as the events Mastra's server sends.
 
-A chunk's own JSON (`Chunk.to_dict()`) is the in-process shape; the server adds what Mastra's
-wire carries beside it: the agent and message ids on `start`, and on `step-finish` / `finish`
-the run's text, tool calls, steps (with their model messages), the model's metadata and the
-response. Those are built from the run's results (`ModelOutput.snapshot()`) when such an event
-goes out: once per step and once per run. Every other chunk pays one dictionary lookup.
+A chunk's own JSON (`Chunk.to_dict()`) already carries the run summary Mastra's `step-finish`
+and `finish` have (the agent builds it, `agent/run_summary.py`). What the server adds is what
+Mastra's wire spells differently and depends on the chunk alone: `step-start`'s `request` and
+`warnings`, `text-end`'s repeated `type`, the model's `raw` usage beside the
+counts, no `retry` on a tripwire that asks for none, the `resumeSchema` a question's answer
+takes, and an error's public summary. So a replay (`observe`) gets the same events as the
+stream did. Every chunk pays one dictionary lookup; the fixes run on lifecycle chunks only.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sluicegate.agent.results import FullOutput
 from sluicegate.errors import public_error
-from sluicegate.server.serialize import model_parts, schema_json
-from sluicegate.server.wire_steps import (
-    APPROVAL_RESUME_SCHEMA,
-    model_messages,
-    model_of,
-    now_ms,
-    prompt_echo,
-    response_metadata,
-    stream_output,
-)
-from sluicegate.stream.payload import to_json
+from sluicegate.server.serialize import schema_json
+from sluicegate.server.wire_steps import APPROVAL_RESUME_SCHEMA
 
 Fix = Callable[[Any, dict[str, Any]], None]
 
 
 class WireEvents:
-    """Turns one run's chunks into Mastra's wire events (`event(chunk)`).
+    """Turns a run's chunks into Mastra's wire events (`event(chunk)`).
 
-    `agent_id` names the agent in `start`; `output` is the run's `ModelOutput` (anything with a
-    `snapshot()` returning its `FullOutput` so far; without one, `step-finish` and `finish`
-    carry only what their chunks hold); `model` is the agent's (provider, model id), for a step
-    whose model did not say; `error_details`: a provider's own error text may go out; `tools`:
-    the agent's, whose `resume_schema` a `tool-call-suspended` event names."""
+    `error_details`: a provider's own error text may go out; `tools`: the agent's, whose
+    `resume_schema` a `tool-call-suspended` event names."""
 
-    def __init__(
-        self,
-        agent_id: str,
-        output: Any,
-        model: tuple[str, str],
-        *,
-        error_details: bool = False,
-        tools: dict[str, Any] | None = None,
-    ) -> None:
-        self.agent_id = agent_id
+    def __init__(self, *, error_details: bool = False, tools: dict[str, Any] | None = None) -> None:
         self._tools = tools or {}
-        self.message_id = str(uuid.uuid4())
-        self._snapshot: Callable[[], FullOutput[Any]] | None = getattr(output, "snapshot", None)
-        self._model = model
         self._details = error_details
         self._fixes: dict[str, Fix] = {
-            "start": self._start,
             "step-start": self._step_start,
             "text-end": self._text_end,
             "step-finish": self._step_finish,
@@ -76,61 +50,39 @@ class WireEvents:
             fix(chunk, event)
         return event
 
-    # ---- lifecycle events
-
-    def _start(self, chunk: Any, event: dict[str, Any]) -> None:
-        event["payload"] = {"id": self.agent_id, "messageId": self.message_id, **event["payload"]}
-
     def _step_start(self, chunk: Any, event: dict[str, Any]) -> None:
         payload = event["payload"]
-        payload.setdefault("messageId", self.message_id)
         payload.setdefault("request", {})
         payload.setdefault("warnings", [])
-        payload.setdefault("startedAt", now_ms())
 
     def _text_end(self, chunk: Any, event: dict[str, Any]) -> None:
         event["payload"]["type"] = "text-end"
 
     def _step_finish(self, chunk: Any, event: dict[str, Any]) -> None:
-        self._finished(event, with_response=False)
+        self._finished(event)
 
     def _finish(self, chunk: Any, event: dict[str, Any]) -> None:
-        self._finished(event, with_response=True)
+        self._finished(event)
+        event["payload"].setdefault("stepResult", {}).setdefault("isContinued", False)
 
-    def _finished(self, event: dict[str, Any], *, with_response: bool) -> None:
-        """`messageId`, `metadata`, `output.{text, toolCalls, steps}` and, on `finish`,
-        `response.{id, timestamp, model…, messages}` from the run's results so far."""
+    @staticmethod
+    def _finished(event: dict[str, Any]) -> None:
+        """The usage's `raw` report (the last step's, as the model gave it); no empty warnings."""
         payload = event["payload"]
-        payload["messageId"] = self.message_id
-        payload["processorRetryCount"] = 0
-        step_result = payload.setdefault("stepResult", {})
-        step_result.setdefault("isContinued", False)
-        if not step_result.get("warnings"):  # sluicegate's own (the max_steps warning) when there is one
+        step_result = payload.get("stepResult")
+        if isinstance(step_result, dict) and not step_result.get("warnings"):
             step_result.pop("warnings", None)
-        if not with_response:
-            step_result["messageId"] = self.message_id
-        if self._snapshot is None:
+        output = payload.get("output")
+        if not isinstance(output, dict) or not isinstance(output.get("usage"), dict):
             return
-        result = self._snapshot()
-        last = result.steps[-1] if result.steps else None
-        model = model_of(last, self._model)
-        meta = response_metadata(last, model)
-        payload["metadata"] = {**meta, "modelMetadata": _model_metadata(meta)}
-        output = stream_output(result, self._model)
-        chunk_usage = payload.get("output", {}).get("usage")
-        if chunk_usage is not None and not with_response:  # a step's own usage, with its raw report
-            output["usage"] = {**chunk_usage, "raw": chunk_usage}
-        payload["output"] = output
-        payload["messages"] = prompt_echo(result)
-        if with_response and result.object is not None:
-            payload["output"]["object"] = to_json(result.object)
-        if with_response:
-            response = payload.setdefault("response", {})
-            response.update(meta)
-            response["modelMetadata"] = _model_metadata(meta)
-            response["messages"] = model_messages(result.response.messages)
-
-    # ---- other events
+        steps = output.get("steps")
+        last = (
+            steps[-1].get("usage")
+            if isinstance(steps, list) and steps and isinstance(steps[-1], dict)
+            else None
+        )
+        usage = output["usage"]
+        usage["raw"] = dict(last.get("raw", last)) if isinstance(last, dict) else dict(usage)
 
     def _tripwire(self, chunk: Any, event: dict[str, Any]) -> None:
         """Mastra leaves `retry` out of a tripwire that asks for none."""
@@ -155,16 +107,6 @@ class WireEvents:
             event["payload"]["error"] = public_error(error, details=self._details)
 
 
-def _model_metadata(meta: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "modelId": meta["modelId"],
-        "modelVersion": meta["modelVersion"],
-        "modelProvider": meta["modelProvider"],
-    }
-
-
-def events_for(agent_id: str, agent: Any, output: Any) -> Callable[[Any], dict[str, Any]]:
-    """The `events` of `ChunkStreamResponse` for one run of `agent` (its `output`)."""
-    return WireEvents(
-        agent_id, output, model_parts(agent), error_details=agent.provider_error_details, tools=agent.tools
-    ).event
+def events_for(agent: Any) -> Callable[[Any], dict[str, Any]]:
+    """The `events` of `ChunkStreamResponse` for a run (or a replay) of `agent`."""
+    return WireEvents(error_details=agent.provider_error_details, tools=agent.tools).event
