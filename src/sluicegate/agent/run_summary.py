@@ -180,12 +180,13 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
     model = _model(run)
     last = result.steps[-1] if result.steps else None
     meta = response_metadata(last, model_of(last, model))
-    metadata = payload.get("metadata")
-    extra = metadata.to_dict() if isinstance(metadata, Payload) else {}
+    metadata = _child(payload, "metadata")  # a step's keeps what its model sent and `model`
+    for name, value in (*_snake(meta).items(), ("model_metadata", _model_metadata(meta))):
+        if metadata.get(name) is None:
+            setattr(metadata, name, value)
     _put(
         payload,
         message_id=run.message_id,
-        metadata={**meta, "modelMetadata": _model_metadata(meta), **extra},
         messages=prompt_echo(result),
         processor_retry_count=run.runner.retry_count,
     )
@@ -201,8 +202,18 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
     if result.object is not None:
         _put(output, object=to_json(result.object))
     response = _child(payload, "response")
-    _put(response, **meta)  # camelCase keys: Payload writes them as they are
+    _put(response, **_snake(meta))
     _put(response, model_metadata=_model_metadata(meta), messages=model_messages(result.response.messages))
+
+
+def _snake(meta: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": meta["id"],
+        "timestamp": meta["timestamp"],
+        "model_id": meta["modelId"],
+        "model_version": meta["modelVersion"],
+        "model_provider": meta["modelProvider"],
+    }
 
 
 def _model_metadata(meta: dict[str, Any]) -> dict[str, Any]:
