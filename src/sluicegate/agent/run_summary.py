@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,33 +56,28 @@ def model_messages(stored: list[Message]) -> list[dict[str, Any]]:
     return prompt
 
 
-def prompt_echo(result: FullOutput[Any]) -> dict[str, list[dict[str, Any]]]:
-    """Mastra's `messages` of `step-finish` / `finish`: the conversation as model messages
-    (`all`: recalled, input and response), the input (`user`) and the response (`nonUser`)."""
-    user = model_messages(result.input_messages)
-    non_user = model_messages(result.response.messages)
-    return {
-        "all": [*model_messages(result.remembered_messages), *user, *non_user],
-        "user": user,
-        "nonUser": non_user,
-    }
-
-
 def _wrote_message(step: StepResult) -> bool:
     """Whether the step left an assistant message (a retried attempt's is taken back)."""
     return step.finish_reason != "retry" and bool(step.text or step.reasoning_text or step.tool_calls)
 
 
+def _advance(stored: list[Message], end: int, step: StepResult) -> int:
+    """Where the step's stored messages end, given where they start: through its assistant
+    message (with the user feedback of a structured-output retry before it), if it wrote one."""
+    if not _wrote_message(step):
+        return end
+    while end < len(stored) and stored[end].role != "assistant":
+        end += 1
+    return min(end + 1, len(stored))
+
+
 def step_cuts(steps: list[StepResult], stored: list[Message]) -> list[tuple[int, int]]:
-    """For each step, the slice of the run's stored response messages it wrote: a step that
-    said something wrote one assistant message (its tool results folded into it); a retried
-    attempt wrote none that stayed."""
+    """For each step, the slice of the run's stored response messages it wrote (its tool results
+    are folded into its assistant message); a retried attempt wrote none that stayed."""
     cuts: list[tuple[int, int]] = []
     end = 0
     for step in steps:
-        start = end
-        if _wrote_message(step):
-            end = min(end + 1, len(stored))
+        start, end = end, _advance(stored, end, step)
         cuts.append((start, end))
     return cuts
 
@@ -108,15 +104,17 @@ def model_metadata(provider: str, model_id: str) -> dict[str, str]:
     return {"modelId": model_id, "modelVersion": MODEL_VERSION, "modelProvider": provider}
 
 
-def response_metadata(step: StepResult | None, model: tuple[str, str]) -> dict[str, Any]:
+def response_metadata(
+    step: StepResult | None, model: tuple[str, str], fallback_id: str = "", now: str | None = None
+) -> dict[str, Any]:
     """`{id, timestamp, modelId, modelVersion, modelProvider}` of a model response: the
-    provider's own id and time when it sent them."""
+    provider's own id and time when it sent them (else `fallback_id` and `now`)."""
     provider, model_id = model
     response = step.response if step is not None else {}
     timestamp = response.get("timestamp")
     return {
-        "id": str(response.get("id") or uuid.uuid4()),
-        "timestamp": to_json(timestamp) if timestamp is not None else datetime.now(UTC).isoformat(),
+        "id": str(response.get("id") or fallback_id or uuid.uuid4()),
+        "timestamp": to_json(timestamp) if timestamp is not None else (now or datetime.now(UTC).isoformat()),
         **model_metadata(provider, model_id),
     }
 
@@ -140,23 +138,49 @@ def _model(run: RunCore) -> tuple[str, str]:
     return str(getattr(model, "provider", "")), str(getattr(model, "model_id", ""))
 
 
-def _steps_json(result: FullOutput[Any], model: tuple[str, str]) -> list[dict[str, Any]]:
-    """`output.steps`: each step's content, usage and response, with the model messages up to it."""
-    stored = result.response.messages
-    out = []
-    for step, (start, end) in zip(result.steps, step_cuts(result.steps, stored), strict=True):
-        out.append(
-            {
-                "content": content_of(model_messages(stored[start:end])),
-                "usage": usage_json(step.usage),
-                "warnings": to_json(step.warnings),
-                "response": {
-                    **response_metadata(step, model_of(step, model)),
-                    "messages": model_messages(stored[:end]),
-                },
-            }
-        )
-    return out
+class RunSummary:
+    """One run's steps as Mastra's `output.steps` lists them, built a step at a time (each
+    `step-finish` adds the steps since the last; `finish` adds none), so a run of n steps
+    converts each stored message once, not n times."""
+
+    __slots__ = ("_next_message", "messages", "prompt", "seen", "steps")
+
+    def __init__(self) -> None:
+        self.prompt: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        """The input and the recalled messages as model messages, read at the first step's end
+        (input processors have run by then)."""
+        self.steps: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        """The response's model messages so far (`response.messages`)."""
+        self.seen = 0
+        self._next_message = 0
+
+    def update(self, run: RunCore, model: tuple[str, str], now: str) -> None:
+        steps = run.state.steps
+        if self.seen == len(steps):
+            return
+        stored = run.message_list.get.response.db()
+        for step in steps[self.seen :]:
+            start = self._next_message
+            end = _advance(stored, start, step)
+            own = model_messages(stored[start:end])
+            self.messages = [*self.messages, *own]
+            self._next_message = end
+            self.steps.append(
+                {
+                    "content": content_of([m for m in own if m["role"] != "user"]),
+                    "usage": usage_json(step.usage),
+                    "warnings": to_json(step.warnings),
+                    "response": {
+                        **response_metadata(step, model_of(step, model), run.message_id, now),
+                        "messages": self.messages,
+                    },
+                }
+            )
+        self.seen = len(steps)
+
+
+_summaries: weakref.WeakKeyDictionary[Any, RunSummary] = weakref.WeakKeyDictionary()
 
 
 def _put(payload: Payload, **fields: Any) -> None:
@@ -176,34 +200,45 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
     """Add the run so far to a `step-finish` (or, `final`, a `finish`) chunk's payload:
     `message_id`, `metadata`, `messages`, `processor_retry_count`, `output.{text, tool_calls,
     steps}` and, on `finish`, `output.object` and `response.{id, timestamp, model…, messages}`."""
-    result = run.full_output()
+    summary = _summaries.get(run)
+    if summary is None:
+        summary = _summaries[run] = RunSummary()
     model = _model(run)
-    last = result.steps[-1] if result.steps else None
-    meta = response_metadata(last, model_of(last, model))
+    now = datetime.now(UTC).isoformat()
+    summary.update(run, model, now)
+    steps = run.state.steps
+    last = steps[-1] if steps else None
+    meta = response_metadata(last, model_of(last, model), run.message_id, now)
     metadata = _child(payload, "metadata")  # a step's keeps what its model sent and `model`
     for name, value in (*_snake(meta).items(), ("model_metadata", _model_metadata(meta))):
         if metadata.get(name) is None:
             setattr(metadata, name, value)
+    if summary.prompt is None:
+        summary.prompt = (
+            model_messages(run.message_list.get.input.db()),
+            model_messages(run.message_list.get.remembered.db()),
+        )
+    user, recalled = summary.prompt
     _put(
         payload,
         message_id=run.message_id,
-        messages=prompt_echo(result),
+        messages={"all": [*recalled, *user, *summary.messages], "user": user, "nonUser": summary.messages},
         processor_retry_count=run.runner.retry_count,
     )
     output = _child(payload, "output")
     _put(
         output,
-        text=result.text,
+        text=run.final_text(),
         tool_calls=[to_json(c.payload) for c in last.tool_calls] if last is not None else [],
-        steps=_steps_json(result, model),
+        steps=summary.steps,
     )
     if not final:
         return
-    if result.object is not None:
-        _put(output, object=to_json(result.object))
+    if run.object is not None:
+        _put(output, object=to_json(run.object))
     response = _child(payload, "response")
     _put(response, **_snake(meta))
-    _put(response, model_metadata=_model_metadata(meta), messages=model_messages(result.response.messages))
+    _put(response, model_metadata=_model_metadata(meta), messages=summary.messages)
 
 
 def _snake(meta: dict[str, Any]) -> dict[str, Any]:

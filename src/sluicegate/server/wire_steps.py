@@ -75,7 +75,7 @@ def _generate_step(
         "files": [],
         "toolCalls": [c.to_dict() for c in step.tool_calls],
         "toolResults": [c.to_dict() for c in step.tool_results],
-        "content": content_of(model_messages(own)),
+        "content": content_of([m for m in model_messages(own) if m["role"] != "user"]),
         "text": step.text,
         "reasoningText": step.reasoning_text,
         "reasoning": [{"type": "reasoning", "text": step.reasoning_text}] if step.reasoning_text else [],
