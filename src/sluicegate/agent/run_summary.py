@@ -230,7 +230,7 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
         output,
         text=run.final_text(),
         tool_calls=[to_json(c.payload) for c in last.tool_calls] if last is not None else [],
-        steps=summary.steps,
+        steps=list(summary.steps),  # the chunk keeps what was so at its step (the log holds it)
     )
     if not final:
         return

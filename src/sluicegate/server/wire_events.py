@@ -1,12 +1,11 @@
 """Chunks as the events Mastra's server sends.
 
 A chunk's own JSON (`Chunk.to_dict()`) already carries the run summary Mastra's `step-finish`
-and `finish` have (the agent builds it, `agent/run_summary.py`). What the server adds is what
-Mastra's wire spells differently and depends on the chunk alone: `step-start`'s `request` and
-`warnings`, `text-end`'s repeated `type`, the model's `raw` usage beside the
-counts, no `retry` on a tripwire that asks for none, the `resumeSchema` a question's answer
-takes, and an error's public summary. So a replay (`observe`) gets the same events as the
-stream did. Every chunk pays one dictionary lookup; the fixes run on lifecycle chunks only.
+and `finish` have (the agent builds it, `agent/run_summary.py`). What the server adds depends
+on the chunk alone: `text-end`'s repeated `type`, the model's `raw` usage beside the counts, no
+`retry` on a tripwire that asks for none, the `resumeSchema` a question's answer takes, and an
+error's public summary. So a replay (`observe`) gets the same events as the stream did. Every
+chunk pays one dictionary lookup; the fixes run on lifecycle chunks only.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ class WireEvents:
         self._tools = tools or {}
         self._details = error_details
         self._fixes: dict[str, Fix] = {
-            "step-start": self._step_start,
             "text-end": self._text_end,
             "step-finish": self._step_finish,
             "finish": self._finish,
@@ -49,11 +47,6 @@ class WireEvents:
         if fix is not None:
             fix(chunk, event)
         return event
-
-    def _step_start(self, chunk: Any, event: dict[str, Any]) -> None:
-        payload = event["payload"]
-        payload.setdefault("request", {})
-        payload.setdefault("warnings", [])
 
     def _text_end(self, chunk: Any, event: dict[str, Any]) -> None:
         event["payload"]["type"] = "text-end"
