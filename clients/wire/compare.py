@@ -57,13 +57,6 @@ def decision(key: str, **extra: Any) -> Callable[[dict[str, Any]], dict[str, Any
     return body
 
 
-def observe(key: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def body(ctx: dict[str, Any]) -> dict[str, Any]:
-        return {"runId": (ctx.get(key) or {}).get("runId")}
-
-    return body
-
-
 ANSWER_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string"}},
@@ -91,6 +84,22 @@ REQUESTS: list[tuple[str, str, str, Body, str | None]] = [
         "POST",
         "/api/agents/echo/stream",
         {"messages": "with context", "requestContext": {"tenant": "acme"}},
+        None,
+    ),
+    (
+        "echo-stream-client-tools",
+        "POST",
+        "/api/agents/echo/stream",
+        {
+            "messages": "with a client tool",
+            "clientTools": {
+                "colour": {
+                    "id": "colour",
+                    "description": "Pick a colour in the browser",
+                    "inputSchema": {"type": "object", "properties": {}},
+                }
+            },
+        },
         None,
     ),
     (
