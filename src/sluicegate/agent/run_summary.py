@@ -2,9 +2,10 @@
 tool calls, each step's content and model messages, the model's metadata, the response, and the
 conversation as model messages (`messages.{all, user, nonUser}`).
 
-Built from the run's results (`RunCore.full_output()`) when such a chunk is made: once per step
-and once per run, never per chunk. The values are JSON-ready (camelCase keys), so the run log,
-`observe` and durable runs carry them as the stream did.
+Built from the run's state when such a chunk is made, a step at a time (`RunSummary`): once per
+step and once per run, never per chunk. The values are JSON-ready (camelCase keys), so the run
+log, `observe` and durable runs carry them as the stream did; `generate` bodies
+(`server/wire_steps.py`) reuse the same conversions.
 """
 
 from __future__ import annotations
