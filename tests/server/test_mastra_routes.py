@@ -231,7 +231,8 @@ def test_max_retries_narrows_the_agents_retries(make: Any) -> None:
 
 def test_memory_status_and_config(make: Any) -> None:
     client = make()
-    assert client.get("/api/memory/status", params={"agentId": "remembering"}).json() == {"result": True}
+    status = client.get("/api/memory/status", params={"agentId": "remembering"}).json()
+    assert status == {"result": True, "memoryType": "local"}
     assert client.get("/api/memory/status", params={"agentId": "guarded"}).json() == {"result": False}
     assert client.get("/api/memory/status", params={"agentId": "nobody"}).status_code == 404
     config = client.get("/api/memory/config", params={"agentId": "remembering"}).json()["config"]

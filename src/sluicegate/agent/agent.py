@@ -183,23 +183,7 @@ class Agent(Generic[Out]):
             raise AbortError(f"agent {self.name!r}: the run was cancelled by its abort_signal")
         if run.error is not None and run.tripwire is None:
             raise run.error
-        return FullOutput(
-            text=run.final_text(),
-            finish_reason=run.finish_reason,
-            usage=run.usage,
-            steps=list(run.steps),
-            tool_calls=run.all_tool_calls(),
-            tool_results=run.all_tool_results(),
-            tripwire=run.tripwire,
-            response=run.response(),
-            object=run.object,
-            run_id=run.run_id,
-            reasoning_text=run.reasoning_text(),
-            trace_id=run.trace_id,
-            tool_errors=run.all_tool_errors(),
-            suspend_payload=run.suspend_payload(),
-            steps_exhausted=run.steps_exhausted,
-        )
+        return run.full_output()
 
     @overload
     async def stream(

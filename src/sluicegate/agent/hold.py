@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sluicegate.agent.decisions import Decision
 from sluicegate.agent.held_step import PENDING_KINDS, HeldStep, pending_call
 from sluicegate.agent.results import StepResult
+from sluicegate.agent.run_summary import summarize
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.suspension import take_snapshot
 from sluicegate.agent.tool_phase import traced_tool
@@ -113,18 +114,24 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
         if invocation is not None:
             invocation["state"] = "result"
             invocation["result"] = decision.reason
+            if call.kind == "approval":
+                invocation["approval"] = {"id": call.tool_call_id, "approved": False}
         held.results[call.tool_call_id] = Chunk(
             "tool-output-denied",
             run.run_id,
             Payload(
                 tool_call_id=call.tool_call_id,
                 tool_name=call.tool_name,
+                args=call.args,
                 reason=decision.reason,
-                approval=Payload(approved=False, reason=decision.reason),
+                approval=Payload(id=call.tool_call_id, approved=False, reason=decision.reason),
             ),
         )
     else:
         run.state.approved.add(call.tool_call_id)  # approved, or a tool past any approval it needed
+        invocation = held.invocation(call.tool_call_id) if call.kind == "approval" else None
+        if invocation is not None:  # as Mastra records the decision on the stored call
+            invocation["approval"] = {"id": call.tool_call_id, "approved": True}
         if decision.action == "resume":
             run.state.resume_data[call.tool_call_id] = decision.resume_data
         # The stored args run, whatever the caller holds: a decision cannot change them.
@@ -173,10 +180,16 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
     run.state.streamed_from = len(run.state.accepted_text)
     finish = run.chunk(
         "step-finish",
-        step_result=Payload(reason=held.finish_reason, warnings=held.warnings, is_continued=False),
+        step_result=Payload(
+            reason=held.finish_reason,
+            warnings=held.warnings,
+            is_continued=held.finish_reason == "tool-calls" and bool(held.tool_calls),
+            message_id=run.message_id,  # as Mastra names the message after a resumed step
+        ),
         output=Payload(usage=held.usage),
         metadata=Payload(**{**held.response, "model": held.model}),
     )
+    summarize(finish.payload, run, final=False)
     for chunk in await run.emit_processed(finish):
         yield chunk
 

@@ -19,6 +19,7 @@ from sluicegate.agent.held_step import PENDING_KINDS
 from sluicegate.agent.hold import hold_step
 from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.results import StepResult, Tripwire
+from sluicegate.agent.run_summary import now_ms, summarize
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
@@ -98,7 +99,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         # so a call that fails before that and moves on leaves no trace in the stream.
         if not announced and chain.is_last:
             announced = True
-            for chunk in await run.emit_processed(run.chunk("step-start", message_id=message_id)):
+            for chunk in await run.emit_processed(_step_start(run, message_id)):
                 yield chunk
 
         # Model-level chunks are kept only for processors that read them in
@@ -118,7 +119,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             opened = True
             if not announced:
                 announced = True
-                for chunk in await run.emit_processed(run.chunk("step-start", message_id=message_id)):
+                for chunk in await run.emit_processed(_step_start(run, message_id)):
                     yield chunk
             async for part in source:
                 # ---- the hot path: one model part -> one chunk -> processors -> client
@@ -229,6 +230,12 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
         thread_id=message_list.thread_id, resource_id=message_list.resource_id, message_id=message_id
     )
     if response is not None:
+        # As Mastra stores it: which model wrote the message (UI messages show it as metadata).
+        response.content.metadata = {
+            **(response.content.metadata or {}),
+            "modelId": str(getattr(model, "model_id", "")),
+            "provider": str(getattr(model, "provider", "")),
+        }
         message_list.add(response, "response")
 
     async def llm_response(accepted: bool) -> None:
@@ -318,12 +325,23 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     run.state.accepted_text.append(step.text())
     finish = run.chunk(
         "step-finish",
-        step_result=Payload(reason=step.finish_reason, warnings=step.warnings, is_continued=False),
+        step_result=Payload(
+            reason=step.finish_reason,
+            warnings=step.warnings,
+            is_continued=step.finish_reason == "tool-calls" and bool(step.tool_calls),
+        ),
         output=Payload(usage=step.usage),
         metadata=Payload(**{**step.response, "model": model_label(model)}),
     )
+    summarize(finish.payload, run, final=False)
     for chunk in await run.emit_processed(finish):
         yield chunk
+
+
+def _step_start(run: RunCore, message_id: str) -> Chunk:
+    """The step's first chunk: the id its message will have, and Mastra's `request`, `warnings`
+    and `startedAt` (epoch ms)."""
+    return run.chunk("step-start", message_id=message_id, request={}, warnings=[], started_at=now_ms())
 
 
 def _record(chunk: Chunk, step: StepRecorder) -> None:

@@ -92,6 +92,11 @@ class FullOutput(Generic[Out]):
     """True when the run ended because it reached `max_steps` while the model still wanted
     tools: the tools ran but the model never answered with their results, so `text` is what it
     said before (often ""), and `finish_reason` is `"tool-calls"`. Logged at WARNING too."""
+    input_messages: list[Message] = field(default_factory=list)
+    """This call's input messages, as stored (Mastra's `messages` holds them before the
+    response's)."""
+    remembered_messages: list[Message] = field(default_factory=list)
+    """The messages memory recalled into the prompt (Mastra's `rememberedMessages`)."""
     suspend_payload: Any = None
     """A suspended run (`finish_reason == "suspended"`): the tool call it waits on
     (`tool_call_id`, `tool_name`, `args`, and the tool's own `suspend_payload`, None for an

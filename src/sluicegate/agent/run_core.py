@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sluicegate.agent.results import Response, StepResult, Tripwire
+from sluicegate.agent.results import FullOutput, Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema
 from sluicegate.ids import new_uuid
@@ -72,6 +72,8 @@ class RunCore:
         run_id: str | None = None,
     ) -> None:
         self.agent_id = agent_id
+        self.message_id = str(new_uuid())
+        """The response's message id, as `start` and `finish` name it."""
         self.models = (
             model if isinstance(model, ModelChain) else ModelChain.single(model, options.max_retries)
         )
@@ -193,6 +195,29 @@ class RunCore:
     def response(self) -> Response:
         messages = self.message_list.get.response.db()
         return Response(messages=messages, ui_messages=to_ui_messages(messages))
+
+    def full_output(self) -> FullOutput[Any]:
+        """The run's results as they stand: `generate`'s answer at the end, and what the server
+        reads when a `step-finish` or `finish` chunk goes out."""
+        return FullOutput(
+            text=self.final_text(),
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            steps=list(self.steps),
+            tool_calls=self.all_tool_calls(),
+            tool_results=self.all_tool_results(),
+            tripwire=self.tripwire,
+            response=self.response(),
+            object=self.object,
+            run_id=self.run_id,
+            reasoning_text=self.reasoning_text(),
+            trace_id=self.trace_id,
+            tool_errors=self.all_tool_errors(),
+            suspend_payload=self.suspend_payload(),
+            steps_exhausted=self.steps_exhausted,
+            input_messages=self.message_list.get.input.db(),
+            remembered_messages=self.message_list.get.remembered.db(),
+        )
 
     # ------------------------------------------------------------------ chunks
 

@@ -20,6 +20,7 @@ from sluicegate.agent.decisions import Decision
 from sluicegate.agent.hold import continue_step
 from sluicegate.agent.model_step import UnrecoveredError, model_step
 from sluicegate.agent.results import Tripwire
+from sluicegate.agent.run_summary import summarize
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.structured import retry_feedback
@@ -55,12 +56,13 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
     no `process_input` (it ran once, in the first stream)."""
     runner = run.runner
     message_list = run.message_list
-    if resume is None:
-        yield run.chunk("start")
     try:
         run.pipeline = runner.stream_pipeline(message_list)
         if resume is None:
+            # As in Mastra, input processors run before `start`: a tripwire there is the
+            # stream's only chunk.
             await runner.run_input(message_list)
+            yield run.chunk("start", id=run.agent_id, message_id=run.message_id)
             run.state.input_gate = runner.parallel_input(message_list)
             for chunk in await run.drain_processed():
                 yield chunk
@@ -120,6 +122,7 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
             output=Payload(usage=run.state.usage),
             response=Payload(ui_messages=run.response().ui_messages),
         )
+        summarize(finish.payload, run, final=True)
         for chunk in await run.emit_processed(finish):
             yield chunk
     except TripWire as tripwire:

@@ -178,7 +178,12 @@ def to_ui_message(message: Message) -> dict[str, Any]:
         "createdAt": format_datetime(message.created_at),
     }
     if message.content.metadata is not None:
-        ui["metadata"] = message.content.metadata
+        # Mastra's UI metadata: the stored metadata, when it was written and in which thread.
+        ui["metadata"] = {**message.content.metadata, "createdAt": ui["createdAt"]}
+        if message.thread_id is not None:
+            ui["metadata"]["threadId"] = message.thread_id
+        if message.resource_id is not None:
+            ui["metadata"]["resourceId"] = message.resource_id
     return ui
 
 

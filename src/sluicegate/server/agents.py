@@ -35,7 +35,7 @@ from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_o
 from sluicegate.server.errors import ApiError, bad_request, log, provider_error, thread_unavailable
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.mastra.observability import mark_conversation
-from sluicegate.server.serialize import agent_json, output_json
+from sluicegate.server.serialize import agent_json, agent_output_json
 from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect, warned
 from sluicegate.server.traces import (
     AGENT_ID,
@@ -45,6 +45,8 @@ from sluicegate.server.traces import (
     start_request_span,
     trace_headers,
 )
+from sluicegate.server.wire_events import events_for
+from sluicegate.server.wire_objects import with_objects
 
 router = APIRouter(prefix="/api", tags=["agents"])
 
@@ -183,7 +185,7 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
         raise
     except Exception as exc:
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
-    answer = output_json(result, error_details=agent.provider_error_details)
+    answer = agent_output_json(result, agent)
     if warning is not None:
         answer["warnings"] = [*(answer.get("warnings") or []), {"type": "other", "message": warning}]
     return JSONResponse(answer, headers=trace_headers(span))
@@ -213,6 +215,8 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         span.end()
         raise
     chunks = output.full_stream if warning is None else warned(output.full_stream, output.run_id, warning)
+    if options.get("structured_output") is not None:
+        chunks = with_objects(chunks, output.run_id)
     return ChunkStreamResponse(
         chunks,
         run_id=output.run_id,
@@ -220,4 +224,5 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         headers=trace_headers(span),
         span=lambda: run_span(span),
         error_details=agent.provider_error_details,
+        events=events_for(agent),
     )

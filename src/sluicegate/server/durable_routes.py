@@ -36,6 +36,7 @@ from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.wire_events import events_for
 from sluicegate.storage.errors import SuspendedRunNotFoundError
 from sluicegate.stream.run_log import RunLogUnavailableError, RunNotFoundError
 from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
@@ -167,6 +168,7 @@ def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> Ch
         headers={WORKFLOW_ID_HEADER: run_id},
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
+        events=events_for(agent),
     )
 
 

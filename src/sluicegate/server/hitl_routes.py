@@ -37,8 +37,9 @@ from sluicegate.server.bodies import (
 from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_context, bound_resource, bound_thread, identity_of
-from sluicegate.server.serialize import output_json, suspended_run_json
+from sluicegate.server.serialize import agent_output_json, suspended_run_json
 from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.wire_events import events_for
 from sluicegate.storage.errors import (
     AmbiguousToolCallError,
     SuspendedRunNotFoundError,
@@ -187,6 +188,7 @@ def _stream(request: Request, agent: Agent, output: Any) -> ChunkStreamResponse:
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
         on_end=output.aclose,
+        events=events_for(agent),
     )
 
 
@@ -254,7 +256,7 @@ async def approve_tool_call_generate(agentId: str, body: ToolDecisionBody, reque
         raise
     except Exception as exc:
         raise decision_error(exc, agent, body) from exc
-    return JSONResponse(output_json(result, error_details=agent.provider_error_details))
+    return JSONResponse(agent_output_json(result, agent))
 
 
 @router.post("/{agentId}/decline-tool-call-generate", responses={**_DECISION_ERRORS, 504: ERRORS[400]})
@@ -274,7 +276,7 @@ async def decline_tool_call_generate(agentId: str, body: DeclineBody, request: R
         raise
     except Exception as exc:
         raise decision_error(exc, agent, body) from exc
-    return JSONResponse(output_json(result, error_details=agent.provider_error_details))
+    return JSONResponse(agent_output_json(result, agent))
 
 
 # ----------------------------------------------------------------------------- listing
@@ -386,6 +388,7 @@ async def observe(agentId: str, body: ObserveBody, request: Request) -> Any:
         error_details=agent.provider_error_details,
         on_end=observed.aclose,
         timeout_message="stopped following the run after {timeout:g} s; observe again to go on",
+        events=events_for(agent),
     )
 
 

@@ -29,6 +29,8 @@ from sluicegate.storage.types import Thread
 router = APIRouter(prefix="/api/memory", tags=["memory"])
 
 MAX_PAGE = 1000
+MESSAGES_PER_PAGE = 40
+"""A thread's messages per page when the request does not say (Mastra's default)."""
 
 
 AGENT_KEY = "agentId"
@@ -171,9 +173,10 @@ async def list_messages(
     agentId: str | None = Query(default=None, max_length=256),
     resourceId: str | None = Query(default=None, max_length=256),
     page: int = Query(default=0, ge=0, le=1_000_000),
-    perPage: int = Query(default=100, ge=1, le=MAX_PAGE),
+    perPage: int = Query(default=MESSAGES_PER_PAGE, ge=1, le=MAX_PAGE),
 ) -> dict[str, Any]:
-    """A thread's messages in creation order (Mastra's stored shape, and as UI messages)."""
+    """A thread's messages in creation order (Mastra's stored shape, each with its `type`, and
+    as UI messages, where Mastra sends `uiMessages: null`)."""
     store = _store(request, agentId)
     await _thread(request, store, threadId, resourceId)
     messages = await store.list_messages(threadId)
@@ -181,7 +184,7 @@ async def list_messages(
     ui = MessageList()
     ui.add(shown, "memory")
     return {
-        "messages": [m.to_dict() for m in shown],
+        "messages": [{**m.to_dict(), "type": m.type or "text"} for m in shown],
         "uiMessages": ui.get.all.ui(),
         "total": len(messages),
         "page": page,

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from sluicegate.agent import Agent
-from sluicegate.agent.results import FullOutput, StepResult
+from sluicegate.agent.results import FullOutput
 from sluicegate.agent.suspension import input_messages
 from sluicegate.errors import public_error
 from sluicegate.processors.base import HOOKS, implements, processor_id
@@ -15,6 +15,14 @@ from sluicegate.processors.workflow import ProcessorWorkflow
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
 from sluicegate.server.tool_approval import requires_approval
+from sluicegate.server.wire_steps import (
+    APPROVAL_RESUME_SCHEMA,
+    counted,
+    generate_steps,
+    model_metadata,
+    model_of,
+    run_usage,
+)
 from sluicegate.storage.suspended_runs import SuspendedRun
 from sluicegate.stream.payload import to_json
 from sluicegate.tools import Tool
@@ -35,19 +43,27 @@ def superjson(value: Any) -> str:
     return json.dumps({"json": value})
 
 
+def schema_json(schema: Any) -> dict[str, Any] | None:
+    """A tool's schema (a JSON-schema dict or a pydantic model) as JSON Schema; None without one."""
+    if isinstance(schema, dict):
+        return schema
+    if schema is not None and hasattr(schema, "model_json_schema"):
+        return dict(schema.model_json_schema())
+    return None
+
+
 def tool_json(tool: Tool) -> dict[str, Any]:
     out: dict[str, Any] = {"id": tool.id, "description": tool.description or ""}
     out["requireApproval"] = requires_approval(tool)
     out["inputSchema"] = superjson(tool.json_schema())
-    output_schema = getattr(tool, "output_schema", None)
-    if isinstance(output_schema, dict):
+    output_schema = schema_json(getattr(tool, "output_schema", None))
+    if output_schema is not None:
         out["outputSchema"] = superjson(output_schema)
-    elif output_schema is not None and hasattr(output_schema, "model_json_schema"):
-        out["outputSchema"] = superjson(output_schema.model_json_schema())
     return out
 
 
-def _model_parts(agent: Agent) -> tuple[str, str]:
+def model_parts(agent: Agent) -> tuple[str, str]:
+    """(provider, model id) of the agent's model (the first of fallback models)."""
     model: Any = agent.model
     if isinstance(model, (list, tuple)):  # fallback models: the first one is the agent's model
         model = model[0]["model"] if isinstance(model[0], dict) else model[0]
@@ -79,7 +95,7 @@ def _processor_refs(array: Any) -> list[dict[str, Any]]:
 
 async def agent_json(key: str, agent: Agent) -> dict[str, Any]:
     """One agent, in the shape of Mastra's `GET /api/agents/:agentId`."""
-    provider, model_id = _model_parts(agent)
+    provider, model_id = model_parts(agent)
     return {
         "id": key,
         "name": agent.name,
@@ -158,52 +174,68 @@ def processor_detail(registry: Sluicegate, pid: str, processor: Any) -> dict[str
     }
 
 
-def _step_json(step: StepResult) -> dict[str, Any]:
-    return {
-        "stepNumber": step.step_number,
-        "text": step.text,
-        "reasoningText": step.reasoning_text,
-        "toolCalls": [c.to_dict() for c in step.tool_calls],
-        "toolResults": [c.to_dict() for c in step.tool_results],
-        "finishReason": step.finish_reason,
-        "usage": step.usage.to_dict(),
-        "warnings": to_json(step.warnings),
-        "response": to_json(step.response),
-        **({"tripwire": step.tripwire.to_dict()} if step.tripwire is not None else {}),
-    }
-
-
-def output_json(result: FullOutput, *, error_details: bool = False) -> dict[str, Any]:
-    """A `generate` result as Mastra's server returns it (camelCase `FullOutput`); a provider
-    error in it is its public summary unless `error_details` (see `public_error`)."""
-    usage = result.usage.to_dict()
+def output_json(
+    result: FullOutput, *, error_details: bool = False, model: tuple[str, str] = ("", "")
+) -> dict[str, Any]:
+    """A `generate` result as Mastra's server returns it (camelCase `FullOutput`, its model
+    messages in `response.messages` and stored ones in `response.dbMessages`); a provider
+    error in it is its public summary unless `error_details` (see `public_error`). `model`:
+    the agent's (provider, model id), for steps whose model did not say."""
+    steps = counted(result.steps)
+    usage = run_usage(result)
+    total = usage if steps or result.finish_reason != "suspended" else {"totalTokens": 0}
+    stored = [m.to_dict() for m in result.response.messages]
+    response: dict[str, Any] = {"dbMessages": stored}
+    out_steps, messages = generate_steps(result, model)
+    if steps:
+        provider, model_id = model_of(steps[-1], model)
+        response = {
+            "modelMetadata": model_metadata(provider, model_id),
+            "messages": messages,
+            "uiMessages": to_json(result.response.ui_messages),
+            "dbMessages": stored,
+        }
     out: dict[str, Any] = {
         "text": result.text,
-        "finishReason": result.finish_reason,
         "usage": usage,
-        "totalUsage": usage,
-        "steps": [_step_json(s) for s in result.steps],
+        "steps": out_steps,
+        "finishReason": result.finish_reason,
+        "warnings": [w for s in steps for w in to_json(s.warnings)],
+        "request": {},
+        "reasoning": [{"type": "reasoning", "text": result.reasoning_text}] if result.reasoning_text else [],
+        "reasoningText": result.reasoning_text,
         "toolCalls": [c.to_dict() for c in result.tool_calls],
         "toolResults": [c.to_dict() for c in result.tool_results],
-        "reasoningText": result.reasoning_text,
-        "response": {
-            "messages": [m.to_dict() for m in result.response.messages],
-            "uiMessages": to_json(result.response.ui_messages),
-        },
+        "sources": [],
+        "files": [],
+        "response": response,
+        "totalUsage": total,
+        "usedFallbackValue": False,
         "runId": result.run_id,
+        "messages": [m.to_dict() for m in result.input_messages] + stored,
+        "rememberedMessages": [m.to_dict() for m in result.remembered_messages],
         "object": to_json(result.object),
         "stepsExhausted": result.steps_exhausted,
     }
     if result.tripwire is not None:
         out["tripwire"] = result.tripwire.to_dict()
+        if not result.tripwire.retry:  # as Mastra: no `retry` on a tripwire that asks for none
+            del out["tripwire"]["retry"]
     if result.error is not None:
         out["error"] = public_error(result.error, details=error_details)
     if result.suspend_payload is not None:
         out["suspendPayload"] = to_json(result.suspend_payload)
+        if result.suspend_payload.get("suspend_payload") is None:  # an approval: what deciding takes
+            out["suspendPayload"]["resumeSchema"] = out["resumeSchema"] = APPROVAL_RESUME_SCHEMA
     trace_id = getattr(result, "trace_id", None)
     if trace_id:
         out["traceId"] = trace_id
     return out
+
+
+def agent_output_json(result: FullOutput, agent: Agent) -> dict[str, Any]:
+    """`output_json` for a run of `agent` (its error details setting and model)."""
+    return output_json(result, error_details=agent.provider_error_details, model=model_parts(agent))
 
 
 def suspended_run_json(run: SuspendedRun) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
@@ -91,7 +92,8 @@ class ChunkStreamResponse(Response):
     leaves or `timeout` seconds pass (`timeout_message` is the `error` event then).
 
     `on_end` runs once the response is over, however it ended (a resumed run's output is
-    closed there, so one its client never read gives its claim back)."""
+    closed there, so one its client never read gives its claim back). `events` turns a chunk
+    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`."""
 
     def __init__(
         self,
@@ -105,6 +107,7 @@ class ChunkStreamResponse(Response):
         on_end: Callable[[], Awaitable[None]] | None = None,
         timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
         heartbeat: float | None = None,
+        events: Callable[[Any], dict[str, Any]] | None = None,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -119,11 +122,12 @@ class ChunkStreamResponse(Response):
         self._timeout_message = timeout_message
         self._heartbeat = heartbeat
         """Seconds; None: the serving app's `heartbeat_interval` (25 s without one)."""
+        self._events = events
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"content-type", b"text/event-stream"),  # UTF-8 by definition (as Mastra sends it)
             (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no"),
             *[(k.lower().encode(), v.encode()) for k, v in self._extra_headers.items()],
@@ -211,10 +215,13 @@ class ChunkStreamResponse(Response):
         writing = asyncio.ensure_future(writer())
         beating = asyncio.ensure_future(heartbeat(self._heartbeat or DEFAULT_HEARTBEAT))
         details = self._error_details
+        events = self._events
+        if events is None:
+            events = functools.partial(chunk_event, error_details=details)
         try:
             try:
                 async for chunk in chunks:
-                    pending.append(sse(chunk_event(chunk, details)))
+                    pending.append(sse(events(chunk)))
                     ready.set()
                     if writing.done():
                         writing.result()  # the client is gone: stop the run

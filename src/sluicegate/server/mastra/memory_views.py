@@ -73,9 +73,12 @@ def config_json(options: MemoryOptions) -> dict[str, Any]:
 
 @router.get("/status", responses=ERRORS)
 async def memory_status(request: Request, agentId: str = _AgentId) -> dict[str, Any]:
-    """Whether the agent keeps memory (no observational memory here)."""
+    """Whether the agent keeps memory (no observational memory here); `memoryType: "local"`:
+    the agent's own memory, not a gateway's."""
     _, agent = agent_or_404(request, agentId)
-    return {"result": agent.memory is not None}
+    if agent.memory is None:
+        return {"result": False}
+    return {"result": True, "memoryType": "local"}
 
 
 @router.get("/config", responses=ERRORS)

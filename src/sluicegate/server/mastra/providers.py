@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from sluicegate.models.compatible_providers import COMPATIBLE_PROVIDERS
 from sluicegate.models.google_gemini import API_KEY_ENVS as GOOGLE_KEYS
 from sluicegate.server.deps import ERRORS, registry_of
-from sluicegate.server.serialize import _model_parts as model_parts
+from sluicegate.server.serialize import model_parts
 
 router = APIRouter(prefix="/api/agents", tags=["agents"], responses=ERRORS)
 
