@@ -1,4 +1,6 @@
-"""Helpers for the MCP tests (not a conftest: tests/mcp is no package, so `mcp` stays the SDK): the fixture server's definition, counting child processes and open fds."""
+"""Helpers for the MCP tests: the fixture server's definition, child processes and open fds.
+
+Not a conftest: tests/mcp is no package, so `import mcp` stays the SDK."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.mcp.helpers import children, fixture_server, time_server
 
 from sluicegate import Agent
 from sluicegate.mcp import MCPClient, MCPConfigError
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import ToolContext
-from tests.mcp.helpers import children, fixture_server, time_server
 
 pytestmark = pytest.mark.integration
 
@@ -84,7 +84,11 @@ async def test_approval_unless_read_only_and_the_card_shows_annotations() -> Non
         chunks = await run(agent)
         asked = next(c for c in chunks if c.type == "tool-call-approval")
         assert asked.payload.tool_name == "fx_delete_note"
-        assert asked.payload.annotations == {"title": "Delete note", "readOnlyHint": False, "destructiveHint": True}
+        assert asked.payload.annotations == {
+            "title": "Delete note",
+            "readOnlyHint": False,
+            "destructiveHint": True,
+        }
         assert asked.to_dict()["payload"]["annotations"]["destructiveHint"] is True
         resumed = await agent.approve_tool_call(run_id=chunks[0].run_id, tool_call_id="c2")
         after = [c async for c in resumed.full_stream]

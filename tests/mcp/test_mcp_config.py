@@ -89,7 +89,10 @@ def test_defaults_and_per_server_overrides() -> None:
 
 def test_parse_keeps_what_was_given() -> None:
     config = parse_server(
-        "s", {"command": "node", "args": ["a"], "env": {"K": "v"}, "cwd": "/tmp"}, timeout=5, require_approval=False
+        "s",
+        {"command": "node", "args": ["a"], "env": {"K": "v"}, "cwd": "/tmp"},
+        timeout=5,
+        require_approval=False,
     )
     assert (config.command, config.args, config.env, config.cwd) == ("node", ("a",), {"K": "v"}, "/tmp")
 

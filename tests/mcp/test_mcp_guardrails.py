@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests.mcp.helpers import fixture_server
 
 from sluicegate import Agent
 from sluicegate.mcp import MCPClient
@@ -20,13 +21,10 @@ from sluicegate.processors import (
 from sluicegate.processors.args import ProcessToolCallArgs, ProcessToolCallResult
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import Tool
-from tests.mcp.helpers import fixture_server
 
 pytestmark = pytest.mark.integration
 
 EMAIL, CARD = "jane.roe@example.com", "4111 1111 1111 1111"
-
-
 
 
 @pytest.fixture
