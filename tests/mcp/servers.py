@@ -93,4 +93,4 @@ if __name__ == "__main__":
     elif mode == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
-        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]), sse_path="/events")
