@@ -93,3 +93,10 @@ async def test_arguments_pass_process_tool_call_before_they_leave(tools: dict[st
     agent = Agent(name="a", model=model, tools=tools, output_processors=[Rewrite()])
     result = await agent.generate("go")
     assert result.tool_results[0].payload.result == {"result": "mail [EMAIL]"}  # what the server got
+
+
+async def test_a_blocking_guard_stops_pii_before_it_reaches_the_server(tools: dict[str, Tool]) -> None:
+    model = MockModel([tool_call_step(("c1", "fx_echo", {"text": f"mail {EMAIL}"})), text_step("ok")])
+    agent = Agent(name="a", model=model, tools=tools, output_processors=[PIIDetector(strategy="block")])
+    result = await agent.generate("go")
+    assert result.tripwire is not None and result.tool_results == []  # the server was never called
