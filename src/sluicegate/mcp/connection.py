@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -190,9 +191,15 @@ class ServerConnection:
                 await asyncio.gather(*waiting, return_exceptions=True)
 
 
+_URL_SECRETS = re.compile(r"(?P<scheme>https?://)(?:[^\s/@'\"]*@)?(?P<rest>[^\s?#'\"]*)(?:[?#][^\s'\"]*)?")
+"""A URL's credentials and query (`?api_key=...` is common in MCP server URLs) are left out of
+error texts, which reach logs and, as tool errors, the model."""
+
+
 def describe(exc: BaseException) -> str:
-    """One line for an error, the first real one inside anyio's exception groups."""
+    """One line for an error, the first real one inside anyio's exception groups, without the
+    credentials or query of any URL in it."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    text = str(exc) or type(exc).__name__
+    text = _URL_SECRETS.sub(r"\g<scheme>\g<rest>", str(exc) or type(exc).__name__)
     return text if len(text) <= 500 else text[:500] + "…"

@@ -12,6 +12,7 @@ becomes an error the model reads.
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.errors import ToolError
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
     import mcp_types
 
 log = logging.getLogger("sluicegate.mcp")
+
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+"""MCP's tool names (the 2025-11-25 specification): a server's other names (spaces, newlines,
+kilobytes) never reach the model's tool list."""
 
 
 class MCPToolError(ToolError):
@@ -45,6 +51,9 @@ def build_tool(connection: ServerConnection, listed: mcp_types.Tool, is_open: An
     errors instead of starting the server again."""
     config = connection.config
     name = listed.name
+    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+        log.error("MCP server %r: a tool with the name %r left out (not an MCP tool name)", config.name, name)
+        return None
     annotations = (
         listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
         if listed.annotations is not None
