@@ -1,5 +1,6 @@
 """Model Context Protocol (the `mcp` extra): tools, resources and prompts of MCP servers for
-sluicegate agents, under the same processors as every other tool. See docs/mcp.md.
+sluicegate agents, under the same processors as every other tool (`MCPClient`), and sluicegate's
+tools and agents served to MCP clients (`MCPServer`). See docs/mcp.md.
 
 `MCPConfigError` needs nothing beyond sluicegate; the rest loads the `mcp` SDK on first use
 and raises `MissingExtraError` naming the extra when it is not installed.
@@ -15,9 +16,17 @@ from sluicegate.mcp.config import MCPConfigError
 if TYPE_CHECKING:
     from sluicegate.mcp.client import MCPClient
     from sluicegate.mcp.connection import MCPConnectionError, MCPTimeoutError
+    from sluicegate.mcp.server import MCPServer
     from sluicegate.mcp.tools import MCPToolError
 
-__all__ = ["MCPClient", "MCPConfigError", "MCPConnectionError", "MCPTimeoutError", "MCPToolError"]
+__all__ = [
+    "MCPClient",
+    "MCPConfigError",
+    "MCPConnectionError",
+    "MCPServer",
+    "MCPTimeoutError",
+    "MCPToolError",
+]
 
 __getattr__ = lazy_attributes(
     __name__,
@@ -26,5 +35,6 @@ __getattr__ = lazy_attributes(
         "MCPConnectionError": "connection",
         "MCPTimeoutError": "connection",
         "MCPToolError": "tools",
+        "MCPServer": "server",
     },
 )
