@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 from tests.mcp.helpers import ROOT, children
 from tests.mcp.sluicegate_server import adder, server
+from tests.server.live import serve_in_thread
 
 from sluicegate import Agent
 from sluicegate.mcp import MCPClient, MCPConfigError, MCPServer
@@ -73,3 +74,13 @@ def test_configuration_is_checked() -> None:
     bad = Agent(name="x", model=MockModel([text_step("hi")]))
     with pytest.raises(MCPConfigError, match="agent name 'a b'"):
         MCPServer(name="main", version="1", agents={"a b": bad})
+
+
+async def test_streamable_http_with_sluicegates_client() -> None:
+    with serve_in_thread(server.streamable_http_app(), lifespan="on") as base:
+        async with MCPClient(servers={"main": {"url": f"{base}/mcp"}}) as mcp:
+            tools = await mcp.list_tools()
+            context = ToolContext(tool_call_id="c")
+            assert await tools["main_add"].execute({"a": 20, "b": 22}, context) == {"sum": 42}
+            answer = await tools["main_ask_support"].execute({"message": "refund?"}, context)
+    assert "jane.roe@example.com" not in str(answer) and "Write to" in str(answer)
