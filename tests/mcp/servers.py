@@ -1,8 +1,9 @@
 """A small MCP server, written with the `mcp` SDK's own `MCPServer` (FastMCP in SDK 1.x), for
 the client tests: `python -m tests.mcp.servers [stdio|http PORT|sse PORT]`.
 
-Its tools misbehave on purpose: one hangs, one kills the server mid-call, one writes garbage on
-stdout, one answers 10 MB, one answers text with PII and an injection attempt in it.
+Its tools misbehave on purpose: one hangs, one kills the server mid-call, one answers 10 MB,
+one answers text with PII and an injection attempt in it. (Garbage on the wire comes from
+raw_server.py: the SDK points a tool's stdout away from the protocol.)
 """
 
 from __future__ import annotations
@@ -57,16 +58,6 @@ async def hang() -> str:
 def die() -> str:
     """Kills the server mid-call."""
     os._exit(3)
-
-
-@server.tool()
-def garbage() -> str:
-    """Writes a line that is not JSON-RPC on stdout, then never answers."""
-    os.write(1, b"this is not json\n")
-    import time
-
-    time.sleep(3600)
-    return "never"
 
 
 @server.tool()

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from tests.mcp.helpers import children, fixture_server, open_fds
+from tests.mcp.helpers import ROOT, children, fixture_server, open_fds
 
 from sluicegate import Agent
 from sluicegate.mcp import MCPClient, MCPConnectionError
@@ -61,12 +61,23 @@ async def test_a_server_killed_mid_call_is_a_tool_error_and_the_next_call_restar
     assert children() == before and open_fds() == fds
 
 
-async def test_garbage_on_stdout_is_a_tool_error_within_the_timeout() -> None:
+async def test_garbage_answers_are_tool_errors_within_the_timeout() -> None:
+    """A hand-written server: a line that is not JSON-RPC (the call never gets its answer), then
+    JSON-RPC whose result is not a tool result (refused by the SDK at once)."""
     before = children()
-    async with MCPClient(servers={"fx": fixture_server(timeout=TIMEOUT)}) as mcp:
-        await mcp.list_tools()
-        chunks, elapsed = await run_chunks(mcp, "fx_garbage", {})
+    raw = {"command": sys.executable, "args": ["-m", "tests.mcp.raw_server"], "cwd": str(ROOT)}
+    async with MCPClient(servers={"raw": {**raw, "timeout": TIMEOUT}}) as mcp:
+        assert set(await mcp.list_tools()) == {"raw_garble", "raw_misshape"}
+        chunks, elapsed = await run_chunks(mcp, "raw_garble", {})
         assert outcome(chunks).type == "tool-error" and elapsed < TIMEOUT + 2
+        assert chunks[-1].type == "finish"
+        chunks, elapsed = await run_chunks(mcp, "raw_misshape", {})
+        error = outcome(chunks)
+        assert error.type == "tool-error" and elapsed < TIMEOUT
+        assert "MCP server 'raw' answered the call of tool 'misshape' with something that is not MCP" in str(
+            error.payload.error
+        )
+        assert "content: Input should be a valid list" in str(error.payload.error)
     assert children() == before
 
 

@@ -25,6 +25,7 @@ from sluicegate.mcp.config import ServerConfig
 try:
     import anyio
     import httpx2
+    import pydantic
     from mcp import Client, Implementation, MCPError, StdioServerParameters
     from mcp.client.sse import sse_client
     from mcp.client.stdio import stdio_client
@@ -90,6 +91,14 @@ class ServerConnection:
                 self._retire()
                 raise MCPConnectionError(f"MCP server {name!r} closed the connection during {what}") from exc
             raise
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'/'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_context=False)[:5]
+            )
+            raise MCPConnectionError(
+                f"MCP server {name!r} answered {what} with something that is not MCP: {problems}"
+            ) from exc
         except _DEAD_CONNECTION as exc:
             self._retire()
             raise MCPConnectionError(f"MCP server {name!r} went away during {what}: {describe(exc)}") from exc
