@@ -8,7 +8,7 @@ import mcp_types
 import pytest
 
 from sluicegate.errors import ToolError
-from sluicegate.mcp import MCPToolError
+from sluicegate.mcp import MCPConnectionError, MCPToolError
 from sluicegate.mcp.config import parse_server
 from sluicegate.mcp.connection import ServerConnection, describe
 from sluicegate.mcp.tools import build_tool, needs_approval, tool_output
@@ -85,3 +85,13 @@ def test_error_texts_leave_out_url_credentials_and_queries() -> None:
 def test_tool_annotations_must_be_a_dict() -> None:
     with pytest.raises(ToolError, match="annotations must be a dict"):
         create_tool(id="t", annotations="read-only")  # type: ignore[arg-type]
+
+
+async def test_a_closed_connection_never_starts_its_server() -> None:
+    """A call that slips past the client's check while it closes fails instead of starting a
+    server nobody will stop."""
+    closing = connection()
+    await closing.close()
+    with pytest.raises(MCPConnectionError, match="its client is closed"):
+        await closing.request(lambda client: client.list_tools(), "listing tools")
+    assert not closing.connected

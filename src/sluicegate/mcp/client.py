@@ -61,6 +61,8 @@ class MCPClient:
 
     async def __aenter__(self) -> MCPClient:
         self._closed = False
+        for connection in self._connections.values():
+            connection.reopen()
         return self
 
     async def __aexit__(

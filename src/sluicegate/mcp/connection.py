@@ -68,6 +68,7 @@ class ServerConnection:
         self._stop: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
         self._retired: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     @property
     def connected(self) -> bool:
@@ -105,6 +106,8 @@ class ServerConnection:
 
     async def _connect(self) -> Client:
         async with self._lock:
+            if self._closed:  # a call that raced with close() must not start a server nobody stops
+                raise MCPConnectionError(f"MCP server {self.config.name!r}: its client is closed")
             if self.connected:
                 assert self._client is not None
                 return self._client
@@ -191,8 +194,14 @@ class ServerConnection:
             self._owner.add_done_callback(self._retired.discard)
         self._client = self._stop = self._owner = None
 
+    def reopen(self) -> None:
+        """Allow connecting again after `close`."""
+        self._closed = False
+
     async def close(self) -> None:
-        """Stop the server (or hang up) and wait until it is gone."""
+        """Stop the server (or hang up) and wait until it is gone; until `reopen`, requests fail
+        instead of starting it again."""
+        self._closed = True
         async with self._lock:
             self._retire()
             waiting = list(self._retired)
