@@ -22,6 +22,7 @@ HEAVY = (
     "xllamacpp",
     "onnxruntime",
     "jsonschema",
+    "mcp",
 )
 
 
@@ -217,6 +218,8 @@ else:
             "from sluicegate.models import resolve_model; resolve_model('local/smollm2-135m')",
             "local",
         ),
+        (["mcp"], "from sluicegate.mcp import MCPClient", "mcp"),
+        (["mcp"], "from sluicegate.mcp import MCPServer", "mcp"),
     ],
 )
 def test_a_missing_extra_names_itself(modules: list[str], statement: str, extra: str) -> None:

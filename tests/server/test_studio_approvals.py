@@ -59,6 +59,7 @@ transfer_funds = create_tool(
     input_schema={"type": "object"},
     execute=transfer,
     require_approval=True,
+    annotations={"title": "Transfer funds", "destructiveHint": True},  # as an MCP tool carries them
 )
 close_account = create_tool(
     id="close_account",
@@ -137,6 +138,10 @@ def test_approve_decline_and_resume_in_chromium(page: Any, studio_url: str, tmp_
     assert waiting.get_attribute("data-state") == "waiting" and "approval" in waiting.inner_text()
     args = json.loads(card.locator("pre.args").inner_text())
     assert args == {"account": "savings", "amount": 100, "apiKey": "[API_KEY]"}
+    assert json.loads(card.locator("pre.annotations").inner_text()) == {
+        "title": "Transfer funds",
+        "destructiveHint": True,
+    }
     assert SECRET not in page.locator("body").inner_text()
     run_a = card.get_attribute("data-run-id")
     assert _listed(page) == [run_a]

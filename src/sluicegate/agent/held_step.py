@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from sluicegate.stream.usage import Usage
 
 if TYPE_CHECKING:
     from sluicegate.storage.suspended_runs import PendingToolCall
+    from sluicegate.tools import Tool
 
 PENDING_KINDS = {"tool-call-approval": "approval", "tool-call-suspended": "suspend"}
 """Chunks `call_tool` returns for a call that waits on a person, and the store's kind for each."""
@@ -50,12 +52,16 @@ class HeldStep:
                         return invocation  # type: ignore[no-any-return]
         return None
 
-    def pending_chunk(self, run_id: str) -> Chunk:
+    def pending_chunk(self, run_id: str, tools: Mapping[str, Tool] | None = None) -> Chunk:
         """The chunk that asks about the first undecided call (args copied: stream processors
-        may redact what the client sees, never what runs)."""
+        may redact what the client sees, never what runs). An approval request carries the
+        tool's `annotations` (MCP's hints) when it has some, for the person deciding."""
         call = self.queue[0]
         kind = "tool-call-approval" if call.kind == "approval" else "tool-call-suspended"
         extra = {"suspend_payload": copy.deepcopy(call.suspend_payload)} if call.kind == "suspend" else {}
+        tool = tools.get(call.tool_name) if tools is not None and call.kind == "approval" else None
+        if tool is not None and tool.annotations:
+            extra["annotations"] = copy.deepcopy(tool.annotations)
         payload = Payload(
             tool_call_id=call.tool_call_id, tool_name=call.tool_name, args=copy.deepcopy(call.args), **extra
         )

@@ -98,7 +98,7 @@ async def _suspend(run: RunCore, held: HeldStep) -> AsyncGenerator[Chunk, None]:
     await _purge_now_and_then(store)
     run.claimed = None  # the new version is claimable again; this run no longer owns it
     run.state.held = held
-    for chunk in await run.emit_processed(held.pending_chunk(run.run_id)):
+    for chunk in await run.emit_processed(held.pending_chunk(run.run_id, run.tools)):
         yield chunk
 
 

@@ -133,6 +133,7 @@ class Tool:
         require_approval: bool = False,
         suspend_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
         resume_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+        annotations: dict[str, Any] | None = None,
     ) -> None:
         if not id or not isinstance(id, str):
             raise ToolError("a tool needs a non-empty string id")
@@ -140,6 +141,11 @@ class Tool:
             raise ToolError(f"tool {id!r}: require_approval must be True or False, got {require_approval!r}")
         self.require_approval = require_approval
         """Every call waits for `approve_tool_call` / `decline_tool_call` before it runs."""
+        if annotations is not None and not isinstance(annotations, dict):
+            raise ToolError(f"tool {id!r}: annotations must be a dict, got {type(annotations).__name__}")
+        self.annotations = annotations
+        """What the tool says about itself in MCP's `ToolAnnotations` shape (`readOnlyHint`,
+        `destructiveHint`, `title`, ...): hints a person deciding on a call is shown with it."""
         self.suspend_schema = suspend_schema
         self.resume_schema = resume_schema
         self._suspend_check = compile_schema(suspend_schema, f"tool {id!r}: suspend_schema")
@@ -248,10 +254,11 @@ def create_tool(
     require_approval: bool = False,
     suspend_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
     resume_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
+    annotations: dict[str, Any] | None = None,
 ) -> Tool:
     """Build a tool; see `Tool`. `require_approval=True`: each call waits for a human's
     approval; `suspend_schema` / `resume_schema` check what `context.suspend(...)` sends and what
-    `resume_stream` brings back."""
+    `resume_stream` brings back; `annotations` (MCP's tool hints) go with an approval request."""
     return Tool(
         id=id,
         description=description,
@@ -263,6 +270,7 @@ def create_tool(
         require_approval=require_approval,
         suspend_schema=suspend_schema,
         resume_schema=resume_schema,
+        annotations=annotations,
     )
 
 

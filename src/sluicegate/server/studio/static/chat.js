@@ -332,8 +332,11 @@
         buttons.push(approve, decline, reason);
         card.append(h("h3", {}, "Approve ", h("code", {}, call.toolName), "?"),
           h("p", { class: "muted" }, "The run waits before this tool call. Arguments:"),
-          h("pre", { class: "args" }, pretty(call.args)),
-          h("div", { class: "row" }, approve, decline, reason));
+          h("pre", { class: "args" }, pretty(call.args)));
+        // An MCP tool's own hints (readOnlyHint, destructiveHint, ...): claims of its server, as text.
+        if (call.annotations) card.append(h("p", { class: "muted" }, "The tool says about itself:"),
+          h("pre", { class: "annotations" }, pretty(call.annotations)));
+        card.append(h("div", { class: "row" }, approve, decline, reason));
       } else {
         const data = h("textarea", { class: "resume-data", rows: 3, placeholder: "resume data as JSON, e.g. {\"confirmed\": true}", "aria-label": "Resume data" });
         const resume = h("button", { type: "button", class: "resume", onclick: () => {

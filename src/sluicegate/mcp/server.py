@@ -1,0 +1,181 @@
+"""`MCPServer`: sluicegate tools and agents served to MCP clients, through the `mcp` SDK.
+
+    server = MCPServer(name="main", version="1.0.0", tools={"lookup": lookup}, agents={"support": agent})
+    await server.run_stdio()                 # for desktop clients
+    app = server.streamable_http_app()       # a Starlette app (streamable HTTP at /mcp)
+
+Each tool keeps its name, description, input schema and annotations; each agent is a tool
+`ask_<agent>` taking `{"message": ...}` (Mastra's naming) whose answer is the agent's text, the
+run going through all of the agent's processors, so an MCP caller gets guarded answers. A call
+never raises into the SDK: invalid input, a failing tool, a tripwire are `isError` results the
+caller reads. Nothing here can wait for a person, so a tool that needs approval (or that
+suspends) is refused rather than run unapproved, and an agent run that would wait ends as an
+error.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from sluicegate.agent.tool_errors import error_text
+from sluicegate.errors import MissingExtraError
+from sluicegate.mcp.config import MCPConfigError
+from sluicegate.mcp.tools import TOOL_NAME
+from sluicegate.request_context import RequestContext
+from sluicegate.tools import Tool, ToolContext, normalize_tools
+
+try:
+    import mcp_types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError("mcp", extra="mcp", feature="sluicegate.mcp.MCPServer") from exc
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from sluicegate.agent import Agent
+
+ASK_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"message": {"type": "string", "description": "What to ask the agent."}},
+    "required": ["message"],
+    "additionalProperties": False,
+}
+
+
+class MCPServer:
+    """`tools` (a dict or list of `Tool`s) and `agents` (name -> `Agent`) as one MCP server."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        version: str,
+        tools: dict[str, Tool] | list[Tool] | None = None,
+        agents: dict[str, Agent] | None = None,
+        description: str | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise MCPConfigError(f"MCPServer: name must be a non-empty string, got {name!r}")
+        if not isinstance(version, str) or not version.strip():
+            raise MCPConfigError(f"MCPServer {name!r}: version must be a non-empty string, got {version!r}")
+        self.name, self.version, self.description = name, version, description
+        self.tools: dict[str, Tool] = normalize_tools(tools)
+        self.agents: dict[str, Agent] = dict(agents or {})
+        for key in self.agents:
+            if not isinstance(key, str) or not TOOL_NAME.fullmatch(f"ask_{key}"):
+                raise MCPConfigError(f"MCPServer {name!r}: agent name {key!r} does not make an MCP tool name")
+        for key in self.tools:
+            if not TOOL_NAME.fullmatch(key):
+                raise MCPConfigError(
+                    f"MCPServer {name!r}: tool name {key!r} is not an MCP tool name "
+                    "(letters, digits, '_', '-', '.', up to 128)"
+                )
+        clash = sorted(set(self.tools) & {f"ask_{key}" for key in self.agents})
+        if clash:
+            raise MCPConfigError(f"MCPServer {name!r}: {', '.join(clash)} is both a tool and an agent's tool")
+        try:
+            self._definitions = self._build_definitions()
+        except ValueError as exc:  # pydantic's ValidationError: a tool's annotations
+            raise MCPConfigError(f"MCPServer {name!r}: {error_text(exc)}") from exc
+        self.sdk_server: Server[Any] = Server(
+            name,
+            version=version,
+            description=description,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    def __repr__(self) -> str:
+        return f"MCPServer(name={self.name!r}, tools={sorted(self.tools)}, agents={sorted(self.agents)})"
+
+    def tool_definitions(self) -> list[mcp_types.Tool]:
+        """What `tools/list` answers: the tools, then one `ask_<agent>` per agent."""
+        return list(self._definitions)
+
+    def _build_definitions(self) -> list[mcp_types.Tool]:
+        listed = []
+        for key, tool in self.tools.items():
+            hints = tool.annotations
+            listed.append(
+                mcp_types.Tool(
+                    name=key,
+                    description=tool.description or None,
+                    input_schema=tool.json_schema(),
+                    annotations=mcp_types.ToolAnnotations.model_validate(hints) if hints else None,
+                )
+            )
+        for key, agent in self.agents.items():
+            about = getattr(agent, "description", None) or f"Ask the {key} agent."
+            listed.append(mcp_types.Tool(name=f"ask_{key}", description=about, input_schema=ASK_SCHEMA))
+        return listed
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> mcp_types.CallToolResult:
+        """One `tools/call`: a tool's result, an agent's answer, or an `isError` result."""
+        try:
+            if name in self.tools:
+                return _result(await self._run_tool(self.tools[name], name, arguments or {}))
+            if name.startswith("ask_") and name[4:] in self.agents:
+                return _text(await self._ask(self.agents[name[4:]], arguments or {}))
+            return _error(f"unknown tool {name!r}")
+        except Exception as exc:
+            return _error(error_text(exc))
+
+    async def _run_tool(self, tool: Tool, name: str, arguments: dict[str, Any]) -> Any:
+        if tool.require_approval:
+            raise MCPConfigError(f"tool {name!r} needs a person's approval, which an MCP call cannot give")
+        context = ToolContext(
+            tool_call_id=f"mcp-{uuid.uuid4().hex}",
+            request_context=RequestContext(),
+            tool_name=name,
+            suspend_schema=tool.context_schema(),
+        )
+        result = await tool.execute(tool.validate(arguments), context)
+        if context.suspended:
+            raise MCPConfigError(f"tool {name!r} waits for a person, which an MCP call cannot do")
+        return result
+
+    async def _ask(self, agent: Agent, arguments: dict[str, Any]) -> str:
+        message = arguments.get("message")
+        if not isinstance(message, str) or set(arguments) - {"message"}:
+            raise MCPConfigError('ask_<agent> takes {"message": "<text>"} and nothing else')
+        result = await agent.generate(message)
+        if result.tripwire is not None:
+            raise MCPConfigError(f"the agent's guardrails stopped the answer: {result.tripwire.reason}")
+        if result.finish_reason == "suspended":
+            raise MCPConfigError("the agent's run waits for a person, which an MCP call cannot do")
+        return result.text
+
+    async def _list_tools(self, ctx: Any, params: Any) -> mcp_types.ListToolsResult:
+        return mcp_types.ListToolsResult(tools=self.tool_definitions())
+
+    async def _call_tool(self, ctx: Any, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
+        return await self.call(params.name, params.arguments)
+
+    async def run_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout until it hangs up."""
+        async with stdio_server() as (read, write):
+            await self.sdk_server.run(read, write, self.sdk_server.create_initialization_options())
+
+    def streamable_http_app(self, *, path: str = "/mcp") -> Starlette:
+        """A Starlette app serving streamable HTTP at `path` (mount it, or run it with uvicorn)."""
+        return self.sdk_server.streamable_http_app(streamable_http_path=path)
+
+
+def _result(value: Any) -> mcp_types.CallToolResult:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    structured = value if isinstance(value, dict) else None
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+def _text(text: str) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)])
+
+
+def _error(text: str) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)], is_error=True)
