@@ -95,6 +95,16 @@ def _predicate(retry_on: RetryOn) -> Callable[[BaseException], bool]:
     return lambda error: isinstance(error, kinds)
 
 
+def _retries(policy: RetryPolicy, error: Exception) -> bool:
+    """Whether `retry_on` accepts `error`; a predicate that raises does not (logged): the
+    tool's own error stays the call's result."""
+    try:
+        return policy.retries(error)
+    except Exception:
+        log.warning("ToolRetry's retry_on raised; not retrying", exc_info=True)
+        return False
+
+
 class RetryingTool(Tool):
     """`inner` with its `execute` retried by `policy`; everything else is `inner`'s."""
 
@@ -144,7 +154,7 @@ class RetryingTool(Tool):
             try:
                 return await self.inner.execute(input, context)
             except Exception as error:
-                if context.suspended or attempt >= policy.max_retries or not policy.retries(error):
+                if context.suspended or attempt >= policy.max_retries or not _retries(policy, error):
                     raise
                 attempt += 1
                 delay = policy.delay(attempt)
