@@ -185,3 +185,30 @@ def test_tool_call_limit_options_are_checked(options: dict[str, Any], error: typ
 def test_model_call_limit_options_are_checked(options: dict[str, Any], error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         ModelCallLimit(**options)
+
+
+def test_the_studio_lists_the_limits_and_the_retry() -> None:
+    from fastapi.testclient import TestClient
+
+    from sluicegate import Sluicegate
+    from sluicegate.processors import ToolRetry
+    from sluicegate.server import ServerSettings, create_app
+
+    tools, _ = counting_tools("send_email")
+    limits = [ToolCallLimit(limits={"*": 3}), ModelCallLimit(run=3), ToolRetry()]
+    agent = Agent(
+        name="a",
+        model=MockModel([]),
+        tools=tools,
+        input_processors=[limits[1], limits[2]],
+        output_processors=[limits[0]],
+    )
+    registry = Sluicegate(agents={"a": agent}, processors=limits)
+    with TestClient(create_app(registry, ServerSettings())) as client:
+        catalogue = client.get("/api/processors").json()
+    assert catalogue["tool-call-limit"]["hooks"] == ["process_tool_call"]
+    assert catalogue["tool-call-limit"]["name"] == "Tool Call Limit"
+    assert catalogue["model-call-limit"]["hooks"] == ["process_llm_request"]
+    assert catalogue["tool-retry"]["phases"] == ["inputStep"]
+    assert catalogue["tool-retry"]["configurations"] == [{"agentId": "a", "type": "input"}]
+    assert catalogue["tool-call-limit"]["description"].startswith("Limits on tool calls")
