@@ -82,7 +82,9 @@ async def test_star_and_per_tool_limits_hold_for_parallel_calls_of_one_step() ->
     result = await agent.generate("go", max_steps=3)
     assert ran.count("send_email") == 1 and len(ran) == 4
     assert len(result.steps[0].tool_errors) == 3 and len(result.steps[0].tool_results) == 4
-    star_refusals = [e for e in result.steps[0].tool_errors if "make no more tool calls" in str(e.payload.error)]
+    star_refusals = [
+        e for e in result.steps[0].tool_errors if "make no more tool calls" in str(e.payload.error)
+    ]
     assert star_refusals  # "*" refused some lookups
 
 
