@@ -214,3 +214,11 @@ def test_the_studio_lists_the_limits_and_the_retry() -> None:
     assert catalogue["tool-retry"]["phases"] == ["inputStep"]
     assert catalogue["tool-retry"]["configurations"] == [{"agentId": "a", "type": "input"}]
     assert catalogue["tool-call-limit"]["description"].startswith("Limits on tool calls")
+
+
+def test_a_durable_run_reaches_the_counter_store_through_the_processors_store() -> None:
+    stores = pytest.importorskip("sluicegate.durable.temporal.stores")
+    store = InMemoryCallCountStore()
+    for processor in (ToolCallLimit(limits={"*": 1}, store=store), ModelCallLimit(thread=1, store=store)):
+        assert processor.store is store and stores.has_store(processor)
+        assert {"reserve_calls", "call_counts"} <= set(stores.store_methods(processor.store))

@@ -53,18 +53,19 @@ def checked_store(store: object) -> CallCountStore:
 
 
 class CallCounter:
-    """Counters of one kind of call (`kind`: "tool" or "model"), kept per run or per thread."""
+    """Counters of one kind of call (`kind`: "tool" or "model"), kept per run or per thread.
+    The store is passed on each call, not kept: a durable run swaps the processor's `store`
+    for a stand-in whose calls are activities."""
 
-    def __init__(self, kind: str, store: CallCountStore) -> None:
+    def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.store = store
 
     def thread_of(self, request_context: Any) -> str | None:
         value = request_context.get(THREAD_ID_KEY) if request_context is not None else None
         return value if isinstance(value, str) and value else None
 
     async def reserve(
-        self, args: Any, limits: Mapping[str, tuple[Scope, int]]
+        self, args: Any, limits: Mapping[str, tuple[Scope, int]], store: CallCountStore
     ) -> tuple[CallReservation, Scope]:
         """Reserve one call on every counter of `limits` (`name -> (scope, limit)`), all or
         nothing; thread counters first (a run counter is only counted once they granted).
@@ -86,11 +87,9 @@ class CallCounter:
                 run[name] = counts[name] = run.get(name, 0) + 1
         if thread_limits:
             try:
-                await self._check_owner(args)
+                await _check_owner(args, store)
                 keys = {self._key(thread_id or "", name): name for name in thread_limits}
-                held = await self.store.reserve_calls(
-                    {key: thread_limits[name] for key, name in keys.items()}
-                )
+                held = await store.reserve_calls({key: thread_limits[name] for key, name in keys.items()})
             except BaseException:
                 _give_back(run, run_limits)
                 raise
@@ -104,15 +103,16 @@ class CallCounter:
     def _key(self, thread_id: str, name: str) -> str:
         return checked_key(f"{self.kind}-calls:{len(thread_id)}:{thread_id}:{name}")
 
-    async def _check_owner(self, args: Any) -> None:
-        """With a memory store as the counter store, a thread's counters are only spent by the
-        thread's own resource (`ThreadAccessError` otherwise), as the memory processors check."""
-        from sluicegate.storage.base import MemoryStore
 
-        if isinstance(self.store, MemoryStore):
-            from sluicegate.memory.ownership import readable_context
+async def _check_owner(args: Any, store: CallCountStore) -> None:
+    """With a memory store as the counter store, a thread's counters are only spent by the
+    thread's own resource (`ThreadAccessError` otherwise), as the memory processors check."""
+    from sluicegate.storage.base import MemoryStore
 
-            await readable_context(self.store, args.request_context, args.state)
+    if isinstance(store, MemoryStore):
+        from sluicegate.memory.ownership import readable_context
+
+        await readable_context(store, args.request_context, args.state)
 
 
 def _give_back(run: dict[str, int], names: Mapping[str, int]) -> None:

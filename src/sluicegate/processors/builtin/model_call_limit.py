@@ -48,7 +48,8 @@ class ModelCallLimit(Processor):
             raise ValueError("ModelCallLimit needs a limit: run=..., thread=... or both")
         self.run = checked_limit("run", run) if run is not None else None
         self.thread = checked_limit("thread", thread) if thread is not None else None
-        self.counter = CallCounter("model", checked_store(store))
+        self.store: CallCountStore = checked_store(store)
+        self.counter = CallCounter("model")
         if on_violation is not None:
             self.on_violation = on_violation
 
@@ -58,7 +59,7 @@ class ModelCallLimit(Processor):
             limits["run"] = ("run", self.run)
         if self.thread is not None:
             limits["thread"] = ("thread", self.thread)
-        reservation, scope = await self.counter.reserve(args, limits)
+        reservation, scope = await self.counter.reserve(args, limits, self.store)
         if reservation.granted:
             return
         limited = reservation.exceeded or scope

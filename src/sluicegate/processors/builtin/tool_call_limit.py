@@ -74,7 +74,8 @@ class ToolCallLimit(Processor):
         self.limits = checked
         self.scope: Scope = checked_scope(scope)
         self.on_limit: OnLimit = on_limit
-        self.counter = CallCounter("tool", checked_store(store))
+        self.store: CallCountStore = checked_store(store)
+        self.counter = CallCounter("tool")
         if on_violation is not None:
             self.on_violation = on_violation
 
@@ -86,7 +87,7 @@ class ToolCallLimit(Processor):
         }
         if not limits:
             return
-        reservation, scope = await self.counter.reserve(args, limits)
+        reservation, scope = await self.counter.reserve(args, limits, self.store)
         if reservation.granted:
             return
         limited = reservation.exceeded or ALL_TOOLS
