@@ -222,3 +222,25 @@ def test_a_durable_run_reaches_the_counter_store_through_the_processors_store() 
     for processor in (ToolCallLimit(limits={"*": 1}, store=store), ModelCallLimit(thread=1, store=store)):
         assert processor.store is store and stores.has_store(processor)
         assert {"reserve_calls", "call_counts"} <= set(stores.store_methods(processor.store))
+
+
+async def test_a_run_limit_survives_a_suspension() -> None:
+    sent: list[str] = []
+
+    def execute(args: Any, context: Any) -> str:
+        sent.append(context.tool_call_id)
+        return "sent"
+
+    send = create_tool(id="send_email", description="send", execute=execute, require_approval=True)
+    model = MockModel(
+        [tool_call_step(("c1", "send_email", {})), tool_call_step(("c2", "send_email", {})), text_step("ok")]
+    )
+    limit = ToolCallLimit(limits={"send_email": 1}, on_limit="answer")
+    agent = Agent(name="a", model=model, tools={"send_email": send}, output_processors=[limit])
+    first = await agent.generate("go", max_steps=4)
+    second = await agent.approve_tool_call_generate(run_id=first.run_id, tool_call_id="c1")
+    assert second.finish_reason == "suspended" and sent == ["c1"]
+    third = await agent.approve_tool_call_generate(run_id=second.run_id, tool_call_id="c2")
+    assert sent == ["c1"]  # approved, but over the run's limit counted before the suspension
+    assert third.text == "ok"
+    assert any("no longer available" in str(e.payload.error) for s in third.steps for e in s.tool_errors)
