@@ -145,3 +145,25 @@ def test_backoff_grows_to_its_cap_and_jitter_stays_within_it() -> None:
 def test_options_are_checked(options: dict[str, Any], error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         ToolRetry(**options)
+
+
+async def test_a_call_limit_counts_a_retried_call_once() -> None:
+    from sluicegate.processors import ToolCallLimit
+
+    flaky = Flaky(ConnectionError("reset"), ConnectionError("reset"))
+    tool = create_tool(id="charge", description="charge a card", execute=flaky)
+    model = MockModel(
+        [tool_call_step(("c1", "charge", {})), tool_call_step(("c2", "charge", {})), text_step("done")]
+    )
+    agent = Agent(
+        name="a",
+        model=model,
+        tools=[tool],
+        input_processors=[ToolRetry(max_retries=2, backoff=0)],
+        output_processors=[ToolCallLimit(limits={"charge": 1}, on_limit="answer")],
+    )
+    result = await agent.generate("pay", max_steps=4)
+    assert len(flaky.keys) == 3  # one call, three attempts
+    assert result.steps[0].tool_results and "no longer available" in str(
+        result.steps[1].tool_errors[0].payload.error
+    )
