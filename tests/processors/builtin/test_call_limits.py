@@ -165,6 +165,8 @@ async def test_model_call_limit_thread_spans_runs() -> None:
         ({"limits": {}}, ValueError, "non-empty mapping"),
         ({"limits": [("x", 1)]}, ValueError, "non-empty mapping"),
         ({"limits": {"": 1}}, TypeError, "tool names"),
+        ({"limits": {"send_*": 1}}, ValueError, "no patterns"),
+        ({"limits": {3: 1}}, TypeError, "tool names"),
         ({"limits": {"x": 1}, "on_limit": "end"}, ValueError, "on_limit must be"),
         ({"limits": {"x": 1}, "store": object()}, TypeError, "CallCountStore"),
         ({"limit": {"x": 1}}, UnknownOptionError, "limit"),

@@ -68,6 +68,10 @@ class ToolCallLimit(Processor):
         for tool_name, limit in limits.items():
             if not isinstance(tool_name, str) or not tool_name:
                 raise TypeError(f"limits keys must be tool names (or '*'), got {tool_name!r}")
+            if "*" in tool_name and tool_name != ALL_TOOLS:
+                raise ValueError(
+                    f"limits key {tool_name!r}: name one tool, or '*' for every call (no patterns)"
+                )
             checked[tool_name] = checked_limit(f"limits[{tool_name!r}]", limit)
         if on_limit not in ("tripwire", "answer"):
             raise ValueError(f"on_limit must be 'tripwire' or 'answer', got {on_limit!r}")
