@@ -68,9 +68,11 @@ class CallCounter:
         self, args: Any, limits: Mapping[str, tuple[Scope, int]], store: CallCountStore
     ) -> tuple[CallReservation, Scope]:
         """Reserve one call on every counter of `limits` (`name -> (scope, limit)`), all or
-        nothing; thread counters first (a run counter is only counted once they granted).
-        Answers the reservation, its names being the counters' names, and the refusing scope
-        (on a grant: "run")."""
+        nothing: the run's counters are checked and counted first, then the thread's reserved
+        in the store; a thread refusal gives the run's back (a concurrent call of the run that
+        saw them meanwhile may be refused: limits err on the side of refusing). Answers the
+        reservation, its names being the counters' names, and the refusing scope (on a grant:
+        "run")."""
         thread_limits = {name: limit for name, (scope, limit) in limits.items() if scope == "thread"}
         run_limits = {name: limit for name, (scope, limit) in limits.items() if scope == "run"}
         thread_id = self.thread_of(args.request_context)
