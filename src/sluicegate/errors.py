@@ -126,6 +126,15 @@ class ToolError(SluicegateError):
     """A tool could not be built or called."""
 
 
+class ToolCallRefused(ProcessorError):
+    """Raised by a `process_tool_call` hook to refuse that one call and keep the run: the tool
+    does not run and the model reads `message` as the call's error result (a `tool-error`).
+    Raised from any other hook it ends the run as the `ProcessorError` it is."""
+
+    def __init__(self, message: str, *, processor_id: str, hook: str = "process_tool_call") -> None:
+        super().__init__(message, processor_id=processor_id, hook=hook)
+
+
 class AbortError(SluicegateError):
     """`generate` was cancelled by its `abort_signal` (a stream ends with an `abort` chunk)."""
 

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from sluicegate import Agent, ToolContext, create_tool
-from sluicegate.errors import ProcessorError
+from sluicegate.errors import ProcessorError, ToolCallRefused
 from sluicegate.processors import Processor, ProcessToolCallArgs, ProcessToolCallResult
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
@@ -90,3 +90,43 @@ async def test_an_abort_in_the_hook_ends_the_run_before_the_tool_runs() -> None:
     result = await agent.generate("weather?")
     assert result.tripwire is not None and result.tripwire.reason == "not this tool"
     assert received == []
+
+
+class RefuseParis(Processor):
+    id = "refuse-paris"
+
+    def process_tool_call(self, args: ProcessToolCallArgs) -> None:
+        if args.args.get("city") == "Paris":
+            raise ToolCallRefused("Paris is off limits; answer without it", processor_id=self.id)
+
+
+async def test_a_refused_call_does_not_run_and_the_model_reads_why() -> None:
+    received: list[Any] = []
+    model = MockModel(
+        [
+            tool_call_step(("c1", "weather", {"city": "Paris"}), ("c2", "weather", {"city": "Rome"})),
+            text_step("Rome is sunny."),
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=[city_tool(received)], output_processors=[RefuseParis()])
+    result = await agent.generate("weather?")
+    assert received == [{"city": "Rome"}] and result.text == "Rome is sunny."
+    refused = result.steps[0].tool_errors
+    assert [c.payload.tool_call_id for c in refused] == ["c1"]
+    assert str(refused[0].payload.error) == "Paris is off limits; answer without it"
+    answered = [m for m in model.calls[1].prompt if m["role"] == "tool"]
+    assert "Paris is off limits" in json.dumps(answered)
+
+
+async def test_a_refusal_from_another_hook_ends_the_run_as_a_processor_error() -> None:
+    class RefuseInput(Processor):
+        id = "refuse-input"
+
+        def process_input(self, args: Any) -> None:
+            raise ToolCallRefused("not here", processor_id=self.id)
+
+    agent = Agent(name="a", model=MockModel([text_step("x")]), input_processors=[RefuseInput()])
+    output = await agent.stream("hi")
+    chunks = await collect(output)
+    errors = [c for c in chunks if c.type == "error"]
+    assert errors and isinstance(errors[0].payload.error, ProcessorError)

@@ -59,3 +59,22 @@ async def test_outside_a_workflow_a_reservation_gets_no_key_it_was_not_given() -
     await proxy.reserve("k", 1.0, limit=2.0, since=None, usage={}, at=at)
     await proxy.reserve("k", 1.0, limit=2.0, since=None, usage={}, at=at, idempotency_key="mine")
     assert [c.get("idempotency_key") for c in calls] == [None, "mine"]
+
+
+async def test_call_counters_cross_the_workflow_boundary() -> None:
+    from sluicegate.durable.temporal.stores import decode, encode
+    from sluicegate.storage import CallReservation, InMemoryCallCountStore
+
+    real = InMemoryCallCountStore()
+
+    async def call(method: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        # as the storage activity does: arguments and answer encoded to JSON and back
+        answer = await getattr(real, method)(*decode(encode(args)), **decode(encode(kwargs)))
+        return decode(encode(answer))
+
+    proxy = store_proxy(real, call)
+    granted = await proxy.reserve_calls({"tool-calls:2:t1:*": 1})
+    refused = await proxy.reserve_calls({"tool-calls:2:t1:*": 1})
+    assert granted == CallReservation(True, {"tool-calls:2:t1:*": 1})
+    assert refused == CallReservation(False, {"tool-calls:2:t1:*": 1}, "tool-calls:2:t1:*")
+    assert await proxy.call_counts(["tool-calls:2:t1:*"]) == {"tool-calls:2:t1:*": 1}

@@ -20,7 +20,7 @@ from sluicegate.agent.decisions import needs_approval
 from sluicegate.agent.model_parts import MISSING_TOOL_NAME
 from sluicegate.agent.step import StepRecorder, UnparsedArgs
 from sluicegate.agent.tool_errors import error_text
-from sluicegate.errors import ToolError
+from sluicegate.errors import ToolCallRefused, ToolError
 from sluicegate.processors.runner import StepConfig, Writer
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
@@ -123,16 +123,22 @@ async def call_tool(
                 Payload(tool_call_id=payload.tool_call_id, tool_name=name, args=payload.args),
             )
         tool_args = payload.args  # what the tool receives; the chunk and history keep payload.args
+        refused: ToolCallRefused | None = None
         if run.runner.handles_tool_call:
-            tool_args = await run.runner.run_tool_call(
-                tool_args,
-                tool_name=name,
-                tool_call_id=payload.tool_call_id,
-                step_number=step.step_number,
-                steps=run.state.steps,
-                message_list=run.message_list,
-            )
+            try:
+                tool_args = await run.runner.run_tool_call(
+                    tool_args,
+                    tool_name=name,
+                    tool_call_id=payload.tool_call_id,
+                    step_number=step.step_number,
+                    steps=run.state.steps,
+                    message_list=run.message_list,
+                )
+            except ToolCallRefused as exc:  # this call only: the model reads why, the run goes on
+                refused = exc
         try:
+            if refused is not None:
+                raise refused
             validated = tool.validate(tool_args)
             context = ToolContext(
                 tool_call_id=payload.tool_call_id,
@@ -156,7 +162,7 @@ async def call_tool(
                         suspend_payload=context.suspend_payload,
                     ),
                 )
-        except ToolInputError as exc:
+        except (ToolInputError, ToolCallRefused) as exc:
             error = exc
         except Exception as exc:
             log.info("tool %r failed: %s", name, error_text(exc, details=run.provider_error_details))

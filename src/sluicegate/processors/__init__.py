@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     )
     from sluicegate.processors.builtin.language_detector import LanguageDetector
     from sluicegate.processors.builtin.message_history import MessageHistory
+    from sluicegate.processors.builtin.model_call_limit import ModelCallLimit
     from sluicegate.processors.builtin.model_router import ModelRouterProcessor
     from sluicegate.processors.builtin.moderation import ModerationProcessor
     from sluicegate.processors.builtin.pii_detector import PIIDetector
@@ -68,11 +69,14 @@ if TYPE_CHECKING:
     from sluicegate.processors.builtin.system_prompt_scrubber import SystemPromptScrubber
     from sluicegate.processors.builtin.token_limiter import TokenLimiter, TokenLimiterProcessor
     from sluicegate.processors.builtin.tool_call_filter import ToolCallFilter
+    from sluicegate.processors.builtin.tool_call_limit import ToolCallLimit
     from sluicegate.processors.builtin.tool_result_token_limiter import ToolResultTokenLimiter
+    from sluicegate.processors.builtin.tool_retry import RetryingTool, ToolRetry
     from sluicegate.processors.builtin.tool_search import ToolSearchProcessor
     from sluicegate.processors.builtin.unicode_normalizer import UnicodeNormalizer
     from sluicegate.processors.builtin.working_memory import WorkingMemory
     from sluicegate.processors.step_schema import ProcessorStepSchema
+    from sluicegate.storage.call_counts import CallCountStore, InMemoryCallCountStore
 
 _BUILTINS: dict[str, str] = {
     "UnicodeNormalizer": "unicode_normalizer",
@@ -108,6 +112,10 @@ _BUILTINS: dict[str, str] = {
     "RefusalHandler": "refusal_handler",
     "EvaluationModerationProcessor": "evaluation_moderation",
     "EvaluationVerdict": "evaluation_moderation",
+    "ToolCallLimit": "tool_call_limit",
+    "ModelCallLimit": "model_call_limit",
+    "ToolRetry": "tool_retry",
+    "RetryingTool": "tool_retry",
 }
 
 
@@ -121,6 +129,9 @@ _DEFERRED: dict[str, str] = {
     "InMemoryPseudonymStore": "sluicegate.guardrails.pseudonyms",
     # PIIDetector's offline recognizer for names, places and dates (the `presidio` extra).
     "PresidioRecognizer": "sluicegate.guardrails.presidio",
+    # The counters ToolCallLimit and ModelCallLimit keep per thread.
+    "CallCountStore": "sluicegate.storage.call_counts",
+    "InMemoryCallCountStore": "sluicegate.storage.call_counts",
 }
 
 
@@ -140,17 +151,20 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BatchPartsProcessor",
+    "CallCountStore",
     "ClassifierProcessor",
     "CompatRule",
     "CostGuardProcessor",
     "ErrorProcessor",
     "EvaluationModerationProcessor",
     "EvaluationVerdict",
+    "InMemoryCallCountStore",
     "InMemoryPseudonymStore",
     "InMemoryUsageStore",
     "InputProcessor",
     "LanguageDetector",
     "MessageHistory",
+    "ModelCallLimit",
     "ModelRouterProcessor",
     "ModerationProcessor",
     "OutputProcessor",
@@ -185,13 +199,16 @@ __all__ = [
     "RegexFilterProcessor",
     "ResponseCache",
     "RetryMatcher",
+    "RetryingTool",
     "SemanticRecall",
     "StreamErrorRetryProcessor",
     "SystemPromptScrubber",
     "TokenLimiter",
     "TokenLimiterProcessor",
     "ToolCallFilter",
+    "ToolCallLimit",
     "ToolResultTokenLimiter",
+    "ToolRetry",
     "ToolSearchProcessor",
     "TripWire",
     "UnicodeNormalizer",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from sluicegate._lazy import lazy_attributes
 from sluicegate.storage.base import MemoryStore, UsageStore
+from sluicegate.storage.call_counts import CallCountStore, CallReservation, InMemoryCallCountStore
 from sluicegate.storage.errors import (
     AmbiguousToolCallError,
     InvalidSuspendedRunError,
@@ -43,6 +44,9 @@ __all__ = [
     "DEFAULT_MAX_SNAPSHOT_BYTES",
     "DEFAULT_SUSPENDED_RUN_TTL",
     "AmbiguousToolCallError",
+    "CallCountStore",
+    "CallReservation",
+    "InMemoryCallCountStore",
     "InMemorySuspendedRunStore",
     "InvalidSuspendedRunError",
     "MemoryStore",

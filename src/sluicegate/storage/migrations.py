@@ -142,6 +142,11 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "WHERE idempotency_key IS NOT NULL",
         ),
     ),
+    Migration(
+        6,
+        "call counters of ToolCallLimit and ModelCallLimit",
+        ("CREATE TABLE sluicegate_call_counts (key TEXT PRIMARY KEY, count INTEGER NOT NULL)",),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -454,6 +459,11 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             END
             $$""",
         ),
+    ),
+    Migration(
+        8,
+        "call counters of ToolCallLimit and ModelCallLimit",
+        ("CREATE TABLE sluicegate_call_counts (key TEXT PRIMARY KEY, count BIGINT NOT NULL)",),
     ),
 )
 

@@ -34,6 +34,7 @@ from sluicegate.storage.codec import (
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, pending
 from sluicegate.storage.pg_reservations import ReservationBatcher
+from sluicegate.storage.postgres_call_counts import PostgresCallCounts
 from sluicegate.storage.postgres_spans import PostgresSpans
 from sluicegate.storage.postgres_suspended import PostgresSuspendedRuns
 from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES, check_max_bytes
@@ -108,7 +109,7 @@ def _resource(row: asyncpg.Record) -> Resource:
     )
 
 
-class PostgresStore(PostgresSuspendedRuns, PostgresSpans, MemoryStore):
+class PostgresStore(PostgresSuspendedRuns, PostgresSpans, PostgresCallCounts, MemoryStore):
     """Memory in PostgreSQL.
 
     ```python

@@ -39,6 +39,7 @@ from sluicegate.storage.codec import (
 )
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
+from sluicegate.storage.sqlite_call_counts import SQLiteCallCounts
 from sluicegate.storage.sqlite_files import DatabaseFiles
 from sluicegate.storage.sqlite_spans import SQLiteSpans
 from sluicegate.storage.sqlite_suspended import SQLiteSuspendedRuns
@@ -262,7 +263,7 @@ def _message(row: Sequence[Any]) -> Message:
     )
 
 
-class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, MemoryStore):
+class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, SQLiteCallCounts, MemoryStore):
     """Memory in SQLite.
 
     ```python

@@ -1,0 +1,79 @@
+"""Call limits and tool retries in durable runs on a real Temporal dev server: thread counters
+go through the storage activity, a wrapped tool retries inside its activity."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from sluicegate import Agent, Sluicegate, create_tool
+from sluicegate.durable.temporal import TemporalRuns, create_worker
+from sluicegate.memory import Memory
+from sluicegate.processors import ModelCallLimit, ToolCallLimit, ToolRetry
+from sluicegate.storage import SQLiteStore
+from sluicegate.testing import MockModel, text_step, tool_call_step
+from sluicegate.tools import ToolContext
+
+pytestmark = pytest.mark.integration
+
+FAST = {"heartbeatTimeout": 2, "retryInterval": 0.05}
+
+
+async def test_thread_limits_and_a_wrapped_tools_retries_hold_in_durable_runs(
+    temporal_server: Any, tmp_path: Any
+) -> None:
+    keys: list[str | None] = []
+
+    async def send(args: Any, context: ToolContext) -> str:
+        keys.append(context.idempotency_key)
+        if len(keys) == 1:
+            raise ConnectionError("reset")
+        return "sent"
+
+    storage = SQLiteStore(str(tmp_path / "memory.db"))
+    email = ToolRetry(max_retries=2, backoff=0).wrap(
+        create_tool(id="send_email", description="send", execute=send)
+    )
+    model = MockModel(
+        [
+            tool_call_step(("c1", "send_email", {})),
+            text_step("sent it"),
+            tool_call_step(("c2", "send_email", {})),
+            text_step("cannot send more"),
+        ]
+    )
+    agent = Agent(
+        "mailer",
+        model=model,
+        tools=[email],
+        memory=Memory(storage=storage),
+        input_processors=[ModelCallLimit(thread=4, store=storage)],
+        output_processors=[
+            ToolCallLimit(limits={"send_email": 1}, scope="thread", store=storage, on_limit="answer")
+        ],
+    )
+    memory = {"thread": "t1", "resource": "u1"}
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+
+    async def body(runs: TemporalRuns) -> None:
+        one = await runs.result(await runs.start(agent, "send one", memory=memory))
+        assert one["text"] == "sent it" and one["tripwire"] is None
+        assert len(keys) == 2 and keys[0] == keys[1]  # retried inside the activity, one key
+        two = await runs.result(await runs.start(agent, "send another", memory=memory))
+        assert two["text"] == "cannot send more" and len(keys) == 2
+        three = await runs.result(await runs.start(agent, "and again", memory=memory))
+        assert three["tripwire"] is not None and "4 model calls per thread" in three["tripwire"]["reason"]
+        assert len(model.calls) == 4
+        counts = await storage.call_counts(["tool-calls:2:t1:send_email", "model-calls:2:t1:thread"])
+        assert counts == {"tool-calls:2:t1:send_email": 1, "model-calls:2:t1:thread": 4}
+
+    try:
+        async with create_worker(client, Sluicegate(agents={agent.id: agent}), task_queue=queue):
+            await asyncio.wait_for(body(TemporalRuns(client, task_queue=queue, settings=FAST)), 90)
+    finally:
+        await storage.close()
