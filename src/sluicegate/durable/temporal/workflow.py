@@ -56,6 +56,7 @@ from sluicegate.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from sluicegate.agent import Agent
+    from sluicegate.agent.results import StepResult
     from sluicegate.agent.run import AgentRun
 
 _AGENTS: dict[str, Agent[Any]] = {}
@@ -185,6 +186,8 @@ class _DurableRun:
         self.outbox = Outbox(agent.id, run_id)
         self.models = activity_models(agent, self.outbox, settings)
         self.run: AgentRun | None = None
+        self.output: dict[str, Any] | None = None
+        """The run's output when it last stopped (ended, or suspended): `names.OUTPUT`."""
         durable = copy.copy(agent)
         durable.tools = {name: _activity_tool(agent, name, tool, self) for name, tool in agent.tools.items()}
         if agent.memory is not None:
@@ -279,6 +282,8 @@ class _DurableRun:
                     continue
                 outbox.pending.append(chunk)
         streamed.clear()
+        # Recorded before the log closes: a reader that saw the close finds the output it ended with.
+        self.output = _result(run)
         status = "suspended" if run.finish_reason == "suspended" else "error" if run.error else "finished"
         await outbox.flush(close=status)
 
@@ -295,6 +300,9 @@ def _owner(run: AgentRun) -> dict[str, Any]:
 
 
 def _result(run: AgentRun) -> dict[str, Any]:
+    """What `generate` would return for the run (JSON): its result when it ends, its output so
+    far while it waits for a decision (`names.OUTPUT`)."""
+    suspended = run.suspend_payload()
     result: dict[str, Any] = checked(
         "the run's result",
         {
@@ -306,9 +314,25 @@ def _result(run: AgentRun) -> dict[str, Any]:
             "error": None if run.error is None else str(run.error),
             "messages": [m.to_dict() for m in run.message_list.get.all.db()],
             "toolCalls": [c.to_dict() for c in run.all_tool_calls()],
+            "toolResults": [c.to_dict() for c in run.all_tool_results()],
+            "steps": [_step(step) for step in run.steps],
+            "suspendPayload": None if suspended is None else suspended.to_dict(),
         },
     )
     return result
+
+
+def _step(step: StepResult) -> dict[str, Any]:
+    """One step of the run as `generate`'s `steps` reports it (JSON)."""
+    return {
+        "stepNumber": step.step_number,
+        "text": step.text,
+        "finishReason": step.finish_reason,
+        "toolCalls": [c.to_dict() for c in step.tool_calls],
+        "toolResults": [c.to_dict() for c in step.tool_results],
+        "usage": step.usage.to_dict() if hasattr(step.usage, "to_dict") else vars(step.usage),
+        "model": step.model,
+    }
 
 
 @workflow.defn(name=names.WORKFLOW, sandboxed=False)
@@ -348,7 +372,8 @@ class AgentWorkflow:
             await durable.drive(run)
             held = run.state.held
             if run.finish_reason != "suspended" or held is None or not held.queue:
-                return _result(run)
+                assert durable.output is not None
+                return durable.output
             waiting = self._waiting = held.queue[0]
             self._pending = {
                 "toolCallId": waiting.tool_call_id,
@@ -378,6 +403,12 @@ class AgentWorkflow:
     def pending_tool_call(self) -> dict[str, Any] | None:
         """The call the run waits on, or None."""
         return self._pending
+
+    @workflow.query(name=names.OUTPUT)
+    def output(self) -> dict[str, Any] | None:
+        """The run's output when it last stopped: its result once it ended, what it had produced
+        when it suspended while it waits (None before it first stops)."""
+        return None if self._durable is None else self._durable.output
 
     def _check(self, action: Action, tool_call_id: str | None, value: Any = None) -> None:
         """Refuse a decision before it is accepted (`decisions.decide`, against the call the
