@@ -72,21 +72,21 @@ class DurableStream:
     """A stream call's output as `run.py` reads it: `run_id`, `full_stream` (observed from the
     run log), then the run's text, finish reason, usage and tripwire from the workflow."""
 
-    def __init__(self, runs: TemporalRuns, run_id: str, observed: Any) -> None:
+    def __init__(self, runs: TemporalRuns, agent: Agent[Any], run_id: str, observed: Any) -> None:
         self.runs = runs
+        self.agent = agent
         self.run_id = run_id
         self.full_stream = observed.full_stream
         self._output: dict[str, Any] | None = None
 
     async def _field(self, name: str) -> Any:
         if self._output is None:
-            self._output = await self.runs.output(self.run_id)
-            assert self._output is not None, f"run {self.run_id} stopped without an output"
+            self._output = await _output(self.runs, self.agent, self.run_id)
         return self._output[name]
 
     @property
     def text(self) -> Awaitable[Any]:
-        return self._field("text")
+        return self._field("streamText")
 
     @property
     def finish_reason(self) -> Awaitable[Any]:
@@ -105,12 +105,24 @@ class DurableRunError(Exception):
     """A durable generate run that ended with an error and no tripwire (`Agent.generate` raises)."""
 
 
-async def _full_output(runs: TemporalRuns, run_id: str, observed: Any) -> dict[str, Any]:
+async def _output(runs: TemporalRuns, agent: Agent[Any], run_id: str) -> dict[str, Any]:
+    """The output of a run whose stream closed: a suspended run's from the waiting workflow, an
+    ended run's from its result (awaited: a query could reach the workflow just after it
+    completed, and a query of a closed workflow replays it, running its processors again)."""
+    assert agent.run_log is not None
+    if (await agent.run_log.info(run_id)).status == "suspended":
+        out = await runs.output(run_id)
+    else:
+        out = await runs.result(run_id)
+    assert out is not None, f"run {run_id} stopped without an output"
+    return out
+
+
+async def _full_output(runs: TemporalRuns, agent: Agent[Any], run_id: str, observed: Any) -> dict[str, Any]:
     """A generate call's output: the stream read to its close, then the workflow's output."""
     async for _ in observed.full_stream:
         pass
-    out = await runs.output(run_id)
-    assert out is not None, f"run {run_id} stopped without an output"
+    out = await _output(runs, agent, run_id)
     if out["error"] is not None and out["tripwire"] is None:
         raise DurableRunError(out["error"])
     return {
@@ -153,11 +165,11 @@ class DurableScenario:
     def call(self, runs: TemporalRuns, call: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
         async def stream() -> DurableStream:
             run_id, observed = await self.start(runs, call)
-            return DurableStream(runs, run_id, observed)
+            return DurableStream(runs, self.agent, run_id, observed)
 
         async def generate() -> dict[str, Any]:
             run_id, observed = await self.start(runs, call)
-            return await _full_output(runs, run_id, observed)
+            return await _full_output(runs, self.agent, run_id, observed)
 
         return generate if call["method"] == "generate" else stream
 
@@ -184,11 +196,11 @@ class DurableScenario:
 
         async def stream() -> DurableStream:
             decided_id, observed = await decide()
-            return DurableStream(runs, decided_id, observed)
+            return DurableStream(runs, self.agent, decided_id, observed)
 
         async def generate() -> dict[str, Any]:
             decided_id, observed = await decide()
-            return await _full_output(runs, decided_id, observed)
+            return await _full_output(runs, self.agent, decided_id, observed)
 
         return generate if method.endswith("_generate") else stream
 

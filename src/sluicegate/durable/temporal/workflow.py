@@ -308,6 +308,9 @@ def _result(run: AgentRun) -> dict[str, Any]:
         {
             "runId": run.run_id,
             "text": run.final_text(),
+            # A stream's `text` (ModelOutput.text): what this stream showed, a tripwire's run or
+            # the step a suspension interrupted included, from the resumption on.
+            "streamText": run.stream_text(),
             "finishReason": run.finish_reason,
             "usage": run.usage.to_dict() if hasattr(run.usage, "to_dict") else vars(run.usage),
             "tripwire": None if run.tripwire is None else run.tripwire.to_dict(),
