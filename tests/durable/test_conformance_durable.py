@@ -26,12 +26,12 @@ from typing import Any
 
 import pytest
 from temporalio.client import Client
+from tests import conformance_suite as suite
 
 from sluicegate import Agent, Sluicegate
 from sluicegate.durable.temporal import TemporalRuns, create_worker
 from sluicegate.durable.temporal.checks import check_durable
 from sluicegate.errors import ConfigurationError
-from tests import conformance_suite as suite
 
 NOT_APPLICABLE: dict[str, str] = {
     "per_call_overrides": (
@@ -47,6 +47,33 @@ NOT_APPLICABLE: dict[str, str] = {
     "input_step_tool_choice_and_prepare_step": (
         "per-call prepare_step (a callable) and tool_choice: TemporalRuns.start takes only "
         "JSON options (max_steps, require_tool_approval, request_context, memory)"
+    ),
+    "api_error_retry": (
+        "a provider error's own text: an activity's failure carries only the error's "
+        "public_message ('the model provider answered 400') into Temporal's history, which "
+        "outlives the run and is shown by Temporal's UI; the provider's text can echo account "
+        "details or a key's prefix (failures.to_application_error). In process the error "
+        "processor reads the provider's message"
+    ),
+    "fallback_all_models_fail": (
+        "the error chunk's message is the provider error's public_message, not the provider's "
+        "text: see api_error_retry"
+    ),
+    "fallback_after_error_processor_declines": (
+        "the provider's text (see api_error_retry), and each step's step-start is announced "
+        "before its first model's activity (DurableChain: the activity publishes its chunks "
+        "live, right after the step's start), so a step an error processor retries keeps its "
+        "step-start before the data-api-error chunk"
+    ),
+    "approval_resume_processors": (
+        "output stream processors run in the model activity, so they see the model's chunks "
+        "only: the chunks the workflow makes (tool-result, a tool's data parts) reach the log "
+        "without them, and chunk_type_recorder's record lacks the tool-result"
+    ),
+    "data_parts_opt_in": (
+        "a tool's data parts are published by its activity and the tool-result by the "
+        "workflow, neither through the output stream processors (see "
+        "approval_resume_processors): the observer neither tags nor drops them"
     ),
 }
 """Scenarios that cannot run on Temporal, with why. The goal is an empty table."""
@@ -134,7 +161,10 @@ async def _full_output(runs: TemporalRuns, agent: Agent[Any], run_id: str, obser
         "error": out["error"],
         "steps": out["steps"],
         "tool_calls": out["toolCalls"],
-        "tool_results": out["toolResults"],
+        # As FullOutput.tool_results: those of every step but retried ones.
+        "tool_results": [
+            r for step in out["steps"] if step["finishReason"] != "retry" for r in step["toolResults"]
+        ],
         "suspend_payload": out["suspendPayload"],
     }
 
@@ -173,7 +203,9 @@ class DurableScenario:
 
         return generate if call["method"] == "generate" else stream
 
-    def follow_up(self, runs: TemporalRuns, follow_up: dict[str, Any], run_id: str) -> Callable[[], Awaitable[Any]]:
+    def follow_up(
+        self, runs: TemporalRuns, follow_up: dict[str, Any], run_id: str
+    ) -> Callable[[], Awaitable[Any]]:
         method: str = follow_up["method"]
         tool_call_id = follow_up.get("tool_call_id")
         context = self.runner.call_options(follow_up, self.ctx)["request_context"]
@@ -191,7 +223,9 @@ class DurableScenario:
                 )
             else:
                 raise ValueError(f"unknown follow-up method {method}")
-            observed = await runs.continuation(self.agent, answer["runId"], answer["offset"], wait=STREAM_WAIT)
+            observed = await runs.continuation(
+                self.agent, answer["runId"], answer["offset"], wait=STREAM_WAIT
+            )
             return answer["runId"], observed
 
         async def stream() -> DurableStream:
@@ -209,7 +243,9 @@ class DurableScenario:
         runner, scenario, ctx = self.runner, self.scenario, self.ctx
         call = scenario["call"]
         reader = runner.run_generate if call["method"] == "generate" else runner.run_stream
-        outcomes = [await reader(call["method"], self.call(runs, call), ctx) for _ in range(call.get("repeat", 1))]
+        outcomes = [
+            await reader(call["method"], self.call(runs, call), ctx) for _ in range(call.get("repeat", 1))
+        ]
         run_id = outcomes[-1].run_id
         for index, follow_up in enumerate(scenario.get("then", [])):
             ctx.trace({"follow_up": index, "method": follow_up["method"]})
@@ -291,7 +327,9 @@ async def test_every_conformance_scenario_passes_on_temporal(
             else:
                 where, want, got = difference
                 outcomes[name] = "FAIL"
-                raised = "".join(f"\n    the call raised {type(e).__name__}: {e}" for e in durable.ctx.exceptions)
+                raised = "".join(
+                    f"\n    the call raised {type(e).__name__}: {e}" for e in durable.ctx.exceptions
+                )
                 report.append(f"FAIL {name}: {where}: expected {want!r}, got {got!r}{raised}")
     report.append(f"{len(runnable)} scenarios on Temporal in {time.monotonic() - began:.1f} s")
     text = "\n".join(report)

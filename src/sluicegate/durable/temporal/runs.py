@@ -238,9 +238,11 @@ class TemporalRuns:
         return await self.client.get_workflow_handle(run_id).result()  # type: ignore[no-any-return]
 
     async def output(self, run_id: str) -> dict[str, Any] | None:
-        """The run's output when it last stopped, in `result`'s shape (plus `steps`,
-        `toolResults`, `suspendPayload`): a run waiting for a decision answers with what it had
-        produced; None before the run first stops. A run that ended answers with its result."""
+        """The run's output when it last stopped, in `result`'s shape: a run waiting for a
+        decision answers with what it had produced (`suspendPayload` names the call it waits
+        on); None before the run first stops. A run that ended answers with its result, read
+        from its history. (Ask only once the run stopped: a query that reaches a workflow just
+        after it completed replays it, its processors' workflow code included.)"""
         handle = self.client.get_workflow_handle(run_id)
         try:
             description = await handle.describe()

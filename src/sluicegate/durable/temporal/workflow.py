@@ -301,7 +301,9 @@ def _owner(run: AgentRun) -> dict[str, Any]:
 
 def _result(run: AgentRun) -> dict[str, Any]:
     """What `generate` would return for the run (JSON): its result when it ends, its output so
-    far while it waits for a decision (`names.OUTPUT`)."""
+    far while it waits for a decision (`names.OUTPUT`). A step's tool results are in `steps`
+    only (`generate`'s `tool_results` are those of its steps but retried ones): the result is
+    one payload, under Temporal's size limit, and they are in `messages` already."""
     suspended = run.suspend_payload()
     result: dict[str, Any] = checked(
         "the run's result",
@@ -317,7 +319,6 @@ def _result(run: AgentRun) -> dict[str, Any]:
             "error": None if run.error is None else str(run.error),
             "messages": [m.to_dict() for m in run.message_list.get.all.db()],
             "toolCalls": [c.to_dict() for c in run.all_tool_calls()],
-            "toolResults": [c.to_dict() for c in run.all_tool_results()],
             "steps": [_step(step) for step in run.steps],
             "suspendPayload": None if suspended is None else suspended.to_dict(),
         },
