@@ -39,11 +39,6 @@ NOT_APPLICABLE: dict[str, str] = {
         "every worker replays from, and processors are objects of the worker's application; "
         "TemporalRuns.start takes the agent's own arrays only"
     ),
-    "callable_processor_arrays": (
-        "processor arrays given as functions of the request context: the worker refuses them "
-        "(checks.check_durable), since the workflow wires each listed processor's judge and "
-        "store as activities before the run, and a function's processors exist only per call"
-    ),
     "input_step_tool_choice_and_prepare_step": (
         "per-call prepare_step (a callable) and tool_choice: TemporalRuns.start takes only "
         "JSON options (max_steps, require_tool_approval, request_context, memory)"

@@ -34,8 +34,9 @@ from sluicegate.agent.decisions import (
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names, workflow_spans
+from sluicegate.durable.temporal.checks import check_returned
 from sluicegate.durable.temporal.failures import from_activity_error
-from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor
+from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor, judges_in_workflow
 from sluicegate.durable.temporal.payloads import checked
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.durable.temporal.trace_context import continue_caller, inject
@@ -46,7 +47,7 @@ from sluicegate.durable.temporal.workflow_model import (
     Settings,
     activity_models,
 )
-from sluicegate.errors import ToolError
+from sluicegate.errors import ConfigurationError, ToolError
 from sluicegate.ids import use_id_source
 from sluicegate.processors.base import processor_id
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
@@ -178,6 +179,26 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
     return wrapped
 
 
+def _checked_function(agent_id: str, array: str, function: Any) -> Any:
+    """A processor array given as a function, as the workflow calls it: what it returns is
+    checked (`checks.check_returned`) before the run uses it."""
+
+    async def resolve(request_context: RequestContext) -> Any:
+        processors = function(request_context)
+        if inspect.isawaitable(processors):
+            processors = await processors
+        try:
+            for processor in processors or ():
+                needs = has_store(processor) or judges_in_workflow(processor)
+                check_returned(agent_id, array, processor, needs_activities=needs)
+        except ConfigurationError as exc:
+            # The run fails, naming why; any other exception would retry the workflow task forever.
+            raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from None
+        return processors
+
+    return resolve
+
+
 class _DurableRun:
     """The agent as this workflow runs it: a copy whose model and tools are activities."""
 
@@ -241,6 +262,9 @@ class _DurableRun:
         copies: dict[int, Any] = {}
         for array in ("input_processors", "output_processors", "error_processors"):
             processors = getattr(durable, array)
+            if callable(processors) and not isinstance(processors, (list, tuple)):
+                setattr(durable, array, _checked_function(durable.id, array, processors))
+                continue
             if not isinstance(processors, (list, tuple)):
                 continue
             wired = []
