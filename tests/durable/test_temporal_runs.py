@@ -285,6 +285,26 @@ async def test_a_non_retryable_provider_error_is_not_retried(temporal_server: An
     await _run(temporal_server, [agent], body)
 
 
+@pytest.mark.parametrize("details", [False, True])
+async def test_a_provider_errors_own_text_crosses_only_when_the_agent_opts_in(
+    temporal_server: Any, details: bool
+) -> None:
+    """The activity's failure is kept in Temporal's history: the provider's text goes there
+    only with `provider_error_details`, as it leaves the process only then in one process."""
+    model = MockModel([APICallError("account acme-7 over quota", status_code=400, is_retryable=False)])
+    agent = Agent(f"refused-{details}", model=model, provider_error_details=details)
+
+    async def body(runs: TemporalRuns) -> list[Chunk[Any]]:
+        run_id = await runs.start(agent, "hi")
+        await runs.result(run_id)
+        return await _chunks(runs, agent, run_id)
+
+    chunks = await _run(temporal_server, [agent], body)
+    error = next(c for c in chunks if c.type == "error").payload.error  # as the run log keeps it
+    assert error["statusCode"] == 400
+    assert ("account acme-7 over quota" in error["message"]) is details
+
+
 async def test_a_retryable_provider_error_is_retried_by_temporal_not_the_client(temporal_server: Any) -> None:
     model = MockModel(
         [APICallError("overloaded", status_code=503, is_retryable=True)] * 2 + [text_step("fine")]
