@@ -43,22 +43,12 @@ NOT_APPLICABLE: dict[str, str] = {
         "per-call prepare_step (a callable) and tool_choice: TemporalRuns.start takes only "
         "JSON options (max_steps, require_tool_approval, request_context, memory)"
     ),
-    "api_error_retry": (
-        "a provider error's own text: an activity's failure carries only the error's "
-        "public_message ('the model provider answered 400') into Temporal's history, which "
-        "outlives the run and is shown by Temporal's UI; the provider's text can echo account "
-        "details or a key's prefix (failures.to_application_error). In process the error "
-        "processor reads the provider's message"
-    ),
-    "fallback_all_models_fail": (
-        "the error chunk's message is the provider error's public_message, not the provider's "
-        "text: see api_error_retry"
-    ),
     "fallback_after_error_processor_declines": (
-        "the provider's text (see api_error_retry), and each step's step-start is announced "
-        "before its first model's activity (DurableChain: the activity publishes its chunks "
-        "live, right after the step's start), so a step an error processor retries keeps its "
-        "step-start before the data-api-error chunk"
+        "each step's step-start is announced before its first model's activity (DurableChain: "
+        "the activity publishes its chunks live, right after the step's start, which must be in "
+        "the log first), so a step an error processor retries after its model failed to open "
+        "keeps a step-start before the data-api-error chunk, where a run in one process shows "
+        "the step only once a model's stream opened"
     ),
     "approval_resume_processors": (
         "output stream processors run in the model activity, so they see the model's chunks "
@@ -175,6 +165,10 @@ class DurableScenario:
         model = runner.build_model(scenario, self.model_calls)
         self.agent: Agent[Any] = runner.build_agent(scenario, model, self.ctx)
         self.agent.id = f"conformance-{scenario['name']}"
+        # The records hold the provider's own error text, which the in-process harness reads
+        # from the error object; a durable run's error crosses Temporal's history, where that
+        # text goes only with the agent's opt-in (failures.to_application_error).
+        self.agent.provider_error_details = True
 
     async def start(self, runs: TemporalRuns, call: dict[str, Any]) -> tuple[str, Any]:
         options = self.runner.call_options(call, self.ctx)
