@@ -10,6 +10,22 @@ import pytest
 REQUIRE_SERVICES = os.environ.get("SLUICEGATE_REQUIRE_SERVICES") == "1"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conformance", "the conformance scenarios run on Temporal")
+    group.addoption(
+        "--conformance-scenarios",
+        metavar="DIR",
+        default=None,
+        help="scenario folder (default ../shared/conformance/scenarios, relative to the project root)",
+    )
+    group.addoption(
+        "--conformance-expected",
+        metavar="DIR",
+        default=None,
+        help="expected results folder (default ../shared/conformance/expected)",
+    )
+
+
 def missing_service(reason: str) -> None:
     """Skip a test whose server is not installed here, or fail where CI requires it."""
     if REQUIRE_SERVICES:

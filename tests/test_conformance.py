@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from tests import conformance_suite
 
-RUNNER = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "run.py"
+RUNNER = conformance_suite.SUITE / "run.py"
 
 AWAITING: dict[str, str] = {}
 

@@ -285,6 +285,26 @@ async def test_a_non_retryable_provider_error_is_not_retried(temporal_server: An
     await _run(temporal_server, [agent], body)
 
 
+@pytest.mark.parametrize("details", [False, True])
+async def test_a_provider_errors_own_text_crosses_only_when_the_agent_opts_in(
+    temporal_server: Any, details: bool
+) -> None:
+    """The activity's failure is kept in Temporal's history: the provider's text goes there
+    only with `provider_error_details`, as it leaves the process only then in one process."""
+    model = MockModel([APICallError("account acme-7 over quota", status_code=400, is_retryable=False)])
+    agent = Agent(f"refused-{details}", model=model, provider_error_details=details)
+
+    async def body(runs: TemporalRuns) -> list[Chunk[Any]]:
+        run_id = await runs.start(agent, "hi")
+        await runs.result(run_id)
+        return await _chunks(runs, agent, run_id)
+
+    chunks = await _run(temporal_server, [agent], body)
+    error = next(c for c in chunks if c.type == "error").payload.error  # as the run log keeps it
+    assert error["statusCode"] == 400
+    assert ("account acme-7 over quota" in error["message"]) is details
+
+
 async def test_a_retryable_provider_error_is_retried_by_temporal_not_the_client(temporal_server: Any) -> None:
     model = MockModel(
         [APICallError("overloaded", status_code=503, is_retryable=True)] * 2 + [text_step("fine")]
@@ -465,12 +485,67 @@ async def test_durable_memory_options_are_checked(temporal_server: Any) -> None:
     await _run(temporal_server, [agent], body)
 
 
-def test_a_worker_refuses_what_would_do_io_in_the_workflow() -> None:
-    from sluicegate.errors import ConfigurationError
+class _Shouting(Processor):
+    id = "shouting"
 
-    dynamic = Agent("dynamic", model=MockModel([]), input_processors=lambda context: [])
-    with pytest.raises(ConfigurationError, match="given as a function"):
-        create_worker(None, Sluicegate(agents={"dynamic": dynamic}))  # type: ignore[arg-type]
+    def process_output_stream(self, args: ProcessOutputStreamArgs) -> Any:
+        chunk = args.part
+        if chunk.type != "text-delta":
+            return chunk
+        return text_delta(chunk.run_id, chunk.payload.id, chunk.payload.text.upper())
+
+
+class _Ledger:
+    async def spend(self, amount: int) -> None:
+        return None
+
+
+class _Keeping(Processor):
+    """A processor with a store (its calls would be activities)."""
+
+    id = "keeping"
+
+    def __init__(self) -> None:
+        self.store = _Ledger()
+
+    def process_input(self, args: Any) -> Any:
+        return args.messages
+
+
+async def test_processor_arrays_given_as_functions_run_with_the_request_context(temporal_server: Any) -> None:
+    """The function is called per run with the run's request context, as in one process."""
+    agent = Agent(
+        "dynamic",
+        model=MockModel([text_step("quiet please")]),
+        output_processors=lambda context: [_Shouting()] if context.get("loud") else [],
+    )
+
+    async def body(runs: TemporalRuns) -> dict[str, Any]:
+        run_id = await runs.start(agent, "hi", request_context=RequestContext({"loud": True}))
+        return await runs.result(run_id)
+
+    result = await _run(temporal_server, [agent], body)
+    assert result["text"] == "QUIET PLEASE"
+
+
+async def test_a_function_returning_a_processor_with_a_store_fails_the_run_naming_it(
+    temporal_server: Any,
+) -> None:
+    """Its store's calls need activities a worker registers at its start, for listed
+    processors only: the run fails (it does not retry its workflow task forever)."""
+    from temporalio.client import WorkflowFailureError
+
+    agent = Agent(
+        "dynamic-store", model=MockModel([text_step("x")]), input_processors=lambda context: [_Keeping()]
+    )
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "hi")
+        with pytest.raises(WorkflowFailureError) as failure:
+            await runs.result(run_id)
+        assert "'keeping'" in str(failure.value.cause) and "list it" in str(failure.value.cause)
+
+    await _run(temporal_server, [agent], body)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 121, "5", True, float("nan")])

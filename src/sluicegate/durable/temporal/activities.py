@@ -77,8 +77,8 @@ class _FailedCall(Exception):
         self.opened = opened
         self.items = items
 
-    def application_error(self) -> BaseException:
-        failure = to_application_error(self.error)
+    def application_error(self, *, details: bool = False) -> BaseException:
+        failure = to_application_error(self.error, details=details)
         attempt = {names.FAILED_ATTEMPT: {"opened": self.opened, "items": self.items[:_FAILED_ITEMS]}}
         if isinstance(failure, ApplicationError):
             return ApplicationError(
@@ -238,9 +238,10 @@ class DurableActivities:
                     await self._write_carried(agent_id, call)
                     return await self._model_call(agent_id, call)
             except _FailedCall as failed:
-                raise failed.application_error() from failed.error
+                details = self.agent(agent_id).provider_error_details
+                raise failed.application_error(details=details) from failed.error
             except Exception as exc:
-                raise to_application_error(exc) from exc
+                raise to_application_error(exc, details=self.agent(agent_id).provider_error_details) from exc
 
         return activity.defn(name=names.model_activity(agent_id))(model_call)
 

@@ -47,8 +47,11 @@ class ActivityRefusedError(SluicegateError):
         self.error = error
 
 
-def to_application_error(exc: BaseException) -> BaseException:
-    """The failure an activity raises for `exc`."""
+def to_application_error(exc: BaseException, *, details: bool = False) -> BaseException:
+    """The failure an activity raises for `exc`. A provider error crosses as its
+    `public_message`: the failure is kept in Temporal's history, which outlives the run and
+    Temporal's UI shows; with `details` (the agent's `provider_error_details` opt-in) the
+    provider's own text crosses, as it reaches the agent's caller in one process."""
     if isinstance(exc, TripWire):
         return ApplicationError(
             exc.reason,
@@ -58,7 +61,7 @@ def to_application_error(exc: BaseException) -> BaseException:
         )
     if isinstance(exc, APICallError):
         return ApplicationError(
-            exc.public_message,
+            str(exc) if details else exc.public_message,
             {
                 "statusCode": exc.status_code,
                 "isRetryable": exc.is_retryable,

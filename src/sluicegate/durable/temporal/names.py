@@ -21,6 +21,8 @@ APPROVE = "approve_tool_call"
 DECLINE = "decline_tool_call"
 RESUME = "resume_stream"
 PENDING = "pending_tool_call"
+OUTPUT = "output"
+"""The query of the run's output so far (the workflow's result shape): a waiting run's too."""
 
 
 def model_activity(agent_id: str) -> str:

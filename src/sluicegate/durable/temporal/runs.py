@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -236,6 +236,27 @@ class TemporalRuns:
     async def result(self, run_id: str) -> dict[str, Any]:
         """The run's result once it ends: text, finish reason, usage, tripwire, messages."""
         return await self.client.get_workflow_handle(run_id).result()  # type: ignore[no-any-return]
+
+    async def output(self, run_id: str) -> dict[str, Any] | None:
+        """The run's output when it last stopped, in `result`'s shape: a run waiting for a
+        decision answers with what it had produced (`suspendPayload` names the call it waits
+        on); None before the run first stops. A run that ended answers with its result, read
+        from its history. (Ask only once the run stopped: a query that reaches a workflow just
+        after it completed replays it, its processors' workflow code included.)"""
+        handle = self.client.get_workflow_handle(run_id)
+        try:
+            description = await handle.describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                raise SuspendedRunNotFoundError(run_id, "unknown") from None
+            raise WorkerUnavailableError(run_id, exc.message) from exc
+        if description.status is not None and description.status != WorkflowExecutionStatus.RUNNING:
+            # Ended: its result is in the history (a query would replay the whole run).
+            return await self.result(run_id)
+        try:
+            return await handle.query(names.OUTPUT)  # type: ignore[no-any-return]
+        except RPCError as exc:
+            raise WorkerUnavailableError(run_id, exc.message) from exc
 
     async def pending_tool_call(self, run_id: str) -> dict[str, Any] | None:
         """The call the run waits on (`toolCallId`, `toolName`, `kind`, `args`, `resourceId`), or None."""

@@ -188,7 +188,8 @@ def has_store(processor: Any) -> bool:
 
 def durable_processors(agent: Any) -> list[Any]:
     """The agent's processors listed as such (a callable array is resolved per request, so
-    its processors' stores cannot be looked up by a worker: `check_durable` refuses them)."""
+    its processors' stores cannot be looked up by a worker: the workflow refuses one with a
+    store or a judge when the function returns it, `checks.check_returned`)."""
     out: list[Any] = []
     for name in ("input_processors", "output_processors", "error_processors"):
         array = getattr(agent, name, None)

@@ -34,8 +34,9 @@ from sluicegate.agent.decisions import (
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names, workflow_spans
+from sluicegate.durable.temporal.checks import check_returned
 from sluicegate.durable.temporal.failures import from_activity_error
-from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor
+from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor, judges_in_workflow
 from sluicegate.durable.temporal.payloads import checked
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.durable.temporal.trace_context import continue_caller, inject
@@ -46,7 +47,7 @@ from sluicegate.durable.temporal.workflow_model import (
     Settings,
     activity_models,
 )
-from sluicegate.errors import ToolError
+from sluicegate.errors import ConfigurationError, ToolError
 from sluicegate.ids import use_id_source
 from sluicegate.processors.base import processor_id
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
@@ -56,6 +57,7 @@ from sluicegate.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from sluicegate.agent import Agent
+    from sluicegate.agent.results import StepResult
     from sluicegate.agent.run import AgentRun
 
 _AGENTS: dict[str, Agent[Any]] = {}
@@ -177,6 +179,26 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
     return wrapped
 
 
+def _checked_function(agent_id: str, array: str, function: Any) -> Any:
+    """A processor array given as a function, as the workflow calls it: what it returns is
+    checked (`checks.check_returned`) before the run uses it."""
+
+    async def resolve(request_context: RequestContext) -> Any:
+        processors = function(request_context)
+        if inspect.isawaitable(processors):
+            processors = await processors
+        try:
+            for processor in processors or ():
+                needs = has_store(processor) or judges_in_workflow(processor)
+                check_returned(agent_id, array, processor, needs_activities=needs)
+        except ConfigurationError as exc:
+            # The run fails, naming why; any other exception would retry the workflow task forever.
+            raise ApplicationError(str(exc), type="ConfigurationError", non_retryable=True) from None
+        return processors
+
+    return resolve
+
+
 class _DurableRun:
     """The agent as this workflow runs it: a copy whose model and tools are activities."""
 
@@ -185,6 +207,8 @@ class _DurableRun:
         self.outbox = Outbox(agent.id, run_id)
         self.models = activity_models(agent, self.outbox, settings)
         self.run: AgentRun | None = None
+        self.output: dict[str, Any] | None = None
+        """The run's output when it last stopped (ended, or suspended): `names.OUTPUT`."""
         durable = copy.copy(agent)
         durable.tools = {name: _activity_tool(agent, name, tool, self) for name, tool in agent.tools.items()}
         if agent.memory is not None:
@@ -238,6 +262,9 @@ class _DurableRun:
         copies: dict[int, Any] = {}
         for array in ("input_processors", "output_processors", "error_processors"):
             processors = getattr(durable, array)
+            if callable(processors) and not isinstance(processors, (list, tuple)):
+                setattr(durable, array, _checked_function(durable.id, array, processors))
+                continue
             if not isinstance(processors, (list, tuple)):
                 continue
             wired = []
@@ -279,6 +306,8 @@ class _DurableRun:
                     continue
                 outbox.pending.append(chunk)
         streamed.clear()
+        # Recorded before the log closes: a reader that saw the close finds the output it ended with.
+        self.output = _result(run)
         status = "suspended" if run.finish_reason == "suspended" else "error" if run.error else "finished"
         await outbox.flush(close=status)
 
@@ -295,20 +324,43 @@ def _owner(run: AgentRun) -> dict[str, Any]:
 
 
 def _result(run: AgentRun) -> dict[str, Any]:
+    """What `generate` would return for the run (JSON): its result when it ends, its output so
+    far while it waits for a decision (`names.OUTPUT`). A step's tool results are in `steps`
+    only (`generate`'s `tool_results` are those of its steps but retried ones): the result is
+    one payload, under Temporal's size limit, and they are in `messages` already."""
+    suspended = run.suspend_payload()
     result: dict[str, Any] = checked(
         "the run's result",
         {
             "runId": run.run_id,
             "text": run.final_text(),
+            # A stream's `text` (ModelOutput.text): what this stream showed, a tripwire's run or
+            # the step a suspension interrupted included, from the resumption on.
+            "streamText": run.stream_text(),
             "finishReason": run.finish_reason,
             "usage": run.usage.to_dict() if hasattr(run.usage, "to_dict") else vars(run.usage),
             "tripwire": None if run.tripwire is None else run.tripwire.to_dict(),
             "error": None if run.error is None else str(run.error),
             "messages": [m.to_dict() for m in run.message_list.get.all.db()],
             "toolCalls": [c.to_dict() for c in run.all_tool_calls()],
+            "steps": [_step(step) for step in run.steps],
+            "suspendPayload": None if suspended is None else suspended.to_dict(),
         },
     )
     return result
+
+
+def _step(step: StepResult) -> dict[str, Any]:
+    """One step of the run as `generate`'s `steps` reports it (JSON)."""
+    return {
+        "stepNumber": step.step_number,
+        "text": step.text,
+        "finishReason": step.finish_reason,
+        "toolCalls": [c.to_dict() for c in step.tool_calls],
+        "toolResults": [c.to_dict() for c in step.tool_results],
+        "usage": step.usage.to_dict() if hasattr(step.usage, "to_dict") else vars(step.usage),
+        "model": step.model,
+    }
 
 
 @workflow.defn(name=names.WORKFLOW, sandboxed=False)
@@ -348,7 +400,8 @@ class AgentWorkflow:
             await durable.drive(run)
             held = run.state.held
             if run.finish_reason != "suspended" or held is None or not held.queue:
-                return _result(run)
+                assert durable.output is not None
+                return durable.output
             waiting = self._waiting = held.queue[0]
             self._pending = {
                 "toolCallId": waiting.tool_call_id,
@@ -378,6 +431,12 @@ class AgentWorkflow:
     def pending_tool_call(self) -> dict[str, Any] | None:
         """The call the run waits on, or None."""
         return self._pending
+
+    @workflow.query(name=names.OUTPUT)
+    def output(self) -> dict[str, Any] | None:
+        """The run's output when it last stopped: its result once it ended, what it had produced
+        when it suspended while it waits (None before it first stops)."""
+        return None if self._durable is None else self._durable.output
 
     def _check(self, action: Action, tool_call_id: str | None, value: Any = None) -> None:
         """Refuse a decision before it is accepted (`decisions.decide`, against the call the

@@ -20,7 +20,6 @@ from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.payloads import checked, json_state, json_value
 from sluicegate.durable.temporal.trace_context import inject
-from sluicegate.errors import TripWire
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
 from sluicegate.models.registry import resolve_model
@@ -207,10 +206,12 @@ class ActivityModel:
             await self._outbox.resync(run)
             error = from_activity_error(exc)
             attempt = failed_attempt(exc)
-            if attempt is None or not attempt.get("opened") or isinstance(error, TripWire):
+            if attempt is None or not attempt.get("opened"):
                 raise error from None
             # It failed inside an open stream: the loop sees what it streamed, then the error,
-            # and moves to the next model exactly when a run in one process would.
+            # and moves to the next model exactly when a run in one process would. A stream
+            # processor's tripwire too: what went out before it is the step's text, as in one
+            # process (the run's text keeps it).
             return StreamResult(iterate_items(self._items(attempt.get("items") or []), error))
         self._outbox.offset = result["offset"]
         for pid, saved in result["states"].items():
