@@ -358,9 +358,12 @@ def test_held_text_always_starts_where_a_match_could(atoms: list[str], data: st.
             buffer = stream.context + stream.carry
             pos = len(stream.context)
             if f._matcher.any_rule.match(buffer, pos, partial=True) is None:
-                # Or a spelled-out address still forming ("jane at ex dot"), or a match in the
-                # normalized view (split digits at the end may still form a number).
+                # Or a spelled-out address still forming ("jane at ex dot"), a value a run of
+                # digit groups was split into (held whole while a later match forms), or a match
+                # in the normalized view (split digits at the end may still form a number).
                 if spelled_email_hold(buffer, pos) == pos:
+                    continue
+                if any(start == pos for start, _, _ in f.find(buffer)):
                     continue
                 view = build_view(buffer)
                 assert view is not None
