@@ -96,17 +96,17 @@ class RegexRule:
 
 
 _GROUP = r"(?:\+\d{1,15}|\(\+?\d{1,5}\)|\d{1,15})"
-_NOT_AFTER_GROUP = rf"(?<!\d{SEP})"
+_NOT_AFTER_GROUP = r"(?<!\d[-./])"
 PHONE_PATTERN = (
     # A run of digit groups joined by in-value separators (`guardrails.digit_runs` splits it into
     # the numbers it holds; libphonenumber decides each). After a word character only when that
-    # is an escaped newline or tab (`\\n`, JSON); not inside a word or a decimal, nor after a
-    # group and a separator (the run began before). At least six digits. A thousands-grouped
+    # is an escaped newline or tab (`\\n`, JSON); not inside a word or a decimal, nor right
+    # after a group and a `-`, `.` or `/` (the run began before). At least six digits. A thousands-grouped
     # number followed by a word is a quantity (`577 884 210 people`). Not followed by `:`,
-    # `/`, `-` or `.` and a digit (a time, `13:24`, or a date goes on).
+    # `/`, `-` or `.` and a letter or digit (a time, `13:24`, an IPv6 address, a path goes on).
     rf"(?:(?<=\\[nrt])|(?<![\w+./]){_NOT_AFTER_GROUP})(?![1-9]\d{{0,2}}(?:\s\d{{3}})+\s+[a-z])"
     rf"(?=\(?\+?\d(?:[-./()+ \u00a0\u2009\u202f]{{0,3}}\d){{5}}){_GROUP}(?:(?:{SEP}|(?<=\))){_GROUP}){{0,47}}"
-    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\d)"
+    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\w)"
 )
 CARD_PATTERN = (
     # A run of digit groups with at least 12 digits (split into card numbers by
