@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from sluicegate.guardrails.validators import card_valid
+
 SEPARATORS = "-./ \u00a0\u2009\u202f"
 """Characters joining the groups of one value: a space, `-`, `.`, `/`, no-break and thin spaces."""
 SEP = "[-./ \u00a0\u2009\u202f]"
@@ -39,24 +41,22 @@ def _rank(separator: str) -> int:
     return 2 if any(c in _WEAK for c in separator) else 1
 
 
-def segment(
-    text: str,
-    accept: Callable[[str, Sequence[int]], bool],
-    *,
-    min_digits: int,
-    max_digits: int,
-) -> list[Span]:
-    """The values in the run `text`: spans of whole groups, each accepted by
-    `accept(piece, group_digit_counts)`, not overlapping, covering the most digits (then the
-    fewest spans). A span is cut only where the separator binds at most as loosely as any inside
-    it."""
+Accept = Callable[[str, Sequence[int]], str | None]
+"""What a piece of a run is (`piece`, its groups' digit counts): a kind's name, or None."""
+
+
+def segment(text: str, accept: Accept, *, min_digits: int, max_digits: int) -> list[tuple[int, int, str]]:
+    """The values in the run `text` as `(start, end, kind)`: spans of whole groups that
+    `accept` names, not overlapping, covering the most digits (then the fewest spans, then the
+    most with an international or area-code prefix). A span is cut only where the separator
+    binds at most as loosely as any inside it."""
     tokens = [(m.start(), m.end(), sum(c.isdigit() for c in m.group())) for m in _TOKEN.finditer(text)]
     count = len(tokens)
     if not count:
         return []
     seps = [_rank(text[tokens[i - 1][1] : tokens[i][0]]) for i in range(1, count)]
-    # best[j]: (digits covered, -spans, spans) over the first j groups
-    best: list[tuple[int, int, list[Span]]] = [(0, 0, [])]
+    # best[j]: (digits covered, -spans, prefixed spans, spans) over the first j groups
+    best: list[tuple[int, int, int, list[tuple[int, int, str]]]] = [(0, 0, 0, [])]
     for j in range(1, count + 1):
         choice = best[j - 1]
         digits = 0
@@ -72,29 +72,16 @@ def segment(
             if (i > 0 and seps[i - 1] < inner) or (j < count and seps[j - 1] < inner):
                 continue
             base = best[i]
-            score = (base[0] + digits, base[1] - 1)
-            if score <= choice[:2]:
-                continue
             start, end = tokens[i][0], tokens[j - 1][1]
-            if accept(text[start:end], [t[2] for t in tokens[i:j]]):
-                choice = (score[0], score[1], [*base[2], (start, end)])
+            prefixed = base[2] + (text[start] in "+(" or text.startswith("00", start))
+            score = (base[0] + digits, base[1] - 1, prefixed)
+            if score <= choice[:3]:
+                continue
+            kind = accept(text[start:end], [t[2] for t in tokens[i:j]])
+            if kind is not None:
+                choice = (*score, [*base[3], (start, end, kind)])
         best.append(choice)
-    return best[count][2]
-
-
-def pieces(
-    text: str,
-    whole: Callable[[str], bool],
-    part: Callable[[str, Sequence[int]], bool],
-    *,
-    min_digits: int,
-    max_digits: int,
-) -> list[Span]:
-    """`[(0, len(text))]` when the run is one value (`whole`), else its parts (`segment` with
-    `part`)."""
-    if whole(text):
-        return [(0, len(text))]
-    return segment(text, part, min_digits=min_digits, max_digits=max_digits)
+    return best[count][3]
 
 
 # One phone number as the phone rule took it before runs: an optional country code and area
@@ -104,21 +91,21 @@ _ONE_PHONE = re.compile(
     r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?",
     re.IGNORECASE,
 )
+_SSN = re.compile(r"\d{3}-\d{2}-\d{4}")
+_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)")
+_LOOSENS = re.compile(r"[-./]\d+[ \u00a0\u2009\u202f]")
 
 
-def phone_pieces(text: str, valid: Callable[[str], bool]) -> list[Span]:
-    """The phone numbers in a run (`valid`: the phone check, libphonenumber's in the rule's
-    regions). A part cut from a longer run needs 10+ digits or an international or area-code
-    prefix: shorter local numbers side by side read as lists of counts."""
+def _phone(piece: str, valid: Callable[[str], bool]) -> bool:
+    return _ONE_PHONE.fullmatch(piece) is not None and valid(piece)
 
-    def whole(piece: str) -> bool:
-        return _ONE_PHONE.fullmatch(piece) is not None and valid(piece)
 
-    def part(piece: str, groups: Sequence[int]) -> bool:
-        strong = sum(groups) >= 10 or piece[0] in "+(" or piece.startswith("00")
-        return strong and whole(piece)
-
-    return pieces(text, whole, part, min_digits=6, max_digits=17)
+def _phone_part(piece: str, groups: Sequence[int], valid: Callable[[str], bool]) -> bool:
+    """A phone number cut from a longer run: 10+ digits or an international or area-code
+    prefix (shorter local numbers side by side read as lists of counts), never loosening its
+    grouping after a `-`, `.` or `/` (`+1 415-555-0132`, not `45.156.227.216 5117`)."""
+    strong = sum(groups) >= 10 or piece[0] in "+(" or piece.startswith("00")
+    return strong and _LOOSENS.search(piece) is None and _phone(piece, valid)
 
 
 def _card_grouped(groups: Sequence[int]) -> bool:
@@ -131,13 +118,27 @@ def _card_grouped(groups: Sequence[int]) -> bool:
     return len(groups) >= 3 and all(g == 4 for g in groups[:-1]) and 1 <= groups[-1] <= 4
 
 
-def card_pieces(text: str, valid: Callable[[str], bool]) -> list[Span]:
-    """The card numbers in a run (`valid`: Luhn and issuer ranges); a part cut from a longer
-    run must be grouped as cards are (`_card_grouped`)."""
-    return pieces(
-        text,
-        valid,
-        lambda piece, groups: _card_grouped(groups) and valid(piece),
-        min_digits=12,
-        max_digits=19,
-    )
+def run_values(text: str, kind: str, phone_valid: Callable[[str], bool]) -> list[Span]:
+    """The values of `kind` (`phone`, `credit-card`) in the run `text`: the whole run when it
+    is one (`phone_valid`: libphonenumber's check in the rule's regions; cards: Luhn and issuer
+    ranges), else its share of the run split where phones, cards, SSNs and IPv4 addresses
+    compete for its groups (so a phone is not cut across a card, nor a card across an SSN). A card cut from a
+    longer run must be grouped as cards are (`_card_grouped`)."""
+    if kind == "phone" and _phone(text, phone_valid):
+        return [(0, len(text))]
+    if kind == "credit-card" and card_valid(text):
+        return [(0, len(text))]
+
+    def accept(piece: str, groups: Sequence[int]) -> str | None:
+        if sum(groups) >= 12 and _card_grouped(groups) and card_valid(piece):
+            return "credit-card"
+        if _SSN.fullmatch(piece) is not None:
+            return "ssn"
+        if _IPV4.fullmatch(piece) is not None:
+            return "ip-address"
+        if _phone_part(piece, groups, phone_valid):
+            return "phone"
+        return None
+
+    found = segment(text, accept, min_digits=6, max_digits=19)
+    return [(start, end) for start, end, what in found if what == kind]

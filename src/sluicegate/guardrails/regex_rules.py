@@ -13,7 +13,7 @@ from typing import Any
 import phonenumbers
 import regex
 
-from sluicegate.guardrails.digit_runs import SEP, card_pieces, phone_pieces
+from sluicegate.guardrails.digit_runs import SEP, run_values
 from sluicegate.guardrails.validators import (
     DEFAULT_PHONE_REGIONS,
     card_valid,
@@ -103,10 +103,11 @@ PHONE_PATTERN = (
     # is an escaped newline or tab (`\\n`, JSON); not inside a word or a decimal, nor right
     # after a group and a `-`, `.` or `/` (the run began before). At least six digits. A thousands-grouped
     # number followed by a word is a quantity (`577 884 210 people`). Not followed by `:`,
-    # `/`, `-` or `.` and a letter or digit (a time, `13:24`, an IPv6 address, a path goes on).
+    # `/`, `-` or `.` and a digit (a time, `13:24`, or a date goes on), nor by `:` and a hex
+    # digit (an IPv6 address).
     rf"(?:(?<=\\[nrt])|(?<![\w+./]){_NOT_AFTER_GROUP})(?![1-9]\d{{0,2}}(?:\s\d{{3}})+\s+[a-z])"
     rf"(?=\(?\+?\d(?:[-./()+ \u00a0\u2009\u202f]{{0,3}}\d){{5}}){_GROUP}(?:(?:{SEP}|(?<=\))){_GROUP}){{0,47}}"
-    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\w)"
+    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\d|:[0-9A-Fa-f])"
 )
 CARD_PATTERN = (
     # A run of digit groups with at least 12 digits (split into card numbers by
@@ -126,26 +127,32 @@ def phone_rule(regions: Sequence[str] = DEFAULT_PHONE_REGIONS) -> RegexRule:
         )
     validate = phone_valid if chosen == DEFAULT_PHONE_REGIONS else partial(phone_valid, regions=chosen)
     return RegexRule(
-        "phone", PHONE_PATTERN, "[PHONE]", validate=validate, split=partial(phone_pieces, valid=validate)
+        "phone",
+        PHONE_PATTERN,
+        "[PHONE]",
+        validate=validate,
+        split=partial(run_values, kind="phone", phone_valid=validate),
     )
 
 
 PII_RULES: tuple[RegexRule, ...] = (
     RegexRule(
         "email",
-        r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}",
+        # RFC 5321's bounds: a local part of at most 64 characters, a domain of at most 253.
+        r"[a-zA-Z0-9._%+-]{1,64}@[a-zA-Z0-9.-]{1,189}\.[a-zA-Z]{2,63}",
         "[EMAIL]",
         # Every prefix of an address is a local part, or a local part, "@" and domain
         # characters ("." and letters are domain characters, so any domain prefix can still
         # end in ".xx"). Possessive, as neither class holds "@" and `\Z` allows nothing after.
-        tail=r"[a-zA-Z0-9._%+-]++(?:@[a-zA-Z0-9.-]*+)?\Z",
+        # Bounded as the address is: a longer run of such characters is released as text.
+        tail=r"[a-zA-Z0-9._%+-]{1,64}+(?:@[a-zA-Z0-9.-]{0,253}+)?\Z",
     ),
     RegexRule(
         "credit-card",
         CARD_PATTERN,
         "[CREDIT_CARD]",
         validate=card_valid,
-        split=partial(card_pieces, valid=card_valid),
+        split=partial(run_values, kind="credit-card", phone_valid=phone_valid),
     ),
     RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
     phone_rule(),
