@@ -105,7 +105,7 @@ PHONE_PATTERN = (
     # number followed by a word is a quantity (`577 884 210 people`). Not followed by `:`,
     # `/`, `-` or `.` and a digit (a time, `13:24`, or a date goes on), nor by `:` and a hex
     # digit (an IPv6 address).
-    rf"(?:(?<=\\[nrt])|(?<![\w+./]){_NOT_AFTER_GROUP})(?![1-9]\d{{0,2}}(?:\s\d{{3}})+\s+[a-z])"
+    rf"(?:(?<=\\[nrt])|(?<![\w+./]){_NOT_AFTER_GROUP})(?![1-9]\d{{0,2}}(?:[ \u00a0\u202f]\d{{3}})+ +[a-z])"
     rf"(?=\(?\+?\d(?:[-./()+ \u00a0\u2009\u202f]{{0,3}}\d){{5}}){_GROUP}(?:(?:{SEP}|(?<=\))){_GROUP}){{0,47}}"
     r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\d|:[0-9A-Fa-f])"
 )

@@ -112,12 +112,14 @@ _NOT_PHONE = re.compile(
 )
 
 
-_SHORT_PHONE = re.compile(r"\+|\d{3}[-.\s]\d{4}\b|\d+(?:[-.\s]\d+){2}")
+_SHORT_PHONE = re.compile(r"\+|\d{3}[-./\s]\d{4}\b|\d+(?:[-./\s]\d+){2}")
 """Shapes a number of 6 or 7 digits takes when it is a phone number: `+`, `439 4166`, `61 54 78`."""
 _CARD_GROUPS = re.compile(r"\d+\Z|\d{4}(?:[-\s]\d{4})+\Z")
 _MILLIONS = re.compile(r"\d(?:[ ,]\d{3})+\Z")
 _EXTENSION = re.compile(r"\s?(?:x|ext\.?)\s?\d[-.\s\d]*\Z")
-_DOTTED = re.compile(r"\d+(?:\.\d+)+\Z")
+# A decimal (`32.096414`) or a version (`15.38.10`): not three or more groups with hundreds
+# after the first (`71.438.188` is a number written with dots).
+_DOTTED = re.compile(r"\d+\.\d+\Z|\d+(?:\.\d+)*\.\d{1,2}(?:\.\d+)*\Z")
 
 
 @lru_cache(maxsize=4096)

@@ -1,5 +1,7 @@
 """Values side by side (issue 31): every structured kind, laid out as real messages, tables and
-logs are (rows, CSV, TSV, JSON, Markdown tables, log lines, whatever separates neighbours), is
+logs are (rows, CSV, TSV, JSON, Markdown tables, log lines, whatever separates neighbours), and
+written with the evasions of round two (cards and phones with dots, slashes, no-break and thin
+spaces; emails with spaced or spelled `@` and `.`, or a look-alike letter), is
 found value by value by `RegexFilter(presets=["pii"])` and the offline `PIIDetector()`: as
 input, as a stream cut at random points, in tool results and in `data-*` chunks. A mask shows
 at most the last four digits of one value."""
@@ -50,10 +52,9 @@ def _card(rng: random.Random) -> str:
     )
     body = prefix + "".join(rng.choice(string.digits) for _ in range(size - len(prefix) - 1))
     number = body + _luhn_digit(body)
-    style = rng.choice(["plain", " ", "-", "grouped"])
-    if style == "plain":
+    sep = rng.choice(["", " ", "-", ".", "/", "\u00a0", "\u2009"])
+    if not sep:
         return number
-    sep = "-" if style == "-" else " "
     out, at = [], 0
     for size_ in groups:
         out.append(number[at : at + size_])
@@ -65,8 +66,10 @@ def _phone(rng: random.Random) -> str:
     area = f"{rng.randint(2, 9)}{rng.randint(0, 9)}{rng.randint(0, 9)}"
     exchange = f"{rng.randint(2, 9)}{rng.randint(0, 9)}{rng.randint(0, 9)}"
     line = f"{rng.randint(0, 9999):04d}"
+    sep = rng.choice(["-", ".", "/", "\u00a0", "\u202f"])
     return rng.choice(
         [
+            f"{area}{sep}{exchange}{sep}{line}",
             f"{area}-{exchange}-{line}",
             f"({area}) {exchange}-{line}",
             f"{area}.{exchange}.{line}",
@@ -94,7 +97,13 @@ def _iban(rng: random.Random) -> str:
 def _email(rng: random.Random) -> str:
     word = lambda n: "".join(rng.choice(string.ascii_lowercase) for _ in range(n))  # noqa: E731
     local = word(rng.randint(3, 8)) + rng.choice(["", "." + word(rng.randint(2, 6))])
-    return f"{local}@{word(rng.randint(3, 9))}.{rng.choice(['com', 'org', 'net', 'io', 'de'])}"
+    domain, tld = word(rng.randint(3, 9)), rng.choice(["com", "org", "net", "io", "de"])
+    at, dot = rng.choice(
+        [("@", "."), (" @ ", " . "), ("@", " . "), (" (at) ", " (dot) "), (" [at] ", " {dot} ")]
+    )
+    if rng.random() < 0.2:  # a Cyrillic look-alike letter in the domain
+        domain = domain[0] + "\u0430" + domain[2:] if len(domain) > 2 else domain
+    return f"{local}{at}{domain}{dot}{tld}"
 
 
 def _ipv4(rng: random.Random) -> str:
@@ -139,7 +148,7 @@ def layout(kind: str, items: list[tuple[str, str]], sep: str) -> str:
     if kind == "tsv":
         return "kind\tvalue\n" + "\n".join(f"{k}\t{v}" for k, v in items)
     if kind == "json":
-        return json.dumps([{"kind": k, "value": v} for k, v in items])
+        return json.dumps([{"kind": k, "value": v} for k, v in items], ensure_ascii=False)
     if kind == "markdown":
         return "| kind | value |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in items)
     if kind == "log":
@@ -184,7 +193,7 @@ def tool_result(guard: Any, result: Any) -> str:
     out = guard.process_tool_result(args)
     if asyncio.iscoroutine(out):
         out = asyncio.run(out)
-    return json.dumps(result if out is None else out.result)
+    return json.dumps(result if out is None else out.result, ensure_ascii=False)
 
 
 def data_chunk(guard: Any, data: Any) -> str:
@@ -194,7 +203,7 @@ def data_chunk(guard: Any, data: Any) -> str:
     if asyncio.iscoroutine(out):
         out = asyncio.run(out)
     chunks = out if isinstance(out, list) else [out]
-    return json.dumps([c.data for c in chunks if c is not None and c.type == "data-rows"])
+    return json.dumps([c.data for c in chunks if c is not None and c.type == "data-rows"], ensure_ascii=False)
 
 
 def leaks(items: list[tuple[str, str]], output: str) -> list[str]:
