@@ -242,12 +242,16 @@ class RuleMatcher:
         # screened matches starting before it matter.
         screen = self._screen
         if screen is not None:
+            # Searched to the buffer's end (a lead's `\Z` means the text's end, not `cut`'s), for
+            # a lead starting before `cut`.
             initials = self._screen_initials
             if initials is not None:
                 initial = initials.search(buffer, pos, cut)
-                lead = None if initial is None else screen.search(buffer, initial.start(), cut)
+                lead = None if initial is None else screen.search(buffer, initial.start())
             else:
-                lead = screen.search(buffer, pos, cut)
+                lead = screen.search(buffer, pos)
+            if lead is not None and lead.start() >= cut:
+                lead = None
             if lead is not None:
                 first = self._screened_any.search(buffer, lead.start(), partial=True)  # type: ignore[union-attr]
                 if first is not None:
