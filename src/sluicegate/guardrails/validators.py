@@ -146,10 +146,10 @@ def phone_valid(text: str, regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> 
     if digits >= 12 and text[0] != "0" and _CARD_GROUPS.match(text) is not None:
         return False  # `4111 1111 1111 1112`: a card number (one failing Luhn, too)
     # A national number only needs the full length of a number in one of the plans: fictional
-    # `(555) 123-4567` numbers still leak a shape users fill with real ones. A bare block of
-    # digits without a trunk `0` only in the plans written that way (an id `1447194161` is no
-    # British number: those are written `01447 ...`).
-    if text.isdigit() and text[0] != "0":
+    # `(555) 123-4567` numbers still leak a shape users fill with real ones. A bare block of 10
+    # or more digits without a trunk `0` only in the plans written that way (an id `1447194161`
+    # is no British number: those are written `01447 ...`).
+    if digits >= 10 and text.isdigit() and text[0] != "0":
         regions = tuple(region for region in regions if _bare(text, region))
     return any(_possible(text, region) for region in regions)
 
