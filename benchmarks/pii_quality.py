@@ -188,10 +188,11 @@ def _put(parts: list[str], spans: list[GoldSpan], text: str, label: str | None =
         spans.append(GoldSpan(start, start + len(text), label))
 
 
-def layout_examples(base: Iterable[Example], seed: int) -> list[Example]:
+def layout_examples(base: Iterable[Example], seed: int, only: str | None = None) -> list[Example]:
     """The structured values of `base`, two to five at a time, laid out as rows (space, tab,
     comma, semicolon, pipe or newline between them), CSV, TSV, JSON, Markdown tables, lists and
-    log lines; each value a gold span."""
+    log lines; each value a gold span. `only`: the examples of that layout alone (the same ones
+    as in the whole set)."""
     rng = random.Random(f"{seed}-layouts")
     values = [
         (e.text[g.start : g.end], g.label) for e in base for g in e.spans or () if g.label in STRUCTURED
@@ -229,7 +230,8 @@ def layout_examples(base: Iterable[Example], seed: int) -> list[Example]:
                  "list": "\n"}[kind])  # fmt: skip
         if kind == "json":
             put("]")
-        out.append(Example(0, "".join(parts), tuple(spans), None))
+        if only is None or only == kind:
+            out.append(Example(0, "".join(parts), tuple(spans), None))
     return out
 
 
@@ -288,6 +290,8 @@ def build(sentences: int, seed: int) -> dict[str, list[Example]]:
     for kind in EVASIONS:
         parts[f"evasion: {kind}"] = evasion_examples(base + structured, kind, seed)
     parts["layouts: rows, tables, JSON, logs"] = layout_examples(base + structured, seed)
+    for kind in LAYOUTS:
+        parts[f"layout: {kind}"] = layout_examples(base + structured, seed, only=kind)
     parts["clean prose, code, logs"] = clean_examples(sentences, seed)
     return {
         name: [Example(i + 1, e.text, e.spans, None) for i, e in enumerate(part)]
@@ -443,6 +447,10 @@ async def run(parts: dict[str, list[Example]], seed: int, *, with_presidio: bool
     for label in STRUCTURED:
         if label in ours[layouts].kinds:
             print(f"  {label:32}" + "".join(f"{_leak(label)(c[layouts]):>28}" for c in columns.values()))
+    print("per layout, all kinds")
+    for kind in LAYOUTS:
+        name = f"layout: {kind}"
+        print(f"  {kind:32}" + "".join(f"{_leak_all(c[name]):>28}" for c in columns.values()))
     clean = {name: c["clean prose, code, logs"] for name, c in columns.items()}
     print("\nclean prose, code and logs: redactions (false positives) and characters removed")
     for name, report in clean.items():
