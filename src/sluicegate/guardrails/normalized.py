@@ -51,7 +51,11 @@ _IBAN_HINT = re.compile(
 _IBAN_SEPARATOR = re.compile(r"[ .\-]")
 _AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"
 _DOT = r"(?:\s*[\[(<{]\s*dot\s*[\])>}]\s*|\s+dot\s+)"
-_TLD = r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app)"
+_TLD = (
+    r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app"
+    r"|hu|pl|cz|sk|at|be|dk|fi|no|pt|gr|ie|nz|za|br|mx|ar|ru|ua|ro|bg|hr|si|tr|il|sg|hk|tw|cn|kr|eu|lt"
+    r"|lv|ee|lu|cl|ph|my|id|th|vn|ng|ae|tv|cc|xyz|online|site|tech|shop|email)"
+)
 # An "@" or "." with whitespace beside it, inside an address written to evade ("jane @ ex . com").
 _SPACED_AT = r"(?:[ \t]+@[ \t]*|@[ \t]+)"
 _SPACED_DOT = r"(?:[ \t]+\.[ \t]*|\.[ \t]+)"
