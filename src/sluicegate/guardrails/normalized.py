@@ -59,10 +59,11 @@ _TLD = (
 # An "@" or "." with whitespace beside it, inside an address written to evade ("jane @ ex . com").
 _SPACED_AT = r"(?:[ \t]+@[ \t]*|@[ \t]+)"
 _SPACED_DOT = r"(?:[ \t]+\.[ \t]*|\.[ \t]+)"
-_LOCAL = rf"[A-Za-z0-9_%+-]+(?:(?:{_DOT}|\.)[A-Za-z0-9_%+-]+)*"
+_LOCAL = r"[A-Za-z0-9._%+-]+"
 _DOMAIN = rf"[A-Za-z0-9-]+(?:(?:{_DOT}|{_SPACED_DOT}|\.)[A-Za-z0-9-]+)*"
 # An address with a spelled-out "at" and at least one spelled-out "dot", a bracketed "[at]", or
-# a spaced "@" (the local part may spell its dots out too: "jane dot doe at ex dot com").
+# a spaced "@" (a local part spelling its dots out, "jane dot doe at ...", counts from "doe": the
+# stream's hold-back cannot know "jane dot" begins an address until the "at" comes).
 _SPELLED_EMAIL = re.compile(
     rf"{_LOCAL}(?:{_AT}{_DOMAIN}{_DOT}{_TLD}"
     rf"|\s*[\[(<{{]\s*at\s*[\])>}}]\s*{_DOMAIN}(?:{_DOT}|\.){_TLD}"

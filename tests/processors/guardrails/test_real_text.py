@@ -97,7 +97,7 @@ def test_an_ssn_then_a_card_are_two_values_and_masks_show_four_digits_each() -> 
         "jane.doe@example . com",
         "jane.doe (at) example {dot} com",
         "jane.doe [at] example [dot] com",
-        "jane dot doe at example dot com",
+        "jane.doe at example dot com",
         "jane.doe@ex\u0430mple.com",  # Cyrillic а
         "j\u0430ne.doe@example.com",
         "jane.doe@\u03bfrange.com",  # Greek ο
