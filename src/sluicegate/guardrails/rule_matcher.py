@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import regex
 
 from sluicegate.guardrails.lead_screen import TailedRule, lead_initials, lead_screen, required_char, screen
-from sluicegate.guardrails.normalized import AN_AT, MAY_END_SPELLING, View, build_view, spelled_email_hold
+from sluicegate.guardrails.normalized import MAY_END_SPELLING, View, build_view, may_spell, spelled_email_hold
 from sluicegate.guardrails.regex_rules import RegexRule
 
 _SCOPED_FLAGS = (
@@ -212,7 +212,7 @@ class RuleMatcher:
         if cut < 0:
             return cut
         # The stream's hot path: most chunks end inside a word with no "at" near, and stop here.
-        if self._emails and (buffer[-1] in MAY_END_SPELLING or AN_AT.search(buffer, pos) is not None):
+        if self._emails and (buffer[-1] in MAY_END_SPELLING or may_spell(buffer, pos)):
             cut = min(cut, spelled_email_hold(buffer, pos))
         view = build_view(buffer)
         if view is None:
