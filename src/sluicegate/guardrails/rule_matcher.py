@@ -242,16 +242,12 @@ class RuleMatcher:
         # screened matches starting before it matter.
         screen = self._screen
         if screen is not None:
-            # Searched to the buffer's end (a lead's `\Z` means the text's end, not `cut`'s), for
-            # a lead starting before `cut`.
             initials = self._screen_initials
             if initials is not None:
                 initial = initials.search(buffer, pos, cut)
-                lead = None if initial is None else screen.search(buffer, initial.start())
+                lead = None if initial is None else _lead(screen, buffer, initial.start(), cut)
             else:
-                lead = screen.search(buffer, pos)
-            if lead is not None and lead.start() >= cut:
-                lead = None
+                lead = _lead(screen, buffer, pos, cut)
             if lead is not None:
                 first = self._screened_any.search(buffer, lead.start(), partial=True)  # type: ignore[union-attr]
                 if first is not None:
@@ -309,6 +305,18 @@ class RuleMatcher:
             if region.start < cut < region.end:
                 cut = region.start
         return cut, [r for r in regions if r.end <= cut]
+
+
+def _lead(screen: re.Pattern[str], buffer: str, pos: int, cut: int) -> re.Match[str] | None:
+    """The first lead of `screen` starting in `buffer[pos:cut]`. Searched up to `cut` (cheap),
+    but a lead reaching `cut` is matched again against the whole buffer: its end-of-text test
+    means the text's end, not `cut` (a long token released past its bound would otherwise be
+    searched again at every chunk)."""
+    while (lead := screen.search(buffer, pos, cut)) is not None:
+        if lead.end() < cut or cut == len(buffer) or screen.match(buffer, lead.start()) is not None:
+            return lead
+        pos = lead.start() + 1
+    return None
 
 
 def _before(hold: int, cut: int, regions: list[Region]) -> tuple[int, list[Region]]:
