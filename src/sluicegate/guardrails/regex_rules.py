@@ -13,6 +13,7 @@ from typing import Any
 import phonenumbers
 import regex
 
+from sluicegate.guardrails.digit_runs import SEP, run_values
 from sluicegate.guardrails.validators import (
     DEFAULT_PHONE_REGIONS,
     card_valid,
@@ -54,6 +55,11 @@ class RegexRule:
     `replacement` used by the redact strategy, and an optional `validate(match_text)` that must
     accept a match for it to count (the credit-card preset checks Luhn).
 
+    `split` (optional, instead of `validate`) finds the values inside a match: `split(match_text)`
+    returns their `(start, end)` offsets in it, none when it holds no value. The digit-led
+    presets match whole runs of digit groups and split them (see `guardrails.digit_runs`), so
+    values side by side are found each on its own.
+
     `tail` (optional, for patterns the stdlib `re` can also compile) speeds up streaming: a
     stdlib pattern, compiled with the rule's flags, that matches at a position exactly when the
     text from there to the end could still grow into a match, or already is one (the prefix
@@ -66,6 +72,7 @@ class RegexRule:
     validate: Callable[[str], bool] | None = None
     flags: int = 0
     tail: str | None = None
+    split: Callable[[str], Sequence[tuple[int, int]]] | None = None
     compiled: regex.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -84,18 +91,28 @@ class RegexRule:
             validate=value.get("validate"),
             flags=value.get("flags", 0),
             tail=value.get("tail"),
+            split=value.get("split"),
         )
 
 
+_GROUP = r"(?:\+\d{1,15}|\(\+?\d{1,5}\)|\d{1,15})"
+_NOT_AFTER_GROUP = r"(?<!\d[-./])"
 PHONE_PATTERN = (
-    # International and national shapes, with an optional extension; libphonenumber decides.
-    # After a word character only when that is an escaped newline or tab (`\\n`, JSON); not
-    # inside a longer list of digit groups (`4111 1111 1111 1112`, `2019 2020 2021`).
-    # A thousands-grouped number followed by a word is a quantity (`577 884 210 people`).
-    # Not followed by `:` or `/` and a digit (a time, `13:24`, or a date goes on), nor by more
-    # digits after a space (`1 2 3 4 5 6 7 8 9 10` is a count).
-    r"(?:(?<=\\[nrt])|(?<![\w+./])(?<!\d[-.\s]))(?![1-9]\d{0,2}(?:\s\d{3})+\s+[a-z])(?:\+\d{1,3}[-.\s]?)?(?:\(\d{1,5}\)[-.\s]?)?(?:\d{1,6}(?:[-.\s]\d{1,8}){1,5}|\d{6,15})"
-    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/\s]\d)"
+    # A run of digit groups joined by in-value separators (`guardrails.digit_runs` splits it into
+    # the numbers it holds; libphonenumber decides each). After a word character only when that
+    # is an escaped newline or tab (`\\n`, JSON); not inside a word or a decimal, nor right
+    # after a group and a `-`, `.` or `/` (the run began before). At least six digits. A thousands-grouped
+    # number followed by a word is a quantity (`577 884 210 people`). Not followed by `:`,
+    # `/`, `-` or `.` and a digit (a time, `13:24`, or a date goes on), nor by `:` and a hex
+    # digit (an IPv6 address).
+    rf"(?:(?<=\\[nrt])|(?<![\w+./]){_NOT_AFTER_GROUP})(?![1-9]\d{{0,2}}(?:[ \u00a0\u202f]\d{{3}})+ +[a-z])"
+    rf"(?=\(?\+?\d(?:[-./()+ \u00a0\u2009\u202f]{{0,3}}\d){{5}}){_GROUP}(?:(?:{SEP}|(?<=\))){_GROUP}){{0,47}}"
+    r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\d|:[0-9A-Fa-f])"
+)
+CARD_PATTERN = (
+    # A run of digit groups with at least 12 digits (split into card numbers by
+    # `guardrails.digit_runs`); not after `+` (an international phone number may pass Luhn).
+    rf"(?<![+\w]){_NOT_AFTER_GROUP}(?=(?:\d{SEP}?){{11}}\d)\d{{1,19}}(?:{SEP}\d{{1,19}}){{0,47}}(?!\w)"
 )
 
 
@@ -109,21 +126,34 @@ def phone_rule(regions: Sequence[str] = DEFAULT_PHONE_REGIONS) -> RegexRule:
             f"phone_regions must be ISO 3166 region codes libphonenumber knows, got {unknown or chosen!r}"
         )
     validate = phone_valid if chosen == DEFAULT_PHONE_REGIONS else partial(phone_valid, regions=chosen)
-    return RegexRule("phone", PHONE_PATTERN, "[PHONE]", validate=validate)
+    return RegexRule(
+        "phone",
+        PHONE_PATTERN,
+        "[PHONE]",
+        validate=validate,
+        split=partial(run_values, kind="phone", phone_valid=validate),
+    )
 
 
 PII_RULES: tuple[RegexRule, ...] = (
     RegexRule(
         "email",
-        r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}",
+        # RFC 5321's bounds: a local part of at most 64 characters, a domain of at most 253.
+        r"[a-zA-Z0-9._%+-]{1,64}@[a-zA-Z0-9.-]{1,189}\.[a-zA-Z]{2,63}",
         "[EMAIL]",
         # Every prefix of an address is a local part, or a local part, "@" and domain
         # characters ("." and letters are domain characters, so any domain prefix can still
         # end in ".xx"). Possessive, as neither class holds "@" and `\Z` allows nothing after.
-        tail=r"[a-zA-Z0-9._%+-]++(?:@[a-zA-Z0-9.-]*+)?\Z",
+        # Bounded as the address is: a longer run of such characters is released as text.
+        tail=r"[a-zA-Z0-9._%+-]{1,64}+(?:@[a-zA-Z0-9.-]{0,253}+)?\Z",
     ),
-    # Not after `+`: an international phone number (`+447700256459`) may pass Luhn.
-    RegexRule("credit-card", r"(?<!\+)\b(?:\d[ -]?){11,18}\d\b", "[CREDIT_CARD]", validate=card_valid),
+    RegexRule(
+        "credit-card",
+        CARD_PATTERN,
+        "[CREDIT_CARD]",
+        validate=card_valid,
+        split=partial(run_values, kind="credit-card", phone_valid=phone_valid),
+    ),
     RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
     phone_rule(),
     RegexRule(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import regex
 
 from sluicegate.guardrails.lead_screen import TailedRule, lead_initials, lead_screen, required_char, screen
-from sluicegate.guardrails.normalized import AN_AT, MAY_END_SPELLING, View, build_view, spelled_email_hold
+from sluicegate.guardrails.normalized import MAY_END_SPELLING, View, build_view, may_spell, spelled_email_hold
 from sluicegate.guardrails.regex_rules import RegexRule
 
 _SCOPED_FLAGS = (
@@ -63,19 +63,81 @@ def merge_regions(matches: list[tuple[int, int, RegexRule]]) -> list[Region]:
     return regions
 
 
-def _scan(rule: RegexRule, text: str, pos: int, *, partial: bool) -> Iterator[tuple[regex.Match[str], bool]]:
-    """`rule`'s matches in `text[pos:]` and whether each counts (non-empty, and complete and
-    accepted by `rule.validate`). A candidate the check rejects is retried from its next
-    character, so it cannot hide a valid value inside it (and whole texts and streams agree,
-    wherever their scan starts); an accepted one is skipped whole, as `finditer` does."""
+def compete(matches: list[tuple[int, int, RegexRule]], text: str) -> list[tuple[int, int, RegexRule]]:
+    """`matches` with the values a run was split into competing across rules: where matches
+    overlap, the set of non-overlapping ones covering the most text wins ("123-45-6789" and
+    "4111 1111 1111 1111" beat the phone "123-45-6789 4111" across both). A losing split value
+    stays only when it covers text the others leave (a value is never given up); matches of
+    rules that do not split always stay (overlapping ones then merge into one region)."""
+    if len(matches) < 2 or all(rule.split is None for _, _, rule in matches):
+        return matches
+    ordered = sorted(matches, key=lambda m: (m[0], m[1]))
+    out: list[tuple[int, int, RegexRule]] = []
+    cluster: list[tuple[int, int, RegexRule]] = []
+    reach = -1
+    for match in ordered:
+        if cluster and match[0] >= reach:
+            out.extend(_winners(cluster, text))
+            cluster = []
+        cluster.append(match)
+        reach = max(reach, match[1]) if len(cluster) > 1 else match[1]
+    out.extend(_winners(cluster, text))
+    return out
+
+
+def _winners(cluster: list[tuple[int, int, RegexRule]], text: str) -> list[tuple[int, int, RegexRule]]:
+    """The matches of one cluster of overlapping ones that stay (see `compete`)."""
+    if len(cluster) == 1 or all(rule.split is None for _, _, rule in cluster):
+        return cluster
+    by_end = sorted(cluster, key=lambda m: m[1])
+    # weighted interval scheduling: best[k] = (covered, chosen) over the first k by end
+    best: list[tuple[int, list[tuple[int, int, RegexRule]]]] = [(0, [])]
+    for k, match in enumerate(by_end):
+        before = k
+        while before > 0 and by_end[before - 1][1] > match[0]:
+            before -= 1
+        take = best[before][0] + match[1] - match[0]
+        best.append((take, [*best[before][1], match]) if take > best[k][0] else best[k])
+    chosen = best[-1][1]
+    kept = chosen + [m for m in cluster if m[2].split is None and m not in chosen]
+    covered = {i for start, end, _ in kept for i in range(start, end)}
+    for match in cluster:
+        if match in kept:
+            continue
+        start, end, _ = match
+        if any(i not in covered and not text[i].isspace() for i in range(start, end)):
+            kept.append(match)
+            covered.update(range(start, end))
+    return kept
+
+
+def _scan(rule: RegexRule, text: str, pos: int, *, partial: bool) -> Iterator[tuple[int, int, bool, bool]]:
+    """`rule`'s matches in `text[pos:]` as `(start, end, partial, counts)`: whether each counts
+    (non-empty, and complete and accepted by `rule.validate`). A candidate the check rejects is
+    retried from its next character, so it cannot hide a valid value inside it (and whole texts
+    and streams agree, wherever their scan starts); an accepted one is skipped whole, as
+    `finditer` does. A rule with `split` reports the values it finds inside each complete match
+    (or the match, not counting, when it holds none) and goes on after the match."""
     size = len(text)
+    split = rule.split
     while pos <= size:
         match = rule.compiled.search(text, pos, partial=partial)
         if match is None:
             return
         start, end = match.span()
+        if split is not None and end > start and not match.partial:
+            if partial and (end == size or rule.compiled.fullmatch(text, start, partial=True)):
+                yield start, end, True, False  # the run may still grow: its values are not known yet
+                return
+            found = split(match.group())
+            for piece_start, piece_end in found:
+                yield start + piece_start, start + piece_end, False, True
+            if not found:
+                yield start, end, False, False
+            pos = end
+            continue
         valid = end > start and not match.partial and (rule.validate is None or rule.validate(match.group()))
-        yield match, valid
+        yield start, end, match.partial, valid
         pos = end if valid or (rule.validate is None and end > start) else start + 1
 
 
@@ -122,14 +184,15 @@ class RuleMatcher:
     def find(self, text: str, pos: int = 0) -> list[tuple[int, int, RegexRule]]:
         """Every validated match of every rule in `text[pos:]`, as `(start, end, rule)`: in the
         text and in its normalized view (see `normalized`), mapped back to the text."""
-        found = self._find(text, pos)
+        found = compete(self._find(text, pos), text)
         view = build_view(text)
         if view is None:
             return found
         # The view's matches, and the text's own that no view match covers (a view match
         # often contains a piece of the same value: "ane@x.com" of "j\u200bane@x.com").
         seen = [
-            (*view.origin(start, end), rule) for start, end, rule in self._find(view.text, view.index(pos))
+            (*view.origin(start, end), rule)
+            for start, end, rule in compete(self._find(view.text, view.index(pos)), view.text)
         ]
         return seen + [m for m in found if not any(s < m[1] and m[0] < e for s, e, _ in seen)]
 
@@ -138,9 +201,9 @@ class RuleMatcher:
         for rule, required in self._required:
             if required is not None and text.find(required, pos) < 0:
                 continue  # every match holds this character: none here
-            for match, valid in _scan(rule, text, pos, partial=False):
+            for start, end, _, valid in _scan(rule, text, pos, partial=False):
                 if valid:
-                    found.append((match.start(), match.end(), rule))
+                    found.append((start, end, rule))
         return found
 
     def hold_from(self, buffer: str, pos: int, size: int) -> int:
@@ -149,7 +212,7 @@ class RuleMatcher:
         if cut < 0:
             return cut
         # The stream's hot path: most chunks end inside a word with no "at" near, and stop here.
-        if self._emails and (buffer[-1] in MAY_END_SPELLING or AN_AT.search(buffer, pos) is not None):
+        if self._emails and (buffer[-1] in MAY_END_SPELLING or may_spell(buffer, pos)):
             cut = min(cut, spelled_email_hold(buffer, pos))
         view = build_view(buffer)
         if view is None:
@@ -182,9 +245,9 @@ class RuleMatcher:
             initials = self._screen_initials
             if initials is not None:
                 initial = initials.search(buffer, pos, cut)
-                lead = None if initial is None else screen.search(buffer, initial.start(), cut)
+                lead = None if initial is None else _lead(screen, buffer, initial.start(), cut)
             else:
-                lead = screen.search(buffer, pos, cut)
+                lead = _lead(screen, buffer, pos, cut)
             if lead is not None:
                 first = self._screened_any.search(buffer, lead.start(), partial=True)  # type: ignore[union-attr]
                 if first is not None:
@@ -227,21 +290,33 @@ class RuleMatcher:
         cut = size
         matches: list[tuple[int, int, RegexRule]] = []
         for rule in self.rules:
-            for match, valid in _scan(rule, buffer, pos, partial=True):
-                start, end = match.span()
+            for start, end, partial, valid in _scan(rule, buffer, pos, partial=True):
                 # A complete match is final only if no longer match from its start could still
                 # form: `regex` reports "john@ex.com" in "john@ex.com.a", yet the text may
-                # continue to "john@ex.com.au".
-                if match.partial or end == size or rule.compiled.fullmatch(buffer, start, partial=True):
+                # continue to "john@ex.com.au". (A split match's values lie inside one run, which
+                # the pieces' own checks below stand for.)
+                if partial or end == size or rule.compiled.fullmatch(buffer, start, partial=True):
                     cut = min(cut, start)
                     break
                 if valid:
                     matches.append((start, end, rule))
-        regions = merge_regions([m for m in matches if m[0] < cut])
+        regions = merge_regions(compete([m for m in matches if m[0] < cut], buffer))
         for region in regions:
             if region.start < cut < region.end:
                 cut = region.start
         return cut, [r for r in regions if r.end <= cut]
+
+
+def _lead(screen: re.Pattern[str], buffer: str, pos: int, cut: int) -> re.Match[str] | None:
+    """The first lead of `screen` starting in `buffer[pos:cut]`. Searched up to `cut` (cheap),
+    but a lead reaching `cut` is matched again against the whole buffer: its end-of-text test
+    means the text's end, not `cut` (a long token released past its bound would otherwise be
+    searched again at every chunk)."""
+    while (lead := screen.search(buffer, pos, cut)) is not None:
+        if lead.end() < cut or cut == len(buffer) or screen.match(buffer, lead.start()) is not None:
+            return lead
+        pos = lead.start() + 1
+    return None
 
 
 def _before(hold: int, cut: int, regions: list[Region]) -> tuple[int, list[Region]]:

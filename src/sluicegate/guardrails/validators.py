@@ -112,12 +112,14 @@ _NOT_PHONE = re.compile(
 )
 
 
-_SHORT_PHONE = re.compile(r"\+|\d{3}[-.\s]\d{4}\b|\d+(?:[-.\s]\d+){2}")
+_SHORT_PHONE = re.compile(r"\+|\d{3}[-./\s]\d{4}\b|\d+(?:[-./\s]\d+){2}")
 """Shapes a number of 6 or 7 digits takes when it is a phone number: `+`, `439 4166`, `61 54 78`."""
 _CARD_GROUPS = re.compile(r"\d+\Z|\d{4}(?:[-\s]\d{4})+\Z")
 _MILLIONS = re.compile(r"\d(?:[ ,]\d{3})+\Z")
 _EXTENSION = re.compile(r"\s?(?:x|ext\.?)\s?\d[-.\s\d]*\Z")
-_DOTTED = re.compile(r"\d+(?:\.\d+)+\Z")
+# A decimal (`32.096414`) or a version (`15.38.10`): not three or more groups with hundreds
+# after the first (`71.438.188` is a number written with dots).
+_DOTTED = re.compile(r"\d+\.\d+\Z|\d+(?:\.\d+)*\.\d{1,2}(?:\.\d+)*\Z")
 
 
 @lru_cache(maxsize=4096)
@@ -144,8 +146,28 @@ def phone_valid(text: str, regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> 
     if digits >= 12 and text[0] != "0" and _CARD_GROUPS.match(text) is not None:
         return False  # `4111 1111 1111 1112`: a card number (one failing Luhn, too)
     # A national number only needs the full length of a number in one of the plans: fictional
-    # `(555) 123-4567` numbers still leak a shape users fill with real ones.
+    # `(555) 123-4567` numbers still leak a shape users fill with real ones. A bare block of 10
+    # or more digits without a trunk `0` only in the plans written that way (an id `1447194161`
+    # is no British number: those are written `01447 ...`).
+    if digits >= 10 and text.isdigit() and text[0] != "0":
+        regions = tuple(region for region in regions if _bare(text, region))
     return any(_possible(text, region) for region in regions)
+
+
+def _bare(digits: str, region: str) -> bool:
+    """Whether a plan's numbers are written as `digits` is, with no trunk prefix: North
+    American numbers (`4155550132`, `14155550132`), Indian mobiles, Italian mobiles, Spanish
+    numbers."""
+    size, first = len(digits), digits[0]
+    if region in ("US", "CA"):
+        return (size == 10 and first in "23456789") or (size == 11 and first == "1")
+    if region == "IN":
+        return size == 10 and first in "6789"
+    if region == "IT":
+        return first == "3"
+    if region == "ES":
+        return size == 9 and first in "6789"
+    return False
 
 
 def _possible(text: str, region: str | None) -> bool:
