@@ -135,7 +135,9 @@ def test_a_disconnect_closes_the_run_as_aborted() -> None:
     log = InMemoryRunLog()
     slow = Agent(name="slow", model=EchoModel(deltas=50, delay=0.02), run_log=log)
     app = create_app(Sluicegate(agents={"slow": slow}), ServerSettings())
-    sent = asyncio.run(call_then_disconnect(app, "/api/agents/slow/stream", {"messages": "go"}, after=0.2))
+    # A message long enough for the model's 50 deltas (1 s): a short one is fewer, shorter pieces.
+    message = "keep going " * 10
+    sent = asyncio.run(call_then_disconnect(app, "/api/agents/slow/stream", {"messages": message}, after=0.2))
     body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body").decode()
     run_id = sse_events(body + "data: [DONE]\n\n")[0][0]["runId"]
     info = asyncio.run(log.info(run_id))
