@@ -14,7 +14,6 @@ from sluicegate.processors.base import HOOKS, implements, processor_id
 from sluicegate.processors.workflow import ProcessorWorkflow
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
-from sluicegate.server.tool_approval import requires_approval
 from sluicegate.server.wire_steps import (
     APPROVAL_RESUME_SCHEMA,
     counted,
@@ -26,6 +25,7 @@ from sluicegate.server.wire_steps import (
 from sluicegate.storage.suspended_runs import SuspendedRun
 from sluicegate.stream.payload import to_json
 from sluicegate.tools import Tool
+from sluicegate.tools.tool import requires_approval
 
 # Mastra's processor phases (the ones its API lists) and the hooks that provide them.
 PHASE_HOOKS: dict[str, str] = {

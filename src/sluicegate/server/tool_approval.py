@@ -10,15 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from sluicegate.server.errors import ApiError
+from sluicegate.tools.tool import requires_approval
 
 ALLOW_ENV = "SLUICEGATE_ALLOW_UNAPPROVED_TOOL_EXECUTION"
-
-
-def requires_approval(tool: Any) -> bool:
-    """Whether a call of `tool` waits for a person. Anything but an explicit `False` (a value set
-    after construction, a callable, a tool type without the attribute) counts as yes: a guard
-    that cannot tell does not let the call through."""
-    return getattr(tool, "require_approval", True) is not False
 
 
 def refuse_unapproved(tool: Any, *, allowed: bool) -> None:

@@ -377,6 +377,13 @@ def tool(
     return build(func) if func is not None else build
 
 
+def requires_approval(tool: Any) -> bool:
+    """Whether a call of `tool` waits for a person. Anything but an explicit `False` (a value set
+    after construction, a callable, a tool type without the attribute) counts as yes: a guard
+    that cannot tell does not let the call through."""
+    return getattr(tool, "require_approval", True) is not False
+
+
 def _is_pydantic_model(schema: Any) -> bool:
     import pydantic
 
