@@ -192,6 +192,7 @@ def test_model_call_limit_options_are_checked(options: dict[str, Any], error: ty
 
 
 def test_the_studio_lists_the_limits_and_the_retry() -> None:
+    pytest.importorskip("fastapi", reason="the server extra is not installed")
     from fastapi.testclient import TestClient
 
     from sluicegate import Sluicegate
