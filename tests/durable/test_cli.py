@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from sluicegate.cli import _temporal_env, build_parser, main
+from sluicegate.cli import build_parser, main
+from sluicegate.cli.serving import temporal_env
 
 
 def test_worker_needs_a_temporal_frontend(capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,15 +30,15 @@ def test_serve_temporal_becomes_the_servers_environment(monkeypatch: pytest.Monk
     args = build_parser().parse_args(
         ["serve", "app.py", "--temporal", "127.0.0.1:7233", "--task-queue", "agents"]
     )
-    _temporal_env(args)
+    temporal_env(args)
     assert environ["SLUICEGATE_TEMPORAL"] == "127.0.0.1:7233"
     assert environ["SLUICEGATE_TEMPORAL_TASK_QUEUE"] == "agents"
-    _temporal_env(
+    temporal_env(
         build_parser().parse_args(["serve", "app.py", "--temporal", "127.0.0.1:7233", "--namespace", "prod"])
     )
     assert environ["SLUICEGATE_TEMPORAL_NAMESPACE"] == "prod"  # the workers' (`worker --namespace`)
     del environ["SLUICEGATE_TEMPORAL"]
-    _temporal_env(build_parser().parse_args(["serve", "app.py"]))
+    temporal_env(build_parser().parse_args(["serve", "app.py"]))
     assert "SLUICEGATE_TEMPORAL" not in environ
 
 

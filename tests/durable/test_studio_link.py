@@ -105,13 +105,14 @@ def test_the_web_ui_setting_takes_only_an_http_url(monkeypatch: pytest.MonkeyPat
 
 
 def test_serve_temporal_ui_sets_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sluicegate.cli import _temporal_env, build_parser
+    from sluicegate.cli import build_parser
+    from sluicegate.cli.serving import temporal_env
 
     # a private copy of the environment: a leaked SLUICEGATE_TEMPORAL would make later apps durable
     environ = {k: v for k, v in os.environ.items() if not k.startswith("SLUICEGATE_TEMPORAL")}
     monkeypatch.setattr(os, "environ", environ)
     args = build_parser().parse_args(["serve", "app.py", "--temporal", "127.0.0.1:7233", "--temporal-ui", UI])
-    _temporal_env(args)
+    temporal_env(args)
     assert environ["SLUICEGATE_TEMPORAL_UI"] == UI
     assert ServerSettings.from_env().temporal_ui == UI
 

@@ -15,7 +15,8 @@ import httpx
 import pytest
 from tests.server.live import free_port
 
-from sluicegate.cli import _studio_url, build_parser, main
+from sluicegate.cli import build_parser, main
+from sluicegate.cli.serving import studio_url
 from sluicegate.server.loader import APP_ENV, DEV_ENV, AppLoadError, app_from_env, load_registry
 
 TYPO_APP = """\
@@ -125,10 +126,10 @@ def test_help_explains_every_option_with_an_example(name: str) -> None:
 
 
 def test_the_studio_url_is_one_a_browser_can_open() -> None:
-    assert _studio_url("127.0.0.1", 4111) == "http://127.0.0.1:4111/studio"
-    assert _studio_url("0.0.0.0", 8000) == "http://127.0.0.1:8000/studio"
-    assert _studio_url("::", 8000) == "http://[::1]:8000/studio"
-    assert _studio_url("fe80::1", 80) == "http://[fe80::1]:80/studio"
+    assert studio_url("127.0.0.1", 4111) == "http://127.0.0.1:4111/studio"
+    assert studio_url("0.0.0.0", 8000) == "http://127.0.0.1:8000/studio"
+    assert studio_url("::", 8000) == "http://[::1]:8000/studio"
+    assert studio_url("fe80::1", 80) == "http://[fe80::1]:80/studio"
 
 
 async def test_the_dev_loader_serves_an_error_page_until_the_file_is_fixed(

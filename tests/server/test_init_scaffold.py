@@ -165,7 +165,7 @@ def test_dev_turns_loopback_cors_on_and_serve_does_not(
     for name in ("SLUICEGATE_CORS_LOOPBACK", "SLUICEGATE_ALLOW_CLIENT_OVERRIDES"):
         monkeypatch.setenv(name, "")  # restored after the test: dev sets them
         monkeypatch.delenv(name)
-    monkeypatch.setattr("sluicegate.cli._serve", fake_serve)
+    monkeypatch.setattr("sluicegate.cli.serving.serve", fake_serve)
     assert main(["serve", "app.py"]) == 0
     assert main(["dev", "app.py"]) == 0
     assert seen == {"False": "off", "True": "on"}

@@ -106,7 +106,7 @@ def test_dev_allows_the_studio_origin_by_default_and_serve_does_not(monkeypatch:
         seen["origins"], seen["loopback"] = settings.cors_origins, settings.cors_loopback
         return 0
 
-    monkeypatch.setattr(cli, "_serve", fake_serve)
+    monkeypatch.setattr(cli.serving, "serve", fake_serve)
     for name in ("SLUICEGATE_CORS_ORIGINS", "SLUICEGATE_CORS_LOOPBACK", "SLUICEGATE_ALLOW_CLIENT_OVERRIDES"):
         monkeypatch.setenv(name, "")  # restored after the test: `dev` sets them
         monkeypatch.delenv(name)
