@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.errors import MissingExtraError
-from sluicegate.mcp.config import MCPConfigError
+from sluicegate.mcp.config import REQUEST_CONTEXT_SCOPE_KEY, MCPConfigError
 from sluicegate.mcp.tools import TOOL_NAME
 from sluicegate.request_context import RequestContext
 from sluicegate.tools import Tool, ToolContext, normalize_tools
@@ -60,12 +61,15 @@ class MCPServer:
         tools: dict[str, Tool] | list[Tool] | None = None,
         agents: dict[str, Agent] | None = None,
         description: str | None = None,
+        release_date: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise MCPConfigError(f"MCPServer: name must be a non-empty string, got {name!r}")
         if not isinstance(version, str) or not version.strip():
             raise MCPConfigError(f"MCPServer {name!r}: version must be a non-empty string, got {version!r}")
         self.name, self.version, self.description = name, version, description
+        self.release_date = release_date or datetime.now(UTC).isoformat()
+        """What Mastra's server registry answers as `version_detail.release_date`."""
         self.tools: dict[str, Tool] = normalize_tools(tools)
         self.agents: dict[str, Agent] = dict(agents or {})
         for key in self.agents:
@@ -130,12 +134,14 @@ class MCPServer:
         """The served `Tool` named `name` (None for an `ask_<agent>` tool or an unknown name)."""
         return self.tools.get(name)
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> mcp_types.CallToolResult:
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, *, request_context: RequestContext | None = None
+    ) -> mcp_types.CallToolResult:
         """One `tools/call`: a tool's result, an agent's answer, or an `isError` result."""
         if not self.has_tool(name):
             return _error(f"unknown tool {name!r}")
         try:
-            value = await self.execute(name, arguments or {})
+            value = await self.execute(name, arguments or {}, request_context=request_context)
         except Exception as exc:
             return _error(error_text(exc))
         return _text(value) if name not in self.tools else _result(value)
@@ -183,7 +189,10 @@ class MCPServer:
         return mcp_types.ListToolsResult(tools=self.tool_definitions())
 
     async def _call_tool(self, ctx: Any, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
-        return await self.call(params.name, params.arguments)
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        given = scope.get(REQUEST_CONTEXT_SCOPE_KEY) if isinstance(scope, dict) else None
+        context = given if isinstance(given, RequestContext) else None
+        return await self.call(params.name, params.arguments, request_context=context)
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it hangs up."""
