@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -11,12 +15,14 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from tests.mcp.helpers import ROOT, children
 from tests.mcp.sluicegate_server import adder, server, support, wipe
 from tests.server.live import serve_in_thread
 
 from sluicegate import Sluicegate
+from sluicegate.cli import main as cli_main
 from sluicegate.errors import ConfigurationError
-from sluicegate.mcp import MCPServer
+from sluicegate.mcp import MCPClient, MCPServer
 from sluicegate.request_context import RESOURCE_ID_KEY
 from sluicegate.server import Identity, ServerSettings, create_app
 from sluicegate.tools import ToolContext, create_tool
@@ -220,3 +226,65 @@ async def test_the_official_client_over_streamable_http_with_auth_and_identity()
 
 def text(result: Any) -> str:
     return "".join(block.text for block in result.content)
+
+
+# ------------------------------------------------------------------ `sluicegate mcp` over stdio
+
+APP = """
+from sluicegate import Sluicegate
+from tests.mcp.sluicegate_server import server
+
+print("loading the app")  # must not reach the client: stdout is the protocol's channel
+app = Sluicegate(mcp_servers={"main": server, "spare": server})
+"""
+
+
+async def test_sluicegate_mcp_serves_an_app_server_over_stdio(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(APP, encoding="utf-8")
+    before = children()
+    command = [sys.executable, "-m", "sluicegate", "mcp", str(tmp_path / "app.py"), "--server", "main"]
+    definition = {"command": command[0], "args": command[1:], "cwd": str(ROOT)}
+    async with MCPClient(servers={"main": definition}) as mcp:
+        tools = await mcp.list_tools()
+        assert set(tools) == {"main_add", "main_wipe", "main_ask_support"}
+        context = ToolContext(tool_call_id="c")
+        assert await tools["main_add"].execute({"a": 1, "b": 2}, context) == {"sum": 3}
+        answer = await tools["main_ask_support"].execute({"message": "refund?"}, context)
+    assert "Write to" in str(answer) and "jane.roe@example.com" not in str(answer)
+    assert children() == before
+
+
+def test_sluicegate_mcp_names_the_servers_when_one_is_wrong_or_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "app.py").write_text(APP, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(ROOT))
+    assert cli_main(["mcp", str(tmp_path / "app.py"), "--server", "nope"]) == 2
+    assert "has no MCP server 'nope' (its servers: main, spare)" in capsys.readouterr().err
+    assert cli_main(["mcp", str(tmp_path / "app.py")]) == 2
+    assert "name the MCP server with --server (its servers: main, spare)" in capsys.readouterr().err
+
+
+def test_what_the_app_prints_while_loading_stays_off_the_protocols_stdout(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(APP, encoding="utf-8")
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    process = subprocess.run(
+        [sys.executable, "-m", "sluicegate", "mcp", str(tmp_path / "app.py"), "--server", "main"],
+        input=json.dumps(initialize) + "\n",
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    lines = process.stdout.splitlines()
+    assert lines and json.loads(lines[0])["id"] == 1, process.stdout
+    assert "loading the app" in process.stderr and "loading the app" not in process.stdout
