@@ -288,3 +288,22 @@ def test_what_the_app_prints_while_loading_stays_off_the_protocols_stdout(tmp_pa
     lines = process.stdout.splitlines()
     assert lines and json.loads(lines[0])["id"] == 1, process.stdout
     assert "loading the app" in process.stderr and "loading the app" not in process.stdout
+
+
+def test_the_endpoint_is_stateless_each_request_with_its_own_identity() -> None:
+    """No session: a lone `tools/call` (no initialize, no session id) is answered, as the caller
+    it authenticates as; so another worker, or another caller, has no session to join."""
+
+    def resolve(request: Any) -> Identity | None:
+        user = request.headers.get("x-user")
+        return Identity(resource_id=user) if user in ("acme", "globex") else None
+
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}}
+    accept = "application/json, text/event-stream"
+    with TestClient(make_app(resolve_identity=resolve)) as client:
+        for user in ("acme", "globex"):
+            answer = client.post("/api/mcp/main/mcp", json=call, headers={"x-user": user, "accept": accept})
+            assert answer.status_code == 200, answer.text
+            assert "mcp-session-id" not in answer.headers
+            data = next(line[5:] for line in answer.text.splitlines() if line.startswith("data:"))
+            assert json.loads(data)["result"]["structuredContent"] == {"resource": user}

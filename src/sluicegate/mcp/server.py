@@ -206,8 +206,11 @@ class MCPServer:
     def http_endpoint(self) -> tuple[StreamableHTTPSessionManager, ASGIApp]:
         """A fresh streamable HTTP session manager and the ASGI app answering through it, for
         a host app to mount: the host runs `manager.run()` in its lifespan (a manager runs
-        once). Host checks, auth and body limits are the host's middleware."""
-        manager = StreamableHTTPSessionManager(app=self.sdk_server)
+        once). Host checks, auth and body limits are the host's middleware. Stateless: each
+        request stands alone with its own credentials, so there is no session id another
+        caller could post into, and any worker process can answer any request.
+        """
+        manager = StreamableHTTPSessionManager(app=self.sdk_server, stateless=True)
         return manager, StreamableHTTPASGIApp(manager)
 
 
