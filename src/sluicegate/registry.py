@@ -17,6 +17,7 @@ any number of server processes can serve the same registry.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,10 @@ from sluicegate.tools import Tool, normalize_tools
 
 if TYPE_CHECKING:
     from sluicegate.identity import IdentityResolver
+    from sluicegate.mcp.server import MCPServer
+
+MCP_SERVER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A served MCP server's id: one URL path segment (`/api/mcp/{id}/...`), nothing to escape."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,33 @@ def _keyed_processors(processors: Mapping[str, Any] | Iterable[Any] | None) -> d
     return keyed
 
 
+def _keyed_mcp_servers(servers: Mapping[str, MCPServer] | None) -> dict[str, MCPServer]:
+    if servers is None:
+        return {}
+    if not isinstance(servers, Mapping):
+        raise ConfigurationError(
+            "mcp_servers must map ids to MCPServer objects ({'main': server}), "
+            f"got {type(servers).__name__}"
+        )
+    if not servers:
+        return {}
+    from sluicegate.mcp.server import MCPServer  # the `mcp` extra: only when servers are given
+
+    keyed: dict[str, MCPServer] = {}
+    for key, server in servers.items():
+        if not isinstance(key, str) or not MCP_SERVER_ID.fullmatch(key):
+            raise ConfigurationError(
+                f"mcp_servers key {key!r} is not a server id (letters, digits, '_' and '-', "
+                "starting with a letter or digit, up to 64): it is a path segment of /api/mcp/{id}"
+            )
+        if not isinstance(server, MCPServer):
+            raise ConfigurationError(
+                f"mcp_servers[{key!r}] is a {type(server).__name__}, not a sluicegate.mcp.MCPServer"
+            )
+        keyed[key] = server
+    return keyed
+
+
 def _static_array(value: Any) -> list[Any]:
     """The processors of an agent array, when it is a list (a callable array is per request)."""
     return list(value) if isinstance(value, (list, tuple)) else []
@@ -90,8 +122,10 @@ class Sluicegate:
         tools: Mapping[str, Tool] | Iterable[Tool] | None = None,
         storage: MemoryStore | None = None,
         resolve_identity: IdentityResolver | None = None,
+        mcp_servers: Mapping[str, MCPServer] | None = None,
     ) -> None:
         self._agents = _keyed_agents(agents)
+        self._mcp_servers = _keyed_mcp_servers(mcp_servers)
         self._processors = _keyed_processors(processors)
         self._tools = normalize_tools(tools)
         if storage is not None and not isinstance(storage, MemoryStore):
@@ -163,6 +197,16 @@ class Sluicegate:
 
     def get_tool(self, tool_id: str) -> Tool | None:
         return self.tools().get(tool_id)
+
+    # ---------------------------------------------------------------- MCP servers
+
+    @property
+    def mcp_servers(self) -> dict[str, MCPServer]:
+        """The MCP servers served at `/api/mcp/{id}/...`, by id (a copy)."""
+        return dict(self._mcp_servers)
+
+    def get_mcp_server(self, server_id: str) -> MCPServer | None:
+        return self._mcp_servers.get(server_id)
 
     # ---------------------------------------------------------------- storage
 

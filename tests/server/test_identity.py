@@ -220,6 +220,8 @@ CONTEXT_BOUND = {
     ("POST", "/api/tools/{toolId}/execute"),
     ("POST", "/api/agents/{agentId}/tools/{toolId}/execute"),
     ("POST", "/api/processors/{processorId}/execute"),
+    # An MCP server's tools run as the caller's resource (tests/mcp/test_mcp_routes.py).
+    ("POST", "/api/mcp/{serverId}/tools/{toolId}/execute"),
 }
 
 # The studio's run views: a caller sees only its own resource's runs.
@@ -273,6 +275,9 @@ NO_TENANT_DATA = {
     ("GET", "/api/workflows"),
     ("GET", "/api/workflows/run-counts"),
     ("GET", "/api/mcp/v0/servers"),
+    ("GET", "/api/mcp/v0/servers/{id}"),
+    ("GET", "/api/mcp/{serverId}/tools"),
+    ("GET", "/api/mcp/{serverId}/tools/{toolId}"),
     ("GET", "/api/workspaces"),
     ("GET", "/api/tool-providers"),
     ("GET", "/api/processor-providers"),
@@ -336,6 +341,8 @@ def _url(path: str) -> str:
         traceId="0" * 32,
         spanId="0" * 16,
         scorerId="eval:echo:input",
+        serverId="main",
+        id="main",
     )
 
 

@@ -9,6 +9,7 @@
     sluicegate chat app.py[:agent] [--thread T --resource R]
     sluicegate approve app.py RUN_ID / decline app.py RUN_ID [--reason TEXT] / resume app.py RUN_ID JSON
     sluicegate agents app.py     # the app's agents, models, tools and processors
+    sluicegate mcp app.py [--server main]   # one of the app's MCP servers over stdio
     sluicegate eval app.py DATASET.jsonl [--agent ID] [--processor ID ...] [--phase input|output]
                     [--format table|json|html] [--out FILE]   # see docs/evaluation.md
     sluicegate demo
@@ -54,6 +55,7 @@ EXAMPLES = {
     "decline": 'examples:\n  sluicegate decline app.py RUN_ID --reason "not this month"',
     "resume": "examples:\n  sluicegate resume app.py RUN_ID '{\"confirmed\": true}'",
     "agents": "example:\n  sluicegate agents app.py",
+    "mcp": "example:\n  sluicegate mcp app.py --server main   # the command a desktop client runs",
     "worker": "examples:\n  sluicegate worker app.py --temporal 127.0.0.1:7233\n"
     "  sluicegate worker app.py --temporal temporal:7233 --task-queue agents --namespace prod",
 }
@@ -304,6 +306,9 @@ def _add_first_hour_parsers(sub: Any) -> None:
             cmd.add_argument("--reason", help='what the model is told (e.g. --reason "not this month")')
     agents = _command(sub, "agents", "list the app's agents: model, tools, processors, memory")
     agents.add_argument("app", help="app.py or app.py:name (e.g. app.py)")
+    mcp = _command(sub, "mcp", "serve one of the app's MCP servers over stdio, for desktop clients")
+    mcp.add_argument("app", help="app.py or app.py:name (e.g. app.py)")
+    mcp.add_argument("--server", help="its id in mcp_servers; optional when there is one (e.g. main)")
 
 
 def _first_hour(args: argparse.Namespace) -> int | None:
@@ -323,6 +328,10 @@ def _first_hour(args: argparse.Namespace) -> int | None:
     if args.command == "agents":
         print(runs.describe_agents(load_registry(args.app)))
         return 0
+    if args.command == "mcp":
+        from sluicegate.cli.mcp_serve import serve_mcp
+
+        return serve_mcp(args.app, args.server)
     if args.command not in ("run", "chat", "approve", "decline", "resume"):
         return None
     app, agent_id = runs.split_agent_target(args.target)

@@ -34,6 +34,11 @@ _STDIO_KEYS = frozenset(("command", "args", "env", "cwd")) | _COMMON_KEYS
 _HTTP_KEYS = frozenset(("url", "headers", "transport")) | _COMMON_KEYS
 
 
+REQUEST_CONTEXT_SCOPE_KEY = "sluicegate.mcp.request_context"
+"""Where a host app leaves the caller's `RequestContext` in an HTTP request's ASGI scope: the
+MCP tool calls of that request run with it (the caller's resource and identity values)."""
+
+
 class MCPConfigError(ConfigurationError, ValueError):
     """An MCP client or server configuration is wrong; the message names the server and key."""
 

@@ -17,24 +17,28 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.errors import MissingExtraError
-from sluicegate.mcp.config import MCPConfigError
+from sluicegate.mcp.config import REQUEST_CONTEXT_SCOPE_KEY, MCPConfigError
 from sluicegate.mcp.tools import TOOL_NAME
 from sluicegate.request_context import RequestContext
 from sluicegate.tools import Tool, ToolContext, normalize_tools
+from sluicegate.tools.tool import requires_approval
 
 try:
     import mcp_types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingExtraError("mcp", extra="mcp", feature="sluicegate.mcp.MCPServer") from exc
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
+    from starlette.types import ASGIApp
 
     from sluicegate.agent import Agent
 
@@ -57,12 +61,15 @@ class MCPServer:
         tools: dict[str, Tool] | list[Tool] | None = None,
         agents: dict[str, Agent] | None = None,
         description: str | None = None,
+        release_date: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise MCPConfigError(f"MCPServer: name must be a non-empty string, got {name!r}")
         if not isinstance(version, str) or not version.strip():
             raise MCPConfigError(f"MCPServer {name!r}: version must be a non-empty string, got {version!r}")
         self.name, self.version, self.description = name, version, description
+        self.release_date = release_date or datetime.now(UTC).isoformat()
+        """What Mastra's server registry answers as `version_detail.release_date`."""
         self.tools: dict[str, Tool] = normalize_tools(tools)
         self.agents: dict[str, Agent] = dict(agents or {})
         for key in self.agents:
@@ -113,23 +120,52 @@ class MCPServer:
             listed.append(mcp_types.Tool(name=f"ask_{key}", description=about, input_schema=ASK_SCHEMA))
         return listed
 
-    async def call(self, name: str, arguments: dict[str, Any] | None) -> mcp_types.CallToolResult:
+    def has_tool(self, name: str) -> bool:
+        """Whether `name` is one of the served tools or an `ask_<agent>` tool."""
+        return name in self.tools or (name.startswith("ask_") and name[4:] in self.agents)
+
+    def needs_approval(self, name: str) -> bool:
+        """Whether the served tool `name` waits for a person (an agent's tool never does here:
+        its run ends as an error instead of waiting)."""
+        tool = self.tools.get(name)
+        return tool is not None and requires_approval(tool)
+
+    def tool(self, name: str) -> Tool | None:
+        """The served `Tool` named `name` (None for an `ask_<agent>` tool or an unknown name)."""
+        return self.tools.get(name)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, *, request_context: RequestContext | None = None
+    ) -> mcp_types.CallToolResult:
         """One `tools/call`: a tool's result, an agent's answer, or an `isError` result."""
-        try:
-            if name in self.tools:
-                return _result(await self._run_tool(self.tools[name], name, arguments or {}))
-            if name.startswith("ask_") and name[4:] in self.agents:
-                return _text(await self._ask(self.agents[name[4:]], arguments or {}))
+        if not self.has_tool(name):
             return _error(f"unknown tool {name!r}")
+        try:
+            value = await self.execute(name, arguments or {}, request_context=request_context)
         except Exception as exc:
             return _error(error_text(exc))
+        return _text(value) if name not in self.tools else _result(value)
 
-    async def _run_tool(self, tool: Tool, name: str, arguments: dict[str, Any]) -> Any:
-        if tool.require_approval:
+    async def execute(
+        self, name: str, arguments: dict[str, Any], *, request_context: RequestContext | None = None
+    ) -> Any:
+        """Run tool `name` (raising what it raises): a tool's result, or an agent's answer text.
+        `request_context` is the caller's (its identity's resource and values), else empty."""
+        context = request_context if request_context is not None else RequestContext()
+        if name in self.tools:
+            return await self._run_tool(self.tools[name], name, arguments, context)
+        if name.startswith("ask_") and name[4:] in self.agents:
+            return await self._ask(self.agents[name[4:]], arguments, context)
+        raise MCPConfigError(f"unknown tool {name!r}")
+
+    async def _run_tool(
+        self, tool: Tool, name: str, arguments: dict[str, Any], request_context: RequestContext
+    ) -> Any:
+        if requires_approval(tool):
             raise MCPConfigError(f"tool {name!r} needs a person's approval, which an MCP call cannot give")
         context = ToolContext(
             tool_call_id=f"mcp-{uuid.uuid4().hex}",
-            request_context=RequestContext(),
+            request_context=request_context,
             tool_name=name,
             suspend_schema=tool.context_schema(),
         )
@@ -138,11 +174,11 @@ class MCPServer:
             raise MCPConfigError(f"tool {name!r} waits for a person, which an MCP call cannot do")
         return result
 
-    async def _ask(self, agent: Agent, arguments: dict[str, Any]) -> str:
-        message = arguments.get("message")
+    async def _ask(self, agent: Agent, arguments: dict[str, Any], request_context: RequestContext) -> str:
+        message = arguments.get("message") if isinstance(arguments, dict) else None
         if not isinstance(message, str) or set(arguments) - {"message"}:
             raise MCPConfigError('ask_<agent> takes {"message": "<text>"} and nothing else')
-        result = await agent.generate(message)
+        result = await agent.generate(message, request_context=request_context)
         if result.tripwire is not None:
             raise MCPConfigError(f"the agent's guardrails stopped the answer: {result.tripwire.reason}")
         if result.finish_reason == "suspended":
@@ -153,7 +189,10 @@ class MCPServer:
         return mcp_types.ListToolsResult(tools=self.tool_definitions())
 
     async def _call_tool(self, ctx: Any, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
-        return await self.call(params.name, params.arguments)
+        scope = getattr(getattr(ctx, "request", None), "scope", None)
+        given = scope.get(REQUEST_CONTEXT_SCOPE_KEY) if isinstance(scope, dict) else None
+        context = given if isinstance(given, RequestContext) else None
+        return await self.call(params.name, params.arguments, request_context=context)
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it hangs up."""
@@ -163,6 +202,16 @@ class MCPServer:
     def streamable_http_app(self, *, path: str = "/mcp") -> Starlette:
         """A Starlette app serving streamable HTTP at `path` (mount it, or run it with uvicorn)."""
         return self.sdk_server.streamable_http_app(streamable_http_path=path)
+
+    def http_endpoint(self) -> tuple[StreamableHTTPSessionManager, ASGIApp]:
+        """A fresh streamable HTTP session manager and the ASGI app answering through it, for
+        a host app to mount: the host runs `manager.run()` in its lifespan (a manager runs
+        once). Host checks, auth and body limits are the host's middleware. Stateless: each
+        request stands alone with its own credentials, so there is no session id another
+        caller could post into, and any worker process can answer any request.
+        """
+        manager = StreamableHTTPSessionManager(app=self.sdk_server, stateless=True)
+        return manager, StreamableHTTPASGIApp(manager)
 
 
 def _result(value: Any) -> mcp_types.CallToolResult:

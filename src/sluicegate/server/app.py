@@ -33,7 +33,15 @@ from starlette.types import ASGIApp
 
 from sluicegate import __version__
 from sluicegate.registry import Sluicegate
-from sluicegate.server import agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes
+from sluicegate.server import (
+    agents,
+    eval_routes,
+    hitl_routes,
+    mcp_routes,
+    memory_routes,
+    processor_routes,
+    tool_routes,
+)
 from sluicegate.server.api_docs import declare_bearer_auth, mount_api_docs
 from sluicegate.server.auth import BearerAuth, BodyLimit
 from sluicegate.server.errors import install_error_handlers
@@ -99,6 +107,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         middleware.append(Middleware(IdentityGate, resolve=registry.resolve_identity))
     middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
     spans = _recent_spans(registry, settings, app_key := uuid.uuid4().hex)
+    mcp_endpoints = mcp_routes.MCPEndpoints(registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -107,7 +116,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
                 await spans.sync()
             except Exception:
                 log.exception("could not read the studio's stored runs; they will be read later")
-        yield
+        async with mcp_endpoints.run():  # the MCP servers' streamable HTTP sessions
+            yield
         if spans is not None:
             await spans.aclose()  # the spans not yet written
             if isinstance(spans.store, SQLiteStore) and spans.store is not registry.storage_for(None):
@@ -138,6 +148,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     for module in (agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
+    mcp_routes.install(app, mcp_endpoints)
 
     @app.get("/", include_in_schema=False)
     async def root() -> Any:

@@ -1,4 +1,4 @@
-"""Mastra's empty answers for features sluicegate does not have: MCP servers, workspaces,
+"""Mastra's empty answers for features sluicegate does not have: workspaces,
 stored prompts, datasets, experiments, the review queue, tool providers, the agent builder,
 workflows. (Scorers list the kept guardrail eval reports: `eval_scores`.)
 
@@ -37,11 +37,6 @@ async def workflows() -> dict[str, Any]:
 @router.get("/workflows/run-counts")
 async def workflow_run_counts() -> dict[str, Any]:
     return {}
-
-
-@router.get("/mcp/v0/servers")
-async def mcp_servers() -> dict[str, Any]:
-    return {"servers": [], "total_count": 0, "next": None}
 
 
 @router.get("/workspaces")
