@@ -114,14 +114,19 @@ def _tight(piece: str, groups: Sequence[int]) -> bool:
     return len(groups) >= 3 and not any(c in _WEAK for c in piece)
 
 
+_ROW_VALUES = frozenset({"credit-card", "ssn"})
+
+
 def _between_values(text: str, found: list[tuple[int, int, str]], valid: Callable[[str], bool]) -> list[Span]:
     """Phones filling the whole gap between values the run holds (`... 6575189364208374 26
-    841054 30325354795721`): a short local number beside a card, an SSN or an IP address is a
-    field of that row, not a count in a list (a run of numbers with no value in it stays text)."""
+    841054 30325354795721`): a short local number beside a card or an SSN is a field of that
+    row, not a count in a list (a run of numbers with no such value in it stays text; an IPv4
+    address beside counts is a log line's `ip status bytes`)."""
     edges = [0, *(e for s, e, _ in found for e in (s, e)), len(text)]
+    kinds = [None, *(kind for _, _, kind in found), None]
     phones = []
-    for start, end in zip(edges[::2], edges[1::2], strict=True):
-        if not found or (start == 0 and end == len(text)):
+    for index, (start, end) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
+        if not {kinds[index], kinds[index + 1]} & _ROW_VALUES:
             continue
         piece = text[start:end].strip(SEPARATORS)
         if not piece:

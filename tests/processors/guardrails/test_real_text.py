@@ -199,3 +199,10 @@ def test_a_short_local_phone_in_a_row_of_values_is_redacted(name: str, text: str
 )
 def test_quantities_and_lists_of_counts_stay_text(name: str, text: str) -> None:
     assert both_paths(name, text) == [text, text]
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+def test_counts_beside_an_ip_address_stay_text(name: str) -> None:
+    """A log line's `ip status bytes`: only a card or an SSN makes the numbers beside it a row."""
+    for out in both_paths(name, "from 10.0.0.1 35 84 45 ok"):
+        assert "10.0.0.1" not in out and out.endswith(" 35 84 45 ok"), out
