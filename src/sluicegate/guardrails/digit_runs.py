@@ -104,8 +104,37 @@ def _phone_part(piece: str, groups: Sequence[int], valid: Callable[[str], bool])
     """A phone number cut from a longer run: 10+ digits or an international or area-code
     prefix (shorter local numbers side by side read as lists of counts), never loosening its
     grouping after a `-`, `.` or `/` (`+1 415-555-0132`, not `45.156.227.216 5117`)."""
-    strong = sum(groups) >= 10 or piece[0] in "+(" or piece.startswith("00")
+    strong = sum(groups) >= 10 or piece[0] in "+(" or piece.startswith("00") or _tight(piece, groups)
     return strong and _LOOSENS.search(piece) is None and _phone(piece, valid)
+
+
+def _tight(piece: str, groups: Sequence[int]) -> bool:
+    """Three or more groups joined by `-`, `.` or `/` only (`051-972-299`, `40-95-78-17`): one
+    value's grouping, which a list of counts does not have."""
+    return len(groups) >= 3 and not any(c in _WEAK for c in piece)
+
+
+_ROW_VALUES = frozenset({"credit-card", "ssn"})
+
+
+def _between_values(text: str, found: list[tuple[int, int, str]], valid: Callable[[str], bool]) -> list[Span]:
+    """Phones filling the whole gap between values the run holds (`... 6575189364208374 26
+    841054 30325354795721`): a short local number beside a card or an SSN is a field of that
+    row, not a count in a list (a run of numbers with no such value in it stays text; an IPv4
+    address beside counts is a log line's `ip status bytes`)."""
+    edges = [0, *(e for s, e, _ in found for e in (s, e)), len(text)]
+    kinds = [None, *(kind for _, _, kind in found), None]
+    phones = []
+    for index, (start, end) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
+        if not {kinds[index], kinds[index + 1]} & _ROW_VALUES:
+            continue
+        piece = text[start:end].strip(SEPARATORS)
+        if not piece:
+            continue
+        at = text.index(piece, start)
+        if _LOOSENS.search(piece) is None and _phone(piece, valid):
+            phones.append((at, at + len(piece)))
+    return phones
 
 
 def _card_grouped(groups: Sequence[int]) -> bool:
@@ -141,4 +170,7 @@ def run_values(text: str, kind: str, phone_valid: Callable[[str], bool]) -> list
         return None
 
     found = segment(text, accept, min_digits=6, max_digits=19)
-    return [(start, end) for start, end, what in found if what == kind]
+    spans = [(start, end) for start, end, what in found if what == kind]
+    if kind == "phone":
+        spans = sorted([*spans, *_between_values(text, found, phone_valid)])
+    return spans

@@ -97,15 +97,25 @@ class RegexRule:
 
 _GROUP = r"(?:\+\d{1,15}|\(\+?\d{1,5}\)|\d{1,15})"
 _NOT_AFTER_GROUP = r"(?<!\d[-./])"
+_PHONE_WORDS = ("phone", "tel", "call", "mobile", "cell", "fax")
+_UNNAMED = "".join(
+    f"(?<!{lead})"
+    for lead in ("=", "= ", *(f"(?i:{word}{end})" for word in _PHONE_WORDS for end in (" ", ": ", "=")))
+)
+"""Negative lookbehinds: no field (`=`) or phone word names the number that follows, so a
+thousands-grouped one followed by a word is a quantity. (Inside the pattern's negative
+lookahead, where the stream's lead screen does not widen its leads with them.)"""
 PHONE_PATTERN = (
     # A run of digit groups joined by in-value separators (`guardrails.digit_runs` splits it into
     # the numbers it holds; libphonenumber decides each). After a word character only when that
     # is an escaped newline or tab (`\\n`, JSON); not inside a word or a decimal, nor right
     # after a group and a `-`, `.` or `/` (the run began before). At least six digits. A thousands-grouped
-    # number followed by a word is a quantity (`577 884 210 people`). Not followed by `:`,
+    # number followed by a word is a quantity (`577 884 210 people`), unless a field or a phone
+    # word names it (`phone=646 138 343 ok`, `call 646 138 343 now`). Not followed by `:`,
     # `/`, `-` or `.` and a digit (a time, `13:24`, or a date goes on), nor by `:` and a hex
     # digit (an IPv6 address).
-    rf"(?:(?<=\\[nrt])|(?<![\w+./]){_NOT_AFTER_GROUP})(?![1-9]\d{{0,2}}(?:[ \u00a0\u202f]\d{{3}})+ +[a-z])"
+    rf"(?:(?<=\\[nrt])|(?<![\w+./]){_NOT_AFTER_GROUP})"
+    rf"(?!{_UNNAMED}[1-9]\d{{0,2}}(?:[ \u00a0\u202f]\d{{3}})+ +[a-z])"
     rf"(?=\(?\+?\d(?:[-./()+ \u00a0\u2009\u202f]{{0,3}}\d){{5}}){_GROUP}(?:(?:{SEP}|(?<=\))){_GROUP}){{0,47}}"
     r"(?:\s?(?:x|ext\.?)\s?\d(?:[-.\s]?\d){0,5})?(?!\w|[-.:/]\d|:[0-9A-Fa-f])"
 )

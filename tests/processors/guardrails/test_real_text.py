@@ -157,3 +157,52 @@ def test_a_long_local_part_releases_all_but_its_last_64_characters_while_it_form
     out = FILTER.process_output_stream(args)
     tail = "".join(c.payload.text for c in FILTER.flush_output_stream(args) if c.type == "text-delta")
     assert "example.com" not in tail and "[EMAIL]" in tail
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    ("text", "phone"),
+    [
+        ("2024-05-02T10:01:00Z INFO lookup phone=646 138 343 ok\n", "646 138 343"),
+        ("Phone: 74 285 309 ok, thanks", "74 285 309"),
+        ("call 671 085 010 now", "671 085 010"),
+    ],
+)
+def test_a_thousands_grouped_phone_a_field_names_is_redacted(name: str, text: str, phone: str) -> None:
+    for out in both_paths(name, text):
+        assert phone not in out and phone.replace(" ", "")[-6:] not in out.replace(" ", ""), out
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    ("text", "phone"),
+    [
+        ("6575189364208374 https://kdxobr.com/ 26 841054 30325354795721 474-53-0918", "26 841054"),
+        ("2273959695436611 35 84 45 343083708164704", "35 84 45"),
+        ("GB79UIXF52179824680784 051-972-299 105.243.85.59 jan@rhyta.com", "051-972-299"),
+        ("40-95-78-17 932-408-6985 3445982019", "40-95-78-17"),
+    ],
+)
+def test_a_short_local_phone_in_a_row_of_values_is_redacted(name: str, text: str, phone: str) -> None:
+    for out in both_paths(name, text):
+        assert phone not in out, out
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we sold 646 138 343 units last year",
+        "totals: 646 138 343 people and 12 345 678 cars",
+        "sizes 120 340 560 780 ok",
+    ],
+)
+def test_quantities_and_lists_of_counts_stay_text(name: str, text: str) -> None:
+    assert both_paths(name, text) == [text, text]
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+def test_counts_beside_an_ip_address_stay_text(name: str) -> None:
+    """A log line's `ip status bytes`: only a card or an SSN makes the numbers beside it a row."""
+    for out in both_paths(name, "from 10.0.0.1 35 84 45 ok"):
+        assert "10.0.0.1" not in out and out.endswith(" 35 84 45 ok"), out

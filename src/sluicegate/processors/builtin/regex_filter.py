@@ -498,7 +498,11 @@ class RegexFilterProcessor(ToolArgumentChecks, Processor):
         start: int,
         end: int,
     ) -> Chunk | None:
-        if regions and self.strategy != "redact":
+        if not regions:  # the common chunk: nothing to report or replace
+            if end <= start:
+                return None
+            return stream.make(stream.carry_run_id, stream.carry_id, buffer[start:end])
+        if self.strategy != "redact":
             self._handle(args, buffer, regions, "streaming content", "process_output_stream")
         if self.strategy == "redact":
             redactions: list[dict[str, Any]] | None = [] if self.on_violation is not None else None
