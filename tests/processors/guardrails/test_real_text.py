@@ -4,14 +4,14 @@ default offline `PIIDetector()`, as input and as a streamed answer."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
+from tests.processors.guardrails.guard_streams import stream
 
 from sluicegate.processors import PIIDetector, ProcessOutputStreamArgs, RegexFilter
 from sluicegate.request_context import RequestContext
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.stream.chunk import text_delta
 
 FILTER = RegexFilter(presets=["pii"], strategy="redact")
 DETECTOR = PIIDetector()
@@ -27,27 +27,6 @@ def whole(guard: Any, text: str) -> str:
         return guard.redact(text)
     verdict = guard.pattern_verdict(text)
     return guard.redact(text, verdict) if verdict.detections else text
-
-
-def stream(guard: Any, pieces: list[str]) -> str:
-    args = ProcessOutputStreamArgs(abort=_abort, request_context=RequestContext())
-    out: list[str] = []
-
-    def collect(result: Any) -> None:
-        for chunk in result if isinstance(result, list) else [] if result is None else [result]:
-            if chunk.type == "text-delta":
-                out.append(chunk.payload.text)
-
-    async def run() -> None:
-        for chunk in [*(text_delta("r", "t1", p) for p in pieces), Chunk("text-end", "r")]:
-            args.part = chunk
-            result = guard.process_output_stream(args)
-            collect(await result if asyncio.iscoroutine(result) else result)
-        flushed = guard.flush_output_stream(args)
-        collect(await flushed if asyncio.iscoroutine(flushed) else flushed)
-
-    asyncio.run(run())
-    return "".join(out)
 
 
 def by_tokens(text: str, size: int = 3) -> list[str]:

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.processors.guardrails.guard_streams import stream
 
 from sluicegate.processors import PIIDetector, ProcessOutputStreamArgs, RegexFilter
 from sluicegate.processors.args import ProcessToolResultArgs
 from sluicegate.request_context import RequestContext
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.stream.chunk import Chunk
 
 FILTER = RegexFilter(presets=["pii"], strategy="redact")
 DETECTOR = PIIDetector()
@@ -157,28 +158,6 @@ def layout(kind: str, items: list[tuple[str, str]], sep: str) -> str:
 
 
 # ---------------------------------------------------------------------- the guards' paths
-
-
-def stream(guard: Any, pieces: list[str]) -> str:
-    """What a client receives of `pieces` streamed through `guard` (text deltas, then the end)."""
-    args = ProcessOutputStreamArgs(abort=_abort, request_context=RequestContext())
-    out: list[str] = []
-
-    def collect(result: Any) -> None:
-        for chunk in result if isinstance(result, list) else [] if result is None else [result]:
-            if chunk.type == "text-delta":
-                out.append(chunk.payload.text)
-
-    async def run() -> None:
-        for chunk in [*(text_delta("r", "t1", p) for p in pieces), Chunk("text-end", "r")]:
-            args.part = chunk
-            result = guard.process_output_stream(args)
-            collect(await result if asyncio.iscoroutine(result) else result)
-        flushed = guard.flush_output_stream(args)
-        collect(await flushed if asyncio.iscoroutine(flushed) else flushed)
-
-    asyncio.run(run())
-    return "".join(out)
 
 
 def whole(guard: Any, text: str) -> str:
