@@ -48,15 +48,14 @@ def tool_input_delta(run_id: str, id: str, text: str) -> Chunk:
 class HoldBacks:
     """Every channel's hold-back for one request."""
 
-    __slots__ = ("reasoning", "text", "tools")
+    __slots__ = ("all", "reasoning", "text")
 
     def __init__(self) -> None:
         self.text = HoldBack(text_delta)
         self.reasoning = HoldBack(reasoning_delta)
-        self.tools: dict[str, HoldBack] = {}
-
-    def all(self) -> list[HoldBack]:
-        return [self.text, self.reasoning, *self.tools.values()]
+        self.all = (self.text, self.reasoning)
+        """Both channels, for the per-chunk loops (built once, not per chunk). Tool-call
+        arguments have their own per-value channels (`guardrails.argument_stream`)."""
 
 
 MARKERS = {

@@ -352,19 +352,17 @@ class RegexFilterProcessor(ToolArgumentChecks, Processor):
             # The attempt was cut off: what is held may be half a secret (a card number the
             # failed attempt never finished). It is never settled as final: drop it, and let
             # only the held markers out.
-            for channel in streams.all():
+            for channel in streams.all:
                 channel.carry = channel.context = ""
                 out.extend(channel.deferred)
                 channel.deferred = []
-            streams.tools.clear()
             self._drop_arguments(args)
             forget_shown(args.state)
             out.append(part)
             return out[0] if len(out) == 1 else out
-        for channel in streams.all():
+        for channel in streams.all:
             if channel.carry or channel.deferred:
                 out.extend(self._flush(args, channel))
-        streams.tools.clear()
         if kind in _ARGUMENT_ENDS or kind in _STEP_ENDS:
             out.extend(self._finish_arguments(args, part, None if kind in _STEP_ENDS else part))
             if kind == "step-finish":
@@ -382,10 +380,9 @@ class RegexFilterProcessor(ToolArgumentChecks, Processor):
         if streams is None:
             return []
         out: list[Chunk] = []
-        for channel in streams.all():
+        for channel in streams.all:
             if channel.carry or channel.deferred:
                 out.extend(self._flush(args, channel))
-        streams.tools.clear()
         out.extend(self._finish_arguments(args, None, None))
         return out
 
