@@ -55,10 +55,15 @@ def chunk_event(chunk: Any, error_details: bool) -> dict[str, Any]:
     the exception itself, for the application's code."""
     event: dict[str, Any] = chunk.to_dict()
     if chunk.type in _ERROR_CHUNKS:
-        error = chunk.payload.get("error")
-        if isinstance(error, BaseException):
-            event["payload"]["error"] = public_error(error, details=error_details)
+        publish_error(chunk, event, error_details)
     return event
+
+
+def publish_error(chunk: Any, event: dict[str, Any], error_details: bool) -> None:
+    """An error chunk's event carries the error's public summary, not the exception."""
+    error = chunk.payload.get("error")
+    if isinstance(error, BaseException):
+        event["payload"]["error"] = public_error(error, details=error_details)
 
 
 async def warned(chunks: AsyncIterator[Any], run_id: str, message: str) -> AsyncIterator[Any]:

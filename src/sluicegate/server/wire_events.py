@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from sluicegate.errors import public_error
 from sluicegate.server.serialize import schema_json
+from sluicegate.server.streaming import publish_error
 from sluicegate.server.wire_steps import APPROVAL_RESUME_SCHEMA
 
 Fix = Callable[[Any, dict[str, Any]], None]
@@ -95,9 +95,7 @@ class WireEvents:
     def _error(self, chunk: Any, event: dict[str, Any]) -> None:
         """The client gets an error's public summary (a provider's own text only with
         `error_details`); the in-process chunk keeps the exception, for the application."""
-        error = chunk.payload.get("error")
-        if isinstance(error, BaseException):
-            event["payload"]["error"] = public_error(error, details=self._details)
+        publish_error(chunk, event, self._details)
 
 
 def events_for(agent: Any) -> Callable[[Any], dict[str, Any]]:

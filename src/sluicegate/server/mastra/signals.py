@@ -50,6 +50,7 @@ from sluicegate.server.errors import ApiError, bad_request, provider_error, thre
 from sluicegate.server.identity import bind_run, bound_resource, bound_thread, identity_of
 from sluicegate.server.stream_bounds import detached_runs, subscriptions
 from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.wire_events import events_for
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.run_log import RunInfo, RunLog, RunLogError, RunWriter
 
@@ -259,6 +260,7 @@ async def subscribe_to_thread(agentId: str, body: ThreadBody, request: Request) 
         timeout=None,
         error_details=agent.provider_error_details,
         on_end=given_back,
+        events=events_for(agent),
     )
 
 
