@@ -5,11 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root/clients/js"
-for attempt in 1 2 3; do
-  npm ci --no-audit --no-fund --loglevel=error && break
-  [ "$attempt" = 3 ] && exit 1
-  sleep 5
-done
+bash "$root/clients/npm-ci.sh"
 port="${SLUICEGATE_TEST_PORT:-$("$root/.venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
 db="$(mktemp -d)/client-js.db"
 SLUICEGATE_TEST_DB="$db" "$root/.venv/bin/python" -m sluicegate serve "$root/tests/server/example_app.py" \

@@ -9,11 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$here"
-for attempt in 1 2 3; do
-  npm ci --no-audit --no-fund --loglevel=error && break
-  [ "$attempt" = 3 ] && exit 1
-  sleep 5
-done
+bash "$root/clients/npm-ci.sh"
 [ "${1:-}" = "--install-only" ] && exit 0
 app="$(cd "$(dirname "${1:-$here/app.py}")" && pwd)/$(basename "${1:-$here/app.py}")"
 SLUICEGATE_CORS_ORIGINS="${SLUICEGATE_CORS_ORIGINS:-http://localhost:3000}" \

@@ -8,10 +8,6 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$here"
-for attempt in 1 2 3; do
-  npm ci --no-audit --no-fund --loglevel=error && break
-  [ "$attempt" = 3 ] && exit 1
-  sleep 5
-done
+bash "$root/clients/npm-ci.sh"
 [ "${1:-}" = "--install-only" ] && exit 0
 "$root/.venv/bin/python" "$here/compare.py" --allowlist "$here/allowlist.toml" "$@"
