@@ -101,7 +101,9 @@ def test_the_run_page_links_the_workflow_to_the_web_ui(page: Any, studio_of: Any
     trace_id = _store_run(tmp_path / "app.db", "run-123", "prod")
     base = studio_of(UI)
     page.goto(base + "/studio#/runs")
-    assert page.locator("tr", has_text="invoke_agent echo").locator(".badge.durable").count() == 1
+    row = page.locator("tr", has_text="invoke_agent echo")
+    row.wait_for()  # the list renders after its fetch: count only once it is there
+    assert row.locator(".badge.durable").count() == 1
     page.goto(base + f"/studio#/runs/{trace_id}")
     line = page.locator(".durable-run")
     line.wait_for()
