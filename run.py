@@ -132,7 +132,7 @@ LOWEST_VENV = ROOT / ".venv-lowest"
 # Every extra (the embedded model's GGUF is in the `weights` group, not installed here: its tests
 # skip); `server` and `otel` are exercised by tests outside LOWEST_TESTS.
 LOWEST_EXTRAS = "anthropic,gemini,redis,postgres,vector,language,pii,local"
-LOWEST_TESTS = ["tests/core", "tests/models", "tests/processors", "tests/cache", "tests/test_imports.py"]
+LOWEST_TESTS = ["tests/agent", "tests/models", "tests/processors", "tests/cache", "tests/test_imports.py"]
 LOWEST_SECONDS = 1200
 
 

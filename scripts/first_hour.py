@@ -149,7 +149,7 @@ def main() -> int:
                 sys.executable,
                 "run.py",
                 "test",
-                "tests/core/test_demo_claims.py",
+                "tests/agent/test_demo_claims.py",
                 "-q",
                 "-p",
                 "no:cacheprovider",

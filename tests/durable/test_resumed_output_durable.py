@@ -1,5 +1,5 @@
 """On Temporal too, the resumed run's result is the whole answer: the text written before the
-approval and the text after it (see tests/core/test_resumed_output.py for the in-process run)."""
+approval and the text after it (see tests/agent/test_resumed_output.py for the in-process run)."""
 
 from __future__ import annotations
 

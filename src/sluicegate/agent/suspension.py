@@ -60,7 +60,7 @@ class RunSnapshot(TypedDict):
     `error`, `object`, `aborted`, `steps_exhausted`: no next step reads them), what lives only
     while a step runs (`current`, `input_gate`, `finishing`), and the resuming call's decision
     (`approved`, `resume_data`, `decided`: carried by its `Decision`). A round trip at every
-    step boundary of every conformance scenario is tested (tests/core/test_run_snapshot.py)."""
+    step boundary of every conformance scenario is tested (tests/agent/test_run_snapshot.py)."""
 
     format: int
     messages: dict[str, Any]
