@@ -36,6 +36,9 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     monkeypatch.setattr(tiktoken_ext, "__path__", [*tiktoken_ext.__path__, str(package)], raising=False)
     registry.list_encoding_names()  # the registry as it was, scanned once
+    # tiktoken caches its list of plugin modules for the process (an lru_cache): another test in
+    # this process may have scanned before the plugin existed, so the scan must start afresh.
+    _forget_plugin_modules()
     registry.ENCODING_CONSTRUCTORS = None  # rescan: the plugin is found now
     clear_encoding_cache()
     yield
@@ -44,6 +47,13 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry.ENCODINGS.pop("tiny_test_base", None)
     if registry.ENCODING_CONSTRUCTORS is not None:  # keep the scan, minus the test plugin
         registry.ENCODING_CONSTRUCTORS.pop("tiny_test_base", None)
+    _forget_plugin_modules()
+
+
+def _forget_plugin_modules() -> None:
+    cached = getattr(registry, "_available_plugin_modules", None)
+    if cached is not None and hasattr(cached, "cache_clear"):
+        cached.cache_clear()
 
 
 def test_a_plugin_encoding_is_resolved(plugin: None) -> None:
