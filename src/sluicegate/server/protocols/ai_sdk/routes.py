@@ -65,12 +65,13 @@ async def chat(
     key, agent = agent_or_404(request, agentId)
     last = body.messages[-1]
     continues = last.get("id") if last.get("role") == "assistant" else None
+    decision = decision_of(body)
     encoder = UIMessageStream(
         "v5" if version == "v5" else "v6",
         message_id=continues if isinstance(continues, str) and continues else None,
         error_details=agent.provider_error_details,
+        declined=decision.tool_call_id if decision is not None and decision.kind == "decline" else None,
     )
-    decision = decision_of(body)
     durable = bool(os.environ.get("SLUICEGATE_TEMPORAL"))
     if decision is not None:
         return await _decide(request, agentId, agent, body, decision, encoder, durable=durable)

@@ -52,10 +52,16 @@ class UIMessageStream:
     provider's own error text may go out (the agent's `provider_error_details`)."""
 
     def __init__(
-        self, version: Version, *, message_id: str | None = None, error_details: bool = False
+        self,
+        version: Version,
+        *,
+        message_id: str | None = None,
+        error_details: bool = False,
+        declined: str | None = None,
     ) -> None:
         self._version = version
         self._message_id = message_id
+        self._declined = declined
         self._details = error_details
         self._started = False
         self._finished = False
@@ -133,7 +139,17 @@ class UIMessageStream:
             message_id = chunk.payload.get("message_id")
         if isinstance(message_id, str) and message_id:
             part["messageId"] = message_id
-        return _sse(part)
+        return _sse(part) + self._denied()
+
+    def _denied(self) -> bytes:
+        """The declined call's outcome, first in the stream that continues after it: the run
+        itself has no chunk for a call that never ran. ai v5 has no `tool-output-denied`."""
+        call = self._declined
+        if call is None:
+            return b""
+        if self._version == "v5":
+            return _sse({"type": "tool-output-error", "toolCallId": call, "errorText": "declined"})
+        return _sse({"type": "tool-output-denied", "toolCallId": call})
 
     def _tool_input_start(self, chunk: Any) -> bytes:
         payload = chunk.payload
