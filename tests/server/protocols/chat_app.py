@@ -5,7 +5,9 @@ streams for a long time and records that its stream was cancelled."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
+from typing import Any
 
 from tests.server.example_app import BlockWord, ToolEcho, add, wipe, wiped
 
@@ -32,7 +34,7 @@ class Slow(EchoModel):
     def __init__(self) -> None:
         super().__init__()
         self.started = asyncio.Event()
-        self.cancelled = asyncio.Event()
+        self.cancelled = threading.Event()  # waited on by the test thread
 
     async def _parts(self, options: CallOptions) -> AsyncIterator[StreamPart]:
         yield {"type": "stream-start", "warnings": []}
@@ -49,13 +51,14 @@ class Slow(EchoModel):
         yield {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1}}
 
 
-def build() -> tuple[Sluicegate, Slow]:
-    """A fresh registry (its own in-memory store) and the slow model."""
+def build(resolve_identity: Any = None) -> tuple[Sluicegate, Slow]:
+    """A fresh registry (its own in-memory store; `resolve_identity`: its identity hook) and
+    the slow model."""
     storage = SQLiteStore(":memory:")
     echo = Agent(
         name="echo",
         instructions="You repeat the user.",
-        model=ToolEcho(deltas=12),
+        model=ToolEcho(deltas=40),  # by characters: an email spans many deltas
         tools=[add, wipe, lookup],
         input_processors=[BlockWord()],
         output_processors=[RegexFilter(presets=["pii"], strategy="redact", phase="output")],
@@ -63,7 +66,10 @@ def build() -> tuple[Sluicegate, Slow]:
     )
     slow_model = Slow()
     slow = Agent(name="slow", instructions="Tick.", model=slow_model)
-    return Sluicegate(agents={"echo": echo, "slow": slow}, storage=storage), slow_model
+    registry = Sluicegate(
+        agents={"echo": echo, "slow": slow}, storage=storage, resolve_identity=resolve_identity
+    )
+    return registry, slow_model
 
 
 __all__ = ["EMAIL", "Slow", "build", "wiped"]
