@@ -94,6 +94,8 @@ async def _decide(
     durable: bool,
 ) -> Any:
     resource = body.memory.resource if body.memory is not None else None
+    if body.memory is None and agent.memory is not None and identity_of(request) is None:
+        resource = body.id  # the resource the run got by default: a decision must name it too
     if durable:
         from sluicegate.server.durable_routes import durable_decision
 

@@ -296,7 +296,9 @@ class UIMessageStream:
     def _error_text(self, error: Any) -> str:
         """An error's public summary: a provider's own text only with `error_details`."""
         if isinstance(error, BaseException):
-            return str(public_error(error, details=self._details)["message"])
+            public = public_error(error, details=self._details)
+            detail = public.get("detail")  # a provider's own text, with `error_details` only
+            return f"{public['message']}: {detail}" if detail else str(public["message"])
         if isinstance(error, dict):  # read back from a run log that serialized it
             if self._details or not {"statusCode", "responseBody", "url"} & error.keys():
                 return str(error.get("message") or "the run failed")
