@@ -9,7 +9,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tests.server.example_app import BlockWord, ToolEcho, add, wipe, wiped
+from tests.server.example_app import BlockWord, ToolEcho, add, ask, wipe, wiped
 
 from sluicegate import Agent, Sluicegate, tool
 from sluicegate.memory import Memory
@@ -59,7 +59,7 @@ def build(resolve_identity: Any = None) -> tuple[Sluicegate, Slow]:
         name="echo",
         instructions="You repeat the user.",
         model=ToolEcho(deltas=40),  # by characters: an email spans many deltas
-        tools=[add, wipe, lookup],
+        tools=[add, wipe, ask, lookup],
         input_processors=[BlockWord()],
         output_processors=[RegexFilter(presets=["pii"], strategy="redact", phase="output")],
         memory=Memory(storage=storage),

@@ -207,3 +207,39 @@ def test_a_client_that_disconnects_cancels_the_run() -> None:
                 if '"text-delta"' in line:
                     break  # leave mid-answer: the model would go on for a minute
         assert slow.cancelled.wait(10)
+
+
+def test_a_tool_that_suspended_itself_resumes_with_its_data(client: TestClient) -> None:
+    ask = user('/tool ask {"question": "your name?"}')
+    got = parts(chat(client, {"id": "c-ask", "messages": [ask]}).text)
+    suspended = next(p for p in got if p["type"] == "data-tool-call-suspended")["data"]
+    assert suspended["suspendPayload"] == {"question": "your name?"}
+    reply = {"id": got[0]["messageId"], "role": "assistant", "parts": [{"type": "step-start"}]}
+    resume = {
+        "runId": suspended["runId"],
+        "toolCallId": suspended["toolCallId"],
+        "resumeData": {"answer": "Ada"},
+    }
+    answer = chat(client, {"id": "c-ask", "messages": [ask, reply], **resume})
+    assert answer.status_code == 200, answer.text
+    rest = parts(answer.text)
+    assert rest[0] == {"type": "start", "messageId": got[0]["messageId"]}
+    assert 'Tool ask said: {"answer": "Ada"}' in "".join(
+        p["delta"] for p in rest if p["type"] == "text-delta"
+    )
+    again = chat(client, {"id": "c-ask", "messages": [ask, reply], **resume})
+    assert again.status_code == 404  # decided once: no longer waiting
+
+
+def test_regenerate_answers_the_last_turn_again(client: TestClient) -> None:
+    first = user("say it twice")
+    answer = parts(chat(client, {"id": "c-regen", "messages": [first]}).text)
+    reply = {"id": answer[0]["messageId"], "role": "assistant", "parts": [{"type": "text", "text": "x"}]}
+    body = {
+        "id": "c-regen",
+        "messages": [first, reply],
+        "trigger": "regenerate-message",
+        "messageId": reply["id"],
+    }
+    again = parts(chat(client, body).text)
+    assert "".join(p["delta"] for p in again if p["type"] == "text-delta") == "Echo: say it twice"

@@ -19,6 +19,7 @@ processors: a redaction or a held-back value is the same here. One encoder serve
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
 from typing import Any, Literal
@@ -245,8 +246,6 @@ class UIMessageStream:
         media_type = payload.get("media_type") or payload.get("mime_type") or "application/octet-stream"
         data = payload.get("data")
         if isinstance(data, bytes | bytearray):
-            import base64
-
             data = base64.b64encode(data).decode()
         url = (
             data
