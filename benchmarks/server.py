@@ -7,8 +7,12 @@ per second, p50/p99 latency (request start to the end of the stream) and the ser
 per request. `--mastra` also measures Mastra's own server (`@mastra/deployer`, Node 22) on the
 same agent and mock model, with the same client: install it first with
 `npm ci --prefix benchmarks/mastra`. `--url URL --agent ID` measures any other server.
+`--adapters` measures what each front-end protocol adds per streamed chunk over `/stream`'s
+framing (`adapter_costs`), in-process, and `--path chat` loads `POST /chat/bench` (the AI
+SDK's UI message stream) instead of `/stream`.
 
     uv run python benchmarks/server.py [--requests 2000] [--concurrency 50] [--workers 1] [--mastra]
+    uv run python benchmarks/server.py --adapters
 
 The load generator runs on the same 2-core machine as the server, so figures are a floor.
 """
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -69,12 +74,22 @@ async def wait_ready(url: str, seconds: float = 60) -> None:
     raise SystemExit(f"no server answered at {url}")
 
 
-def raw_request(url: str, agent: str) -> tuple[str, int, bytes]:
+PATHS = {
+    "stream": ("/api/agents/{agent}/stream", b'{"messages":[{"role":"user","content":"benchmark"}]}'),
+    "chat": (
+        "/chat/{agent}",
+        b'{"messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"benchmark"}]}]}',
+    ),
+}
+"""The route `--path` loads, and its body."""
+
+
+def raw_request(url: str, agent: str, path: str = "stream") -> tuple[str, int, bytes]:
     """The bytes of one stream request (`Connection: close`, so the response ends at EOF)."""
     parsed = httpx.URL(url)
-    body = b'{"messages":[{"role":"user","content":"benchmark"}]}'
+    route, body = PATHS[path]
     head = (
-        f"POST /api/agents/{agent}/stream HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n"
+        f"POST {route.format(agent=agent)} HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     return str(parsed.host), int(parsed.port or 80), head.encode() + body
@@ -98,8 +113,10 @@ async def raw_stream(host: str, port: int, request: bytes) -> tuple[float, int]:
     return time.perf_counter() - start, data.count(b'"type":"text-delta"')
 
 
-async def load(url: str, agent: str, requests: int, concurrency: int) -> tuple[float, list[float], int]:
-    host, port, request = raw_request(url, agent)
+async def load(
+    url: str, agent: str, requests: int, concurrency: int, path: str = "stream"
+) -> tuple[float, list[float], int]:
+    host, port, request = raw_request(url, agent, path)
     latencies: list[float] = []
     deltas = 0
     remaining = requests
@@ -145,7 +162,7 @@ async def measure(name: str, server: subprocess.Popen[bytes], port: int, args: a
         url = f"http://127.0.0.1:{port}"
         await wait_ready(url)
         before = cpu_seconds(server.pid)
-        elapsed, latencies, deltas = await load(url, args.agent, args.requests, args.concurrency)
+        elapsed, latencies, deltas = await load(url, args.agent, args.requests, args.concurrency, args.path)
         used = cpu_seconds(server.pid) - before
         report(name, elapsed, latencies, deltas)
         if args.workers == 1:
@@ -156,6 +173,56 @@ async def measure(name: str, server: subprocess.Popen[bytes], port: int, args: a
         server.wait(10)
 
 
+async def _bench_chunks() -> tuple[Any, list[Any]]:
+    """The benchmark agent, and one run's chunks as a route reads them (50 text deltas)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from server_app import bench
+
+    output = await bench.stream("benchmark")
+    return bench, [chunk async for chunk in output.full_stream]
+
+
+async def adapter_costs(rounds: int = 2000) -> None:
+    """Per streamed chunk: `/stream`'s framing (`WireEvents` + SSE), and what each front-end
+    protocol's encoder costs over it (best of 5, in-process: the HTTP path is the same)."""
+    from sluicegate.server.protocols.ai_sdk.ui_stream import UIMessageStream
+    from sluicegate.server.streaming import sse
+    from sluicegate.server.wire_events import events_for
+
+    agent, chunks = await _bench_chunks()
+    events = events_for(agent)
+
+    def framings(run_chunks: list[Any]) -> dict[str, Any]:
+        def mastra() -> None:
+            for chunk in run_chunks:
+                sse(events(chunk))
+
+        def ai_sdk() -> None:
+            encode = UIMessageStream("v6").chunk
+            for chunk in run_chunks:
+                encode(chunk)
+
+        return {"/stream (Mastra's framing)": mastra, "AI SDK UI message stream (/chat)": ai_sdk}
+
+    def per_chunk(run: Any, count: int) -> float:
+        best = float("inf")
+        for _ in range(5):
+            started = time.perf_counter()
+            for _ in range(rounds):
+                run()
+            best = min(best, (time.perf_counter() - started) / (rounds * count))
+        return best * 1e6
+
+    deltas = [chunk for chunk in chunks if chunk.type == "text-delta"]
+    for label, subset in ((f"all {len(chunks)} chunks of a run", chunks), ("text-delta chunks only", deltas)):
+        runs = framings(subset)
+        costs = {name: per_chunk(run, len(subset)) for name, run in runs.items()}
+        base = next(iter(costs.values()))
+        print(f"{label}: µs per chunk")
+        for name, cost in costs.items():
+            print(f"  {name:40s} {cost:6.2f}  ({cost - base:+.2f} over /stream)")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -164,10 +231,15 @@ async def main() -> None:
     parser.add_argument("--mastra", action="store_true", help="also measure Mastra's server")
     parser.add_argument("--url", help="measure this server instead of starting sluicegate")
     parser.add_argument("--agent", default="bench")
+    parser.add_argument("--path", choices=sorted(PATHS), default="stream", help="the route to load")
+    parser.add_argument("--adapters", action="store_true", help="per-chunk cost of each protocol adapter")
     args = parser.parse_args()
+    if args.adapters:
+        await adapter_costs()
+        return
     if args.url:
         await wait_ready(args.url)
-        report(args.url, *await load(args.url, args.agent, args.requests, args.concurrency))
+        report(args.url, *await load(args.url, args.agent, args.requests, args.concurrency, args.path))
         return
     plural = "s" if args.workers > 1 else ""
     print(f"{args.requests} streamed requests, concurrency {args.concurrency}, 50 text deltas each")

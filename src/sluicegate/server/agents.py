@@ -36,7 +36,7 @@ from sluicegate.server.errors import ApiError, bad_request, log, provider_error,
 from sluicegate.server.identity import bind_run, identity_of
 from sluicegate.server.mastra.observability import mark_conversation
 from sluicegate.server.serialize import agent_json, agent_output_json
-from sluicegate.server.streaming import ChunkStreamResponse, wait_for_disconnect, warned
+from sluicegate.server.streaming import ChunkStreamResponse, StreamEncoder, wait_for_disconnect, warned
 from sluicegate.server.traces import (
     AGENT_ID,
     RESOURCE_ID,
@@ -205,6 +205,21 @@ async def generate(agentId: str, body: AgentCallBody, request: Request) -> JSONR
 async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     """Stream the run's chunks in Mastra's SSE framing; a disconnect cancels the run."""
     key, agent = agent_or_404(request, agentId)
+    return await stream_response(key, agent, body, request)
+
+
+async def stream_response(
+    key: str,
+    agent: Agent,
+    body: AgentCallBody,
+    request: Request,
+    *,
+    encoder: StreamEncoder | None = None,
+    headers: dict[str, str] | None = None,
+) -> ChunkStreamResponse:
+    """Start `agent` on `body` as `/stream` does (the same checks, identity binding, span) and
+    answer with its chunk stream after the output processors: in Mastra's framing, or in another
+    protocol's (`encoder`, with its own `headers`)."""
     settings = settings_of(request)
     span = start_request_span(f"POST stream {agent.name}", _span_attributes(request, key))
     try:
@@ -221,8 +236,9 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         chunks,
         run_id=output.run_id,
         timeout=settings.request_timeout,
-        headers=trace_headers(span),
+        headers={**trace_headers(span), **(headers or {})},
         span=lambda: run_span(span),
         error_details=agent.provider_error_details,
         events=events_for(agent),
+        encoder=encoder,
     )

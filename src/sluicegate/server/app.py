@@ -49,6 +49,7 @@ from sluicegate.server.headers import SecurityHeaders
 from sluicegate.server.hosts import HostCheck
 from sluicegate.server.identity import IdentityGate
 from sluicegate.server.mastra import routers as mastra_routers
+from sluicegate.server.protocols.ai_sdk import routes as ai_sdk_routes
 from sluicegate.server.settings import ServerSettings, cors_options
 from sluicegate.server.traces import RecentSpans, install_recent_spans
 from sluicegate.storage.span_store import SpanStore
@@ -56,6 +57,10 @@ from sluicegate.storage.sqlite import SQLiteStore
 from sluicegate.tracing import state as tracing_state
 
 log = logging.getLogger("sluicegate.server")
+
+PROTECTED = ("/api", ai_sdk_routes.PREFIX)
+"""The paths under the bearer token and the identity hook: the API, and the front ends'
+protocols served outside it."""
 
 
 def _recent_spans(registry: Sluicegate, settings: ServerSettings, app_key: str) -> RecentSpans | None:
@@ -102,9 +107,9 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         options = cors_options(settings.cors_origins, loopback=settings.cors_loopback)
         middleware.append(Middleware(CORSMiddleware, **options))
     if settings.api_token:
-        middleware.append(Middleware(BearerAuth, token=settings.api_token))
+        middleware.append(Middleware(BearerAuth, token=settings.api_token, protected=PROTECTED))
     if registry.resolve_identity is not None:
-        middleware.append(Middleware(IdentityGate, resolve=registry.resolve_identity))
+        middleware.append(Middleware(IdentityGate, resolve=registry.resolve_identity, protected=PROTECTED))
     middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
     spans = _recent_spans(registry, settings, app_key := uuid.uuid4().hex)
     mcp_endpoints = mcp_routes.MCPEndpoints(registry)
@@ -148,6 +153,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     for module in (agents, eval_routes, hitl_routes, memory_routes, processor_routes, tool_routes):
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
+    app.include_router(ai_sdk_routes.router)
     mcp_routes.install(app, mcp_endpoints)
 
     @app.get("/", include_in_schema=False)

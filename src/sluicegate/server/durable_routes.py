@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -35,7 +35,7 @@ from sluicegate.server.bodies import (
 from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_run, identity_of
-from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.streaming import ChunkStreamResponse, StreamEncoder
 from sluicegate.server.wire_events import events_for
 from sluicegate.storage.errors import SuspendedRunNotFoundError
 from sluicegate.stream.run_log import RunLogUnavailableError, RunNotFoundError
@@ -161,14 +161,22 @@ WORKFLOW_ID_HEADER = "x-sluicegate-workflow-id"
 Temporal's UI and CLI (`temporal workflow show -w <id>`) and its spans (`sluicegate.run_id`)."""
 
 
-def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> ChunkStreamResponse:
+def _stream(
+    request: Request,
+    agent: Agent[Any],
+    output: Any,
+    run_id: str,
+    encoder: StreamEncoder | None = None,
+    headers: dict[str, str] | None = None,
+) -> ChunkStreamResponse:
     return ChunkStreamResponse(
         output.full_stream,
         run_id=run_id,
-        headers={WORKFLOW_ID_HEADER: run_id},
+        headers={WORKFLOW_ID_HEADER: run_id, **(headers or {})},
         timeout=settings_of(request).request_timeout,
         error_details=agent.provider_error_details,
         events=events_for(agent),
+        encoder=encoder,
     )
 
 
@@ -176,6 +184,19 @@ def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> Ch
 async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
     """Start the run as a workflow and stream its chunks from the run log."""
     _, agent = agent_or_404(request, agentId)
+    return await durable_stream(agent, body, request)
+
+
+async def durable_stream(
+    agent: Agent[Any],
+    body: AgentCallBody,
+    request: Request,
+    *,
+    encoder: StreamEncoder | None = None,
+    headers: dict[str, str] | None = None,
+) -> ChunkStreamResponse:
+    """Start `agent` on `body` as a workflow (as `/stream` does here) and answer with its chunks
+    read from the run log, in Mastra's framing or another protocol's (`encoder`)."""
     runs, run_id, owner = await _begin(agent, body, request)
     try:
         output = await runs.observe(agent, run_id, request_context=owner, wait=open_timeout())
@@ -183,7 +204,7 @@ async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
         raise _not_open(exc, run_id) from exc
     except RunLogUnavailableError as exc:
         raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
-    return _stream(request, agent, output, run_id)
+    return _stream(request, agent, output, run_id, encoder, headers)
 
 
 @router.post("/{agentId}/generate", responses=ERRORS)
@@ -199,7 +220,13 @@ Decide = Callable[[TemporalRuns, RequestContext], Awaitable[dict[str, Any]]]
 
 
 async def _decided(
-    request: Request, agentId: str, run_id: str, resource_id: str | None, decide: Decide
+    request: Request,
+    agentId: str,
+    run_id: str,
+    resource_id: str | None,
+    decide: Decide,
+    encoder: StreamEncoder | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Any:
     """The decision's update, then the rest of the run's stream from where it resumes, once
     a worker has taken the run up again (the update is answered before that).
@@ -230,7 +257,33 @@ async def _decided(
         raise ApiError(404, f"runId: run {run_id!r} is no longer in the run log", field="runId") from exc
     except RunLogUnavailableError as exc:
         raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
-    return _stream(request, agent, output, run_id)
+    return _stream(request, agent, output, run_id, encoder, headers)
+
+
+async def durable_decision(
+    request: Request,
+    agentId: str,
+    kind: Literal["approve", "decline", "resume"],
+    *,
+    run_id: str,
+    tool_call_id: str | None,
+    resource_id: str | None,
+    reason: str | None = None,
+    resume_data: Any = None,
+    encoder: StreamEncoder | None = None,
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """A decision another protocol's route carries, sent as the approval routes here send it
+    (a validated workflow update); the rest of the run from the run log, in its framing."""
+
+    def decide(runs: TemporalRuns, caller: RequestContext) -> Awaitable[dict[str, Any]]:
+        if kind == "approve":
+            return runs.approve_tool_call(run_id, tool_call_id, request_context=caller)
+        if kind == "decline":
+            return runs.decline_tool_call(run_id, tool_call_id, reason, request_context=caller)
+        return runs.resume_stream(run_id, resume_data, tool_call_id, request_context=caller)
+
+    return await _decided(request, agentId, run_id, resource_id, decide, encoder, headers)
 
 
 @router.post("/{agentId}/approve-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)

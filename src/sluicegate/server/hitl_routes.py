@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from sluicegate.agent import Agent
 from sluicegate.agent.decisions import Action, WrongDecisionError, check_kind, the_pending_call
@@ -38,7 +39,7 @@ from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_context, bound_resource, bound_thread, identity_of
 from sluicegate.server.serialize import agent_output_json, suspended_run_json
-from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.streaming import ChunkStreamResponse, StreamEncoder
 from sluicegate.server.wire_events import events_for
 from sluicegate.storage.errors import (
     AmbiguousToolCallError,
@@ -235,6 +236,80 @@ async def resume_stream(agentId: str, body: ResumeStreamBody, request: Request) 
     except Exception as exc:
         raise decision_error(exc, agent, body) from exc
     return _stream(request, agent, output)
+
+
+Decision = Literal["approve", "decline", "resume"]
+
+
+def _decision_body(
+    decision: Decision, run_id: str, tool_call_id: str | None, resource_id: str | None, fields: dict[str, Any]
+) -> DeclineBody | ResumeStreamBody:
+    """The body the route of `decision` would have read, checked the same way (400 naming the field)."""
+    given = {"runId": run_id, "toolCallId": tool_call_id, "resourceId": resource_id, **fields}
+    try:
+        if decision == "resume":
+            return ResumeStreamBody(**given)
+        return DeclineBody(**given)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise bad_request(".".join(str(p) for p in error["loc"]) or "runId", error["msg"]) from None
+
+
+async def decided_stream(
+    request: Request,
+    agent: Agent,
+    decision: Decision,
+    *,
+    run_id: str,
+    tool_call_id: str | None,
+    resource_id: str | None,
+    request_context: dict[str, Any] | None = None,
+    reason: str | None = None,
+    resume_data: Any = None,
+    encoder: StreamEncoder | None = None,
+    headers: dict[str, str] | None = None,
+) -> ChunkStreamResponse:
+    """A decision another protocol's route carries (approve, decline, or resume with
+    `resume_data`), checked and applied as `approve-tool-call`, `decline-tool-call` and
+    `resume-stream` do (the same owner check and 404/409 answers); the rest of the run, streamed
+    in that protocol's framing (`encoder`)."""
+    fields: dict[str, Any] = {"requestContext": request_context}
+    if decision == "resume":
+        fields["resumeData"] = resume_data
+    elif decision == "decline" and reason is not None:
+        fields["reason"] = reason
+    body = _decision_body(decision, run_id, tool_call_id, resource_id, fields)
+    stored = await _stored_run(request, agent, body)
+    if decision != "decline":
+        _check_kind(stored, tool_call_id, decision)
+    try:
+        if isinstance(body, ResumeStreamBody):
+            options = _resume_options(request, body, stored)
+            output = await agent.resume_stream(
+                resume_data, run_id=run_id, tool_call_id=tool_call_id, **options
+            )
+        elif decision == "approve":
+            options = _decision_options(request, body, stored)
+            output = await agent.approve_tool_call(run_id=run_id, tool_call_id=tool_call_id, **options)
+        else:
+            options = _decision_options(request, body, stored)
+            output = await agent.decline_tool_call(
+                run_id=run_id, tool_call_id=tool_call_id, reason=body.reason, **options
+            )
+    except ApiError:
+        raise
+    except Exception as exc:
+        raise decision_error(exc, agent, body) from exc
+    return ChunkStreamResponse(
+        output.full_stream,
+        run_id=output.run_id,
+        timeout=settings_of(request).request_timeout,
+        headers=headers,
+        error_details=agent.provider_error_details,
+        on_end=output.aclose,
+        events=events_for(agent),
+        encoder=encoder,
+    )
 
 
 # ----------------------------------------------------------------------------- to the end

@@ -19,7 +19,7 @@ import functools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from starlette.responses import Response
 
@@ -82,6 +82,18 @@ async def wait_for_disconnect(receive: Receive) -> None:
             return
 
 
+class StreamEncoder(Protocol):
+    """Another protocol's framing of a run's chunks (`ChunkStreamResponse(encoder=...)`): the
+    bytes for each chunk (b"" for none, several events joined), for a failure, and for the end
+    (before `data: [DONE]`). One encoder serves one response: it may keep state."""
+
+    def chunk(self, chunk: Any) -> bytes: ...
+
+    def error(self, message: str, name: str) -> bytes: ...
+
+    def end(self) -> bytes: ...
+
+
 DEFAULT_HEARTBEAT = 25.0
 
 
@@ -98,7 +110,8 @@ class ChunkStreamResponse(Response):
 
     `on_end` runs once the response is over, however it ended (a resumed run's output is
     closed there, so one its client never read gives its claim back). `events` turns a chunk
-    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`."""
+    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`.
+    `encoder` replaces Mastra's framing with another protocol's (`StreamEncoder`)."""
 
     def __init__(
         self,
@@ -113,6 +126,7 @@ class ChunkStreamResponse(Response):
         timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
         heartbeat: float | None = None,
         events: Callable[[Any], dict[str, Any]] | None = None,
+        encoder: StreamEncoder | None = None,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -128,6 +142,7 @@ class ChunkStreamResponse(Response):
         self._heartbeat = heartbeat
         """Seconds; None: the serving app's `heartbeat_interval` (25 s without one)."""
         self._events = events
+        self._encoder = encoder
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,7 +176,7 @@ class ChunkStreamResponse(Response):
                     await send(
                         {
                             "type": "http.response.body",
-                            "body": sse(error_event(self._run_id, message, "TimeoutError")) + DONE,
+                            "body": self._error_bytes(message, "TimeoutError") + DONE,
                             "more_body": False,
                         }
                     )
@@ -173,6 +188,11 @@ class ChunkStreamResponse(Response):
                         await task
             if self._on_end is not None:
                 await self._on_end()
+
+    def _error_bytes(self, message: str, name: str) -> bytes:
+        if self._encoder is not None:
+            return self._encoder.error(message, name)
+        return sse(error_event(self._run_id, message, name))
 
     async def _produce(self, send: Send) -> None:
         chunks = self._chunks
@@ -223,18 +243,30 @@ class ChunkStreamResponse(Response):
         events = self._events
         if events is None:
             events = functools.partial(chunk_event, error_details=details)
+        encoder = self._encoder
         try:
             try:
-                async for chunk in chunks:
-                    pending.append(sse(events(chunk)))
-                    ready.set()
-                    if writing.done():
-                        writing.result()  # the client is gone: stop the run
+                if encoder is None:
+                    async for chunk in chunks:
+                        pending.append(sse(events(chunk)))
+                        ready.set()
+                        if writing.done():
+                            writing.result()  # the client is gone: stop the run
+                else:
+                    encode = encoder.chunk
+                    async for chunk in chunks:
+                        data = encode(chunk)
+                        if data:  # a chunk the protocol has no event for sends nothing
+                            pending.append(data)
+                            ready.set()
+                        if writing.done():
+                            writing.result()
+                    pending.append(encoder.end())
             except (asyncio.CancelledError, OSError):
                 raise
             except Exception as exc:  # the run failed outside its own error handling
                 public = public_error(exc, details=details)
-                pending.append(sse(error_event(self._run_id, public["message"], public["name"])))
+                pending.append(self._error_bytes(public["message"], public["name"]))
             finished = True
             ready.set()
             await writing
