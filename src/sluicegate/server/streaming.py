@@ -98,7 +98,11 @@ class ChunkStreamResponse(Response):
 
     `on_end` runs once the response is over, however it ended (a resumed run's output is
     closed there, so one its client never read gives its claim back). `events` turns a chunk
-    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`."""
+    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`.
+
+    A protocol with its own framing passes `encode` (an item of `chunks` to the bytes that go
+    out, instead of `events` and `data: <JSON>`), `done` (what ends the stream; `b""` for none)
+    and `timeout_body` (the timeout message to the bytes sent when the time is up)."""
 
     def __init__(
         self,
@@ -113,6 +117,9 @@ class ChunkStreamResponse(Response):
         timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
         heartbeat: float | None = None,
         events: Callable[[Any], dict[str, Any]] | None = None,
+        encode: Callable[[Any], bytes] | None = None,
+        done: bytes = DONE,
+        timeout_body: Callable[[str], bytes] | None = None,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -128,6 +135,9 @@ class ChunkStreamResponse(Response):
         self._heartbeat = heartbeat
         """Seconds; None: the serving app's `heartbeat_interval` (25 s without one)."""
         self._events = events
+        self._encode = encode
+        self._done = done
+        self._timeout_body = timeout_body
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -158,13 +168,11 @@ class ChunkStreamResponse(Response):
             if self.cancelled_by == "timeout":
                 with contextlib.suppress(OSError):
                     message = self._timeout_message.format(timeout=self._timeout)
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": sse(error_event(self._run_id, message, "TimeoutError")) + DONE,
-                            "more_body": False,
-                        }
-                    )
+                    if self._timeout_body is not None:
+                        body = self._timeout_body(message) + self._done
+                    else:
+                        body = sse(error_event(self._run_id, message, "TimeoutError")) + self._done
+                    await send({"type": "http.response.body", "body": body, "more_body": False})
         finally:
             for task in tasks:
                 if not task.done():
@@ -180,7 +188,7 @@ class ChunkStreamResponse(Response):
         with span:
             await self._send_all(chunks, send)
         # The run's span has ended (and reached the trace buffer) before the client sees the end.
-        await send({"type": "http.response.body", "body": DONE, "more_body": False})
+        await send({"type": "http.response.body", "body": self._done, "more_body": False})
 
     async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
         """Encode chunks as they come; a writer task sends whatever has piled up since its last
@@ -223,13 +231,21 @@ class ChunkStreamResponse(Response):
         events = self._events
         if events is None:
             events = functools.partial(chunk_event, error_details=details)
+        encode = self._encode
         try:
             try:
-                async for chunk in chunks:
-                    pending.append(sse(events(chunk)))
-                    ready.set()
-                    if writing.done():
-                        writing.result()  # the client is gone: stop the run
+                if encode is None:
+                    async for chunk in chunks:
+                        pending.append(sse(events(chunk)))
+                        ready.set()
+                        if writing.done():
+                            writing.result()  # the client is gone: stop the run
+                else:  # a protocol's own framing (one loop each: no extra call per chunk)
+                    async for item in chunks:
+                        pending.append(encode(item))
+                        ready.set()
+                        if writing.done():
+                            writing.result()
             except (asyncio.CancelledError, OSError):
                 raise
             except Exception as exc:  # the run failed outside its own error handling
