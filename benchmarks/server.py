@@ -9,6 +9,7 @@ same agent and mock model, with the same client: install it first with
 `npm ci --prefix benchmarks/mastra`. `--url URL --agent ID` measures any other server.
 
     uv run python benchmarks/server.py [--requests 2000] [--concurrency 50] [--workers 1] [--mastra]
+    uv run python benchmarks/server.py --protocols   # each protocol adapter's cost per chunk
 
 The load generator runs on the same 2-core machine as the server, so figures are a floor.
 """
@@ -156,6 +157,50 @@ async def measure(name: str, server: subprocess.Popen[bytes], port: int, args: a
         server.wait(10)
 
 
+async def ag_ui_cost(rounds: int = 300) -> None:
+    """The AG-UI adapter's cost per streamed chunk over `/stream`'s, in process: the same run's
+    chunks (the bench agent's, 50 text deltas) encoded as `/stream` sends them (Mastra's wire
+    events) and as the AG-UI route does, best of `rounds`."""
+    from ag_ui import core as ag_ui_core
+
+    from sluicegate.server.protocols.ag_ui.events import EventStream
+    from sluicegate.server.streaming import sse
+    from sluicegate.server.wire_events import events_for
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from server_app import bench
+
+    async def chunks() -> list[object]:
+        output = await bench.stream(" ".join(["benchmark"] * 60))
+        return [chunk async for chunk in output.full_stream]
+
+    run = await chunks()
+
+    def wire() -> None:
+        events = events_for(bench)
+        for chunk in run:
+            sse(events(chunk))
+
+    def agui() -> None:
+        stream = EventStream(ag_ui_core, thread_id="t", run_id="r")
+        stream.started()
+        for chunk in run:
+            stream.chunk(chunk)
+        stream.finished()
+
+    def best(encode: object) -> float:
+        timings = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            encode()  # type: ignore[operator]
+            timings.append(time.perf_counter() - start)
+        return min(timings) / len(run) * 1e6
+
+    stream_us, ag_ui_us = best(wire), best(agui)
+    print(f"per chunk ({len(run)} chunks a run): /stream {stream_us:.2f} us, AG-UI {ag_ui_us:.2f} us")
+    print(f"  AG-UI over /stream: {ag_ui_us - stream_us:+.2f} us per chunk (budget +2 us)")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -164,7 +209,11 @@ async def main() -> None:
     parser.add_argument("--mastra", action="store_true", help="also measure Mastra's server")
     parser.add_argument("--url", help="measure this server instead of starting sluicegate")
     parser.add_argument("--agent", default="bench")
+    parser.add_argument("--protocols", action="store_true", help="each protocol adapter's cost per chunk")
     args = parser.parse_args()
+    if args.protocols:
+        await ag_ui_cost()
+        return
     if args.url:
         await wait_ready(args.url)
         report(args.url, *await load(args.url, args.agent, args.requests, args.concurrency))
