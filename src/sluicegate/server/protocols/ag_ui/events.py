@@ -34,6 +34,7 @@ from sluicegate.server.serialize import schema_json
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 _HOLE = "\x00sluicegate-delta\x00"
+_PROVIDER_FIELDS = frozenset(("statusCode", "isRetryable", "responseBody", "url"))
 TRIPWIRE_CODE = "tripwire:"
 """A tripwire's `RUN_ERROR.code` is this and the id of the processor that tripped."""
 APPROVAL_RESPONSE_SCHEMA: dict[str, Any] = {
@@ -340,10 +341,13 @@ class EventStream:
         error = chunk.payload.get("error")
         if isinstance(error, BaseException):
             return self._close_messages() + self.failure(error)
-        if isinstance(error, dict):
-            return self._close_messages() + self.failed(
-                str(error.get("message")), str(error.get("name", "Error"))
-            )
+        if isinstance(error, dict):  # read back from a run log that serialized it (Redis)
+            name = str(error.get("name", "Error"))
+            if not self._details and _PROVIDER_FIELDS & error.keys():  # not the provider's own text
+                status = error.get("statusCode")
+                said = f" (HTTP {status})" if isinstance(status, int) else ""
+                return self._close_messages() + self.failed(f"the model provider failed{said}", name)
+            return self._close_messages() + self.failed(str(error.get("message")), name)
         return self._close_messages() + self.failed(str(error), "Error")
 
     def _abort(self, chunk: Any) -> bytes:

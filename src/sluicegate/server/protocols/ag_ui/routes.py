@@ -15,6 +15,7 @@ A client that disconnects cancels the run, as on `/stream`.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any
@@ -29,7 +30,6 @@ from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.agents import check_memory_owner, run_error
 from sluicegate.server.bodies import (
     AgentCallBody,
-    DeclineBody,
     MemoryBody,
     ResumeStreamBody,
     ToolDecisionBody,
@@ -50,6 +50,8 @@ from sluicegate.tools import Tool
 router = APIRouter(prefix="/api/agents", tags=["AG-UI"])
 
 MAX_ID_CHARS = 256
+TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
+"""Set by `sluicegate serve --temporal` (`durable_routes.TEMPORAL_ENV`, which imports Temporal)."""
 CONTEXT_KEY = "ag-ui"
 """The request-context key holding the input's `state` and `context` (for tools and processors)."""
 
@@ -106,6 +108,10 @@ class Caller:
             self.context_data["context"] = [c.model_dump(by_alias=True) for c in given.context]
         self.request = request
 
+    def owner(self) -> str | None:
+        """The run's resource as it was started: the thread's, or none without memory."""
+        return self.resource if self.thread is not None else None
+
     def memory(self) -> dict[str, str] | None:
         return {"thread": self.thread, "resource": self.resource} if self.thread is not None else None
 
@@ -119,10 +125,16 @@ class Caller:
         return context
 
 
+def durable() -> bool:
+    """`sluicegate serve --temporal`: runs are workflows, read through the run log."""
+    return bool(os.environ.get(TEMPORAL_ENV))
+
+
 async def _start_run(
     request: Request, agent: Agent, given: Any, caller: Caller, tools: dict[str, Tool]
 ) -> Any:
-    """A new run of the input's conversation, started as `/stream` starts one."""
+    """A new run of the input's conversation, started as `/stream` starts one (a workflow
+    under `serve --temporal`, as that route's)."""
     settings = settings_of(request)
     messages = to_messages(given.messages, allow_system=settings.allow_client_overrides)
     memory = MemoryBody(thread=caller.thread, resource=caller.resource) if caller.thread else None
@@ -131,6 +143,11 @@ async def _start_run(
         memory=memory,
         requestContext={CONTEXT_KEY: caller.context_data} if caller.context_data else None,
     )
+    if durable():
+        from sluicegate.server.durable_routes import start_observed
+
+        output, _ = await start_observed(request, agent, body)
+        return output
     run_messages, options = call_options(body, settings)
     narrow_memory_options(agent, body, options)
     narrow_retries(agent, options)
@@ -163,52 +180,86 @@ def _split(interrupt_id: str, index: int) -> tuple[str, str]:
     return run_id, call_id
 
 
-def _resume_starts(agent: Agent, given: Any, caller: Caller, tools: dict[str, Tool]) -> list[Start]:
+def _resume_starts(
+    request: Request, agent: Agent, given: Any, caller: Caller, tools: dict[str, Tool]
+) -> list[Start]:
     """One start per resume entry, in order: approve, decline or resume the call it names."""
     starts: list[Start] = []
     for index, entry in enumerate(given.resume):
         run_id, call_id = _split(entry.interrupt_id, index)
-        starts.append(_decision(agent, entry, run_id, call_id, caller, tools, index))
+        starts.append(_decision(request, agent, entry, (run_id, call_id, index), caller, tools))
     return starts
 
 
-def _decision(
-    agent: Agent, entry: Any, run_id: str, call_id: str, caller: Caller, tools: dict[str, Tool], index: int
-) -> Start:
+def _action(entry: Any, kind: str | None, index: int) -> tuple[str, str | None]:
+    """`approve`, `decline` (and its reason) or `resume`: what a resume entry asks for a call
+    of `kind` (`approval` or `suspend`; None when only the payload's shape tells)."""
     payload = entry.payload
+    if kind is None:
+        approval = isinstance(payload, dict) and isinstance(payload.get("approved"), bool)
+    else:
+        approval = kind == "approval"
+    declined = approval and isinstance(payload, dict) and payload.get("approved") is False
+    if entry.status == "cancelled" or declined:
+        reason = payload.get("reason") if isinstance(payload, dict) else None
+        return "decline", reason if isinstance(reason, str) else None
+    if approval:
+        if not isinstance(payload, dict) or payload.get("approved") is not True:
+            raise bad_request(f"resume.{index}.payload", 'an approval is answered {"approved": true|false}')
+        return "approve", None
+    return "resume", None
+
+
+def _decision(
+    request: Request,
+    agent: Agent,
+    entry: Any,
+    at: tuple[str, str, int],
+    caller: Caller,
+    tools: dict[str, Tool],
+) -> Start:
+    run_id, call_id, index = at
 
     async def start() -> Any:
+        if durable():
+            return await _durable_decision(request, agent, entry, at, caller)
+        stored = await agent.suspended_run_store.get_suspended_run(run_id)
+        call = next((c for c in (stored.pending if stored else ()) if c.tool_call_id == call_id), None)
+        action, reason = _action(entry, call.kind if call is not None else "approval", index)
         options = _decision_options(caller, tools)
-        pending = await agent.suspended_run_store.get_suspended_run(run_id)
-        call = next((c for c in (pending.pending if pending else ()) if c.tool_call_id == call_id), None)
-        approval = call is not None and getattr(call, "kind", "approval") == "approval"
         body: Any = ToolDecisionBody(runId=run_id, toolCallId=call_id)
         try:
-            if entry.status == "cancelled" or (
-                approval and isinstance(payload, dict) and payload.get("approved") is False
-            ):
-                reason = payload.get("reason") if isinstance(payload, dict) else None
-                body = DeclineBody(runId=run_id, toolCallId=call_id)
+            if action == "decline":
                 return await agent.decline_tool_call(
-                    run_id=run_id,
-                    tool_call_id=call_id,
-                    reason=reason if isinstance(reason, str) else None,
-                    **options,
+                    run_id=run_id, tool_call_id=call_id, reason=reason, **options
                 )
-            if approval:
-                if not isinstance(payload, dict) or payload.get("approved") is not True:
-                    raise bad_request(
-                        f"resume.{index}.payload", 'an approval is answered {"approved": true|false}'
-                    )
+            if action == "approve":
                 return await agent.approve_tool_call(run_id=run_id, tool_call_id=call_id, **options)
-            body = ResumeStreamBody(runId=run_id, toolCallId=call_id, resumeData=payload)
-            return await agent.resume_stream(payload, run_id=run_id, tool_call_id=call_id, **options)
-        except ApiError:
-            raise
+            body = ResumeStreamBody(runId=run_id, toolCallId=call_id, resumeData=entry.payload)
+            return await agent.resume_stream(entry.payload, run_id=run_id, tool_call_id=call_id, **options)
         except Exception as exc:
             raise decision_error(exc, agent, body) from exc
 
     return start
+
+
+async def _durable_decision(
+    request: Request, agent: Agent, entry: Any, at: tuple[str, str, int], caller: Caller
+) -> Any:
+    """The decision as a validated update of the run's workflow; the rest read from the run log."""
+    from sluicegate.server.durable_routes import Decide, decided_output
+
+    run_id, call_id, index = at
+    action, reason = _action(entry, None, index)
+    decide: Decide
+    if action == "decline":
+        decide = lambda runs, who: runs.decline_tool_call(run_id, call_id, reason, request_context=who)  # noqa: E731
+    elif action == "approve":
+        decide = lambda runs, who: runs.approve_tool_call(run_id, call_id, request_context=who)  # noqa: E731
+    else:
+        payload = entry.payload
+        decide = lambda runs, who: runs.resume_stream(run_id, payload, call_id, request_context=who)  # noqa: E731
+    return await decided_output(request, agent, run_id, caller.owner(), decide)
 
 
 async def _frontend_starts(
@@ -305,9 +356,13 @@ async def ag_ui_run(agentId: str, request: Request) -> Any:
     core = protocol()
     given = await read_input(request, core)
     tools = frontend_tools(given.tools, agent.tools)
+    if tools and durable():
+        raise bad_request(
+            "tools", "frontend tools are not supported in durable runs (sluicegate serve --temporal)"
+        )
     caller = Caller(request, agent, given)
     if given.resume:
-        starts = _resume_starts(agent, given, caller, tools)
+        starts = _resume_starts(request, agent, given, caller, tools)
     else:
         starts = await _frontend_starts(agent, given, caller, tools) or [
             lambda: _start_run(request, agent, given, caller, tools)
@@ -323,7 +378,7 @@ async def ag_ui_run(agentId: str, request: Request) -> Any:
     )
     return ChunkStreamResponse(
         event_stream(events, first, starts),
-        run_id=first.run_id,
+        run_id=given.run_id,
         timeout=settings_of(request).request_timeout,
         encode=_same,
         done=b"",
