@@ -315,3 +315,59 @@ def test_the_request_timeout_ends_the_stream_with_run_error() -> None:
         events = events_of(client.post("/api/agents/slow/ag-ui", json=run_input("go")))
     assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "TimeoutError"
     assert not model.finished
+
+
+def test_a_second_turn_with_the_whole_history_stores_nothing_twice(client: TestClient) -> None:
+    first = events_of(client.post("/api/agents/echo/ag-ui", json=run_input("one", "th-memory")))
+    answer_id = first[1]["messageId"]
+    history = [
+        {"id": "u-1", "role": "user", "content": "one"},
+        {"id": answer_id, "role": "assistant", "content": text(first)},
+        {"id": "u-2", "role": "user", "content": "two"},
+    ]
+    second = events_of(
+        client.post("/api/agents/echo/ag-ui", json=run_input("", "th-memory", messages=history))
+    )
+    assert text(second) == "Echo: two"
+    stored = client.get("/api/memory/threads/th-memory/messages", params={"resourceId": "th-memory"}).json()
+    assert [(m["id"], m["role"]) for m in stored["messages"]] == [
+        ("u-1", "user"),
+        (answer_id, "assistant"),
+        ("u-2", "user"),
+        (second[1]["messageId"], "assistant"),
+    ]
+
+
+def test_an_identity_binds_the_thread_and_resource(example: Any) -> None:
+    from fastapi import Request
+
+    from sluicegate.identity import Identity
+
+    def identify(request: Request) -> Identity | None:
+        user = request.headers.get("x-user")
+        return Identity(resource_id=user, thread_id=request.headers.get("x-thread")) if user else None
+
+    registry = Sluicegate(agents={"echo": example.echo}, storage=example.storage, resolve_identity=identify)
+    with TestClient(create_app(registry, ServerSettings())) as client:
+        assert client.post("/api/agents/echo/ag-ui", json=run_input()).status_code == 401
+        pinned = {"x-user": "alice", "x-thread": "t-alice"}
+        refused = client.post("/api/agents/echo/ag-ui", json=run_input(thread="t-other"), headers=pinned)
+        assert refused.status_code == 403 and refused.json()["field"] == "threadId"
+        events_of(client.post("/api/agents/echo/ag-ui", json=run_input("hi", "t-alice"), headers=pinned))
+        threads = client.get("/api/memory/threads", params={"agentId": "echo"}, headers={"x-user": "alice"})
+        assert [t["id"] for t in threads.json()["threads"]] == ["t-alice"]
+        # bob cannot run on alice's thread: the id is taken
+        taken = client.post(
+            "/api/agents/echo/ag-ui", json=run_input("hi", "t-alice"), headers={"x-user": "bob"}
+        )
+        assert taken.status_code == 409 and taken.json()["field"] == "threadId"
+
+
+def test_without_the_extra_the_route_answers_503_naming_it(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ag_ui.core", None)
+    answer = client.post("/api/agents/plain/ag-ui", json=run_input())
+    assert answer.status_code == 503 and "sluicegate[ag-ui]" in answer.text

@@ -22,6 +22,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from opentelemetry import trace
 
 from sluicegate.agent import Agent
 from sluicegate.errors import MissingExtraError
@@ -40,11 +41,19 @@ from sluicegate.server.bodies import (
 from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError, bad_request, thread_unavailable
 from sluicegate.server.hitl_routes import decision_error
-from sluicegate.server.identity import bind_context, bind_run, bound_resource, bound_thread
+from sluicegate.server.identity import bind_context, bind_run, bound_resource, bound_thread, identity_of
 from sluicegate.server.plain_json import find_problem
 from sluicegate.server.protocols.ag_ui.events import EventStream
 from sluicegate.server.protocols.ag_ui.messages import frontend_tools, to_messages, trailing_results
 from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.traces import (
+    AGENT_ID,
+    RESOURCE_ID,
+    SERVER_APP,
+    run_span,
+    start_request_span,
+    trace_headers,
+)
 from sluicegate.tools import Tool
 
 router = APIRouter(prefix="/api/agents", tags=["AG-UI"])
@@ -326,6 +335,14 @@ async def event_stream(events: EventStream, first: Any, rest: list[Start]) -> As
             await output.aclose()
 
 
+def _span_attributes(request: Request, key: str, caller: Caller) -> dict[str, Any]:
+    """The request span's attributes, as `/stream` sets them (the studio lists runs by them)."""
+    attributes: dict[str, Any] = {AGENT_ID: key, SERVER_APP: request.app.state.app_key}
+    if identity_of(request) is not None:
+        attributes[RESOURCE_ID] = caller.resource
+    return attributes
+
+
 def _same(data: bytes) -> bytes:
     return data
 
@@ -352,7 +369,7 @@ def _same(data: bytes) -> bytes:
 )
 async def ag_ui_run(agentId: str, request: Request) -> Any:
     """Run the agent on an AG-UI `RunAgentInput` and stream AG-UI events."""
-    _, agent = agent_or_404(request, agentId)
+    key, agent = agent_or_404(request, agentId)
     core = protocol()
     given = await read_input(request, core)
     tools = frontend_tools(given.tools, agent.tools)
@@ -367,7 +384,13 @@ async def ag_ui_run(agentId: str, request: Request) -> Any:
         starts = await _frontend_starts(agent, given, caller, tools) or [
             lambda: _start_run(request, agent, given, caller, tools)
         ]
-    first = await starts.pop(0)()
+    span = start_request_span(f"POST ag-ui {agent.name}", _span_attributes(request, key, caller))
+    try:
+        with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
+            first = await starts.pop(0)()
+    except BaseException:
+        span.end()
+        raise
     events = EventStream(
         core,
         thread_id=given.thread_id,
@@ -380,6 +403,8 @@ async def ag_ui_run(agentId: str, request: Request) -> Any:
         event_stream(events, first, starts),
         run_id=given.run_id,
         timeout=settings_of(request).request_timeout,
+        headers=trace_headers(span),
+        span=lambda: run_span(span),
         encode=_same,
         done=b"",
         timeout_body=lambda message: events.failed(message, "TimeoutError"),
