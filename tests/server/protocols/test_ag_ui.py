@@ -281,6 +281,12 @@ def test_a_body_that_is_not_plain_json_is_refused(client: TestClient) -> None:
     assert answer.status_code == 400 and "messages.0.content" in answer.text
 
 
+@pytest.mark.parametrize("raw", ["{not json", "[" * 100_000, '"a string"'])
+def test_a_body_that_is_no_run_input_is_a_400(client: TestClient, raw: str) -> None:
+    answer = client.post("/api/agents/plain/ag-ui", content=raw, headers={"content-type": "application/json"})
+    assert answer.status_code == 400 and answer.json()["field"] == "body"
+
+
 def test_bearer_auth_guards_the_route(registry: Sluicegate) -> None:
     with TestClient(create_app(registry, ServerSettings(api_token="s3cret"))) as client:
         assert client.post("/api/agents/plain/ag-ui", json=run_input()).status_code == 401

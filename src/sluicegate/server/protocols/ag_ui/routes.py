@@ -86,6 +86,8 @@ async def read_input(request: Request, core: ModuleType) -> Any:
         data = json.loads(await request.body())
     except (ValueError, UnicodeDecodeError):
         raise bad_request("body", "not a JSON document") from None
+    except RecursionError:
+        raise bad_request("body", "nested too deeply") from None
     problem = find_problem(data)
     if problem is not None:
         raise bad_request(*problem)
