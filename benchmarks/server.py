@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -159,44 +160,54 @@ async def measure(name: str, server: subprocess.Popen[bytes], port: int, args: a
 
 async def ag_ui_cost(rounds: int = 300) -> None:
     """The AG-UI adapter's cost per streamed chunk over `/stream`'s, in process: the same run's
-    chunks (the bench agent's, 50 text deltas) encoded as `/stream` sends them (Mastra's wire
-    events) and as the AG-UI route does, best of `rounds`."""
+    chunks (the bench agent's, 50 text deltas), replayed, turned into the bytes `/stream` sends
+    (Mastra's wire events) and into those the AG-UI route sends (its event stream around the
+    run's, every event encoded), best of `rounds`. The HTTP path after that is the same."""
     from ag_ui import core as ag_ui_core
 
     from sluicegate.server.protocols.ag_ui.events import EventStream
+    from sluicegate.server.protocols.ag_ui.routes import event_stream
     from sluicegate.server.streaming import sse
     from sluicegate.server.wire_events import events_for
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from server_app import bench
 
-    async def chunks() -> list[object]:
-        output = await bench.stream(" ".join(["benchmark"] * 60))
-        return [chunk async for chunk in output.full_stream]
+    output = await bench.stream(" ".join(["benchmark"] * 60))
+    run = [chunk async for chunk in output.full_stream]
 
-    run = await chunks()
+    class Replay:
+        """A finished run's output, streamed again."""
 
-    def wire() -> None:
+        async def replay(self) -> AsyncIterator[object]:
+            for chunk in run:
+                yield chunk
+
+        @property
+        def full_stream(self) -> AsyncIterator[object]:
+            return self.replay()
+
+        async def aclose(self) -> None:
+            return None
+
+    async def wire() -> None:
         events = events_for(bench)
-        for chunk in run:
+        async for chunk in Replay().full_stream:
             sse(events(chunk))
 
-    def agui() -> None:
-        stream = EventStream(ag_ui_core, thread_id="t", run_id="r")
-        stream.started()
-        for chunk in run:
-            stream.chunk(chunk)
-        stream.finished()
+    async def agui() -> None:
+        async for _ in event_stream(EventStream(ag_ui_core, thread_id="t", run_id="r"), Replay(), []):
+            pass
 
-    def best(encode: object) -> float:
+    async def best(encode: Callable[[], Awaitable[None]]) -> float:
         timings = []
         for _ in range(rounds):
             start = time.perf_counter()
-            encode()  # type: ignore[operator]
+            await encode()
             timings.append(time.perf_counter() - start)
         return min(timings) / len(run) * 1e6
 
-    stream_us, ag_ui_us = best(wire), best(agui)
+    stream_us, ag_ui_us = await best(wire), await best(agui)
     print(f"per chunk ({len(run)} chunks a run): /stream {stream_us:.2f} us, AG-UI {ag_ui_us:.2f} us")
     print(f"  AG-UI over /stream: {ag_ui_us - stream_us:+.2f} us per chunk (budget +2 us)")
 
