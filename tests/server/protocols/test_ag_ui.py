@@ -172,9 +172,12 @@ def test_an_approval_is_an_interrupt_the_next_input_answers(client: TestClient, 
     assert types(after)[:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"]
     assert text(after) == 'Tool wipe said: {"wiped": "/tmp/a"}'
     assert after[-1]["outcome"] == {"type": "success"}
-    # answered once: the same answer again finds nothing waiting
+    # answered once: the same answer again finds nothing waiting, as an unknown run does
     again = client.post("/api/agents/echo/ag-ui", json=resumed)
     assert again.status_code == 404, again.text
+    resumed["resume"] = [{"interruptId": "no-such-run:call-1", "status": "resolved", "payload": {"x": 1}}]
+    unknown = client.post("/api/agents/echo/ag-ui", json=resumed)
+    assert unknown.status_code == 404 and unknown.json()["field"] == again.json()["field"] == "runId"
 
 
 def test_a_declined_interrupt_never_runs_the_tool(client: TestClient, example: Any) -> None:

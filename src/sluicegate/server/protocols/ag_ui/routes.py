@@ -234,9 +234,12 @@ def _decision(
     async def start() -> Any:
         if durable():
             return await _durable_decision(request, agent, entry, at, caller)
+        # The kind of call picks the decision; whether the caller may make it is the agent's to
+        # say (an unknown run and another's answer alike: 404).
         stored = await agent.suspended_run_store.get_suspended_run(run_id)
-        call = next((c for c in (stored.pending if stored else ()) if c.tool_call_id == call_id), None)
-        action, reason = _action(entry, call.kind if call is not None else "approval", index)
+        pending = stored.pending if stored is not None and stored.agent_id == agent.id else ()
+        call = next((c for c in pending if c.tool_call_id == call_id), None)
+        action, reason = _action(entry, call.kind if call is not None else None, index)
         options = _decision_options(caller, tools)
         body: Any = ToolDecisionBody(runId=run_id, toolCallId=call_id)
         try:
