@@ -12,7 +12,7 @@ framing (`adapter_costs`), in-process, and `--path chat` loads `POST /chat/bench
 SDK's UI message stream) instead of `/stream`.
 
     uv run python benchmarks/server.py [--requests 2000] [--concurrency 50] [--workers 1] [--mastra]
-    uv run python benchmarks/server.py --adapters
+    uv run python benchmarks/server.py --adapters   # each protocol adapter's cost per chunk
 
 The load generator runs on the same 2-core machine as the server, so figures are a floor.
 """
@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -223,6 +224,60 @@ async def adapter_costs(rounds: int = 2000) -> None:
             print(f"  {name:40s} {cost:6.2f}  ({cost - base:+.2f} over /stream)")
 
 
+async def ag_ui_cost(rounds: int = 300) -> None:
+    """The AG-UI adapter's cost per streamed chunk over `/stream`'s, in process: the same run's
+    chunks (the bench agent's, 50 text deltas), replayed, turned into the bytes `/stream` sends
+    (Mastra's wire events) and into those the AG-UI route sends (its event stream around the
+    run's, every event encoded), best of `rounds`. The HTTP path after that is the same."""
+    from ag_ui import core as ag_ui_core
+
+    from sluicegate.server.protocols.ag_ui.events import EventStream
+    from sluicegate.server.protocols.ag_ui.routes import event_stream
+    from sluicegate.server.streaming import sse
+    from sluicegate.server.wire_events import events_for
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from server_app import bench
+
+    output = await bench.stream(" ".join(["benchmark"] * 60))
+    run = [chunk async for chunk in output.full_stream]
+
+    class Replay:
+        """A finished run's output, streamed again."""
+
+        async def replay(self) -> AsyncIterator[object]:
+            for chunk in run:
+                yield chunk
+
+        @property
+        def full_stream(self) -> AsyncIterator[object]:
+            return self.replay()
+
+        async def aclose(self) -> None:
+            return None
+
+    async def wire() -> None:
+        events = events_for(bench)
+        async for chunk in Replay().full_stream:
+            sse(events(chunk))
+
+    async def agui() -> None:
+        async for _ in event_stream(EventStream(ag_ui_core, thread_id="t", run_id="r"), Replay(), []):
+            pass
+
+    async def best(encode: Callable[[], Awaitable[None]]) -> float:
+        timings = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            await encode()
+            timings.append(time.perf_counter() - start)
+        return min(timings) / len(run) * 1e6
+
+    stream_us, ag_ui_us = await best(wire), await best(agui)
+    print(f"per chunk ({len(run)} chunks a run): /stream {stream_us:.2f} us, AG-UI {ag_ui_us:.2f} us")
+    print(f"  AG-UI over /stream: {ag_ui_us - stream_us:+.2f} us per chunk (budget +2 us)")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -236,6 +291,7 @@ async def main() -> None:
     args = parser.parse_args()
     if args.adapters:
         await adapter_costs()
+        await ag_ui_cost()
         return
     if args.url:
         await wait_ready(args.url)

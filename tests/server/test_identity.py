@@ -206,6 +206,18 @@ BOBS_THREAD_ONLY: list[tuple[str, str, dict[str, Any], int]] = [
     ),
     ("POST", "/api/agents/{agentId}/generate", {"json": {"messages": "hi", "threadId": "t-bob"}}, 409),
     ("POST", "/api/agents/{agentId}/send-message", {"json": {"threadId": "t-bob", "message": "hi"}}, 409),
+    (  # AG-UI names no resource: its thread is the caller's or taken
+        "POST",
+        "/api/agents/{agentId}/ag-ui",
+        {
+            "json": {
+                "threadId": "t-bob",
+                "runId": "r",
+                "messages": [{"id": "m", "role": "user", "content": "hi"}],
+            }
+        },
+        409,
+    ),
     ("POST", "/api/agents/{agentId}/threads/subscribe", {"json": {"threadId": "t-bob"}}, 404),
     ("POST", "/api/agents/{agentId}/threads/abort", {"json": {"threadId": "t-bob"}}, 404),
     ("GET", "/api/memory/threads/{threadId}", {}, 404),

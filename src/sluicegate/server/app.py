@@ -49,6 +49,7 @@ from sluicegate.server.headers import SecurityHeaders
 from sluicegate.server.hosts import HostCheck
 from sluicegate.server.identity import IdentityGate
 from sluicegate.server.mastra import routers as mastra_routers
+from sluicegate.server.protocols.ag_ui import routes as ag_ui_routes
 from sluicegate.server.protocols.ai_sdk import routes as ai_sdk_routes
 from sluicegate.server.settings import ServerSettings, cors_options
 from sluicegate.server.traces import RecentSpans, install_recent_spans
@@ -154,6 +155,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
         app.include_router(module.router)
     app.include_router(tool_routes.agent_router)
     app.include_router(ai_sdk_routes.router)
+    app.include_router(ag_ui_routes.router)
     mcp_routes.install(app, mcp_endpoints)
 
     @app.get("/", include_in_schema=False)

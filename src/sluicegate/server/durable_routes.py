@@ -197,6 +197,13 @@ async def durable_stream(
 ) -> ChunkStreamResponse:
     """Start `agent` on `body` as a workflow (as `/stream` does here) and answer with its chunks
     read from the run log, in Mastra's framing or another protocol's (`encoder`)."""
+    output, run_id = await start_observed(request, agent, body)
+    return _stream(request, agent, output, run_id, encoder, headers)
+
+
+async def start_observed(request: Request, agent: Agent[Any], body: AgentCallBody) -> tuple[Any, str]:
+    """Start the run `body` asks for as a workflow: its stream read from the run log, and its
+    run id. What `stream` serves, for every protocol's route."""
     runs, run_id, owner = await _begin(agent, body, request)
     try:
         output = await runs.observe(agent, run_id, request_context=owner, wait=open_timeout())
@@ -204,7 +211,7 @@ async def durable_stream(
         raise _not_open(exc, run_id) from exc
     except RunLogUnavailableError as exc:
         raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
-    return _stream(request, agent, output, run_id, encoder, headers)
+    return output, run_id
 
 
 @router.post("/{agentId}/generate", responses=ERRORS)
@@ -228,12 +235,21 @@ async def _decided(
     encoder: StreamEncoder | None = None,
     headers: dict[str, str] | None = None,
 ) -> Any:
+    """The decision's update, then the rest of the run's stream from where it resumes."""
+    _, agent = agent_or_404(request, agentId)
+    output = await decided_output(request, agent, run_id, resource_id, decide)
+    return _stream(request, agent, output, run_id, encoder, headers)
+
+
+async def decided_output(
+    request: Request, agent: Agent[Any], run_id: str, resource_id: str | None, decide: Decide
+) -> Any:
     """The decision's update, then the rest of the run's stream from where it resumes, once
-    a worker has taken the run up again (the update is answered before that).
+    a worker has taken the run up again (the update is answered before that). For every
+    protocol's route.
 
     The run is first looked up as `observe` does (this agent's, the caller's resource), so a
     route of one agent never decides a run of another."""
-    _, agent = agent_or_404(request, agentId)
     runs = await _runs(request)
     caller = _caller(request, resource_id)
     try:
@@ -257,7 +273,7 @@ async def _decided(
         raise ApiError(404, f"runId: run {run_id!r} is no longer in the run log", field="runId") from exc
     except RunLogUnavailableError as exc:
         raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
-    return _stream(request, agent, output, run_id, encoder, headers)
+    return output
 
 
 async def durable_decision(

@@ -111,7 +111,8 @@ class ChunkStreamResponse(Response):
     `on_end` runs once the response is over, however it ended (a resumed run's output is
     closed there, so one its client never read gives its claim back). `events` turns a chunk
     into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`.
-    `encoder` replaces Mastra's framing with another protocol's (`StreamEncoder`)."""
+    `encoder` replaces Mastra's framing with another protocol's (`StreamEncoder`), and `done`
+    the bytes that end the stream (`data: [DONE]`; `b""` for a protocol without a terminator)."""
 
     def __init__(
         self,
@@ -127,6 +128,7 @@ class ChunkStreamResponse(Response):
         heartbeat: float | None = None,
         events: Callable[[Any], dict[str, Any]] | None = None,
         encoder: StreamEncoder | None = None,
+        done: bytes = DONE,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -143,6 +145,7 @@ class ChunkStreamResponse(Response):
         """Seconds; None: the serving app's `heartbeat_interval` (25 s without one)."""
         self._events = events
         self._encoder = encoder
+        self._done = done
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -176,7 +179,7 @@ class ChunkStreamResponse(Response):
                     await send(
                         {
                             "type": "http.response.body",
-                            "body": self._error_bytes(message, "TimeoutError") + DONE,
+                            "body": self._error_bytes(message, "TimeoutError") + self._done,
                             "more_body": False,
                         }
                     )
@@ -200,7 +203,7 @@ class ChunkStreamResponse(Response):
         with span:
             await self._send_all(chunks, send)
         # The run's span has ended (and reached the trace buffer) before the client sees the end.
-        await send({"type": "http.response.body", "body": DONE, "more_body": False})
+        await send({"type": "http.response.body", "body": self._done, "more_body": False})
 
     async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
         """Encode chunks as they come; a writer task sends whatever has piled up since its last

@@ -9,7 +9,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from tests.server.example_app import BlockWord, ToolEcho, add, ask, wipe, wiped
+from tests.server.example_app import BlockWord, ToolEcho, add, ask
 
 from sluicegate import Agent, Sluicegate, tool
 from sluicegate.memory import Memory
@@ -19,6 +19,18 @@ from sluicegate.storage import SQLiteStore
 from sluicegate.testing.echo_model import EchoModel
 
 EMAIL = "ada.lovelace@example.com"
+
+
+wiped: list[str] = []
+"""The paths `wipe` was run with. Its own list: other tests reload the example app (the
+`example` fixture), which would leave an imported list behind the tool's."""
+
+
+@tool(require_approval=True)
+async def wipe(path: str) -> dict[str, str]:
+    """Delete a file; every call waits for a person's approval."""
+    wiped.append(path)
+    return {"wiped": path}
 
 
 @tool
