@@ -287,8 +287,8 @@ def _one_side(a: set[str], b: set[str]) -> list[str]:
 def json_findings(m: Any, s: Any, prefix: str = "") -> list[dict[str, Any]]:
     fm, fs = flatten(m), flatten(s)
     cm, cs = {collapse(p) for p in fm}, {collapse(p) for p in fs}
-    out = [{"kind": "mastra-only", "path": prefix + p} for p in sorted(cm - cs)]
-    out += [{"kind": "sluicegate-only", "path": prefix + p} for p in sorted(cs - cm)]
+    out = [{"kind": "mastra-only", "path": prefix + p} for p in _one_side(cm, cs)]
+    out += [{"kind": "sluicegate-only", "path": prefix + p} for p in _one_side(cs, cm)]
     out += [
         {"kind": "value", "path": prefix + collapse(p), "mastra": fm[p], "sluicegate": fs[p]}
         for p in fm
