@@ -120,6 +120,7 @@ approver = Agent(
             require_approval=True,
         )
     },
+    memory=Memory(storage=STORE, options={"last_messages": 10}),
 )
 
 
