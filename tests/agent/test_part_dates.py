@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from sluicegate import Agent
 from sluicegate.agent.run_summary import model_messages
+from sluicegate.errors import InvalidInputError
 from sluicegate.messages import Message
 from sluicegate.messages.convert import to_ui_message
+from sluicegate.messages.validate import validate_input
 from sluicegate.testing import MockModel, text_step
 
 from .helpers import collect
@@ -63,3 +67,10 @@ def test_a_stored_part_without_a_date_is_not_given_one_on_load():
     assert "providerMetadata" not in to_ui_message(stored)["parts"][0]
     [model] = model_messages([stored])  # the model view falls back on the message's own time
     assert model["content"][0]["providerOptions"] == {"mastra": {"createdAt": 1767323045000}}
+
+
+@pytest.mark.parametrize("bad", ["2026-01-01", -1, 1.5, True, 10**20, {"at": 1}])
+def test_a_part_date_that_is_not_epoch_milliseconds_is_a_typed_error_naming_it(bad: object) -> None:
+    message = {"role": "user", "content": [{"type": "text", "text": "a", "createdAt": bad}]}
+    with pytest.raises(InvalidInputError, match=r"messages\[0\]\.content\[0\]\.createdAt"):
+        validate_input([message])
