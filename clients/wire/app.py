@@ -1,10 +1,12 @@
 """The wire-harness agents for `sluicegate serve`: the same agents as mastra_server.mjs, on the same
 scripted models. echo (memory, in-memory SQLite), guarded (an input processor that aborts on
-'forbidden'), approver (one `lookup` tool that needs approval), json (answers JSON, for
-structured output), asker (one `ask` tool that suspends for a person's answer).
+'forbidden'), approver (one `lookup` tool that needs approval; memory, its approval flows run in
+threads as Studio's chat does), json (answers JSON, for structured output), asker (one `ask` tool
+that suspends for a person's answer).
 
 Like the `Mastra` instance there, the app has storage (`Sluicegate(storage=...)`): the one store
-echo's memory uses, which the memory routes answer from for an agent without memory."""
+echo's and approver's memory use, which the memory routes answer from for an agent without
+memory."""
 
 import json
 
