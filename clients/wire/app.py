@@ -1,11 +1,16 @@
 """The wire-harness agents for `sluicegate serve`: the same agents as mastra_server.mjs, on the same
 scripted models. echo (memory, in-memory SQLite), guarded (an input processor that aborts on
-'forbidden'), approver (one `lookup` tool that needs approval), json (answers JSON, for
-structured output), asker (one `ask` tool that suspends for a person's answer)."""
+'forbidden'), approver (one `lookup` tool that needs approval; memory, its approval flows run in
+threads as Studio's chat does), json (answers JSON, for structured output), asker (one `ask` tool
+that suspends for a person's answer).
+
+Like the `Mastra` instance there, the app has storage (`Sluicegate(storage=...)`): the one store
+echo's and approver's memory use, which the memory routes answer from for an agent without
+memory."""
 
 import json
 
-from sluicegate import Agent, create_tool
+from sluicegate import Agent, Sluicegate, create_tool
 from sluicegate.memory import Memory
 from sluicegate.processors import Processor
 from sluicegate.storage import SQLiteStore
@@ -84,11 +89,13 @@ async def lookup_execute(input, context):
     return {"answer": f"found {query}"}
 
 
+STORE = SQLiteStore(":memory:")
+
 echo = Agent(
     name="echo",
     instructions="You echo the user.",
     model=MockModel([echo_parts] * 10_000),
-    memory=Memory(storage=SQLiteStore(":memory:"), options={"last_messages": 10}),
+    memory=Memory(storage=STORE, options={"last_messages": 10}),
 )
 
 guarded = Agent(
@@ -115,6 +122,7 @@ approver = Agent(
             require_approval=True,
         )
     },
+    memory=Memory(storage=STORE, options={"last_messages": 10}),
 )
 
 
@@ -190,3 +198,5 @@ asker = Agent(
         )
     },
 )
+
+app = Sluicegate(agents=[echo, guarded, approver, json_agent, asker], storage=STORE)

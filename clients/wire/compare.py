@@ -44,6 +44,13 @@ TIME_KEYS = {"createdAt", "updatedAt", "startedAt", "timestamp", "lastUpdated", 
 # ---------------------------------------------------------------- the requests
 
 MEM = {"thread": "wire-t1", "resource": "wire-user"}
+
+
+def thread(thread_id: str) -> dict[str, str]:
+    """`memory` of an approval flow: a thread of its own, apart from echo's resource."""
+    return {"thread": thread_id, "resource": "wire-approvals"}
+
+
 Body = dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]] | None
 
 
@@ -119,9 +126,23 @@ REQUESTS: list[tuple[str, str, str, Body, str | None]] = [
     ("guarded-generate", "POST", "/api/agents/guarded/generate", {"messages": "this is forbidden"}, None),
     ("guarded-stream", "POST", "/api/agents/guarded/stream", {"messages": "this is forbidden"}, None),
     ("guarded-stream-ok", "POST", "/api/agents/guarded/stream", {"messages": "this is fine"}, None),
-    ("approver-stream-1", "POST", "/api/agents/approver/stream", {"messages": "cats"}, "a1"),
+    # each approval flow in a thread of its own, as Studio's chat runs: the pending approval is
+    # kept with the thread's messages while the run waits, and taken off when it is decided
+    (
+        "approver-stream-1",
+        "POST",
+        "/api/agents/approver/stream",
+        {"messages": "cats", "memory": thread("wire-a1")},
+        "a1",
+    ),
     ("approver-approve", "POST", "/api/agents/approver/approve-tool-call", decision("a1"), None),
-    ("approver-stream-2", "POST", "/api/agents/approver/stream", {"messages": "dogs"}, "a2"),
+    (
+        "approver-stream-2",
+        "POST",
+        "/api/agents/approver/stream",
+        {"messages": "dogs", "memory": thread("wire-a2")},
+        "a2",
+    ),
     (
         "approver-decline",
         "POST",
@@ -129,7 +150,13 @@ REQUESTS: list[tuple[str, str, str, Body, str | None]] = [
         decision("a2", reason="not today"),
         None,
     ),
-    ("approver-generate", "POST", "/api/agents/approver/generate", {"messages": "birds"}, "a3"),
+    (
+        "approver-generate",
+        "POST",
+        "/api/agents/approver/generate",
+        {"messages": "birds", "memory": thread("wire-a3")},
+        "a3",
+    ),
     ("approver-suspended-runs", "GET", "/api/agents/approver/suspended-runs", None, None),
     (
         "approver-approve-generate",
@@ -287,8 +314,8 @@ def _one_side(a: set[str], b: set[str]) -> list[str]:
 def json_findings(m: Any, s: Any, prefix: str = "") -> list[dict[str, Any]]:
     fm, fs = flatten(m), flatten(s)
     cm, cs = {collapse(p) for p in fm}, {collapse(p) for p in fs}
-    out = [{"kind": "mastra-only", "path": prefix + p} for p in sorted(cm - cs)]
-    out += [{"kind": "sluicegate-only", "path": prefix + p} for p in sorted(cs - cm)]
+    out = [{"kind": "mastra-only", "path": prefix + p} for p in _one_side(cm, cs)]
+    out += [{"kind": "sluicegate-only", "path": prefix + p} for p in _one_side(cs, cm)]
     out += [
         {"kind": "value", "path": prefix + collapse(p), "mastra": fm[p], "sluicegate": fs[p]}
         for p in fm

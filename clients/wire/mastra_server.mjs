@@ -179,6 +179,7 @@ const approver = new Agent({
   instructions: 'You look things up, with approval.',
   model: mockModel(approverParts),
   tools: { lookup },
+  memory: new Memory({ options: { lastMessages: 10 } }),
 });
 
 const json = new Agent({

@@ -25,7 +25,13 @@ async def test_generate_returns_text_usage_steps_and_response_messages():
     assert [s.text for s in result.steps] == ["Hello there"]
     assert result.tripwire is None
     assert [m.role for m in result.response.messages] == ["assistant"]
-    assert result.response.ui_messages[0]["parts"][-1] == {"type": "text", "text": "Hello there"}
+    stored = result.response.messages[0].content.parts[-1]  # dated where the part was made
+    dated = {"mastra": {"createdAt": stored["createdAt"]}}
+    assert result.response.ui_messages[0]["parts"][-1] == {
+        "type": "text",
+        "text": "Hello there",
+        "providerMetadata": dated,
+    }
     assert model.calls[0].prompt == [
         {"role": "system", "content": "Be nice."},
         {"role": "user", "content": [{"type": "text", "text": "Hi"}]},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest.mock import ANY
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -95,7 +97,8 @@ def test_sources_and_views():
     assert [m.text for m in ml.get.response.db()] == ["answer"]
     assert [m.text for m in ml.get.remembered.db()] == ["remembered"]
     assert ml.get.input.model() == [{"role": "user", "content": [{"type": "text", "text": "question"}]}]
-    assert ml.get.response.ui()[0]["parts"] == [{"type": "text", "text": "answer"}]
+    [part] = ml.get.response.ui()[0]["parts"]
+    assert part == {"type": "text", "text": "answer", "providerMetadata": {"mastra": {"createdAt": ANY}}}
 
 
 def test_bad_source_is_rejected():

@@ -7,6 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from memory_testkit import Spy, prompt_texts, system_texts
@@ -165,7 +166,7 @@ async def test_stores_input_and_response_with_thread_and_resource(store: Any) ->
         ("user", "I am Ada", "t1", "u1"),
         ("assistant", "Hello Ada", "t1", "u1"),
     ]
-    assert stored[0].to_dict()["content"]["parts"] == [{"type": "text", "text": "I am Ada"}]
+    assert stored[0].to_dict()["content"]["parts"] == [{"type": "text", "text": "I am Ada", "createdAt": ANY}]
 
 
 async def test_system_messages_of_a_run_are_not_stored(store: Any) -> None:

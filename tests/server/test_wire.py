@@ -114,3 +114,13 @@ def test_sse_findings_report_the_event_sequence_and_the_fields_of_each_event_typ
     found = compare.sse_findings(mastra, ours)
     assert found[0]["kind"] == "types"
     assert {"kind": "sluicegate-only", "path": "tripwire:payload.retry"} in found
+
+
+def test_a_json_body_field_one_side_leaves_empty_and_the_other_fills_is_not_missing() -> None:
+    mastra = {"defaultOptions": {}, "uiMessages": None, "hasDraft": False}
+    ours = {"defaultOptions": {"maxSteps": 5}, "uiMessages": [{"id": "m1"}]}
+    found = compare.json_findings(mastra, ours)
+    assert {"kind": "mastra-only", "path": "hasDraft"} in found  # missing: no value at all
+    assert {"kind": "sluicegate-only", "path": "defaultOptions.maxSteps"} in found
+    assert {"kind": "sluicegate-only", "path": "uiMessages[].id"} in found
+    assert not [f for f in found if f["path"] in ("defaultOptions", "uiMessages")]

@@ -218,3 +218,9 @@ def test_thread_messages_say_their_type_and_page_by_mastras_default(client: Test
     assert page["perPage"] == 40
     assert [m["type"] for m in page["messages"]] == ["text", "text"]
     assert status == {"result": True, "memoryType": "local"}
+
+
+def test_the_agent_list_says_no_agent_has_an_editor_draft(client: TestClient) -> None:
+    listed = client.get("/api/agents").json()
+    assert {key: agent["hasDraft"] for key, agent in listed.items()} == dict.fromkeys(listed, False)
+    assert "hasDraft" not in client.get("/api/agents/plain").json()  # as Mastra: the list only

@@ -19,12 +19,13 @@ from sluicegate.agent.held_step import PENDING_KINDS
 from sluicegate.agent.hold import hold_step
 from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.results import StepResult, Tripwire
-from sluicegate.agent.run_summary import now_ms, summarize
+from sluicegate.agent.run_summary import summarize
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
 from sluicegate.errors import APICallError, ProcessorError, TripWire
 from sluicegate.ids import new_uuid
+from sluicegate.messages.part import now_ms
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
 from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model

@@ -10,7 +10,6 @@ log, `observe` and durable runs carry them as the stream did; `generate` bodies
 
 from __future__ import annotations
 
-import time
 import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -28,32 +27,42 @@ if TYPE_CHECKING:
 MODEL_VERSION = "v2"
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _provider_options() -> dict[str, Any]:
-    return {"mastra": {"createdAt": now_ms()}}
+def _text_times(message: Message) -> list[Any]:
+    """The `createdAt` of each text part the prompt conversion keeps, in order."""
+    keep_empty = message.role == "user"
+    return [
+        p.get("createdAt")
+        for p in message.content.parts
+        if p.get("type") == "text" and (keep_empty or p.get("text"))
+    ]
 
 
 def model_messages(stored: list[Message]) -> list[dict[str, Any]]:
     """Stored response messages as AI SDK model messages (Mastra's `response.messages`): the
     assistant's text and calls, each step's tool results as a `tool` message (a declined call's
-    reason among them), each result with its call's `input`."""
-    prompt: list[dict[str, Any]] = [dict(m) for m in to_prompt_messages(stored)]
+    reason among them), each result with its call's `input`; a text part's
+    `providerOptions.mastra.createdAt` is its stored part's (else its message's) time."""
+    prompt: list[dict[str, Any]] = []
     inputs: dict[str, Any] = {}
-    for message in prompt:
-        content = message.get("content")
-        if not isinstance(content, list):
-            continue
-        for part in content:
-            kind = part.get("type")
-            if kind == "text":
-                part["providerOptions"] = _provider_options()
-            elif kind == "tool-call":
-                inputs[part["toolCallId"]] = part.get("input")
-            elif kind == "tool-result":
-                part["input"] = inputs.get(part["toolCallId"])
+    for message in stored:
+        times = iter(_text_times(message))
+        fallback = int(message.created_at.timestamp() * 1000)
+        for converted in to_prompt_messages([message]):
+            converted = dict(converted)
+            prompt.append(converted)
+            content = converted.get("content")
+            if not isinstance(content, list):
+                continue
+            for part in content:
+                kind = part.get("type")
+                if kind == "text":
+                    created = next(times, None)
+                    dated = fallback if isinstance(created, bool) or not isinstance(created, int) else created
+                    part["providerOptions"] = {"mastra": {"createdAt": dated}}
+                elif kind == "tool-call":
+                    inputs[part["toolCallId"]] = part.get("input")
+                elif kind == "tool-result":
+                    part["input"] = inputs.get(part["toolCallId"])
     return prompt
 
 

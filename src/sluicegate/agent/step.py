@@ -11,7 +11,7 @@ from typing import Any
 
 from sluicegate.messages import Message
 from sluicegate.messages.message import MessageContent
-from sluicegate.messages.part import Part
+from sluicegate.messages.part import Part, now_ms, stamped
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.usage import Usage
 
@@ -73,7 +73,8 @@ def parse_args(raw: Any) -> Any:
 
 
 class StepRecorder:
-    """Accumulates one step: parts in order, tool calls, finish reason, usage."""
+    """Accumulates one step: parts in order, tool calls, finish reason, usage. Each part is
+    dated (`createdAt`, epoch ms) once, when it is made: per part, never per delta."""
 
     __slots__ = (
         "_open_reasoning",
@@ -94,7 +95,7 @@ class StepRecorder:
 
     def __init__(self, step_number: int) -> None:
         self.step_number = step_number
-        self.parts: list[Part] = [Part(type="step-start")]
+        self.parts: list[Part] = [Part(type="step-start", createdAt=now_ms())]
         self.tool_calls: list[Chunk] = []
         self.replayed_results: dict[str, Chunk] = {}
         """Tool results a cached response replayed with its calls (those tools do not run again)."""
@@ -113,7 +114,7 @@ class StepRecorder:
 
     def start_text(self) -> list[str]:
         pieces: list[str] = []
-        part = Part(type="text", text="")
+        part = Part(type="text", text="", createdAt=now_ms())
         self.parts.append(part)
         self._text_pieces[id(part)] = pieces
         self.open_text = pieces
@@ -124,7 +125,7 @@ class StepRecorder:
 
     def start_reasoning(self, provider_metadata: Any = None) -> list[str]:
         pieces: list[str] = []
-        part = Part(type="reasoning", text="", details=[])
+        part = Part(type="reasoning", text="", details=[], createdAt=now_ms())
         if provider_metadata is not None:
             part["providerMetadata"] = provider_metadata
         self.parts.append(part)
@@ -170,17 +171,18 @@ class StepRecorder:
                 "toolName": payload.tool_name,
                 "args": payload.args,
             }
-            self.parts.append(Part(type="tool-invocation", toolInvocation=invocation))
+            self.parts.append(Part(type="tool-invocation", toolInvocation=invocation, createdAt=now_ms()))
         elif kind == "file":
             self.parts.append(
                 Part(
                     type="file",
                     data=chunk.payload.get("data"),
                     mimeType=chunk.payload.get("media_type") or chunk.payload.get("mime_type"),
+                    createdAt=now_ms(),
                 )
             )
         elif kind == "source":
-            self.parts.append(Part(type="source", **{k: v for k, v in vars(chunk.payload).items()}))
+            self.parts.append(stamped(Part(type="source", **vars(chunk.payload))))
 
     def finalize_parts(self) -> None:
         for part in self.parts:

@@ -135,16 +135,35 @@ def to_prompt_messages(messages: Iterable[Message]) -> list[PromptMessage]:
     return prompt
 
 
+def mastra_created_at(part: Part, metadata: Any = None) -> dict[str, Any] | None:
+    """`metadata` (a part's provider metadata or options) with the part's own `createdAt`
+    under `mastra`, as Mastra's UI and model parts carry it; None for an undated part."""
+    created = part.get("createdAt")
+    if not isinstance(created, int) or isinstance(created, bool):
+        return metadata if isinstance(metadata, dict) else None
+    merged = dict(metadata) if isinstance(metadata, dict) else {}
+    mastra = merged.get("mastra")
+    merged["mastra"] = {**(mastra if isinstance(mastra, dict) else {}), "createdAt": created}
+    return merged
+
+
+def _dated(ui: dict[str, Any], part: Part) -> dict[str, Any]:
+    metadata = mastra_created_at(part, part.get("providerMetadata"))
+    if metadata is not None:
+        ui["providerMetadata"] = metadata
+    return ui
+
+
 def _ui_part(part: Part) -> dict[str, Any] | None:
     kind = part.get("type")
     if kind == "text":
-        return {"type": "text", "text": part.get("text", "")}
+        return _dated({"type": "text", "text": part.get("text", "")}, part)
     if kind == "reasoning":
-        return {"type": "reasoning", "text": part.get("text") or part.get("reasoning") or ""}
+        return _dated({"type": "reasoning", "text": part.get("text") or part.get("reasoning") or ""}, part)
     if kind == "step-start":
         return {"type": "step-start"}
     if kind == "file":
-        return {"type": "file", "mediaType": part.get("mimeType"), "url": part.get("data")}
+        return _dated({"type": "file", "mediaType": part.get("mimeType"), "url": part.get("data")}, part)
     if kind == "tool-invocation":
         inv = part["toolInvocation"]
         ui: dict[str, Any] = {
@@ -161,7 +180,8 @@ def _ui_part(part: Part) -> dict[str, Any] | None:
             ui["state"] = "input-available"
         return ui
     if kind == "source":
-        return {"type": "source-url", **{k: v for k, v in part.items() if k != "type"}}
+        source = {k: v for k, v in part.items() if k not in ("type", "createdAt")}
+        return _dated({"type": "source-url", **source}, part)
     if isinstance(kind, str) and kind.startswith("data-"):
         return dict(part)
     return None

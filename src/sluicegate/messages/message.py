@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from sluicegate.errors import InvalidMessageError
 from sluicegate.ids import new_uuid
-from sluicegate.messages.part import Part, as_part
+from sluicegate.messages.part import Part, as_part, now_ms, stamped
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: frozenset[str] = frozenset(("user", "assistant", "system", "tool"))
@@ -142,7 +142,9 @@ class Message:
     @classmethod
     def text_message(cls, role: Role, text: str, **kwargs: Any) -> Message:
         return cls(
-            role=role, content=MessageContent(parts=[Part(type="text", text=text)], content=text), **kwargs
+            role=role,
+            content=MessageContent(parts=[Part(type="text", text=text, createdAt=now_ms())], content=text),
+            **kwargs,
         )
 
     @classmethod
@@ -190,7 +192,7 @@ def _from_chat_dict(data: dict[str, Any]) -> Message:
     if isinstance(content, str):
         message = Message.text_message(role, content, **common)
     elif isinstance(content, list):
-        parts = [_part_from_chat(p) for p in content]
+        parts = [stamped(_part_from_chat(p)) for p in content]
         flat = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
         message = Message(role=role, content=MessageContent(parts=parts, content=flat or None), **common)
     elif content is None:

@@ -7,6 +7,7 @@ the wire need no conversion. Attribute access accepts the snake_case spelling to
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -53,6 +54,19 @@ class Part(dict[str, Any]):
             del self[name if name in self else to_camel(name)]
         except KeyError:
             raise AttributeError(name) from None
+
+
+def now_ms() -> int:
+    """Now, in epoch milliseconds: a part's `createdAt`, as Mastra stamps it."""
+    return time.time_ns() // 1_000_000
+
+
+def stamped(part: Part) -> Part:
+    """`part` with a `createdAt` (now) unless it has one: a part made or received now is dated
+    once, where it is made (a stored part keeps its own)."""
+    if "createdAt" not in part:
+        part["createdAt"] = now_ms()
+    return part
 
 
 def as_part(value: Any) -> Part:

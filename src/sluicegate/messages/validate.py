@@ -40,6 +40,10 @@ _PART_TYPES = frozenset(
 `toolCallId`)."""
 
 
+MAX_EPOCH_MS = 253_402_300_799_999
+"""A part's `createdAt` (epoch milliseconds, as Mastra stores it) is at most the end of year 9999."""
+
+
 def check_max_input_chars(value: Any) -> int:
     """`max_input_chars` must be a positive int."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -206,6 +210,11 @@ def _check_part(part: Any, where: str) -> None:
                 raise InvalidInputError(f"{where} is a {kind} part without `{key}`")
     if kind == "tool-invocation" and not isinstance(part.get("toolInvocation"), Mapping):
         raise InvalidInputError(f"{where} is a tool-invocation part without `toolInvocation`")
+    created = part.get("createdAt")
+    if created is not None and (
+        isinstance(created, bool) or not isinstance(created, int) or not 0 <= created <= MAX_EPOCH_MS
+    ):
+        raise InvalidInputError(f"{where}.createdAt must be epoch milliseconds (an integer), got {created!r}")
 
 
 def _check_message(message: Message, where: str, budget: _Budget) -> None:

@@ -57,8 +57,12 @@ T = TypeVar("T")
 
 @router.get("/agents", responses=ERRORS)
 async def list_agents(request: Request) -> dict[str, Any]:
-    """Every agent, keyed by its registry id (Mastra's `GET /api/agents`)."""
-    return {key: await agent_json(key, agent) for key, agent in registry_of(request).agents.items()}
+    """Every agent, keyed by its registry id (Mastra's `GET /api/agents`). `hasDraft` is Mastra's
+    editor flag for a stored version newer than the active one; a code agent has none."""
+    return {
+        key: {**await agent_json(key, agent), "hasDraft": False}
+        for key, agent in registry_of(request).agents.items()
+    }
 
 
 @router.get("/agents/{agentId}", responses=ERRORS)

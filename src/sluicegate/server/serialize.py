@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from sluicegate.agent import Agent
@@ -14,6 +15,7 @@ from sluicegate.processors.base import HOOKS, implements, processor_id
 from sluicegate.processors.workflow import ProcessorWorkflow
 from sluicegate.registry import Sluicegate
 from sluicegate.request_context import RequestContext
+from sluicegate.server.wire_pending import mark_pending
 from sluicegate.server.wire_steps import (
     APPROVAL_RESUME_SCHEMA,
     counted,
@@ -174,17 +176,35 @@ def processor_detail(registry: Sluicegate, pid: str, processor: Any) -> dict[str
     }
 
 
+def _resume_schema(result: FullOutput, tools: Mapping[str, Any] | None) -> str | None:
+    """What deciding or resuming the call a suspended run waits on takes, as a JSON string."""
+    waiting = result.suspend_payload
+    if waiting is None:
+        return None
+    if waiting.get("suspend_payload") is None:
+        return APPROVAL_RESUME_SCHEMA
+    tool = (tools or {}).get(waiting.get("tool_name"))
+    schema = schema_json(getattr(tool, "resume_schema", None))
+    return json.dumps(schema, separators=(",", ":")) if schema is not None else None
+
+
 def output_json(
-    result: FullOutput, *, error_details: bool = False, model: tuple[str, str] = ("", "")
+    result: FullOutput,
+    *,
+    error_details: bool = False,
+    model: tuple[str, str] = ("", ""),
+    tools: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A `generate` result as Mastra's server returns it (camelCase `FullOutput`, its model
     messages in `response.messages` and stored ones in `response.dbMessages`); a provider
     error in it is its public summary unless `error_details` (see `public_error`). `model`:
-    the agent's (provider, model id), for steps whose model did not say."""
+    the agent's (provider, model id), for steps whose model did not say; `tools`: the agent's,
+    whose `resume_schema` a suspended call's entry names."""
     steps = counted(result.steps)
     usage = run_usage(result)
     total = usage if steps or result.finish_reason != "suspended" else {"totalTokens": 0}
     stored = [m.to_dict() for m in result.response.messages]
+    mark_pending(stored, result, _resume_schema(result, tools))
     response: dict[str, Any] = {"dbMessages": stored}
     out_steps, messages = generate_steps(result, model)
     if steps:
@@ -235,7 +255,9 @@ def output_json(
 
 def agent_output_json(result: FullOutput, agent: Agent) -> dict[str, Any]:
     """`output_json` for a run of `agent` (its error details setting and model)."""
-    return output_json(result, error_details=agent.provider_error_details, model=model_parts(agent))
+    return output_json(
+        result, error_details=agent.provider_error_details, model=model_parts(agent), tools=agent.tools
+    )
 
 
 def suspended_run_json(run: SuspendedRun) -> dict[str, Any]:
