@@ -127,9 +127,11 @@ class ToolError(SluicegateError):
 
 
 class ToolCallRefused(ProcessorError):
-    """Raised by a `process_tool_call` hook to refuse that one call and keep the run: the tool
-    does not run and the model reads `message` as the call's error result (a `tool-error`).
-    Raised from any other hook it ends the run as the `ProcessorError` it is."""
+    """What `args.reject(reason)` raises in a `process_tool_call` hook (raising it directly is
+    the same): that one call is refused and the run goes on. The tool does not run, the model
+    reads `message` as the call's error result, the client gets a `tool-output-denied` chunk
+    naming `processor_id`. Raised from any other hook it ends the run as the `ProcessorError`
+    it is."""
 
     def __init__(self, message: str, *, processor_id: str, hook: str = "process_tool_call") -> None:
         super().__init__(message, processor_id=processor_id, hook=hook)

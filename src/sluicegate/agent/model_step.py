@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.agent")
 
 _DEADLINE = {"type": "__deadline__"}
-_OUTCOMES = frozenset(("tool-result", "tool-error", *PENDING_KINDS))
+_OUTCOMES = frozenset(("tool-result", "tool-error", "tool-output-denied", *PENDING_KINDS))
 
 
 def _lower_output_limit(options: CallOptions, cap: int | None) -> None:

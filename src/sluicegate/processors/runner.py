@@ -573,6 +573,7 @@ class ProcessorRunner:
                 step_number=step_number,
                 message_list=message_list,
                 steps=steps,
+                processor_id=entry.pid,
             )
             fields = _returned(
                 entry,
