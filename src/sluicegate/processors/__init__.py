@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     )
     from sluicegate.processors.builtin.batch_parts import BatchPartsProcessor
     from sluicegate.processors.builtin.classifier import ClassifierProcessor
+    from sluicegate.processors.builtin.context_compactor import ContextCompactor
     from sluicegate.processors.builtin.cost_guard import CostGuardProcessor, InMemoryUsageStore
     from sluicegate.processors.builtin.evaluation_moderation import (
         EvaluationModerationProcessor,
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
     from sluicegate.processors.builtin.working_memory import WorkingMemory
     from sluicegate.processors.step_schema import ProcessorStepSchema
     from sluicegate.storage.call_counts import CallCountStore, InMemoryCallCountStore
+    from sluicegate.storage.context_summaries import ContextSummaryStore, InMemoryContextSummaryStore
 
 _BUILTINS: dict[str, str] = {
     "UnicodeNormalizer": "unicode_normalizer",
@@ -116,6 +118,7 @@ _BUILTINS: dict[str, str] = {
     "ModelCallLimit": "model_call_limit",
     "ToolRetry": "tool_retry",
     "RetryingTool": "tool_retry",
+    "ContextCompactor": "context_compactor",
 }
 
 
@@ -132,6 +135,9 @@ _DEFERRED: dict[str, str] = {
     # The counters ToolCallLimit and ModelCallLimit keep per thread.
     "CallCountStore": "sluicegate.storage.call_counts",
     "InMemoryCallCountStore": "sluicegate.storage.call_counts",
+    # The summaries ContextCompactor keeps per thread.
+    "ContextSummaryStore": "sluicegate.storage.context_summaries",
+    "InMemoryContextSummaryStore": "sluicegate.storage.context_summaries",
 }
 
 
@@ -154,11 +160,14 @@ __all__ = [
     "CallCountStore",
     "ClassifierProcessor",
     "CompatRule",
+    "ContextCompactor",
+    "ContextSummaryStore",
     "CostGuardProcessor",
     "ErrorProcessor",
     "EvaluationModerationProcessor",
     "EvaluationVerdict",
     "InMemoryCallCountStore",
+    "InMemoryContextSummaryStore",
     "InMemoryPseudonymStore",
     "InMemoryUsageStore",
     "InputProcessor",

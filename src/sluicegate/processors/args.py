@@ -36,6 +36,7 @@ class Writer(Protocol):
 
 
 SendSignal = Callable[[dict[str, Any]], Awaitable[None]]
+GuardInput = Callable[["list[Message]"], Awaitable["list[Message]"]]
 
 
 @dataclass(slots=True)
@@ -84,6 +85,11 @@ class ProcessLLMRequestArgs(_Common):
     max_output_tokens: int | None = None
     """The output limit this call is sent with (None: the provider's default). A processor
     with `max_output_tokens_for(state)` may only lower it, right after this hook."""
+    guard_input: GuardInput | None = None
+    """`await args.guard_input(messages)`: text this processor wants to put into the prompt,
+    judged as input first, by the `process_input` of this request's input processors (not
+    memory's, nor this one): what they let through, as they left it. A guard that aborts ends
+    the run."""
 
 
 @dataclass(slots=True)
