@@ -26,7 +26,6 @@ from sluicegate.agent.tool_phase import provider_tool_result, run_tools
 from sluicegate.errors import APICallError, ProcessorError, TripWire
 from sluicegate.ids import new_uuid
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
-from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import is_retryable, open_stream
 from sluicegate.processors.runner import StepConfig
@@ -64,8 +63,9 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     runner = run.runner
     message_list = run.message_list
     chain = run.models
-    if config.model is not chain.current:  # a processor chose this step's model: it has no fallback
-        chain = ModelChain.single(resolve_model(config.model), run.options.max_retries)
+    if config.model is not chain.current:
+        # A processor chose this step's model: it takes the current model's place in the chain.
+        chain = chain.with_chosen(resolve_model(config.model), run.options.max_retries)
     run_id = run.run_id
     pipeline = run.pipeline
     pending = run.pending

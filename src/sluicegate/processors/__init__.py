@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from sluicegate.processors.builtin.message_history import MessageHistory
     from sluicegate.processors.builtin.model_call_limit import ModelCallLimit
     from sluicegate.processors.builtin.model_router import ModelRouterProcessor
+    from sluicegate.processors.builtin.model_selection import ModelSelectionDecision, ModelSelectionProcessor
     from sluicegate.processors.builtin.moderation import ModerationProcessor
     from sluicegate.processors.builtin.pii_detector import PIIDetector
     from sluicegate.processors.builtin.prefill_error_handler import PrefillErrorHandler
@@ -119,6 +120,8 @@ _BUILTINS: dict[str, str] = {
     "ToolRetry": "tool_retry",
     "RetryingTool": "tool_retry",
     "ContextCompactor": "context_compactor",
+    "ModelSelectionProcessor": "model_selection",
+    "ModelSelectionDecision": "model_selection",
 }
 
 
@@ -175,6 +178,8 @@ __all__ = [
     "MessageHistory",
     "ModelCallLimit",
     "ModelRouterProcessor",
+    "ModelSelectionDecision",
+    "ModelSelectionProcessor",
     "ModerationProcessor",
     "OutputProcessor",
     "OutputResult",
