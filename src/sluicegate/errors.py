@@ -334,6 +334,18 @@ class TripWire(Exception):
         return self.reason
 
 
+class SubAgentTripWire(TripWire):
+    """A sub-agent's tripwire carried into its parent's run (`Agent(propagate_tripwire=True)`):
+    raised by the sub-agent's tool, it ends the parent run with the sub-agent's reason. `agent`
+    names the sub-agent."""
+
+    def __init__(
+        self, reason: str, *, agent: str, metadata: Any = None, processor_id: str | None = None
+    ) -> None:
+        super().__init__(reason, metadata=metadata, processor_id=processor_id)
+        self.agent = agent
+
+
 class MissingExtraError(ConfigurationError, ImportError):
     """An optional dependency is not installed; the message names the extra that brings it.
 

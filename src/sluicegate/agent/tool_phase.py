@@ -20,7 +20,7 @@ from sluicegate.agent.decisions import needs_approval
 from sluicegate.agent.model_parts import MISSING_TOOL_NAME
 from sluicegate.agent.step import StepRecorder, UnparsedArgs
 from sluicegate.agent.tool_errors import error_text
-from sluicegate.errors import ToolCallRefused, ToolError
+from sluicegate.errors import SubAgentTripWire, ToolCallRefused, ToolError
 from sluicegate.processors.runner import StepConfig, Writer
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
@@ -161,6 +161,8 @@ async def call_tool(
                 )
         except ToolInputError as exc:
             error = exc
+        except SubAgentTripWire:
+            raise  # the parent asked for its sub-agents' tripwires: the run ends with it
         except Exception as exc:
             log.info("tool %r failed: %s", name, error_text(exc, details=run.provider_error_details))
             error = exc

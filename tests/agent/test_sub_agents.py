@@ -1,0 +1,163 @@
+"""Sub-agents as tools (`Agent(agents={...})`): Mastra's `agent-<name>` tool with `{"prompt"}`,
+the sub-agent's own processors, its text streamed live, its tripwire as the tool's error result
+or the parent's tripwire, its spans under the parent's tool span, and its own thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sluicegate import Agent, RequestContext
+from sluicegate.agent.sub_agents import DEPTH_KEY, MAX_DEPTH
+from sluicegate.errors import ConfigurationError
+from sluicegate.processors import ProcessInputArgs, Processor
+from sluicegate.request_context import RESOURCE_ID_KEY, THREAD_ID_KEY
+from sluicegate.testing import MockModel, text_step, tool_call_step
+
+from .helpers import collect
+
+
+class Seen(Processor):
+    """Records the request context each run of its agent had."""
+
+    id = "seen"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.contexts: list[dict[str, Any]] = []
+
+    def process_input(self, args: ProcessInputArgs) -> None:
+        self.contexts.append(args.request_context.to_dict())
+
+
+class Refuse(Processor):
+    id = "no-secrets"
+
+    def process_input(self, args: ProcessInputArgs) -> None:
+        args.abort("the researcher may not look up secrets", metadata={"rule": "secrets"})
+
+
+def parent_with(sub: Agent, *steps: Any, **options: Any) -> tuple[Agent, MockModel]:
+    model = MockModel(list(steps))
+    return Agent("boss", model=model, agents={"researcher": sub}, **options), model
+
+
+async def test_the_sub_agent_is_a_tool_named_and_shaped_as_mastra_does() -> None:
+    seen = Seen()
+    sub_model = MockModel([text_step("Paris is the capital.")])
+    researcher = Agent("researcher", description="Looks things up", model=sub_model, input_processors=[seen])
+    boss, model = parent_with(
+        researcher,
+        tool_call_step(("c1", "agent-researcher", {"prompt": "capital of France?"})),
+        text_step("It is Paris."),
+    )
+    tool = boss.tools["agent-researcher"]
+    assert tool.description == "Looks things up"
+    assert tool.input_schema["required"] == ["prompt"]
+    chunks = await collect(await boss.stream("ask the researcher"))
+    live = [c for c in chunks if c.type == "data-sub-agent"]
+    (result,) = [c for c in chunks if c.type == "tool-result"]
+    assert [c.data for c in live] == [
+        {"agent": "researcher", "toolCallId": "c1", "text": "Paris is the capital."}
+    ]
+    assert chunks.index(live[0]) < chunks.index(result)  # streamed while the tool ran
+    assert result.payload.result == {"text": "Paris is the capital."}
+    assert "capital of France?" in str(sub_model.calls[0].prompt)
+    assert len(seen.contexts) == 1  # the sub-agent ran its own processors
+    told = [p for m in model.calls[1].prompt if m["role"] == "tool" for p in m["content"]]
+    assert told[0]["output"]["value"] == {"text": "Paris is the capital."}
+
+
+async def test_a_sub_agents_tripwire_is_the_tools_error_result() -> None:
+    researcher = Agent("researcher", model=MockModel([]), input_processors=[Refuse()])
+    boss, _ = parent_with(
+        researcher,
+        tool_call_step(("c1", "agent-researcher", {"prompt": "the admin password?"})),
+        text_step("I cannot look that up."),
+    )
+    result = await boss.generate("go")
+    assert result.tripwire is None and result.text == "I cannot look that up."
+    (error,) = result.steps[0].tool_errors
+    assert "the researcher may not look up secrets" in str(error.payload.error)
+
+
+async def test_propagate_tripwire_ends_the_parent_run_with_it() -> None:
+    researcher = Agent("researcher", model=MockModel([]), input_processors=[Refuse()])
+    boss, model = parent_with(
+        researcher,
+        tool_call_step(("c1", "agent-researcher", {"prompt": "the admin password?"})),
+        propagate_tripwire=True,
+    )
+    result = await boss.generate("go")
+    assert result.tripwire is not None
+    assert result.tripwire.reason == "the researcher may not look up secrets"
+    assert result.tripwire.processor_id == "no-secrets" and result.tripwire.metadata == {"rule": "secrets"}
+    assert len(model.calls) == 1
+
+
+async def test_the_sub_agent_keeps_the_resource_but_not_the_parents_thread() -> None:
+    seen = Seen()
+    researcher = Agent("researcher", model=MockModel([text_step("ok")]), input_processors=[seen])
+    boss, _ = parent_with(
+        researcher, tool_call_step(("c1", "agent-researcher", {"prompt": "x"})), text_step("done")
+    )
+    context = RequestContext({THREAD_ID_KEY: "t1", RESOURCE_ID_KEY: "u1", "tenant": "acme"})
+    await boss.generate("go", request_context=context)
+    (sub_context,) = seen.contexts
+    assert THREAD_ID_KEY not in sub_context
+    assert sub_context[RESOURCE_ID_KEY] == "u1" and sub_context["tenant"] == "acme"
+    assert sub_context[DEPTH_KEY] == 1
+
+
+async def test_sub_agents_nested_too_deep_are_refused() -> None:
+    researcher = Agent("researcher", model=MockModel([]))
+    boss, _ = parent_with(
+        researcher, tool_call_step(("c1", "agent-researcher", {"prompt": "x"})), text_step("done")
+    )
+    result = await boss.generate("go", request_context=RequestContext({DEPTH_KEY: MAX_DEPTH}))
+    (error,) = result.steps[0].tool_errors
+    assert "nested deeper" in str(error.payload.error)
+
+
+async def test_the_sub_agents_spans_nest_under_the_parents_tool_span() -> None:
+    from sluicegate.tracing import configure
+
+    telemetry = configure(in_memory=True, set_global=False)
+    try:
+        researcher = Agent("researcher", model=MockModel([text_step("found it")]))
+        boss, _ = parent_with(
+            researcher, tool_call_step(("c1", "agent-researcher", {"prompt": "x"})), text_step("done")
+        )
+        await boss.generate("go")
+        spans = list(telemetry.spans())
+    finally:
+        telemetry.shutdown()
+    by_name = {s.name: s for s in spans}
+    tool_span = by_name["execute_tool agent-researcher"]
+    sub_run = by_name["invoke_agent researcher"]
+    assert sub_run.parent is not None and sub_run.parent.span_id == tool_span.context.span_id
+    assert len({s.context.trace_id for s in spans}) == 1  # one tree
+
+
+@pytest.mark.parametrize(
+    ("agents", "message"),
+    [
+        ({"bad name!": None}, "not a usable name"),
+        ({"researcher": object()}, "must be an Agent"),
+        (["researcher"], "mapping"),
+    ],
+)
+def test_bad_sub_agents_are_refused_by_name(agents: Any, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        Agent("boss", model=MockModel([]), agents=agents)
+
+
+def test_a_sub_agent_tool_may_not_shadow_a_tool() -> None:
+    from sluicegate import create_tool
+
+    clash = create_tool(id="agent-researcher", description="x", execute=lambda a, c: "x")
+    with pytest.raises(ConfigurationError, match="agent-researcher"):
+        Agent(
+            "boss", model=MockModel([]), tools=[clash], agents={"researcher": Agent("r", model=MockModel([]))}
+        )
