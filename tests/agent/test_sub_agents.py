@@ -161,3 +161,44 @@ def test_a_sub_agent_tool_may_not_shadow_a_tool() -> None:
         Agent(
             "boss", model=MockModel([]), tools=[clash], agents={"researcher": Agent("r", model=MockModel([]))}
         )
+
+
+async def test_the_sub_agents_spend_counts_once_in_the_parents_cost_guard() -> None:
+    from sluicegate.processors import CostGuardProcessor
+
+    def priced(step: list[Any]) -> list[Any]:
+        step[-1]["usage"] = {"inputTokens": 1_000_000, "outputTokens": 0, "totalTokens": 1_000_000}
+        return step
+
+    pricing = {"mock-model-id": {"input": 1.0, "output": 1.0}}
+    seen: list[Any] = []
+    guard = CostGuardProcessor(
+        max_cost=3.5, scope="resource", pricing=pricing, strategy="warn", on_violation=seen.append
+    )
+    researcher = Agent(
+        "researcher", model=MockModel([priced(text_step("found")), priced(text_step("again"))])
+    )
+    model = MockModel(
+        [
+            priced(tool_call_step(("c1", "agent-researcher", {"prompt": "x"}))),
+            priced(tool_call_step(("c2", "agent-researcher", {"prompt": "y"}))),
+            priced(text_step("done")),
+        ]
+    )
+    boss = Agent("boss", model=model, agents={"researcher": researcher}, input_processors=[guard])
+    await boss.generate("go", request_context=RequestContext({RESOURCE_ID_KEY: "u1"}))
+    # three parent calls and two sub-agent calls at $1 each: $5, each counted once
+    assert await guard.store.total("resource:u1", None) == pytest.approx(5.0)
+    assert seen and "reached the limit" in seen[0].message  # the sub-agent's spend pushed it over
+
+
+async def test_a_usage_sink_a_client_sent_is_ignored() -> None:
+    from sluicegate.budget import USAGE_SINKS_KEY
+
+    researcher = Agent("researcher", model=MockModel([text_step("found")]))
+    boss, _ = parent_with(
+        researcher, tool_call_step(("c1", "agent-researcher", {"prompt": "x"})), text_step("done")
+    )
+    context = RequestContext({USAGE_SINKS_KEY: ({"charge": "evil"},), DEPTH_KEY: -1000})
+    result = await boss.generate("go", request_context=context)
+    assert result.text == "done" and not result.steps[0].tool_errors

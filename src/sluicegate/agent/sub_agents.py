@@ -7,9 +7,10 @@ the tool's live data (`data-sub-agent` chunks), its run's spans nest under the p
 span (the tool runs inside it), and its tripwire is the tool's error result, which the parent's
 model reads, unless the parent says `propagate_tripwire=True`: then the parent run ends with
 that tripwire. The sub-agent works for the same resource but not in the parent's thread (it
-has no memory of the parent's conversation unless the prompt gives it). Not built yet: a call
-inside a sub-agent that waits for a person's approval (the tool fails, naming the call), and
-counting the sub-agent's spend in the parent's `CostGuardProcessor`.
+has no memory of the parent's conversation unless the prompt gives it). What its model calls
+cost is charged, once the tool ends, to every `CostGuardProcessor` of the runs above it
+(`budget.UsageSink`). Not built yet: a call inside a sub-agent that waits for a person's
+approval (the tool fails, naming the path, e.g. `researcher › delete_record`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from sluicegate.budget import USAGE_SINKS_KEY, usage_sinks
 from sluicegate.errors import ConfigurationError, SubAgentTripWire, ToolError
 from sluicegate.memory.context import MEMORY_CONTEXT_KEY
 from sluicegate.request_context import THREAD_ID_KEY, RequestContext
@@ -79,7 +81,8 @@ def sub_agent_tools(agents: Mapping[str, SubAgent], *, propagate_tripwire: bool)
 def _child_context(parent: RequestContext | None) -> RequestContext:
     values = {} if parent is None else {k: parent.get(k) for k in parent if k not in _DROPPED_KEYS}
     depth = values.get(DEPTH_KEY, 0)
-    depth = depth if isinstance(depth, int) and not isinstance(depth, bool) else MAX_DEPTH
+    # A caller's value that is not a count is refused as too deep; a negative one counts as 0.
+    depth = max(depth, 0) if isinstance(depth, int) and not isinstance(depth, bool) else MAX_DEPTH
     if depth >= MAX_DEPTH:
         raise ToolError(f"sub-agents nested deeper than {MAX_DEPTH} levels are refused")
     values[DEPTH_KEY] = depth + 1
@@ -92,44 +95,11 @@ def _tool(name: str, agent: SubAgent, propagate_tripwire: bool) -> Tool:
     async def execute(args: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         child = _child_context(context.request_context)
         output = await agent.stream(args["prompt"], request_context=child)
-        texts: list[str] = []
-        writer = context.writer
-        async for chunk in output.full_stream:
-            if chunk.type == "text-delta":
-                texts.append(chunk.payload.text)
-                if writer is not None:
-                    await writer.custom(
-                        {
-                            "type": "data-sub-agent",
-                            "data": {
-                                "agent": name,
-                                "toolCallId": context.tool_call_id,
-                                "text": chunk.payload.text,
-                            },
-                            "transient": True,
-                        }
-                    )
-            elif chunk.type == "error":
-                error = chunk.payload.get("error")
-                raise ToolError(f"agent {name!r} failed: {error}")
-            elif chunk.type == "tripwire":
-                payload = chunk.payload
-                reason = str(payload.get("reason") or "stopped by a processor")
-                if propagate_tripwire:
-                    raise SubAgentTripWire(
-                        reason,
-                        agent=name,
-                        metadata=payload.get("metadata"),
-                        processor_id=payload.get("processor_id"),
-                    )
-                raise ToolError(f"agent {name!r} was stopped: {reason}")
-            elif chunk.type in ("tool-call-approval", "tool-call-suspended"):
-                waiting = chunk.payload.get("tool_name")
-                raise ToolError(
-                    f"agent {name!r} stopped: its call of {waiting!r} waits for a person "
-                    f"({name} › {waiting}); a sub-agent's approval is not supported yet"
-                )
-        return {"text": "".join(texts)}
+        text, failure = await _relay(name, output, context, propagate_tripwire)
+        await _charge(output, context)  # what it spent counts, whatever its outcome
+        if failure is not None:
+            raise failure
+        return {"text": text}
 
     return create_tool(
         id=tool_name,
@@ -137,3 +107,56 @@ def _tool(name: str, agent: SubAgent, propagate_tripwire: bool) -> Tool:
         input_schema=INPUT_SCHEMA,
         execute=execute,
     )
+
+
+async def _charge(output: Any, context: ToolContext) -> None:
+    """The sub-agent's model calls, charged to the cost guards of the runs above it (once
+    each: a guard of the sub-agent's own charges its run's calls itself)."""
+    sinks = usage_sinks(context.request_context.get(USAGE_SINKS_KEY) if context.request_context else None)
+    if not sinks:
+        return
+    steps = await output.steps
+    for step in steps:
+        for sink in sinks:
+            await sink.charge(step.model or None, step.usage)
+
+
+async def _relay(
+    name: str, output: Any, context: ToolContext, propagate_tripwire: bool
+) -> tuple[str, Exception | None]:
+    """The sub-agent's stream to its end: its text out live as it comes, and what its end
+    makes of the tool (its text, or the failure the tool raises)."""
+    texts: list[str] = []
+    failure: Exception | None = None
+    writer = context.writer
+    async for chunk in output.full_stream:
+        kind = chunk.type
+        if kind == "text-delta":
+            texts.append(chunk.payload.text)
+            if writer is not None:
+                data = {"agent": name, "toolCallId": context.tool_call_id, "text": chunk.payload.text}
+                await writer.custom({"type": "data-sub-agent", "data": data, "transient": True})
+        elif failure is not None:
+            continue
+        elif kind == "error":
+            failure = ToolError(f"agent {name!r} failed: {chunk.payload.get('error')}")
+        elif kind == "tripwire":
+            payload = chunk.payload
+            reason = str(payload.get("reason") or "stopped by a processor")
+            failure = (
+                SubAgentTripWire(
+                    reason,
+                    agent=name,
+                    metadata=payload.get("metadata"),
+                    processor_id=payload.get("processor_id"),
+                )
+                if propagate_tripwire
+                else ToolError(f"agent {name!r} was stopped: {reason}")
+            )
+        elif kind in ("tool-call-approval", "tool-call-suspended"):
+            waiting = chunk.payload.get("tool_name")
+            failure = ToolError(
+                f"agent {name!r} stopped: its call of {waiting!r} waits for a person "
+                f"({name} › {waiting}); a sub-agent's approval is not supported yet"
+            )
+    return "".join(texts), failure
