@@ -97,6 +97,7 @@ class ContextCompactor(Processor):
 
     id = "context-compactor"
     name = "Context Compactor"
+    description = "Replaces a long conversation's older messages with a stored, reused summary."
 
     def __init__(
         self,

@@ -97,6 +97,7 @@ class ModelSelectionProcessor(Processor):
 
     id = "model-selection"
     name = "model-selection"
+    description = "Chooses the model for a request by classifying its latest user message."
 
     def __init__(
         self,
