@@ -202,3 +202,79 @@ async def test_a_usage_sink_a_client_sent_is_ignored() -> None:
     context = RequestContext({USAGE_SINKS_KEY: ({"charge": "evil"},), DEPTH_KEY: -1000})
     result = await boss.generate("go", request_context=context)
     assert result.text == "done" and not result.steps[0].tool_errors
+
+
+def three_levels(deleted: list[Any], clerk_answer: str = "Deleted record 7.") -> Agent:
+    from sluicegate import create_tool
+
+    def delete(args: Any, context: Any) -> str:
+        deleted.append(args)
+        return "deleted"
+
+    delete_record = create_tool(
+        id="delete_record",
+        description="Delete a record",
+        input_schema={"type": "object", "properties": {"id": {"type": "integer"}}},
+        execute=delete,
+        require_approval=True,
+    )
+    clerk = Agent(
+        "clerk",
+        model=MockModel([tool_call_step(("d1", "delete_record", {"id": 7})), text_step(clerk_answer)]),
+        tools=[delete_record],
+    )
+    researcher = Agent(
+        "researcher",
+        model=MockModel(
+            [tool_call_step(("r1", "agent-clerk", {"prompt": "delete 7"})), text_step("The clerk replied.")]
+        ),
+        agents={"clerk": clerk},
+    )
+    return Agent(
+        "boss",
+        model=MockModel(
+            [tool_call_step(("b1", "agent-researcher", {"prompt": "get 7 deleted"})), text_step("Done.")]
+        ),
+        agents={"researcher": researcher},
+    )
+
+
+async def test_an_approval_two_levels_down_suspends_the_parent_and_approving_resumes_both() -> None:
+    deleted: list[Any] = []
+    boss = three_levels(deleted)
+    first = await boss.generate("delete record 7")
+    assert first.finish_reason == "suspended" and deleted == []
+    assert first.suspend_payload.tool_call_id == "b1"
+    waiting = first.suspend_payload.suspend_payload  # what the card shows: the path to the call
+    assert waiting["path"] == "researcher › clerk › delete_record"
+    assert waiting["agent"] == "researcher" and waiting["kind"] == "suspend"
+    inner = waiting["suspendPayload"]
+    assert (
+        inner["path"] == "clerk › delete_record"
+        and inner["kind"] == "approval"
+        and inner["args"] == {"id": 7}
+    )
+    second = await boss.resume_stream({"approved": True}, run_id=first.run_id, tool_call_id="b1")
+    chunks = await collect(second)
+    assert deleted == [{"id": 7}]
+    results = {c.payload.tool_call_id: c.payload.result for c in chunks if c.type == "tool-result"}
+    assert results["b1"] == {"text": "The clerk replied."}
+    assert "".join(c.payload.text for c in chunks if c.type == "text-delta") == "Done."
+
+
+async def test_declining_two_levels_down_tells_the_sub_agent_and_nothing_runs() -> None:
+    deleted: list[Any] = []
+    boss = three_levels(deleted, clerk_answer="I was not allowed to delete it.")
+    first = await boss.generate("delete record 7")
+    second = await boss.resume_generate(
+        {"approved": False, "reason": "keep it"}, run_id=first.run_id, tool_call_id="b1"
+    )
+    assert deleted == [] and second.text == "Done." and second.finish_reason == "stop"
+
+
+async def test_resuming_with_no_decision_runs_nothing() -> None:
+    deleted: list[Any] = []
+    boss = three_levels(deleted)
+    first = await boss.generate("delete record 7")
+    second = await boss.resume_generate({"ok": True}, run_id=first.run_id, tool_call_id="b1")
+    assert deleted == [] and second.finish_reason == "stop"  # the clerk's call failed, not ran

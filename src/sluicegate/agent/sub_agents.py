@@ -9,8 +9,11 @@ model reads, unless the parent says `propagate_tripwire=True`: then the parent r
 that tripwire. The sub-agent works for the same resource but not in the parent's thread (it
 has no memory of the parent's conversation unless the prompt gives it). What its model calls
 cost is charged, once the tool ends, to every `CostGuardProcessor` of the runs above it
-(`budget.UsageSink`). Not built yet: a call inside a sub-agent that waits for a person's
-approval (the tool fails, naming the path, e.g. `researcher › delete_record`).
+(`budget.UsageSink`). A call inside it that waits for a person (an approval, or a tool that
+suspends) suspends the parent run too: the parent's `tool-call-suspended` names the path
+(`researcher › delete_record`, deeper levels joined the same way); resuming the parent with
+`{"approved": true}` (or `false`, with a `reason`), or with the inner tool's resume data,
+continues the sub-agent's run from the stored snapshot, and both go on.
 """
 
 from __future__ import annotations
@@ -36,6 +39,18 @@ class SubAgent(Protocol):
 
     async def stream(self, messages: Any, **options: Any) -> Any: ...
 
+    async def approve_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> Any: ...
+
+    async def decline_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, reason: str | None = None, **options: Any
+    ) -> Any: ...
+
+    async def resume_stream(
+        self, resume_data: Any, *, run_id: str, tool_call_id: str | None = None, **options: Any
+    ) -> Any: ...
+
 
 TOOL_PREFIX = "agent-"
 """A sub-agent's tool is named `agent-<name>` (Mastra's naming)."""
@@ -47,6 +62,9 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _DROPPED_KEYS = (THREAD_ID_KEY, MEMORY_CONTEXT_KEY)
 """The parent's thread stays the parent's: the sub-agent does not read or write it."""
 
+RESUME_SCHEMA: dict[str, Any] = {"type": "object"}
+"""An approval down the line resumes with `{"approved": bool, "reason"?: str}`; a suspended
+call with the data its own tool takes."""
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"prompt": {"type": "string", "minLength": 1, "description": "What to ask the agent"}},
@@ -94,40 +112,89 @@ def _tool(name: str, agent: SubAgent, propagate_tripwire: bool) -> Tool:
 
     async def execute(args: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         child = _child_context(context.request_context)
-        output = await agent.stream(args["prompt"], request_context=child)
-        text, failure = await _relay(name, output, context, propagate_tripwire)
-        await _charge(output, context)  # what it spent counts, whatever its outcome
+        waited = _waited(name, context)
+        if waited is None:
+            output = await agent.stream(args["prompt"], request_context=child)
+            charged = 0
+        else:
+            output = await _decided(agent, name, waited, context.resume_data, child)
+            charged = int(waited["charged"])
+        text, failure, waiting = await _relay(name, output, context, propagate_tripwire)
+        charged = await _charge(output, context, charged)  # what it spent counts, whatever its outcome
         if failure is not None:
             raise failure
+        if waiting is not None:
+            # The sub-agent waits on a person: so does this run, naming the path to the call.
+            await context.suspend({**waiting, "agent": name, "runId": output.run_id, "charged": charged})
+            return {}
         return {"text": text}
 
     return create_tool(
         id=tool_name,
         description=agent.description or f"Ask the {name} agent; it answers with text.",
         input_schema=INPUT_SCHEMA,
+        resume_schema=RESUME_SCHEMA,
         execute=execute,
     )
 
 
-async def _charge(output: Any, context: ToolContext) -> None:
-    """The sub-agent's model calls, charged to the cost guards of the runs above it (once
-    each: a guard of the sub-agent's own charges its run's calls itself)."""
-    sinks = usage_sinks(context.request_context.get(USAGE_SINKS_KEY) if context.request_context else None)
-    if not sinks:
-        return
+def _waited(name: str, context: ToolContext) -> dict[str, Any] | None:
+    """What this call suspended with, when it is resumed: the sub-agent's waiting run. Read
+    from the run's stored snapshot (`suspended_with`), never from what the caller sent."""
+    if context.resume_data is None:
+        return None
+    waited = context.suspended_with
+    if (
+        not isinstance(waited, dict)
+        or waited.get("agent") != name
+        or not isinstance(waited.get("runId"), str)
+        or not isinstance(waited.get("toolCallId"), str)
+        or waited.get("kind") not in ("approval", "suspend")
+        or not isinstance(waited.get("charged"), int)
+    ):
+        raise ToolError(f"agent {name!r}: this call was not waiting on the sub-agent; nothing to resume")
+    return waited
+
+
+async def _decided(
+    agent: SubAgent, name: str, waited: dict[str, Any], decision: Any, child: RequestContext
+) -> Any:
+    """The sub-agent's waiting run, continued with the caller's decision: an approval's
+    `{"approved": bool, "reason"?}`, or, for a call that suspended, the data it resumes with."""
+    run_id, call_id = waited["runId"], waited["toolCallId"]
+    if waited["kind"] == "suspend":
+        return await agent.resume_stream(decision, run_id=run_id, tool_call_id=call_id, request_context=child)
+    approved = decision.get("approved") if isinstance(decision, dict) else None
+    if not isinstance(approved, bool):
+        raise ToolError(f"agent {name!r} waits for an approval: resume with {{'approved': true or false}}")
+    if approved:
+        return await agent.approve_tool_call(run_id=run_id, tool_call_id=call_id, request_context=child)
+    reason = decision.get("reason") if isinstance(decision.get("reason"), str) else None
+    return await agent.decline_tool_call(
+        run_id=run_id, tool_call_id=call_id, reason=reason, request_context=child
+    )
+
+
+async def _charge(output: Any, context: ToolContext, charged: int) -> int:
+    """The sub-agent's model calls after the first `charged` steps, charged to the cost guards
+    of the runs above it (once each: a guard of the sub-agent's own charges its run's calls
+    itself); how many steps are charged now."""
     steps = await output.steps
-    for step in steps:
+    sinks = usage_sinks(context.request_context.get(USAGE_SINKS_KEY) if context.request_context else None)
+    for step in steps[charged:]:
         for sink in sinks:
             await sink.charge(step.model or None, step.usage)
+    return len(steps)
 
 
 async def _relay(
     name: str, output: Any, context: ToolContext, propagate_tripwire: bool
-) -> tuple[str, Exception | None]:
+) -> tuple[str, Exception | None, dict[str, Any] | None]:
     """The sub-agent's stream to its end: its text out live as it comes, and what its end
-    makes of the tool (its text, or the failure the tool raises)."""
+    makes of the tool (its text, the failure the tool raises, or the call it waits on)."""
     texts: list[str] = []
     failure: Exception | None = None
+    waiting: dict[str, Any] | None = None
     writer = context.writer
     async for chunk in output.full_stream:
         kind = chunk.type
@@ -136,7 +203,7 @@ async def _relay(
             if writer is not None:
                 data = {"agent": name, "toolCallId": context.tool_call_id, "text": chunk.payload.text}
                 await writer.custom({"type": "data-sub-agent", "data": data, "transient": True})
-        elif failure is not None:
+        elif failure is not None or waiting is not None:
             continue
         elif kind == "error":
             failure = ToolError(f"agent {name!r} failed: {chunk.payload.get('error')}")
@@ -154,9 +221,24 @@ async def _relay(
                 else ToolError(f"agent {name!r} was stopped: {reason}")
             )
         elif kind in ("tool-call-approval", "tool-call-suspended"):
-            waiting = chunk.payload.get("tool_name")
-            failure = ToolError(
-                f"agent {name!r} stopped: its call of {waiting!r} waits for a person "
-                f"({name} › {waiting}); a sub-agent's approval is not supported yet"
-            )
-    return "".join(texts), failure
+            waiting = _waiting(name, chunk)
+    return "".join(texts), failure, waiting
+
+
+def _waiting(name: str, chunk: Any) -> dict[str, Any]:
+    """The call a sub-agent waits on, for the parent's suspension: its id, tool, kind and the
+    path a person reads (`researcher › delete_record`, deeper levels joined the same way)."""
+    payload = chunk.payload
+    tool = str(payload.get("tool_name") or "")
+    inner = payload.get("suspend_payload")
+    inner_path = inner.get("path") if isinstance(inner, dict) and isinstance(inner.get("path"), str) else None
+    waiting: dict[str, Any] = {
+        "toolCallId": str(payload.get("tool_call_id") or ""),
+        "toolName": tool,
+        "kind": "approval" if chunk.type == "tool-call-approval" else "suspend",
+        "path": f"{name} › {inner_path or tool}",
+        "args": payload.get("args"),
+    }
+    if chunk.type == "tool-call-suspended":
+        waiting["suspendPayload"] = inner
+    return waiting

@@ -144,6 +144,7 @@ async def call_tool(
                 writer=writer,
                 tool_name=name,
                 resume_data=run.state.resume_data.get(payload.tool_call_id),
+                suspended_with=run.state.suspended_with.get(payload.tool_call_id),
                 suspend_schema=tool.context_schema(),
                 idempotency_key=f"{run.run_id}:{payload.tool_call_id}",
             )

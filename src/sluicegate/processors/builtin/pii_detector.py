@@ -355,9 +355,6 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if strategy == "redact" and tool_arguments == "shown":
             # A hook per tool call only where it can change what the tool receives.
             setattr(self, "process_tool_call", self._restore_for_tool)  # noqa: B010
-        elif strategy == "filter":
-            # A call whose arguments were flagged is refused (`args.reject`), not dropped.
-            setattr(self, "process_tool_call", self._refuse_flagged)  # noqa: B010
         check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
         check_threshold(threshold)
         self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
@@ -444,6 +441,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 tool_arguments=tool_arguments,
             )
         )
+        if strategy == "filter" and self._tool_calls is not None:
+            # A call whose arguments the detector flagged is refused (`args.reject`), not dropped.
+            setattr(self, "process_tool_call", self._refuse_flagged)  # noqa: B010
 
     # ------------------------------------------------------------------ hooks
 
