@@ -49,14 +49,18 @@ def summary_texts(prompt: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_a_200_turn_conversation_stays_under_the_trigger_and_each_message_is_summarized_once() -> None:
+    # Tool results are not cleared, so the summaries do all the work; memory loads the last 60
+    # messages (its window slides past what a summary covers: the summary is found by its end).
     store = SQLiteStore(":memory:")
     model, summarizer = LookupModel(), Summarizer()
-    compactor = ContextCompactor(model=summarizer, trigger_tokens=TRIGGER, keep_last=4, store=store)
+    compactor = ContextCompactor(
+        model=summarizer, trigger_tokens=TRIGGER, keep_last=4, clear_tool_results_after=None, store=store
+    )
     agent = Agent(
         "researcher",
         model=model,
         tools=[lookup_tool()],
-        memory=Memory(storage=store, options={"last_messages": None}),
+        memory=Memory(storage=store, options={"last_messages": 60}),
         input_processors=[compactor],
     )
     where = {"thread": "t1", "resource": "u1"}
@@ -66,7 +70,7 @@ async def test_a_200_turn_conversation_stays_under_the_trigger_and_each_message_
     assert len(model.prompt_tokens) == 400
     assert max(model.prompt_tokens) <= TRIGGER
     # Compactions happened, far fewer than model calls: the summary is reused between them.
-    assert 5 <= summarizer.calls <= 100
+    assert 20 <= summarizer.calls <= 100
     # Each user turn reached the summarizer once: no message is summarized twice.
     turns = r"\[user\] Tell me about topic (\d+)"
     asked = [int(n) for t in summarizer.transcripts for n in re.findall(turns, t)]
