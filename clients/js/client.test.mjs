@@ -192,3 +192,28 @@ test('observe replays a run from an offset', async () => {
   assert.deepEqual(tail, rest);
   await assert.rejects(agent.observe({ runId: 'no-such-run' }), (error) => error.status === 404);
 });
+
+// Served by a second server (`example_app.py:boss`); skipped when SLUICEGATE_SUB_AGENTS_URL is unset.
+const subAgentsUrl = process.env.SLUICEGATE_SUB_AGENTS_URL;
+
+test('an approval two levels down in sub-agents round-trips', { skip: !subAgentsUrl }, async () => {
+  const clerkSays = '/tool wipe {"path": "/tmp/two-down"}';
+  const researcherSays = `/tool agent-clerk ${JSON.stringify({ prompt: clerkSays })}`;
+  const bossSays = `/tool agent-researcher ${JSON.stringify({ prompt: researcherSays })}`;
+  const agent = new MastraClient({ baseUrl: subAgentsUrl, headers, retries: 0 }).getAgent('boss');
+  const chunks = await collect(await agent.stream(bossSays));
+  const waiting = chunks.find((c) => c.type === 'tool-call-suspended');
+  assert.ok(waiting, `the parent waits, got ${chunks.map((c) => c.type).join(',')}`);
+  assert.equal(waiting.payload.toolName, 'agent-researcher');
+  assert.equal(waiting.payload.suspendPayload.path, 'researcher › clerk › wipe');
+  assert.deepEqual(waiting.payload.suspendPayload.suspendPayload.args, { path: '/tmp/two-down' });
+  const resumed = await collect(
+    await agent.resumeStream({ approved: true }, { runId: waiting.runId, toolCallId: waiting.payload.toolCallId }),
+  );
+  const result = resumed.find((c) => c.type === 'tool-result');
+  assert.deepEqual(result.payload.result, {
+    // the example model quotes the result as Python's json.dumps writes it
+    text: 'Tool agent-clerk said: {"text": "Tool wipe said: {\\"wiped\\": \\"/tmp/two-down\\"}"}',
+  });
+  assert.equal(resumed.at(-1).type, 'finish');
+});

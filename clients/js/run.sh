@@ -17,4 +17,16 @@ for _ in $(seq 1 120); do
   if ! kill -0 "$server" 2>/dev/null; then cat "$(dirname "$db")/server.log"; exit 1; fi
   sleep 0.5
 done
-SLUICEGATE_URL="http://127.0.0.1:$port" node --test client.test.mjs
+# A second server: the sub-agents of the example app (`boss`), for the nested approval test.
+port2="$("$root/.venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+SLUICEGATE_TEST_DB="$db.boss" "$root/.venv/bin/python" -m sluicegate serve "$root/tests/server/example_app.py:boss" \
+  --host 127.0.0.1 --port "$port2" >"$(dirname "$db")/server2.log" 2>&1 &
+server2=$!
+trap 'kill "$server" "$server2" 2>/dev/null || true; wait "$server" "$server2" 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do
+  if curl -fsS "http://127.0.0.1:$port2/api" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$server2" 2>/dev/null; then cat "$(dirname "$db")/server2.log"; exit 1; fi
+  sleep 0.5
+done
+SLUICEGATE_URL="http://127.0.0.1:$port" SLUICEGATE_SUB_AGENTS_URL="http://127.0.0.1:$port2" \
+  node --test client.test.mjs

@@ -4,7 +4,9 @@ amounts it stores, shared by the cost guard and the usage stores."""
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,24 @@ def _checked(value: float, what: str) -> float:
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"{what} must be a finite, non-negative number, got {number!r}")
     return number
+
+
+USAGE_SINKS_KEY = "sluicegate__usageSinks"
+"""The request-context key under which a run's cost guards offer to be charged for spend made
+outside their own model calls (a sub-agent's): a tuple of `UsageSink`s, copied into a
+sub-agent's context, so every guard of every run above it is charged."""
+
+
+@dataclass(frozen=True)
+class UsageSink:
+    """A cost guard of a run above, to charge with `await sink.charge(model_id, usage)`.
+    Only instances count: a value a client put under the key is ignored."""
+
+    charge: Callable[[str | None, Any], Awaitable[None]]
+
+
+def usage_sinks(value: Any) -> tuple[UsageSink, ...]:
+    """The `UsageSink`s under `USAGE_SINKS_KEY` (anything else there is ignored)."""
+    if not isinstance(value, tuple):
+        return ()
+    return tuple(sink for sink in value if isinstance(sink, UsageSink))

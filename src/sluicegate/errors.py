@@ -127,9 +127,11 @@ class ToolError(SluicegateError):
 
 
 class ToolCallRefused(ProcessorError):
-    """Raised by a `process_tool_call` hook to refuse that one call and keep the run: the tool
-    does not run and the model reads `message` as the call's error result (a `tool-error`).
-    Raised from any other hook it ends the run as the `ProcessorError` it is."""
+    """What `args.reject(reason)` raises in a `process_tool_call` hook (raising it directly is
+    the same): that one call is refused and the run goes on. The tool does not run, the model
+    reads `message` as the call's error result, the client gets a `tool-output-denied` chunk
+    naming `processor_id`. Raised from any other hook it ends the run as the `ProcessorError`
+    it is."""
 
     def __init__(self, message: str, *, processor_id: str, hook: str = "process_tool_call") -> None:
         super().__init__(message, processor_id=processor_id, hook=hook)
@@ -330,6 +332,18 @@ class TripWire(Exception):
     @property
     def message(self) -> str:
         return self.reason
+
+
+class SubAgentTripWire(TripWire):
+    """A sub-agent's tripwire carried into its parent's run (`Agent(propagate_tripwire=True)`):
+    raised by the sub-agent's tool, it ends the parent run with the sub-agent's reason. `agent`
+    names the sub-agent."""
+
+    def __init__(
+        self, reason: str, *, agent: str, metadata: Any = None, processor_id: str | None = None
+    ) -> None:
+        super().__init__(reason, metadata=metadata, processor_id=processor_id)
+        self.agent = agent
 
 
 class MissingExtraError(ConfigurationError, ImportError):

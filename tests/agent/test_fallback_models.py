@@ -244,7 +244,7 @@ async def test_a_non_retryable_error_mid_stream_does_not_fall_over() -> None:
 # ---------------------------------------------------------------- a processor's own model
 
 
-async def test_a_model_a_processor_picks_for_a_step_has_no_fallback() -> None:
+async def test_a_model_a_processor_picks_takes_the_configured_models_place_in_the_fallbacks() -> None:
     class Pick(Processor):
         id = "pick"
 
@@ -252,11 +252,26 @@ async def test_a_model_a_processor_picks_for_a_step_has_no_fallback() -> None:
             return ProcessInputStepResult(model=picked)
 
     picked = model([server_error()], "picked")
-    secondary = model([text_step("never")], "secondary")
-    agent = Agent("a", model=[model([], "primary"), secondary], input_processors=[Pick()], max_retries=0)
+    primary = model([], "primary")
+    secondary = model([text_step("from the secondary")], "secondary")
+    agent = Agent("a", model=[primary, secondary], input_processors=[Pick()], max_retries=0)
+    result = await agent.generate("hi")
+    assert result.text == "from the secondary"
+    assert len(picked.calls) == 1 and primary.calls == [] and len(secondary.calls) == 1
+
+
+async def test_a_picked_model_without_fallbacks_after_the_configured_one_fails_the_step() -> None:
+    class Pick(Processor):
+        id = "pick"
+
+        def process_input_step(self, args: Any) -> ProcessInputStepResult:
+            return ProcessInputStepResult(model=picked)
+
+    picked = model([server_error()], "picked")
+    agent = Agent("a", model=model([], "primary"), input_processors=[Pick()], max_retries=0)
     with pytest.raises(APICallError):
         await agent.generate("hi")
-    assert len(picked.calls) == 1 and secondary.calls == []
+    assert len(picked.calls) == 1
 
 
 async def test_the_server_lists_an_agent_with_fallback_models_under_its_first_model() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from sluicegate import Agent, ToolContext, create_tool
 from sluicegate.errors import ProcessorError, ToolCallRefused
 from sluicegate.processors import Processor, ProcessToolCallArgs, ProcessToolCallResult
@@ -97,10 +99,21 @@ class RefuseParis(Processor):
 
     def process_tool_call(self, args: ProcessToolCallArgs) -> None:
         if args.args.get("city") == "Paris":
+            return args.reject("Paris is off limits; answer without it")
+
+
+class RaiseRefusal(Processor):
+    """The same refusal, raised: one mechanism either way."""
+
+    id = "raise-refusal"
+
+    def process_tool_call(self, args: ProcessToolCallArgs) -> None:
+        if args.args.get("city") == "Paris":
             raise ToolCallRefused("Paris is off limits; answer without it", processor_id=self.id)
 
 
-async def test_a_refused_call_does_not_run_and_the_model_reads_why() -> None:
+@pytest.mark.parametrize("refuser", [RefuseParis, RaiseRefusal])
+async def test_a_refused_call_does_not_run_and_the_model_reads_why(refuser: type[Processor]) -> None:
     received: list[Any] = []
     model = MockModel(
         [
@@ -108,14 +121,52 @@ async def test_a_refused_call_does_not_run_and_the_model_reads_why() -> None:
             text_step("Rome is sunny."),
         ]
     )
-    agent = Agent(name="a", model=model, tools=[city_tool(received)], output_processors=[RefuseParis()])
-    result = await agent.generate("weather?")
-    assert received == [{"city": "Rome"}] and result.text == "Rome is sunny."
-    refused = result.steps[0].tool_errors
-    assert [c.payload.tool_call_id for c in refused] == ["c1"]
-    assert str(refused[0].payload.error) == "Paris is off limits; answer without it"
+    agent = Agent(name="a", model=model, tools=[city_tool(received)], output_processors=[refuser()])
+    chunks = await collect(await agent.stream("weather?"))
+    assert received == [{"city": "Rome"}]
+    assert "".join(c.payload.text for c in chunks if c.type == "text-delta") == "Rome is sunny."
+    (denied,) = [c for c in chunks if c.type == "tool-output-denied"]
+    assert denied.payload.tool_call_id == "c1" and denied.payload.tool_name == "weather"
+    assert denied.payload.reason == "Paris is off limits; answer without it"
+    assert denied.payload.processor_id == refuser.id
+    wire = denied.to_dict()["payload"]
+    assert wire["toolCallId"] == "c1" and wire["processorId"] == refuser.id and wire["reason"]
+    assert [c.payload.tool_call_id for c in chunks if c.type == "tool-result"] == ["c2"]
+    assert not [c for c in chunks if c.type == "tool-error"]
     answered = [m for m in model.calls[1].prompt if m["role"] == "tool"]
-    assert "Paris is off limits" in json.dumps(answered)
+    (paris,) = [p for m in answered for p in m["content"] if p["toolCallId"] == "c1"]
+    assert paris["output"] == {"type": "error-text", "value": "Paris is off limits; answer without it"}
+
+
+async def test_reject_without_return_still_refuses() -> None:
+    class Forgetful(Processor):
+        id = "forgetful"
+
+        def process_tool_call(self, args: ProcessToolCallArgs) -> None:
+            args.reject("no")  # the hook forgot `return`: the call is refused all the same
+
+    received: list[Any] = []
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "Rome"})), text_step("ok")])
+    agent = Agent(name="a", model=model, tools=[city_tool(received)], output_processors=[Forgetful()])
+    result = await agent.generate("weather?")
+    assert received == [] and result.text == "ok" and result.tripwire is None
+
+
+@pytest.mark.parametrize("reason", ["", "   ", None, 3])
+async def test_reject_needs_a_reason_the_model_can_read(reason: Any) -> None:
+    class Mute(Processor):
+        id = "mute"
+
+        def process_tool_call(self, args: ProcessToolCallArgs) -> None:
+            args.reject(reason)
+
+    received: list[Any] = []
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "Rome"})), text_step("ok")])
+    agent = Agent(name="a", model=model, tools=[city_tool(received)], output_processors=[Mute()])
+    chunks = await collect(await agent.stream("weather?"))
+    (error,) = [c for c in chunks if c.type == "error"]
+    assert isinstance(error.payload.error, ProcessorError) and "non-empty string" in str(error.payload.error)
+    assert received == []  # fails closed: the call did not run
 
 
 async def test_a_refusal_from_another_hook_ends_the_run_as_a_processor_error() -> None:

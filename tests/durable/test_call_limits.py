@@ -1,5 +1,6 @@
-"""Call limits and tool retries in durable runs on a real Temporal dev server: thread counters
-go through the storage activity, a wrapped tool retries inside its activity."""
+"""Call limits, tool retries and refused calls in durable runs on a real Temporal dev server:
+thread counters go through the storage activity, a wrapped tool retries inside its activity, a
+call refused by `process_tool_call` never reaches its activity."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from temporalio.client import Client
 from sluicegate import Agent, Sluicegate, create_tool
 from sluicegate.durable.temporal import TemporalRuns, create_worker
 from sluicegate.memory import Memory
-from sluicegate.processors import ModelCallLimit, ToolCallLimit, ToolRetry
+from sluicegate.processors import ModelCallLimit, Processor, ProcessToolCallArgs, ToolCallLimit, ToolRetry
 from sluicegate.storage import SQLiteStore
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import ToolContext
@@ -77,3 +78,52 @@ async def test_thread_limits_and_a_wrapped_tools_retries_hold_in_durable_runs(
             await asyncio.wait_for(body(TemporalRuns(client, task_queue=queue, settings=FAST)), 90)
     finally:
         await storage.close()
+
+
+async def test_a_refused_call_in_a_durable_run_is_denied_and_the_run_goes_on(temporal_server: Any) -> None:
+    ran: list[Any] = []
+
+    async def send(args: Any, context: ToolContext) -> str:
+        ran.append(args)
+        return "sent"
+
+    class NoExternal(Processor):
+        id = "no-external"
+
+        def process_tool_call(self, args: ProcessToolCallArgs) -> None:
+            if str(args.args.get("to", "")).endswith("@external.example"):
+                return args.reject("external addresses are not allowed; answer without sending")
+
+    email = create_tool(
+        id="send_email",
+        description="send",
+        input_schema={"type": "object", "properties": {"to": {"type": "string"}}},
+        execute=send,
+    )
+    model = MockModel(
+        [
+            tool_call_step(
+                ("c1", "send_email", {"to": "a@external.example"}), ("c2", "send_email", {"to": "b@corp"})
+            ),
+            text_step("sent to b only"),
+        ]
+    )
+    agent = Agent("refuser", model=model, tools=[email], output_processors=[NoExternal()])
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "send both")
+        out = await runs.observe(agent, run_id)
+        chunks = [c async for c in out.full_stream]
+        result = await runs.result(run_id)
+        assert result["text"] == "sent to b only" and result["tripwire"] is None
+        assert ran == [{"to": "b@corp"}]
+        (denied,) = [c for c in chunks if c.type == "tool-output-denied"]
+        assert denied.payload.tool_call_id == "c1" and denied.payload.processor_id == "no-external"
+        assert denied.payload.reason.startswith("external addresses are not allowed")
+        told = [p for m in model.calls[1].prompt if m["role"] == "tool" for p in m["content"]]
+        assert {p["toolCallId"]: p["output"]["type"] for p in told} == {"c1": "error-text", "c2": "text"}
+
+    async with create_worker(client, Sluicegate(agents={agent.id: agent}), task_queue=queue):
+        await asyncio.wait_for(body(TemporalRuns(client, task_queue=queue, settings=FAST)), 90)

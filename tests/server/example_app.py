@@ -125,5 +125,10 @@ echo = Agent(
     **logs,
 )
 plain = Agent(name="plain", instructions="No processors.", model=EchoModel(deltas=3))
+# Sub-agents two levels deep, served on their own (`example_app.py:boss`, see clients/js/run.sh):
+# boss -> researcher -> clerk, whose `wipe` needs approval.
+clerk = Agent(name="clerk", description="Files and wipes.", model=ToolEcho(deltas=2), tools=[wipe])
+researcher = Agent(name="researcher", model=ToolEcho(deltas=2), agents={"clerk": clerk})
+boss = Agent(name="boss", model=ToolEcho(deltas=2), agents={"researcher": researcher})
 
 registry = Sluicegate(agents={"echo": echo, "plain": plain}, processors=[BlockWord()], storage=storage)

@@ -224,6 +224,29 @@ def test_every_hook_a_processor_implements_is_listed() -> None:
     assert processor_hooks(UnicodeNormalizer()) == ["process_input"]
 
 
+def test_the_catalogue_lists_the_context_and_model_processors() -> None:
+    """ContextCompactor and ModelSelectionProcessor on the studio's processor pages."""
+    from sluicegate import Agent, Sluicegate
+    from sluicegate.processors import ContextCompactor, ModelSelectionProcessor
+    from sluicegate.server.serialize import processor_summary
+    from sluicegate.testing import MockModel
+
+    compactor = ContextCompactor(model=MockModel([]), trigger_tokens=1000)
+    selector = ModelSelectionProcessor(
+        model=MockModel([]),
+        choices=[
+            {"model": "openai/gpt-5-nano", "criteria": "small"},
+            {"model": "openai/gpt-5", "criteria": "big"},
+        ],
+    )
+    app = Sluicegate(agents=[Agent("a", model=MockModel([]), input_processors=[selector, compactor])])
+    compacting = processor_summary(app, "context-compactor", compactor)
+    assert compacting["hooks"] == ["process_llm_request"] and compacting["agentIds"] == ["a"]
+    assert "summary" in compacting["description"]
+    selecting = processor_summary(app, "model-selection", selector)
+    assert selecting["hooks"] == ["process_input", "process_input_step"]
+
+
 def test_tools_list_and_execute(client: TestClient) -> None:
     assert "add" in client.get("/api/tools").json()
     assert client.post("/api/tools/add/execute", json={"data": {"a": 2, "b": 3}}).json() == {"sum": 5}

@@ -67,6 +67,28 @@ def test_timeline_reads_processor_decisions() -> None:
     assert all(s["startMs"] >= 0 and s["durationMs"] >= 0 for s in view["spans"])
 
 
+async def test_timeline_shows_who_refused_a_call_and_why() -> None:
+    from sluicegate import Agent, create_tool
+    from sluicegate.processors import ToolCallLimit
+    from sluicegate.testing import MockModel, text_step, tool_call_step
+    from sluicegate.tracing import configure
+
+    telemetry = configure(in_memory=True, set_global=False)
+    try:
+        send = create_tool(id="send_email", description="send", execute=lambda args, context: "sent")
+        model = MockModel(
+            [tool_call_step(("c1", "send_email", {}), ("c2", "send_email", {})), text_step("ok")]
+        )
+        limit = ToolCallLimit(limits={"send_email": 1}, on_limit="answer")
+        await Agent("o", model=model, tools=[send], output_processors=[limit]).generate("go")
+        view = timeline(list(telemetry.spans()))
+    finally:
+        telemetry.shutdown()
+    refused = [d for d in view["processors"] if d["outcome"] == "refused"]
+    assert len(refused) == 1 and refused[0]["processorId"] == "tool-call-limit"
+    assert "no longer available" in refused[0]["reason"] and "refused the call" in refused[0]["label"]
+
+
 def test_buffer_keeps_only_recent_runs() -> None:
     recent = RecentSpans(capacity=3)
     tracer = _provider(recent)

@@ -1,5 +1,6 @@
-"""A call refused by `process_tool_call` (`ToolCallRefused`, as `ToolCallLimit` raises) is seen
-in the trace: the refusing hook's span names the processor and the reason; the run goes on."""
+"""A call refused by `process_tool_call` (`args.reject`, as `ToolCallLimit` does) is seen in the
+trace: the refusing hook's span has the outcome `refused` and the reason, the tool's span names
+who refused and why; neither is an error, and the run goes on."""
 
 from __future__ import annotations
 
@@ -26,12 +27,14 @@ async def test_a_refused_call_shows_who_refused_it(telemetry: Telemetry) -> None
     assert result.text == "ok"
     spans = by_name(telemetry.spans(), "processor tool-call-limit tool_call")
     assert len(spans) == 2
-    refused = [s for s in spans if s.attributes.get("error.type") == "ToolCallRefused"]
-    assert len(refused) == 1
-    assert "'send_email' is no longer available" in str(refused[0].status.description)
+    refused = [s for s in spans if s.attributes["sluicegate.processor.outcome"] == "refused"]
+    assert len(refused) == 1 and "error.type" not in refused[0].attributes
+    assert "'send_email' is no longer available" in refused[0].attributes["sluicegate.tool.refusal_reason"]
     (tool_span,) = [
         s
         for s in by_name(telemetry.spans(), "execute_tool send_email")
         if s.attributes["gen_ai.tool.call.id"] == "c2"
     ]
-    assert tool_span.attributes["error.type"] == "ToolCallRefused"
+    assert tool_span.attributes["sluicegate.tool.refused_by"] == "tool-call-limit"
+    assert "no longer available" in tool_span.attributes["sluicegate.tool.refusal_reason"]
+    assert "error.type" not in tool_span.attributes

@@ -9,7 +9,7 @@ option of the call.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, overload
 
@@ -38,6 +38,7 @@ from sluicegate.agent.resume_setup import (
 )
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
+from sluicegate.agent.sub_agents import checked_agents, sub_agent_tools
 from sluicegate.agent.sync_loop import run_sync
 from sluicegate.agent.sync_output import SyncModelOutput
 from sluicegate.errors import AbortError, ConfigurationError, InvalidInputError, SluicegateError
@@ -110,6 +111,8 @@ class Agent(Generic[Out]):
         suspended_run_ttl: timedelta = DEFAULT_SUSPENDED_RUN_TTL,
         circuit_breaker: CircuitBreaker | None = None,
         run_log: RunLog | None = _UNSET,
+        agents: Mapping[str, Agent[Any]] | None = None,
+        propagate_tripwire: bool = False,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -121,6 +124,19 @@ class Agent(Generic[Out]):
         fallback = parse_model_option(model)
         self.model = model if fallback is not None or isinstance(model, str) else resolve_model(model)
         self.tools = normalize_tools(tools)
+        self.agents = checked_agents(agents)
+        """Sub-agents by name: each is the tool `agent-<name>` (see `sub_agents`)."""
+        if not isinstance(propagate_tripwire, bool):
+            raise ConfigurationError(f"propagate_tripwire must be True or False, got {propagate_tripwire!r}")
+        self.propagate_tripwire = propagate_tripwire
+        for tool_name, sub_tool in sub_agent_tools(
+            self.agents, propagate_tripwire=propagate_tripwire
+        ).items():
+            if tool_name in self.tools:
+                raise ConfigurationError(
+                    f"agents: the tool {tool_name!r} of a sub-agent is one of the agent's tools"
+                )
+            self.tools[tool_name] = sub_tool
         self.input_processors = _check_array("input_processors", input_processors)
         self.output_processors = _check_array("output_processors", output_processors)
         self.error_processors = _check_array("error_processors", error_processors)

@@ -134,6 +134,7 @@ async def continue_step(run: RunCore, held: HeldStep, decision: Decision) -> Asy
             invocation["approval"] = {"id": call.tool_call_id, "approved": True}
         if decision.action == "resume":
             run.state.resume_data[call.tool_call_id] = decision.resume_data
+            run.state.suspended_with[call.tool_call_id] = call.suspend_payload
         # The stored args run, whatever the caller holds: a decision cannot change them.
         tool_call = Chunk(
             "tool-call",

@@ -27,7 +27,6 @@ from sluicegate.errors import APICallError, ProcessorError, TripWire
 from sluicegate.ids import new_uuid
 from sluicegate.messages.part import now_ms
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
-from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import is_retryable, open_stream
 from sluicegate.processors.runner import StepConfig
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.agent")
 
 _DEADLINE = {"type": "__deadline__"}
-_OUTCOMES = frozenset(("tool-result", "tool-error", *PENDING_KINDS))
+_OUTCOMES = frozenset(("tool-result", "tool-error", "tool-output-denied", *PENDING_KINDS))
 
 
 def _lower_output_limit(options: CallOptions, cap: int | None) -> None:
@@ -65,8 +64,9 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     runner = run.runner
     message_list = run.message_list
     chain = run.models
-    if config.model is not chain.current:  # a processor chose this step's model: it has no fallback
-        chain = ModelChain.single(resolve_model(config.model), run.options.max_retries)
+    if config.model is not chain.current:
+        # A processor chose this step's model: it takes the current model's place in the chain.
+        chain = chain.with_chosen(resolve_model(config.model), run.options.max_retries)
     run_id = run.run_id
     pipeline = run.pipeline
     pending = run.pending

@@ -76,4 +76,6 @@ class RunState:
     held: HeldStep | None = None
     approved: set[str] = field(default_factory=set)
     resume_data: dict[str, Any] = field(default_factory=dict)
+    suspended_with: dict[str, Any] = field(default_factory=dict)
+    """The payload a resumed call suspended with, by call id (`ToolContext.suspended_with`)."""
     decided: bool = False

@@ -1,5 +1,5 @@
 """The tool phase of a step: the model's tool calls run, concurrently, and become
-`tool-result` / `tool-error` chunks.
+`tool-result` / `tool-error` chunks (`tool-output-denied` for a call a processor refused).
 
 `call_tool` is one call about to run: a call that needs a person's approval stops there (a
 `tool-call-approval` chunk, see `hold`); otherwise `process_tool_call` may rewrite its arguments,
@@ -20,7 +20,7 @@ from sluicegate.agent.decisions import needs_approval
 from sluicegate.agent.model_parts import MISSING_TOOL_NAME
 from sluicegate.agent.step import StepRecorder, UnparsedArgs
 from sluicegate.agent.tool_errors import error_text
-from sluicegate.errors import ToolCallRefused, ToolError
+from sluicegate.errors import SubAgentTripWire, ToolCallRefused, ToolError
 from sluicegate.processors.runner import StepConfig, Writer
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
@@ -123,7 +123,6 @@ async def call_tool(
                 Payload(tool_call_id=payload.tool_call_id, tool_name=name, args=payload.args),
             )
         tool_args = payload.args  # what the tool receives; the chunk and history keep payload.args
-        refused: ToolCallRefused | None = None
         if run.runner.handles_tool_call:
             try:
                 tool_args = await run.runner.run_tool_call(
@@ -135,10 +134,8 @@ async def call_tool(
                     message_list=run.message_list,
                 )
             except ToolCallRefused as exc:  # this call only: the model reads why, the run goes on
-                refused = exc
+                return refused_call(run, call, step, exc)
         try:
-            if refused is not None:
-                raise refused
             validated = tool.validate(tool_args)
             context = ToolContext(
                 tool_call_id=payload.tool_call_id,
@@ -147,6 +144,7 @@ async def call_tool(
                 writer=writer,
                 tool_name=name,
                 resume_data=run.state.resume_data.get(payload.tool_call_id),
+                suspended_with=run.state.suspended_with.get(payload.tool_call_id),
                 suspend_schema=tool.context_schema(),
                 idempotency_key=f"{run.run_id}:{payload.tool_call_id}",
             )
@@ -162,8 +160,10 @@ async def call_tool(
                         suspend_payload=context.suspend_payload,
                     ),
                 )
-        except (ToolInputError, ToolCallRefused) as exc:
+        except ToolInputError as exc:
             error = exc
+        except SubAgentTripWire:
+            raise  # the parent asked for its sub-agents' tripwires: the run ends with it
         except Exception as exc:
             log.info("tool %r failed: %s", name, error_text(exc, details=run.provider_error_details))
             error = exc
@@ -203,5 +203,28 @@ async def call_tool(
             args=payload.args,
             result=result,
             is_error=False,
+        ),
+    )
+
+
+def refused_call(run: RunCore, call: Chunk, step: ToolStep, refusal: ToolCallRefused) -> Chunk:
+    """A call a `process_tool_call` hook refused (`args.reject`): recorded as the call's error
+    result (what the model reads), sent as a `tool-output-denied` naming who refused and why."""
+    payload = call.payload
+    reason = str(refusal)
+    invocation = step.invocation(payload.tool_call_id)
+    if invocation is not None:
+        invocation["state"] = "result"
+        invocation["result"] = reason
+        invocation["isError"] = True
+    return Chunk(
+        "tool-output-denied",
+        run.run_id,
+        Payload(
+            tool_call_id=payload.tool_call_id,
+            tool_name=payload.tool_name,
+            args=payload.args,
+            reason=reason,
+            processor_id=refusal.processor_id,
         ),
     )

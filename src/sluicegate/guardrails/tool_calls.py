@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 ARGUMENT_KINDS = frozenset({"tool-call-delta", "tool-call-input-streaming-end", "tool-call"})
 """The chunks that carry (or close) a tool call's arguments."""
 _HELD_KEY = "tool_call_arguments_held"
+_REFUSED_KEY = "tool_calls_refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +35,9 @@ class ToolCallJudge:
     whether a verdict flags them, `act(verdict, abort)` enforces it (block raises, warn
     reports), `findings(verdict)` what to redact, `redact_value(value, type)` what replaces one.
     `strategy`: `"redact"` rewrites the arguments (for display only unless `tool_arguments`
-    is `"rewritten"`), `"filter"` drops the call, anything else lets it through once acted on.
+    is `"rewritten"`), `"filter"` refuses the call (it goes on with its arguments cleared, and
+    the guard's `process_tool_call` rejects it: `refusal_for`), anything else lets it through
+    once acted on.
     `hold`: hold streamed argument deltas until the verdict."""
 
     detect: Callable[[str], Awaitable[Any]]
@@ -78,7 +81,18 @@ class ToolCallJudge:
             )
         elif self.strategy != "filter":
             return [*held_parts, part]
-        return [c for c in held_parts if c.type != "tool-call-delta"]
+        # Refused, not dropped: the model reads why (a call that vanished leaves it answering
+        # without knowing its tool never ran), and the flagged arguments go nowhere.
+        call_id = str(part.payload.get("tool_call_id") or "")
+        state_refusals = args.state.setdefault(_REFUSED_KEY, {})
+        state_refusals[call_id] = (
+            f"{self.label} flagged this call's arguments, so it was not run and its arguments are not "
+            "shown; call it again without that content if the task still needs it."
+        )
+        fields = dict(vars(part.payload))
+        fields["args"] = {}
+        cleared = Chunk(part.type, part.run_id, Payload(**fields), part.data, part.from_)
+        return [*(c for c in held_parts if c.type != "tool-call-delta"), cleared]
 
     def _redact(self, part: Chunk, arguments: Any, held: list[Chunk], verdict: Any) -> list[Chunk] | None:
         """The held parts and the call with every finding replaced; None when a finding is
@@ -113,6 +127,13 @@ class ToolCallJudge:
         fields["args"] = new_arguments
         out.append(Chunk(part.type, part.run_id, Payload(**fields), part.data, part.from_))
         return out
+
+
+def refusal_for(state: dict[str, Any], call_id: str) -> str | None:
+    """Why the stream hook refused the call `call_id` (strategy `"filter"`), or None."""
+    refused = state.get(_REFUSED_KEY)
+    reason = refused.get(call_id) if isinstance(refused, dict) else None
+    return reason if isinstance(reason, str) else None
 
 
 def drop_held(state: dict[str, Any]) -> None:

@@ -75,7 +75,7 @@ def model_chain(value: Any, default_max_retries: int, *, where: str = "model") -
 class ModelChain:
     """The models of one run, in order, and the one serving it now (`current`)."""
 
-    __slots__ = ("_models", "_retries", "breaker", "index")
+    __slots__ = ("_models", "_parent", "_retries", "breaker", "index")
 
     def __init__(self, models: Sequence[LanguageModel], retries: Sequence[int]) -> None:
         if not models or len(models) != len(retries):
@@ -85,6 +85,25 @@ class ModelChain:
         self.index = 0
         self.breaker: CircuitBreaker | None = None
         """Skips models whose circuit is open (see `circuit_breaker`); None: every model is tried."""
+        self._parent: tuple[ModelChain, int] | None = None
+        """For a step's chain whose first model a processor chose: the run's chain and where in
+        it this chain's second model is (see `with_chosen`)."""
+
+    def with_chosen(self, model: LanguageModel, max_retries: int) -> ModelChain:
+        """The step's chain when a processor chose its model (`ModelRouterProcessor`,
+        `ModelSelectionProcessor`, `prepare_step`): the chosen model takes the current model's
+        place and the fallback models after it stay, so they serve when the chosen one fails.
+        Moving on in it moves the run's chain too: the run stays on the fallback that served."""
+        start = self.index + 1
+        chosen = ModelChain([model, *self._models[start:]], [max_retries, *self._retries[start:]])
+        chosen.breaker = self.breaker
+        chosen._parent = (self, start)
+        return chosen
+
+    def _moved(self) -> None:
+        if self._parent is not None and self.index > 0:
+            parent, start = self._parent
+            parent.index = start + self.index - 1
 
     @classmethod
     def single(cls, model: LanguageModel, max_retries: int) -> ModelChain:
@@ -125,6 +144,7 @@ class ModelChain:
         if self.is_last:
             return False
         self.index += 1
+        self._moved()
         return True
 
     def labels(self) -> list[str]:
@@ -136,6 +156,7 @@ class ModelChain:
         if breaker is not None:
             while not self.is_last and not await breaker.allows(model_label(self._models[self.index])):
                 self.index += 1
+            self._moved()
         return self._models[self.index]
 
     async def record(self, model: LanguageModel, error: BaseException | None) -> None:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     )
     from sluicegate.processors.builtin.batch_parts import BatchPartsProcessor
     from sluicegate.processors.builtin.classifier import ClassifierProcessor
+    from sluicegate.processors.builtin.context_compactor import ContextCompactor
     from sluicegate.processors.builtin.cost_guard import CostGuardProcessor, InMemoryUsageStore
     from sluicegate.processors.builtin.evaluation_moderation import (
         EvaluationModerationProcessor,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from sluicegate.processors.builtin.message_history import MessageHistory
     from sluicegate.processors.builtin.model_call_limit import ModelCallLimit
     from sluicegate.processors.builtin.model_router import ModelRouterProcessor
+    from sluicegate.processors.builtin.model_selection import ModelSelectionDecision, ModelSelectionProcessor
     from sluicegate.processors.builtin.moderation import ModerationProcessor
     from sluicegate.processors.builtin.pii_detector import PIIDetector
     from sluicegate.processors.builtin.prefill_error_handler import PrefillErrorHandler
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
     from sluicegate.processors.builtin.working_memory import WorkingMemory
     from sluicegate.processors.step_schema import ProcessorStepSchema
     from sluicegate.storage.call_counts import CallCountStore, InMemoryCallCountStore
+    from sluicegate.storage.context_summaries import ContextSummaryStore, InMemoryContextSummaryStore
 
 _BUILTINS: dict[str, str] = {
     "UnicodeNormalizer": "unicode_normalizer",
@@ -116,6 +119,9 @@ _BUILTINS: dict[str, str] = {
     "ModelCallLimit": "model_call_limit",
     "ToolRetry": "tool_retry",
     "RetryingTool": "tool_retry",
+    "ContextCompactor": "context_compactor",
+    "ModelSelectionProcessor": "model_selection",
+    "ModelSelectionDecision": "model_selection",
 }
 
 
@@ -132,6 +138,9 @@ _DEFERRED: dict[str, str] = {
     # The counters ToolCallLimit and ModelCallLimit keep per thread.
     "CallCountStore": "sluicegate.storage.call_counts",
     "InMemoryCallCountStore": "sluicegate.storage.call_counts",
+    # The summaries ContextCompactor keeps per thread.
+    "ContextSummaryStore": "sluicegate.storage.context_summaries",
+    "InMemoryContextSummaryStore": "sluicegate.storage.context_summaries",
 }
 
 
@@ -154,11 +163,14 @@ __all__ = [
     "CallCountStore",
     "ClassifierProcessor",
     "CompatRule",
+    "ContextCompactor",
+    "ContextSummaryStore",
     "CostGuardProcessor",
     "ErrorProcessor",
     "EvaluationModerationProcessor",
     "EvaluationVerdict",
     "InMemoryCallCountStore",
+    "InMemoryContextSummaryStore",
     "InMemoryPseudonymStore",
     "InMemoryUsageStore",
     "InputProcessor",
@@ -166,6 +178,8 @@ __all__ = [
     "MessageHistory",
     "ModelCallLimit",
     "ModelRouterProcessor",
+    "ModelSelectionDecision",
+    "ModelSelectionProcessor",
     "ModerationProcessor",
     "OutputProcessor",
     "OutputResult",

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from sluicegate.errors import ToolCallRefused
 from sluicegate.request_context import RequestContext
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class Writer(Protocol):
 
 
 SendSignal = Callable[[dict[str, Any]], Awaitable[None]]
+GuardInput = Callable[["list[Message]"], Awaitable["list[Message]"]]
 
 
 @dataclass(slots=True)
@@ -83,6 +85,11 @@ class ProcessLLMRequestArgs(_Common):
     max_output_tokens: int | None = None
     """The output limit this call is sent with (None: the provider's default). A processor
     with `max_output_tokens_for(state)` may only lower it, right after this hook."""
+    guard_input: GuardInput | None = None
+    """`await args.guard_input(messages)`: text this processor wants to put into the prompt,
+    judged as input first, by the `process_input` of this request's input processors (not
+    memory's, nor this one): what they let through, as they left it. A guard that aborts ends
+    the run."""
 
 
 @dataclass(slots=True)
@@ -163,6 +170,19 @@ class ProcessToolCallArgs(_Common):
     step_number: int = 0
     message_list: MessageList = None  # type: ignore[assignment]
     steps: list[Any] = field(default_factory=list)
+    processor_id: str = ""
+    """The id of the processor this hook belongs to (who `reject` names as the refuser)."""
+
+    def reject(self, reason: str) -> NoReturn:
+        """Refuse this one call and keep the run: `return args.reject("why")`. The tool does not
+        run, the model reads `reason` as the call's error result, the client gets a
+        `tool-output-denied` chunk naming this processor, and the run goes on. It raises
+        (`ToolCallRefused`), so a call without `return` refuses too."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise TypeError(
+                f"args.reject(reason): reason must be a non-empty string the model reads, got {reason!r}"
+            )
+        raise ToolCallRefused(reason, processor_id=self.processor_id)
 
 
 @dataclass(slots=True)

@@ -118,6 +118,10 @@ class Processor:
     """A traced run counts the redactions its stream hook reports (`tracing.findings`)."""
     run_in_parallel: bool = False
     """With `checks_input_only`: run beside the first model call (see `input_guards`)."""
+    loads_context: bool = False
+    """True for a processor whose `process_input` brings context in (memory's history, recall,
+    working memory) rather than judging the input: text a processor writes into the prompt
+    (`ContextCompactor`'s summary, `args.guard_input`) is judged by the others only."""
 
     _hook_names: ClassVar[tuple[str, ...]] = HOOKS
 

@@ -16,10 +16,11 @@ from typing import Any, NoReturn
 
 from sluicegate.errors import ProcessorError
 from sluicegate.guardrails.judge_panels import link_judge_panels
-from sluicegate.messages import MessageList
+from sluicegate.messages import Message, MessageList
 from sluicegate.models.settings import normalize_model_settings
 from sluicegate.processors.args import (
     STEP_FIELDS,
+    GuardInput,
     OutputResult,
     ProcessAPIErrorArgs,
     ProcessAPIErrorResult,
@@ -246,6 +247,30 @@ class ProcessorRunner:
             args = self._input_args(entry, message_list, send_signal)
             apply_messages(entry.pid, entry.hook, await call_hook(entry, args), message_list)
 
+    def input_guard(self, caller: HookEntry, message_list: MessageList) -> GuardInput:
+        """`args.guard_input` for `caller`'s hook: messages judged by the `process_input` of
+        this request's input processors, except `caller` and those that load context, on a
+        list of their own (the run's thread and resource, nothing else of the run's)."""
+        entries = [
+            e
+            for e in self._input
+            if e.processor is not caller.processor and not getattr(e.processor, "loads_context", False)
+        ]
+
+        async def guard(messages: list[Message]) -> list[Message]:
+            scratch = MessageList(thread_id=message_list.thread_id, resource_id=message_list.resource_id)
+            scratch.add(list(messages), "input")
+
+            async def no_signals(signal: dict[str, Any]) -> None:
+                return None
+
+            for entry in entries:
+                args = self._input_args(entry, scratch, no_signals)
+                apply_messages(entry.pid, entry.hook, await call_hook(entry, args), scratch)
+            return scratch.get.all.db()
+
+        return guard
+
     def _input_args(self, entry: HookEntry, message_list: MessageList, send_signal: Any) -> ProcessInputArgs:
         return ProcessInputArgs(
             **self._common(entry),
@@ -339,6 +364,7 @@ class ProcessorRunner:
                 tools=tools,
                 tool_choice=tool_choice,
                 max_output_tokens=max_output_tokens,
+                guard_input=self.input_guard(entry, message_list),
             )
             fields = _returned(
                 entry,
@@ -573,6 +599,7 @@ class ProcessorRunner:
                 step_number=step_number,
                 message_list=message_list,
                 steps=steps,
+                processor_id=entry.pid,
             )
             fields = _returned(
                 entry,

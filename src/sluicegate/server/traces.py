@@ -36,7 +36,12 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerPr
 from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from sluicegate.storage.span_store import DEFAULT_TRACE_MAX_AGE, SpanStore, StoredSpan, check_bounds
-from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
+from sluicegate.tracing.attributes import (
+    DURABLE_NAMESPACE,
+    DURABLE_TASK_QUEUE,
+    DURABLE_WORKFLOW_ID,
+    TOOL_REFUSAL_REASON,
+)
 
 log = logging.getLogger("sluicegate.server.traces")
 
@@ -542,6 +547,7 @@ OUTCOME_WORDS = {
     "abort": "blocked",
     "retry": "retry",
     "error": "error",
+    "refused": "refused the call",
 }
 
 
@@ -587,7 +593,7 @@ def timeline(spans: list[ReadableSpan]) -> dict[str, Any]:
                 f"{OUTCOME_WORDS.get(str(outcome), outcome)}",
                 "durationMs": row["durationMs"],
                 "startMs": row["startMs"],
-                "reason": attributes.get(TRIPWIRE_REASON),
+                "reason": attributes.get(TRIPWIRE_REASON) or attributes.get(TOOL_REFUSAL_REASON),
                 "retry": bool(attributes.get(TRIPWIRE_RETRY, False)),
             }
             row["decision"] = decision

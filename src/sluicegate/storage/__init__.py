@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING
 from sluicegate._lazy import lazy_attributes
 from sluicegate.storage.base import MemoryStore, UsageStore
 from sluicegate.storage.call_counts import CallCountStore, CallReservation, InMemoryCallCountStore
+from sluicegate.storage.context_summaries import (
+    ContextSummary,
+    ContextSummaryStore,
+    InMemoryContextSummaryStore,
+)
 from sluicegate.storage.errors import (
     AmbiguousToolCallError,
     InvalidSuspendedRunError,
@@ -46,7 +51,10 @@ __all__ = [
     "AmbiguousToolCallError",
     "CallCountStore",
     "CallReservation",
+    "ContextSummary",
+    "ContextSummaryStore",
     "InMemoryCallCountStore",
+    "InMemoryContextSummaryStore",
     "InMemorySuspendedRunStore",
     "InvalidSuspendedRunError",
     "MemoryStore",

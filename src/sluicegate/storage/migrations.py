@@ -147,6 +147,24 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
         "call counters of ToolCallLimit and ModelCallLimit",
         ("CREATE TABLE sluicegate_call_counts (key TEXT PRIMARY KEY, count INTEGER NOT NULL)",),
     ),
+    Migration(
+        7,
+        "conversation summaries of ContextCompactor, per resource and thread",
+        (
+            """CREATE TABLE sluicegate_context_summaries (
+                resource_id TEXT NOT NULL,
+                thread_id TEXT NOT NULL,
+                summary TEXT NOT NULL,
+                covered INTEGER NOT NULL,
+                covered_hash TEXT NOT NULL,
+                first_message_id TEXT,
+                last_message_id TEXT,
+                updated_at INTEGER NOT NULL,
+                PRIMARY KEY (resource_id, thread_id)
+            )""",
+            "CREATE INDEX sluicegate_context_summaries_thread ON sluicegate_context_summaries (thread_id)",
+        ),
+    ),
 )
 
 POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
@@ -464,6 +482,24 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
         8,
         "call counters of ToolCallLimit and ModelCallLimit",
         ("CREATE TABLE sluicegate_call_counts (key TEXT PRIMARY KEY, count BIGINT NOT NULL)",),
+    ),
+    Migration(
+        9,
+        "conversation summaries of ContextCompactor, per resource and thread",
+        (
+            """CREATE TABLE sluicegate_context_summaries (
+                resource_id TEXT NOT NULL,
+                thread_id TEXT NOT NULL,
+                summary TEXT NOT NULL,
+                covered INTEGER NOT NULL,
+                covered_hash TEXT NOT NULL,
+                first_message_id TEXT,
+                last_message_id TEXT,
+                updated_at BIGINT NOT NULL,
+                PRIMARY KEY (resource_id, thread_id)
+            )""",
+            "CREATE INDEX sluicegate_context_summaries_thread ON sluicegate_context_summaries (thread_id)",
+        ),
     ),
 )
 

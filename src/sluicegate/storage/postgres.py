@@ -35,6 +35,7 @@ from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import POSTGRES_MIGRATIONS, SCHEMA_TABLE, Migration, pending
 from sluicegate.storage.pg_reservations import ReservationBatcher
 from sluicegate.storage.postgres_call_counts import PostgresCallCounts
+from sluicegate.storage.postgres_context_summaries import PostgresContextSummaries
 from sluicegate.storage.postgres_spans import PostgresSpans
 from sluicegate.storage.postgres_suspended import PostgresSuspendedRuns
 from sluicegate.storage.suspended_runs import DEFAULT_MAX_SNAPSHOT_BYTES, check_max_bytes
@@ -109,7 +110,9 @@ def _resource(row: asyncpg.Record) -> Resource:
     )
 
 
-class PostgresStore(PostgresSuspendedRuns, PostgresSpans, PostgresCallCounts, MemoryStore):
+class PostgresStore(
+    PostgresSuspendedRuns, PostgresSpans, PostgresCallCounts, PostgresContextSummaries, MemoryStore
+):
     """Memory in PostgreSQL.
 
     ```python
@@ -230,6 +233,7 @@ class PostgresStore(PostgresSuspendedRuns, PostgresSpans, PostgresCallCounts, Me
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute("DELETE FROM sluicegate_messages WHERE thread_id = $1", thread_id)
             await conn.execute("DELETE FROM sluicegate_pseudonyms WHERE thread_id = $1", thread_id)
+            await conn.execute("DELETE FROM sluicegate_context_summaries WHERE thread_id = $1", thread_id)
             await conn.execute("DELETE FROM sluicegate_threads WHERE id = $1", thread_id)
 
     # ---------------------------------------------------------------- messages

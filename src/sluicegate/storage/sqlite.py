@@ -40,6 +40,7 @@ from sluicegate.storage.codec import (
 from sluicegate.storage.errors import StorageError, ThreadNotFoundError
 from sluicegate.storage.migrations import SCHEMA_TABLE, SQLITE_MIGRATIONS, Migration, pending
 from sluicegate.storage.sqlite_call_counts import SQLiteCallCounts
+from sluicegate.storage.sqlite_context_summaries import SQLiteContextSummaries
 from sluicegate.storage.sqlite_files import DatabaseFiles
 from sluicegate.storage.sqlite_spans import SQLiteSpans
 from sluicegate.storage.sqlite_suspended import SQLiteSuspendedRuns
@@ -263,7 +264,7 @@ def _message(row: Sequence[Any]) -> Message:
     )
 
 
-class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, SQLiteCallCounts, MemoryStore):
+class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, SQLiteCallCounts, SQLiteContextSummaries, MemoryStore):
     """Memory in SQLite.
 
     ```python
@@ -366,6 +367,7 @@ class SQLiteStore(SQLiteSuspendedRuns, SQLiteSpans, SQLiteCallCounts, MemoryStor
         def delete(c: apsw.Connection) -> None:
             c.execute("DELETE FROM sluicegate_messages WHERE thread_id = ?", (thread_id,))
             c.execute("DELETE FROM sluicegate_pseudonyms WHERE thread_id = ?", (thread_id,))
+            c.execute("DELETE FROM sluicegate_context_summaries WHERE thread_id = ?", (thread_id,))
             c.execute("DELETE FROM sluicegate_threads WHERE id = ?", (thread_id,))
 
         await self._db.run(lambda c: write_transaction(c, delete))

@@ -49,6 +49,9 @@ class ToolContext:
     """What `resume_stream` was given, validated against the tool's `resume_schema`; None on a
     first run. A suspended tool runs again from the start when resumed: this tells the runs apart."""
     suspend_schema: Any = None
+    suspended_with: Any = None
+    """On a resumed run, the payload this call suspended with (as stored with the run, never
+    from the caller): what the tool left itself to go on from. None on a first run."""
     idempotency_key: str | None = None
     """Stable for one tool call of one run (`run_id:tool_call_id`), across retries and the
     worker that runs it: a tool with side effects passes it on (a payment API's idempotency key)

@@ -26,7 +26,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from sluicegate.errors import TripWire
+from sluicegate.errors import ToolCallRefused, TripWire
 from sluicegate.guardrails.detector import DetectorModel
 from sluicegate.messages import MessageList
 from sluicegate.processors.args import (
@@ -132,6 +132,10 @@ def _traced_hook(run_trace: RunTrace, fn: Callable[[Any], Any], pid: str, phase:
             metrics.tripwires.add(1, {**metric_attributes, attr.TRIPWIRE_RETRY: bool(tripwire.retry)})
             if tripwire.retry:
                 metrics.retries.add(1, metric_attributes)
+            raise
+        except ToolCallRefused as refusal:  # one call refused, the run goes on: not a failure
+            outcome = attr.REFUSED
+            span.set_attribute(attr.TOOL_REFUSAL_REASON, str(refusal))
             raise
         except BaseException as exc:
             outcome = attr.ERROR

@@ -260,6 +260,9 @@ class RunTrace:
         else:
             if result.type == "tool-error":
                 set_error(span, result.payload.error, content=self.capture_content)
+            elif result.type == "tool-output-denied":
+                span.set_attribute(attr.TOOL_REFUSED_BY, str(result.payload.get("processor_id") or ""))
+                span.set_attribute(attr.TOOL_REFUSAL_REASON, str(result.payload.get("reason") or ""))
             elif result.type != "tool-result":  # it waits on a person: there is no result yet
                 span.set_attribute(attr.TOOL_WAITING, result.type)
             elif self.capture_content:

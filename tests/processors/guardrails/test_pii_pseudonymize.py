@@ -430,8 +430,10 @@ def test_a_misspelled_strategy_is_refused() -> None:
 def test_other_strategies_add_no_tool_call_or_request_hook() -> None:
     from sluicegate.processors import implements
 
-    for strategy in ("block", "warn", "filter"):
+    for strategy in ("block", "warn"):
         assert not implements(PIIDetector(strategy=strategy), "process_tool_call")  # type: ignore[arg-type]
+    # filter refuses the calls whose arguments it flagged (`args.reject`), in its tool-call hook
+    assert implements(PIIDetector(strategy="filter"), "process_tool_call")
     # redact keeps a hook per tool call only to give the tool the model's arguments (shown)
     assert not implements(PIIDetector(tool_arguments="rewritten"), "process_tool_call")
     assert implements(PIIDetector(), "process_tool_call")

@@ -163,11 +163,16 @@ async def test_a_detector_redacts_tool_call_arguments_and_their_streamed_text() 
     assert json.loads(streamed) == {"to": "[EMAIL]", "body": "hello"}
 
 
-async def test_filter_drops_a_tool_call_with_pii_and_the_tool_never_runs() -> None:
+async def test_filter_refuses_a_tool_call_with_pii_the_tool_never_runs_and_the_model_reads_why() -> None:
     chunks, received = await run_with(PIIDetector(model=routed_detector(judge), strategy="filter"))
     kinds = [c.type for c in chunks]
-    assert received == [] and "tool-call" not in kinds and "tool-call-delta" not in kinds
-    assert kinds[-1] == "finish"
+    assert received == [] and "tool-call-delta" not in kinds and kinds[-1] == "finish"
+    (call,) = [c for c in chunks if c.type == "tool-call"]
+    assert call.payload.args == {}  # the flagged arguments are shown to no one
+    assert EMAIL not in json.dumps([c.to_dict() for c in chunks], default=str)
+    (denied,) = [c for c in chunks if c.type == "tool-output-denied"]
+    assert denied.payload.processor_id == "pii-detector" and "PIIDetector flagged" in denied.payload.reason
+    assert "done" in "".join(c.payload.text for c in chunks if c.type == "text-delta")  # the run went on
 
 
 async def test_warn_reports_tool_call_arguments_and_lets_the_call_run() -> None:

@@ -35,6 +35,7 @@ from sluicegate.messages import Message
 from sluicegate.processors.base import processor_id
 from sluicegate.storage.base import MemoryStore
 from sluicegate.storage.call_counts import CallReservation
+from sluicegate.storage.context_summaries import ContextSummary
 from sluicegate.storage.types import MessageInclude, Resource, Thread
 from sluicegate.vector.base import QueryResult
 
@@ -62,7 +63,7 @@ def encode(value: Any) -> Any:
         return {_TAG: "datetime", "v": value.isoformat()}
     if isinstance(value, (Message, Thread, Resource)):
         return {_TAG: type(value).__name__, "v": encode(value.to_dict())}
-    if isinstance(value, (MessageInclude, Reservation, QueryResult, CallReservation)):
+    if isinstance(value, (MessageInclude, Reservation, QueryResult, CallReservation, ContextSummary)):
         return {_TAG: type(value).__name__, "v": encode(dataclasses.asdict(value))}
     raise TypeError(
         f"a {type(value).__name__} cannot cross the workflow boundary of a durable run's storage call"
@@ -78,6 +79,7 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
     "Reservation": lambda v: Reservation(**v),
     "QueryResult": lambda v: QueryResult(**v),
     "CallReservation": lambda v: CallReservation(**v),
+    "ContextSummary": lambda v: ContextSummary(**v),
 }
 
 

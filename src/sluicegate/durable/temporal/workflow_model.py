@@ -285,6 +285,11 @@ class DurableChain(ModelChain):
         self.index += 1
         return True
 
+    def with_chosen(self, model: Any, max_retries: int) -> ModelChain:
+        """A model a processor chose serves its step alone in a durable run (the fallbacks are
+        activities announced in order; a chosen model is not one of them)."""
+        return ModelChain.single(model, max_retries)
+
 
 async def iterate_items(items: list[Any], error: BaseException | None = None) -> AsyncIterator[Any]:
     for item in items:

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from sluicegate.budget import Reservation, checked_amounts, checked_idempotency_key, checked_settlement
+from sluicegate.budget import (
+    USAGE_SINKS_KEY,
+    Reservation,
+    UsageSink,
+    checked_amounts,
+    checked_idempotency_key,
+    checked_settlement,
+    usage_sinks,
+)
 from sluicegate.processors.args import (
     ProcessLLMRequestArgs,
     ProcessLLMResponseArgs,
@@ -338,6 +346,8 @@ class CostGuardProcessor(Processor):
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         state = args.state
         state["output_cap"] = None
+        if not state.get("offered"):
+            self._offer(args, state)
         guess = self.estimate(args.model, args.prompt, args.tools, args.max_output_tokens)
         amount = self.cost_of(model_id_of(args.model), guess)
         usage = {
@@ -370,6 +380,33 @@ class CostGuardProcessor(Processor):
         state["run_cost"] = state.get("run_cost", 0.0) + amount
         if self.strategy == "warn" and reservation.spent >= self.max_cost:
             await self._violation(args, reservation.spent, key)
+
+    def _offer(self, args: ProcessLLMRequestArgs, state: dict[str, Any]) -> None:
+        """Offer this run's budget to be charged for its sub-agents' spend (`UsageSink`): the
+        run's own request context gets a new tuple (the caller's object is never changed)."""
+        state["offered"] = True
+        context = args.request_context
+        key = self._scope_key(context)
+
+        async def charge(model_id: str | None, usage: Any) -> None:
+            if not isinstance(usage, Usage) or usage_problem(usage) is not None:
+                return
+            cost = self.cost_of(model_id, usage)
+            if not math.isfinite(cost):
+                return
+            state["run_cost"] = state.get("run_cost", 0.0) + cost
+            state["input_tokens"] = state.get("input_tokens", 0) + usage.input_tokens
+            state["output_tokens"] = state.get("output_tokens", 0) + usage.output_tokens
+            if key is not None:
+                record = {
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "total_tokens": usage.total_tokens,
+                }
+                await self.store.record(key, cost, record, datetime.now(UTC))
+
+        sinks = usage_sinks(context.get(USAGE_SINKS_KEY))
+        context.set(USAGE_SINKS_KEY, (*sinks, UsageSink(charge)))
 
     async def _check_thread_owner(self, args: ProcessLLMRequestArgs) -> None:
         """With a memory store as the usage store, a thread budget is only spent by the thread's

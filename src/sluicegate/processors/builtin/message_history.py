@@ -37,6 +37,7 @@ class MessageHistory(Processor):
     """
 
     id = "message-history"
+    loads_context = True
     name = "MessageHistory"
 
     def __init__(

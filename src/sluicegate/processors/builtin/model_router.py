@@ -86,8 +86,10 @@ class ModelRouterProcessor(Processor):
     (default 0.6; an answer without a confidence counts as below it unless `min_confidence` is
     0), or when the rule or the classifier fails (logged at WARNING and reported to
     `on_violation`). A misconfigured classifier (unknown provider, missing key, HTTP 401/403/
-    404) is not a failure to route around but an error. A routed model has no fallback list:
-    the agent's fallback models serve only its configured model. Use one router per agent.
+    404) is not a failure to route around but an error. The routed model takes the configured
+    model's place in the agent's fallback list: when it fails, the fallback models after the
+    configured one serve, and the router stops routing for the rest of the run (in a durable
+    run a routed model serves alone). Use one router per agent.
 
     Example::
 
@@ -181,7 +183,9 @@ class ModelRouterProcessor(Processor):
             if state["route"] is not None:
                 args.request_context.set(ROUTE_KEY, state["route"])
         route: ModelRoute | None = state["route"]
-        return None if route is None else ProcessInputStepResult(model=self.routes[route.route])
+        if route is None or fell_back(args, state):
+            return None
+        return ProcessInputStepResult(model=self.routes[route.route])
 
     async def decide(self, text: str) -> ModelRoute | None:
         """The route for `text`, or None to keep the configured model."""
@@ -230,6 +234,19 @@ class ModelRouterProcessor(Processor):
         message = f"ModelRouterProcessor: {why}; the configured model serves the run"
         log.warning("[ModelRouterProcessor] %s; the configured model serves the run", why)
         report(self, message, {**detail, "routed": False})
+
+
+def fell_back(args: ProcessInputStepArgs, state: dict[str, Any]) -> bool:
+    """Whether the run moved off the agent's configured model to a fallback (the chosen model,
+    which takes the configured one's place, failed): from then on a router leaves the model to
+    the fallbacks, or it would ask the failing model first on every step."""
+    if state.get("fell_back"):
+        return True
+    primary = state.setdefault("primary", args.model)
+    if args.model is not primary:
+        state["fell_back"] = True
+        return True
+    return False
 
 
 def latest_user_text(messages: list[Message]) -> str:

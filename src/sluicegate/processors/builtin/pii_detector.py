@@ -73,7 +73,7 @@ from sluicegate.guardrails.shown_arguments import export as export_shown
 from sluicegate.guardrails.shown_arguments import forget as forget_shown
 from sluicegate.guardrails.shown_arguments import restore as restore_shown
 from sluicegate.guardrails.spans import locate, map_strings, map_texts, substitute, value_texts
-from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held
+from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held, refusal_for
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
 from sluicegate.messages import Message
@@ -441,6 +441,9 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 tool_arguments=tool_arguments,
             )
         )
+        if strategy == "filter" and self._tool_calls is not None:
+            # A call whose arguments the detector flagged is refused (`args.reject`), not dropped.
+            setattr(self, "process_tool_call", self._refuse_flagged)  # noqa: B010
 
     # ------------------------------------------------------------------ hooks
 
@@ -489,6 +492,12 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         tool receives the model's arguments where this detector redacted them."""
         restored, changed = restore_shown(args.state, args.tool_call_id, args.args)
         return ProcessToolCallResult(restored) if changed else None
+
+    def _refuse_flagged(self, args: ProcessToolCallArgs) -> None:
+        """`process_tool_call` with `strategy="filter"`: the calls the stream hook flagged."""
+        reason = refusal_for(args.state, args.tool_call_id)
+        if reason is not None:
+            args.reject(reason)
 
     def suspend_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """A run waiting on a person keeps what its calls' tools will receive."""

@@ -78,6 +78,7 @@ class SemanticRecall(Processor):
     """
 
     id = "semantic-recall"
+    loads_context = True
     name = "SemanticRecall"
 
     def __init__(

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from sluicegate.errors import ToolCallRefused
 from sluicegate.processors.args import ProcessToolCallArgs
 from sluicegate.processors.base import Processor, report_violation
 from sluicegate.processors.builtin.call_counting import (
@@ -38,8 +37,9 @@ class ToolCallLimit(Processor):
     - `scope`: `"run"` (this request; default) or `"thread"` (every run of the memory thread,
       counted in `store`; without a thread in the request the run is the scope).
     - `on_limit`: `"tripwire"` (default) ends the run with a tripwire naming the limit;
-      `"answer"` refuses the call only: the tool does not run, the model reads that it may not
-      call it again (as the call's error result) and answers without it.
+      `"answer"` refuses the call only (`args.reject`): the tool does not run, the model reads
+      that it may not call it again (as the call's error result), the client gets a
+      `tool-output-denied` naming this processor, and the model answers without it.
     - `store`: a `CallCountStore` for thread counters (`SQLiteStore`, `PostgresStore`; default
       an `InMemoryCallCountStore` of this processor). Reservations are atomic: concurrent runs
       of one thread never exceed a limit, not even by one call.
@@ -115,7 +115,7 @@ class ToolCallLimit(Processor):
             else f"Tool call limit reached: {limited!r} is no longer available; do not call it again, "
             "answer without it."
         )
-        raise ToolCallRefused(told, processor_id=self.id)
+        args.reject(told)
 
     def suspend_state(self, state: dict[str, Any]) -> dict[str, Any]:
         return carried_counts(state)

@@ -262,6 +262,7 @@ class WorkingMemory(Processor):
     """
 
     id = "working-memory"
+    loads_context = True
     name = "WorkingMemory"
 
     def __init__(

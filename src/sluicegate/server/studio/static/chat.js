@@ -207,9 +207,10 @@
           Messages.settle(card, { result: chunk.type === "tool-error" ? p.error : p.result, isError: chunk.type === "tool-error" || Boolean(p.isError) });
           text = null;
         } else if (chunk.type === "tool-output-denied") {
+          // declined by a person, or refused by a processor (`processorId` names it)
           const card = calls.get(p.toolCallId);
-          if (card) Messages.settle(card, { denied: true, reason: p.reason });
-          else answer.append(h("div", { class: "tool-denied" }, "declined: " + p.toolName + " did not run. " + (p.reason || "")));
+          if (card) Messages.settle(card, { denied: true, reason: p.reason, refusedBy: p.processorId });
+          else answer.append(h("div", { class: "tool-denied" }, Messages.deniedText(p.toolName, p.reason, p.processorId)));
         } else if (chunk.type === "tool-call-approval" || chunk.type === "tool-call-suspended") {
           const kind = chunk.type === "tool-call-approval" ? "approval" : "suspend";
           const card = calls.get(p.toolCallId);

@@ -19,12 +19,19 @@ const Messages = (() => {
     const slot = card.querySelector(".tool-result-slot");
     if (outcome.denied) {
       card.dataset.state = "denied";
-      slot.replaceChildren(h("div", { class: "tool-denied" }, "declined: " + (card.dataset.tool || "the tool") + " did not run. " + (outcome.reason || "")));
+      if (outcome.refusedBy) card.dataset.refusedBy = outcome.refusedBy;
+      slot.replaceChildren(h("div", { class: "tool-denied" }, deniedText(card.dataset.tool, outcome.reason, outcome.refusedBy)));
       return;
     }
     card.dataset.state = outcome.isError ? "error" : "result";
     slot.replaceChildren(h("div", { class: "muted" }, outcome.isError ? "error" : "result"),
       h("pre", { class: "tool-output" + (outcome.isError ? " error" : "") }, pretty(outcome.result)));
+  }
+
+  // Who stopped a call that never ran: a person declined it, or a processor refused it.
+  function deniedText(tool, reason, refusedBy) {
+    const who = refusedBy ? "refused by " + refusedBy : "declined";
+    return who + ": " + (tool || "the tool") + " did not run. " + (reason || "");
   }
 
   function waiting(card, text) {
@@ -90,5 +97,5 @@ const Messages = (() => {
     return shown;
   }
 
-  return { toolCard, settle, waiting, stored, thread };
+  return { toolCard, settle, deniedText, waiting, stored, thread };
 })();

@@ -8,7 +8,7 @@
 
 const Runs = (() => {
   const { h, api, message, view, registerView } = Studio;
-  const OUTCOME_LABEL = { pass: "passed", modified: "modified", abort: "blocked", retry: "retry", error: "error", held: "held" };
+  const OUTCOME_LABEL = { pass: "passed", modified: "modified", abort: "blocked", retry: "retry", error: "error", held: "held", refused: "refused the call" };
 
   function inspect(traceId, spanId) {
     if (typeof window.openInspector === "function") window.openInspector(traceId, spanId);
