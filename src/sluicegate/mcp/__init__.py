@@ -16,6 +16,7 @@ from sluicegate.mcp.config import MCPConfigError
 if TYPE_CHECKING:
     from sluicegate.mcp.client import MCPClient
     from sluicegate.mcp.connection import MCPConnectionError, MCPTimeoutError
+    from sluicegate.mcp.elicitation import MCPElicitationGoneError, MCPElicitationInputError
     from sluicegate.mcp.server import MCPServer
     from sluicegate.mcp.tools import MCPToolError
 
@@ -23,6 +24,8 @@ __all__ = [
     "MCPClient",
     "MCPConfigError",
     "MCPConnectionError",
+    "MCPElicitationGoneError",
+    "MCPElicitationInputError",
     "MCPServer",
     "MCPTimeoutError",
     "MCPToolError",
@@ -34,6 +37,8 @@ __getattr__ = lazy_attributes(
         "MCPClient": "client",
         "MCPConnectionError": "connection",
         "MCPTimeoutError": "connection",
+        "MCPElicitationGoneError": "elicitation",
+        "MCPElicitationInputError": "elicitation",
         "MCPToolError": "tools",
         "MCPServer": "server",
     },

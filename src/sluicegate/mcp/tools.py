@@ -18,6 +18,13 @@ from typing import TYPE_CHECKING, Any
 from sluicegate.errors import ToolError
 from sluicegate.mcp.config import ServerConfig
 from sluicegate.mcp.connection import ServerConnection, describe
+from sluicegate.mcp.elicitation import (
+    DEFAULT_ELICITATION_TIMEOUT,
+    PAYLOAD_TYPE,
+    Questions,
+    call_tool,
+    check_answer,
+)
 from sluicegate.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -44,11 +51,31 @@ def needs_approval(config: ServerConfig, annotations: dict[str, Any] | None) -> 
     return bool(policy)
 
 
-def build_tool(connection: ServerConnection, listed: mcp_types.Tool, is_open: Any) -> Tool | None:
+class MCPTool(Tool):
+    """An MCP server's tool. Its resume data answers the question the server asked mid-call
+    (see `elicitation`), checked against that question's schema before the run is claimed."""
+
+    server: str = ""
+
+    def validate_resume_data(self, data: Any, *, suspend_payload: Any = None) -> Any:
+        asked = (
+            suspend_payload
+            if isinstance(suspend_payload, dict) and suspend_payload.get("type") == PAYLOAD_TYPE
+            else None
+        )
+        check_answer(data, asked, self.server)  # the call checks it again against the open question
+        return data
+
+
+def build_tool(
+    connection: ServerConnection, listed: mcp_types.Tool, is_open: Any, questions: Questions | None = None
+) -> Tool | None:
     """The sluicegate tool for one listed MCP tool; None (logged) when its input schema is not
     a valid JSON schema, so one bad tool does not hide the server's others. `is_open()` says
     whether the client that listed it is still open: a closed client's tools fail as tool
-    errors instead of starting the server again."""
+    errors instead of starting the server again. `questions` holds the calls waiting for a
+    person's answer to the server's question (its own when none is given)."""
+    questions = questions if questions is not None else Questions(DEFAULT_ELICITATION_TIMEOUT)
     config = connection.config
     name = listed.name
     if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
@@ -67,13 +94,11 @@ def build_tool(connection: ServerConnection, listed: mcp_types.Tool, is_open: An
         if not is_open():
             raise ToolError(f"the MCP client serving {config.name!r} is closed; tool {name!r} was not called")
         arguments = input if isinstance(input, dict) else {}
-        result = await connection.request(
-            lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}"
-        )
-        return tool_output(result, config.name, name)
+        result = await call_tool(connection, questions, name, arguments, context)
+        return None if result is None else tool_output(result, config.name, name)
 
     try:
-        return Tool(
+        built = MCPTool(
             id=f"{config.name}_{name}",
             description=listed.description or "",
             input_schema=schema,
@@ -84,6 +109,8 @@ def build_tool(connection: ServerConnection, listed: mcp_types.Tool, is_open: An
     except Exception as exc:
         log.error("MCP server %r: tool %r left out: %s", config.name, name, describe(exc))
         return None
+    built.server = config.name
+    return built
 
 
 def tool_output(result: Any, server: str, tool: str) -> Any:

@@ -217,8 +217,10 @@ class Tool:
             )
             raise ToolInputError(f"invalid input for tool {self.id!r}: {problems}") from exc
 
-    def validate_resume_data(self, data: Any) -> Any:
-        """`resume_stream`'s data checked against `resume_schema` (as given when there is none)."""
+    def validate_resume_data(self, data: Any, *, suspend_payload: Any = None) -> Any:
+        """`resume_stream`'s data checked against `resume_schema` (as given when there is none).
+        `suspend_payload` is what the call suspended with, for a tool whose answer's schema
+        comes with its question (an MCP server's elicitation)."""
         if self._resume_check is None:
             return data
         return _plain(check_schema(self._resume_check, data, f"resume data for tool {self.id!r}"))

@@ -1,0 +1,280 @@
+"""Elicitation: an MCP server asking the user for input in the middle of a tool call, as a
+suspended run.
+
+The server's question (`elicitation/create`, or an input request of the 2026-07-28 protocol,
+both of which the SDK hands to the client's elicitation callback) arrives while the call is in
+flight. The tool suspends the run with the question (`tool-call-suspended`, its
+`suspend_payload` the server's message and JSON schema), the call stays open in this process,
+parked under the run's tool call (`Questions`), and `resume_stream(resume_data=...)` runs the
+tool again, which answers the parked question and waits for the call's result (or its next
+question). The answer is `{"action": "accept", "content": {...}}` (content checked against the
+server's schema), `{"action": "decline"}` or `{"action": "cancel"}`.
+
+The call is kept, not made again: making it again would run the tool's side effects twice, and
+a server's question belongs to one call of one connection. So the stored run survives a restart
+but the question does not: resuming it in another process, after the client closed, or after
+the question waited longer than `elicitation_timeout` (it is answered `cancel` then) is an
+`MCPElicitationGoneError` the model reads, never a wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import jsonschema
+import pydantic
+from mcp_types import CallToolResult, ElicitRequestFormParams, ElicitRequestParams, ElicitResult
+
+from sluicegate.errors import ToolError
+from sluicegate.mcp.connection import MCPTimeoutError, ServerConnection
+from sluicegate.tools import ToolContext
+from sluicegate.tools.tool import ToolInputError
+
+log = logging.getLogger("sluicegate.mcp")
+
+PAYLOAD_TYPE = "mcp-elicitation"
+"""`suspend_payload["type"]` of a run suspended by a server's question."""
+
+DEFAULT_ELICITATION_TIMEOUT = 600.0
+"""Seconds a server's question waits for a person before it is answered `cancel`."""
+
+ACTIONS = ("accept", "decline", "cancel")
+
+
+class MCPElicitationGoneError(ToolError):
+    """The server's question this resume answers is no longer open in this process."""
+
+
+class MCPElicitationInputError(ToolInputError):
+    """Resume data that does not answer the server's question (shape, or its JSON schema)."""
+
+
+class Question:
+    """One question from a server, and the future its answer is set on."""
+
+    __slots__ = ("answer", "params")
+
+    def __init__(self, params: ElicitRequestParams) -> None:
+        self.params = params
+        self.answer: asyncio.Future[ElicitResult] = asyncio.get_running_loop().create_future()
+
+    def reply(self, result: ElicitResult) -> None:
+        if not self.answer.done():
+            self.answer.set_result(result)
+
+    def payload(self, server: str) -> dict[str, Any]:
+        """What the suspended run carries: the server, its message, its schema (form mode) or
+        its URL (url mode)."""
+        params = self.params
+        out: dict[str, Any] = {
+            "type": PAYLOAD_TYPE,
+            "server": server,
+            "mode": params.mode,
+            "message": params.message,
+        }
+        if isinstance(params, ElicitRequestFormParams):
+            out["requestedSchema"] = params.requested_schema
+        else:
+            out["url"] = params.url
+        return out
+
+
+class OpenCall:
+    """One `tools/call` in flight whose server may ask questions: `next()` waits (bounded by
+    the server's timeout) for its result or its next question."""
+
+    def __init__(
+        self, connection: ServerConnection, name: str, arguments: dict[str, Any], askable: bool
+    ) -> None:
+        self.connection = connection
+        self._questions: asyncio.Queue[Question] = asyncio.Queue()
+        self._asked: list[Question] = []
+        if askable:
+            connection.open_calls.append(self)
+        self.task = asyncio.ensure_future(
+            connection.request(
+                lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}", bounded=False
+            )
+        )
+        self.name = name
+
+    @property
+    def asking(self) -> bool:
+        return any(not q.answer.done() for q in self._asked)
+
+    @property
+    def finished(self) -> bool:
+        return self.task.done()
+
+    def ask(self, params: ElicitRequestParams) -> asyncio.Future[ElicitResult]:
+        """A question for this call: `next()` returns it, in the order asked."""
+        question = Question(params)
+        self._asked = [q for q in self._asked if not q.answer.done()] + [question]
+        self._questions.put_nowait(question)
+        return question.answer
+
+    async def next(self) -> CallToolResult | Question:
+        """The call's result (raising what the call raised) or the server's next question."""
+        timeout = self.connection.config.timeout
+        getter = asyncio.ensure_future(self._questions.get())
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.wait({getter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        except TimeoutError as exc:
+            self.cancel()
+            raise MCPTimeoutError(
+                f"MCP server {self.connection.config.name!r}: the call of tool {self.name!r} "
+                f"got no answer within {timeout:g} s"
+            ) from exc
+        except BaseException:
+            self.cancel()
+            raise
+        finally:
+            if not getter.done():
+                getter.cancel()
+        if not self.task.done():
+            return getter.result()
+        self._finish()
+        return self.task.result()
+
+    def _finish(self) -> None:
+        if self in self.connection.open_calls:
+            self.connection.open_calls.remove(self)
+        for question in self._asked:  # asked as the call ended or was dropped: nobody will answer
+            question.reply(ElicitResult(action="cancel"))
+
+    def cancel(self) -> None:
+        """Give up on the call: its open question is answered `cancel`, the request cancelled."""
+        self._finish()
+        self.task.cancel()
+        self.task.add_done_callback(_quiet)
+
+
+def _quiet(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: an abandoned call's failure is not "never retrieved"
+
+
+class Questions:
+    """The questions waiting for a person, by `run_id:tool_call_id`, each with its open call;
+    one waits at most `wait` seconds, then is answered `cancel` and its call dropped."""
+
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+        self._parked: dict[str, tuple[OpenCall, Question, asyncio.TimerHandle]] = {}
+
+    def __len__(self) -> int:
+        return len(self._parked)
+
+    def park(self, key: str, call: OpenCall, question: Question) -> None:
+        self._drop(key)
+        timer = asyncio.get_running_loop().call_later(self.wait, self._drop, key)
+        self._parked[key] = (call, question, timer)
+
+    def peek(self, key: str) -> Question | None:
+        entry = self._parked.get(key)
+        return None if entry is None else entry[1]
+
+    def take(self, key: str) -> OpenCall | None:
+        entry = self._parked.pop(key, None)
+        if entry is None:
+            return None
+        entry[2].cancel()
+        return entry[0]
+
+    def _drop(self, key: str) -> None:
+        entry = self._parked.pop(key, None)
+        if entry is not None:
+            entry[2].cancel()
+            entry[0].cancel()
+
+    def close(self) -> None:
+        """Every parked question answered `cancel`, every call dropped (the client closes)."""
+        for key in list(self._parked):
+            self._drop(key)
+
+
+async def call_tool(
+    connection: ServerConnection,
+    questions: Questions,
+    name: str,
+    arguments: dict[str, Any],
+    context: ToolContext,
+) -> CallToolResult | None:
+    """Call tool `name`, or continue the call parked under this tool call with the resume
+    data; None when the run suspends on a question (`context.suspend` was called)."""
+    key = context.idempotency_key
+    if context.resume_data is not None:
+        if key is None or (question := questions.peek(key)) is None:
+            raise MCPElicitationGoneError(
+                f"MCP server {connection.config.name!r}: the question tool {name!r} asked is no longer "
+                "open (it was asked in another process or before a restart, its client closed, or it "
+                "waited too long); the call did not finish: call the tool again"
+            )
+        answer = check_answer(context.resume_data, question.params, connection.config.name)
+        call = questions.take(key)
+        assert call is not None
+        question.reply(answer)
+    else:
+        call = OpenCall(connection, name, arguments, askable=key is not None)
+    outcome = await call.next()
+    if isinstance(outcome, Question):
+        assert key is not None
+        questions.park(key, call, outcome)
+        await context.suspend(outcome.payload(connection.config.name))
+        return None
+    return outcome
+
+
+def check_answer(data: Any, params: ElicitRequestParams | dict[str, Any] | None, server: str) -> ElicitResult:
+    """Resume data as the answer to a question (its params, or the suspended run's payload;
+    None: the shape only): `MCPElicitationInputError` naming what is wrong, with the content
+    checked against the server's schema."""
+    where = f"the answer to MCP server {server!r}'s question"
+    if not isinstance(data, dict) or data.get("action") not in ACTIONS or set(data) - {"action", "content"}:
+        raise MCPElicitationInputError(
+            f"{where} must be {{'action': 'accept', 'content': {{...}}}}, {{'action': 'decline'}} or "
+            f"{{'action': 'cancel'}}; got {_short(data)}"
+        )
+    action, content = data["action"], data.get("content")
+    if isinstance(params, dict):
+        mode, schema = params.get("mode"), params.get("requestedSchema")
+    elif params is not None:
+        mode = params.mode
+        schema = params.requested_schema if isinstance(params, ElicitRequestFormParams) else None
+    else:
+        mode, schema = None, None
+    if action != "accept" or mode == "url":
+        if content is not None:
+            raise MCPElicitationInputError(f"{where}: content goes only with 'accept' on a form question")
+        return ElicitResult(action=action)
+    if not isinstance(content, dict):
+        raise MCPElicitationInputError(f"{where}: 'accept' needs content, a dict of the form's values")
+    if params is not None:
+        _check_content(content, schema, where)
+    try:
+        return ElicitResult(action="accept", content=content)
+    except pydantic.ValidationError as exc:
+        raise MCPElicitationInputError(
+            f"invalid content for {where}: values must be strings, numbers, booleans, string lists or null"
+        ) from exc
+
+
+def _check_content(content: dict[str, Any], schema: Any, where: str) -> None:
+    if not isinstance(schema, dict):
+        raise MCPElicitationInputError(f"{where}: the question has no schema to check the content against")
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:  # fail closed: an answer that cannot be checked is refused
+        raise MCPElicitationInputError(f"{where}: the server's schema is not valid: {exc.message}") from exc
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(content), key=lambda e: list(e.path))
+    if errors:
+        detail = "; ".join(f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in errors[:5])
+        raise MCPElicitationInputError(f"invalid content for {where}: {detail}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 200 else text[:200] + "…"
