@@ -11,8 +11,7 @@ import pytest_asyncio
 from tests.mcp.helpers import fixture_server
 
 from sluicegate import Agent
-from sluicegate.mcp import MCPClient
-from sluicegate.mcp import MCPElicitationInputError
+from sluicegate.mcp import MCPClient, MCPElicitationInputError
 from sluicegate.storage import InMemorySuspendedRunStore
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import ToolContext
