@@ -6,7 +6,9 @@
 `ClientSession` (initialize handshake, `call_tool`), once behind the SDK's `Client` (which
 `MCPClient` builds on: protocol discovery, the modern protocol when the server speaks it), once
 behind `MCPClient` (the tool sluicegate's agent calls: input validation, the per-call timeout,
-the result turned into what the model reads). Each makes `--calls` calls of
+the result turned into what the model reads), both as a call outside a run and as a call in a
+run (`in run`: a tool call the server may ask a question during, see `mcp/elicitation.py`).
+Each makes `--calls` calls of
 `get_current_time`, in alternating rounds so machine noise falls on all three alike, and prints
 the median and the difference of medians.
 
@@ -42,7 +44,7 @@ async def timed(call: Callable[[], Awaitable[Any]], samples: list[float], count:
 
 
 async def main(calls: int) -> None:
-    samples: dict[str, list[float]] = {"ClientSession": [], "Client": [], "MCPClient": []}
+    samples: dict[str, list[float]] = {"ClientSession": [], "Client": [], "MCPClient": [], "in run": []}
     async with (
         stdio_client(SERVER) as (read, write),
         ClientSession(read, write) as session,
@@ -52,14 +54,19 @@ async def main(calls: int) -> None:
         await session.initialize()
         tool = (await mcp.list_tools())["time_get_current_time"]
         context = ToolContext(tool_call_id="bench")
+        in_run = ToolContext(tool_call_id="bench", idempotency_key="run:bench")
 
         async def through_sluicegate() -> Any:
             return await tool.execute(tool.validate(ARGS), context)
+
+        async def in_a_run() -> Any:
+            return await tool.execute(tool.validate(ARGS), in_run)
 
         ways: dict[str, Callable[[], Awaitable[Any]]] = {
             "ClientSession": lambda: session.call_tool("get_current_time", ARGS),
             "Client": lambda: client.call_tool("get_current_time", ARGS),
             "MCPClient": through_sluicegate,
+            "in run": in_a_run,
         }
         for call in ways.values():  # warm up
             await timed(call, [], 10)
@@ -71,6 +78,7 @@ async def main(calls: int) -> None:
         print(f"{name:>13}: median {value:.3f} ms per call ({calls} calls)")
     print(f"MCPClient over ClientSession: {medians['MCPClient'] - medians['ClientSession']:+.3f} ms")
     print(f"MCPClient over Client:        {medians['MCPClient'] - medians['Client']:+.3f} ms")
+    print(f"in run over ClientSession:    {medians['in run'] - medians['ClientSession']:+.3f} ms")
 
 
 if __name__ == "__main__":

@@ -85,14 +85,11 @@ class OpenCall:
     """One `tools/call` in flight whose server may ask questions: `next()` waits (bounded by
     the server's timeout) for its result or its next question."""
 
-    def __init__(
-        self, connection: ServerConnection, name: str, arguments: dict[str, Any], askable: bool
-    ) -> None:
+    def __init__(self, connection: ServerConnection, name: str, arguments: dict[str, Any]) -> None:
         self.connection = connection
         self._questions: asyncio.Queue[Question] = asyncio.Queue()
         self._asked: list[Question] = []
-        if askable:
-            connection.open_calls.append(self)
+        connection.open_calls.append(self)
         self.task = asyncio.ensure_future(
             connection.request(
                 lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}", bounded=False
@@ -217,8 +214,12 @@ async def call_tool(
         call = questions.take(key)
         assert call is not None
         question.reply(answer)
+    elif key is None or not connection.elicitation:  # nobody to ask: a plain call, no task
+        return await connection.request(
+            lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}"
+        )
     else:
-        call = OpenCall(connection, name, arguments, askable=key is not None)
+        call = OpenCall(connection, name, arguments)
     outcome = await call.next()
     if isinstance(outcome, Question):
         assert key is not None
