@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import Any
 
 import jsonschema
@@ -87,15 +88,17 @@ class OpenCall:
 
     def __init__(self, connection: ServerConnection, name: str, arguments: dict[str, Any]) -> None:
         self.connection = connection
-        self._questions: asyncio.Queue[Question] = asyncio.Queue()
-        self._asked: list[Question] = []
+        self.name = name
+        self._waiting: deque[Question] = deque()  # asked, not yet returned by `next()`
+        self._asked: list[Question] = []  # returned or not, the ones still unanswered
+        self._waiter: asyncio.Future[None] | None = None
         connection.open_calls.append(self)
         self.task = asyncio.ensure_future(
             connection.request(
                 lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}", bounded=False
             )
         )
-        self.name = name
+        self.task.add_done_callback(self._wake)
 
     @property
     def asking(self) -> bool:
@@ -109,32 +112,37 @@ class OpenCall:
         """A question for this call: `next()` returns it, in the order asked."""
         question = Question(params)
         self._asked = [q for q in self._asked if not q.answer.done()] + [question]
-        self._questions.put_nowait(question)
+        self._waiting.append(question)
+        self._wake()
         return question.answer
+
+    def _wake(self, _: Any = None) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     async def next(self) -> CallToolResult | Question:
         """The call's result (raising what the call raised) or the server's next question."""
-        timeout = self.connection.config.timeout
-        getter = asyncio.ensure_future(self._questions.get())
-        try:
-            async with asyncio.timeout(timeout):
-                await asyncio.wait({getter, self.task}, return_when=asyncio.FIRST_COMPLETED)
-        except TimeoutError as exc:
-            self.cancel()
-            raise MCPTimeoutError(
-                f"MCP server {self.connection.config.name!r}: the call of tool {self.name!r} "
-                f"got no answer within {timeout:g} s"
-            ) from exc
-        except BaseException:
-            self.cancel()
-            raise
-        finally:
-            if not getter.done():
-                getter.cancel()
-        if not self.task.done():
-            return getter.result()
-        self._finish()
-        return self.task.result()
+        if not self.task.done() and not self._waiting:
+            timeout = self.connection.config.timeout
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self._waiter
+            except TimeoutError as exc:
+                self.cancel()
+                raise MCPTimeoutError(
+                    f"MCP server {self.connection.config.name!r}: the call of tool {self.name!r} "
+                    f"got no answer within {timeout:g} s"
+                ) from exc
+            except BaseException:
+                self.cancel()
+                raise
+            finally:
+                self._waiter = None
+        if self.task.done():
+            self._finish()
+            return self.task.result()
+        return self._waiting.popleft()
 
     def _finish(self) -> None:
         if self in self.connection.open_calls:

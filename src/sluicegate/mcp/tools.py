@@ -15,6 +15,8 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+from mcp_types import CallToolResult
+
 from sluicegate.errors import ToolError
 from sluicegate.mcp.config import ServerConfig
 from sluicegate.mcp.connection import ServerConnection, describe
@@ -116,8 +118,6 @@ def build_tool(
 def tool_output(result: Any, server: str, tool: str) -> Any:
     """What the model reads: the structured result when the tool declares one, else its
     content blocks in MCP's JSON shape. `isError` raises `MCPToolError` with the tool's text."""
-    from mcp_types import CallToolResult
-
     if not isinstance(result, CallToolResult):
         raise MCPToolError(f"MCP server {server!r}: tool {tool!r} answered with a {type(result).__name__}")
     if result.is_error:
