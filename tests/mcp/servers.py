@@ -93,6 +93,16 @@ def book(flight: str, seats: Annotated[ElicitationResult[Seats], Resolve(ask_sea
     return f"booked {seats.data.seats} seats on {flight}, window={seats.data.window}"
 
 
+def ask_at_length(flight: str) -> Elicit[Seats]:
+    return Elicit(f"How many seats on {flight}? " + "Please read the terms. " * 4000, Seats)
+
+
+@server.tool()
+def book_verbosely(flight: str, seats: Annotated[ElicitationResult[Seats], Resolve(ask_at_length)]) -> str:
+    """Asks a question of 90 000 characters."""
+    return f"answered {seats.action}"
+
+
 @server.tool()
 def book_with_meal(
     flight: str,

@@ -107,6 +107,15 @@ async def test_a_second_question_in_the_same_call_suspends_again(mcp: MCPClient)
     assert answer_text(result) == "booked 1 seats on SK123 with meal veg"
 
 
+async def test_a_question_too_large_to_store_is_a_tool_error(mcp: MCPClient) -> None:
+    agent = booking_agent(await mcp.list_tools(), tool="fx_book_verbosely")
+    result = await agent.generate("book me")
+    assert result.finish_reason == "stop"
+    (error,) = result.steps[0].tool_errors
+    assert "at most 64000" in str(error.payload.error) and "answered 'cancel'" in str(error.payload.error)
+    assert mcp.open_questions == 0
+
+
 async def test_a_question_that_is_gone_is_a_tool_error_not_a_wait() -> None:
     """The stored run outlives the process that asked (a restart is a new client): resuming
     it is a tool error the model reads, at once."""

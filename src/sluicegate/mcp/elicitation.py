@@ -20,6 +20,7 @@ the question waited longer than `elicitation_timeout` (it is answered `cancel` t
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import deque
 from typing import Any
@@ -41,10 +42,18 @@ PAYLOAD_TYPE = "mcp-elicitation"
 DEFAULT_ELICITATION_TIMEOUT = 600.0
 """Seconds a server's question waits for a person before it is answered `cancel`."""
 
+MAX_QUESTION_CHARS = 64_000
+"""The largest question (message and schema, as JSON) a run suspends with: it is stored with the
+run and shown to a person; a larger one is answered `cancel` and the call is a tool error."""
+
 ACTIONS = ("accept", "decline", "cancel")
 
 
-class MCPElicitationGoneError(ToolError):
+class MCPElicitationError(ToolError):
+    """A server's question could not be asked or answered: the call ends as a tool error."""
+
+
+class MCPElicitationGoneError(MCPElicitationError):
     """The server's question this resume answers is no longer open in this process."""
 
 
@@ -231,8 +240,16 @@ async def call_tool(
     outcome = await call.next()
     if isinstance(outcome, Question):
         assert key is not None
+        payload = outcome.payload(connection.config.name)
+        size = len(json.dumps(payload, ensure_ascii=False))
+        if size > MAX_QUESTION_CHARS:  # stored with the run and shown to a person: bounded
+            call.cancel()
+            raise MCPElicitationError(
+                f"MCP server {connection.config.name!r}: tool {name!r} asked a question of {size} "
+                f"characters (at most {MAX_QUESTION_CHARS}); it was answered 'cancel'"
+            )
         questions.park(key, call, outcome)
-        await context.suspend(outcome.payload(connection.config.name))
+        await context.suspend(payload)
         return None
     return outcome
 
