@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections import deque
 from typing import Any
 
@@ -33,8 +32,6 @@ from sluicegate.errors import ToolError
 from sluicegate.mcp.connection import MCPTimeoutError, ServerConnection
 from sluicegate.tools import ToolContext
 from sluicegate.tools.tool import ToolInputError
-
-log = logging.getLogger("sluicegate.mcp")
 
 PAYLOAD_TYPE = "mcp-elicitation"
 """`suspend_payload["type"]` of a run suspended by a server's question."""
