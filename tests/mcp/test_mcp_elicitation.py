@@ -137,13 +137,26 @@ async def test_a_question_nobody_answers_is_cancelled_after_the_elicitation_time
         agent = booking_agent(await mcp.list_tools())
         run_id, _ = await suspend(agent)
         assert mcp.open_questions == 1
-        for _ in range(100):
-            if mcp.open_questions == 0:
-                break
-            await _tick()
-        assert mcp.open_questions == 0
+        await _drained(mcp)
         chunks = await resumed_result(agent, run_id, {"action": "decline"})
-    assert "no longer open" in str(next(c for c in chunks if c.type == "tool-error").payload.error)
+        assert "no longer open" in str(next(c for c in chunks if c.type == "tool-error").payload.error)
+        # decline_tool_call never runs the tool again: the model reads the reason at once, and
+        # the server's question waits out the same timeout before it hears cancel.
+        declined_agent = booking_agent(await mcp.list_tools())
+        declined_run, _ = await suspend(declined_agent)
+        declined = await declined_agent.decline_tool_call(run_id=declined_run, reason="not now")
+        kinds = [c.type async for c in declined.full_stream]
+        assert "tool-output-denied" in kinds and kinds[-1] == "finish"
+        assert mcp.open_questions == 1
+        await _drained(mcp)
+
+
+async def _drained(mcp: MCPClient) -> None:
+    for _ in range(100):
+        if mcp.open_questions == 0:
+            return
+        await _tick()
+    raise AssertionError(f"{mcp.open_questions} question(s) still open")
 
 
 async def test_without_elicitation_the_client_does_not_offer_it_and_the_run_goes_on() -> None:
