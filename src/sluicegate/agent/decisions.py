@@ -178,5 +178,5 @@ def decide(
     text = decline_reason(reason) if action == "decline" else DEFAULT_DECLINE_REASON
     if action == "resume" and tool is not None:
         # ToolInputError names the problem; the payload carries a question's own schema (MCP's)
-        resume_data = tool.validate_resume_data(resume_data, suspend_payload=call.suspend_payload)
+        resume_data = tool.validate_resume(resume_data, suspend_payload=call.suspend_payload)
     return Decision(action, call.tool_call_id, text, resume_data if action == "resume" else None)

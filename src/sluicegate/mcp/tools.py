@@ -57,9 +57,11 @@ class MCPTool(Tool):
     """An MCP server's tool. Its resume data answers the question the server asked mid-call
     (see `elicitation`), checked against that question's schema before the run is claimed."""
 
-    server: str = ""
+    def __init__(self, *, server: str, **tool: Any) -> None:
+        super().__init__(**tool)
+        self.server = server
 
-    def validate_resume_data(self, data: Any, *, suspend_payload: Any = None) -> Any:
+    def validate_resume(self, data: Any, *, suspend_payload: Any = None) -> Any:
         asked = (
             suspend_payload
             if isinstance(suspend_payload, dict) and suspend_payload.get("type") == PAYLOAD_TYPE
@@ -100,7 +102,8 @@ def build_tool(
         return None if result is None else tool_output(result, config.name, name)
 
     try:
-        built = MCPTool(
+        return MCPTool(
+            server=config.name,
             id=f"{config.name}_{name}",
             description=listed.description or "",
             input_schema=schema,
@@ -111,8 +114,6 @@ def build_tool(
     except Exception as exc:
         log.error("MCP server %r: tool %r left out: %s", config.name, name, describe(exc))
         return None
-    built.server = config.name
-    return built
 
 
 def tool_output(result: Any, server: str, tool: str) -> Any:

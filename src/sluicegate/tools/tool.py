@@ -217,13 +217,17 @@ class Tool:
             )
             raise ToolInputError(f"invalid input for tool {self.id!r}: {problems}") from exc
 
-    def validate_resume_data(self, data: Any, *, suspend_payload: Any = None) -> Any:
-        """`resume_stream`'s data checked against `resume_schema` (as given when there is none).
-        `suspend_payload` is what the call suspended with, for a tool whose answer's schema
-        comes with its question (an MCP server's elicitation)."""
+    def validate_resume_data(self, data: Any) -> Any:
+        """`resume_stream`'s data checked against `resume_schema` (as given when there is none)."""
         if self._resume_check is None:
             return data
         return _plain(check_schema(self._resume_check, data, f"resume data for tool {self.id!r}"))
+
+    def validate_resume(self, data: Any, *, suspend_payload: Any = None) -> Any:
+        """Resume data for a call that suspended with `suspend_payload`: `validate_resume_data`
+        unless a tool's answer is checked against its question (an MCP server's elicitation
+        carries its own schema in the payload)."""
+        return self.validate_resume_data(data)
 
     def context_schema(self) -> Any:
         """What `ToolContext.suspend` checks its payload against."""
