@@ -61,8 +61,11 @@ async def test_each_mcp_call_is_a_tool_activity_on_the_worker(temporal_server: A
             assert echo.payload.result == {"result": "hello"}
 
 
-async def test_a_servers_question_is_a_validated_workflow_update(temporal_server: Any) -> None:
-    async with MCPClient(servers={"fx": fixture_server()}, timeout=20) as mcp:
+@pytest.mark.parametrize("protocol", ["auto", "legacy"])
+async def test_a_servers_question_is_a_validated_workflow_update(temporal_server: Any, protocol: str) -> None:
+    """2026 protocol: the round travels in the workflow's payload (any worker can resume it);
+    2025 protocols: the worker holds the call open until the update's activity answers it."""
+    async with MCPClient(servers={"fx": fixture_server(protocol=protocol)}, timeout=20) as mcp:
         model = MockModel([tool_call_step(("c1", "fx_book", {"flight": "SK123"})), text_step("booked")])
         agent = Agent("travel", model=model, tools=await mcp.list_tools())
         async with durable(temporal_server, agent) as runs:
@@ -70,7 +73,7 @@ async def test_a_servers_question_is_a_validated_workflow_update(temporal_server
             first = await asyncio.wait_for(chunks_of(runs, agent, run_id), 60)
             assert first[-1].type == "tool-call-suspended"
             assert first[-1].payload.suspend_payload["message"] == "How many seats on SK123?"
-            assert mcp.open_questions == 1
+            assert mcp.open_questions == (1 if protocol == "legacy" else 0)
             with pytest.raises(InvalidInputError, match="seats"):
                 await runs.resume_stream(run_id, {"action": "accept", "content": {"seats": "two"}})
             resumed = await runs.resume_stream(run_id, {"action": "accept", "content": {"seats": 3}})

@@ -1,14 +1,20 @@
-"""A server's question mid-call (elicitation) suspends the run; `resume_stream` answers it."""
+"""A server's question mid-call (elicitation) suspends the run; `resume_stream` answers it.
+
+Both ways a server asks: the 2026 protocol's input requests (the default with the SDK's own
+server: the round travels with the run and the call is made again with the answers) and the
+2025 protocols' `elicitation/create` mid-call (`protocol="legacy"`: the call is held open in
+this process until the answer)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from tests.mcp.helpers import fixture_server
+from tests.mcp.test_mcp_http import serve
 
 from sluicegate import Agent
 from sluicegate.mcp import MCPClient, MCPElicitationInputError
@@ -19,10 +25,16 @@ from sluicegate.tools import ToolContext
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="module")]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def mcp() -> AsyncIterator[MCPClient]:
-    async with MCPClient(servers={"fx": fixture_server()}, timeout=20) as client:
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["auto", "legacy"])
+async def mcp(request: pytest.FixtureRequest) -> AsyncIterator[MCPClient]:
+    async with MCPClient(servers={"fx": fixture_server(protocol=request.param)}, timeout=20) as client:
         yield client
+
+
+def held(mcp: MCPClient) -> int:
+    """Questions this process holds while a run waits: one per waiting run on the 2025
+    protocols, none on the 2026 protocol (the round is in the run's payload)."""
+    return 1 if mcp.servers["fx"].protocol == "legacy" else 0
 
 
 def booking_agent(tools: dict[str, Any], tool: str = "fx_book", **kwargs: Any) -> Agent:
@@ -55,7 +67,8 @@ async def test_a_question_suspends_the_run_with_the_message_and_schema(mcp: MCPC
     assert question["type"] == "mcp-elicitation" and question["server"] == "fx"
     assert question["message"] == "How many seats on SK123?"
     assert question["requestedSchema"]["properties"]["seats"]["type"] == "integer"
-    assert mcp.open_questions == 1
+    assert ("round" in question) is (held(mcp) == 0)
+    assert mcp.open_questions == held(mcp)
     chunks = await resumed_result(
         agent, run_id, {"action": "accept", "content": {"seats": 2, "window": True}}
     )
@@ -116,15 +129,15 @@ async def test_a_question_too_large_to_store_is_a_tool_error(mcp: MCPClient) -> 
     assert mcp.open_questions == 0
 
 
-async def test_a_question_that_is_gone_is_a_tool_error_not_a_wait() -> None:
-    """The stored run outlives the process that asked (a restart is a new client): resuming
-    it is a tool error the model reads, at once."""
+async def test_a_held_question_that_is_gone_is_a_tool_error_not_a_wait() -> None:
+    """2025 protocols: the stored run outlives the process that asked (a restart is a new
+    client): resuming it is a tool error the model reads, at once."""
     store = InMemorySuspendedRunStore()
-    async with MCPClient(servers={"fx": fixture_server()}, timeout=20) as first:
+    async with MCPClient(servers={"fx": fixture_server(protocol="legacy")}, timeout=20) as first:
         agent = booking_agent(await first.list_tools(), suspended_runs=store)
         run_id, _ = await suspend(agent)
     assert first.open_questions == 0  # closing answered it (cancel) and dropped the call
-    async with MCPClient(servers={"fx": fixture_server()}, timeout=20) as second:
+    async with MCPClient(servers={"fx": fixture_server(protocol="legacy")}, timeout=20) as second:
         agent = booking_agent(await second.list_tools(), suspended_runs=store)
         chunks = await resumed_result(agent, run_id, {"action": "accept", "content": {"seats": 1}})
     error = next(c for c in chunks if c.type == "tool-error")
@@ -132,8 +145,44 @@ async def test_a_question_that_is_gone_is_a_tool_error_not_a_wait() -> None:
     assert chunks[-1].type == "finish"
 
 
-async def test_a_question_nobody_answers_is_cancelled_after_the_elicitation_timeout() -> None:
-    async with MCPClient(servers={"fx": fixture_server()}, timeout=20, elicitation_timeout=0.2) as mcp:
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[int]:
+    yield from serve("http")
+
+
+async def test_a_2026_question_survives_the_clients_restart(http_server: int) -> None:
+    """2026 protocol: the round is in the stored run, so another client (another process, after
+    a restart) makes the call again with the answer, and the server finishes it."""
+    store = InMemorySuspendedRunStore()
+    server = {"url": f"http://127.0.0.1:{http_server}/mcp"}
+    async with MCPClient(servers={"fx": server}, timeout=20) as first:
+        agent = booking_agent(await first.list_tools(), suspended_runs=store)
+        run_id, _ = await suspend(agent)
+    async with MCPClient(servers={"fx": server}, timeout=20) as second:
+        agent = booking_agent(await second.list_tools(), suspended_runs=store)
+        chunks = await resumed_result(agent, run_id, {"action": "accept", "content": {"seats": 4}})
+    result = next(c for c in chunks if c.type == "tool-result")
+    assert answer_text(result) == "booked 4 seats on SK123, window=False"
+
+
+async def test_a_2026_answer_to_a_restarted_server_is_the_servers_refusal_at_once() -> None:
+    """A stdio server restarts with its client, and its request state does not outlive it: the
+    resumed call is a tool error naming the refusal, not a wait."""
+    store = InMemorySuspendedRunStore()
+    async with MCPClient(servers={"fx": fixture_server()}, timeout=20) as first:
+        agent = booking_agent(await first.list_tools(), suspended_runs=store)
+        run_id, _ = await suspend(agent)
+    async with MCPClient(servers={"fx": fixture_server()}, timeout=20) as second:
+        agent = booking_agent(await second.list_tools(), suspended_runs=store)
+        chunks = await resumed_result(agent, run_id, {"action": "accept", "content": {"seats": 1}})
+    error = next(c for c in chunks if c.type == "tool-error")
+    assert "requestState" in str(error.payload.error)
+    assert chunks[-1].type == "finish"
+
+
+async def test_a_held_question_nobody_answers_is_cancelled_after_the_elicitation_timeout() -> None:
+    fixture = fixture_server(protocol="legacy")
+    async with MCPClient(servers={"fx": fixture}, timeout=20, elicitation_timeout=0.2) as mcp:
         agent = booking_agent(await mcp.list_tools())
         run_id, _ = await suspend(agent)
         assert mcp.open_questions == 1

@@ -182,6 +182,7 @@ class ServerConnection:
                     Client(
                         transport,
                         client_info=CLIENT_INFO,
+                        mode=self.config.protocol,
                         elicitation_callback=self._on_elicit if self.elicitation else None,
                     )
                 )

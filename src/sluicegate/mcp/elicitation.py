@@ -1,20 +1,23 @@
 """Elicitation: an MCP server asking the user for input in the middle of a tool call, as a
 suspended run.
 
-The server's question (`elicitation/create`, or an input request of the 2026-07-28 protocol,
-both of which the SDK hands to the client's elicitation callback) arrives while the call is in
-flight. The tool suspends the run with the question (`tool-call-suspended`, its
-`suspend_payload` the server's message and JSON schema), the call stays open in this process,
-parked under the run's tool call (`Questions`), and `resume_stream(resume_data=...)` runs the
-tool again, which answers the parked question and waits for the call's result (or its next
-question). The answer is `{"action": "accept", "content": {...}}` (content checked against the
-server's schema), `{"action": "decline"}` or `{"action": "cancel"}`.
+The tool suspends the run with the question (`tool-call-suspended`, its `suspend_payload` the
+server's message and JSON schema) and `resume_stream(resume_data=...)` runs the tool again with
+the answer: `{"action": "accept", "content": {...}}` (content checked against the server's
+schema, by `MCPTool.validate_resume` before the run is claimed and again here), `{"action":
+"decline"}` or `{"action": "cancel"}`. How the answer reaches the server depends on how it asked:
 
-The call is kept, not made again: making it again would run the tool's side effects twice, and
-a server's question belongs to one call of one connection. So the stored run survives a restart
-but the question does not: resuming it in another process, after the client closed, or after
-the question waited longer than `elicitation_timeout` (it is answered `cancel` then) is an
-`MCPElicitationGoneError` the model reads, never a wait.
+- The 2026-07-28 protocol: the call ends with the server's input requests and an opaque
+  `request_state`. The round (state, the request being asked, answers so far, the requests
+  still to ask) travels in the suspended run's payload, and the resumed tool makes the call
+  again with the answers, from any process: the question survives a restart for as long as
+  the server honours its state (a server that restarted refuses it: a tool error).
+- The 2025 protocols: the server sends `elicitation/create` while the call is in flight. The
+  call stays open in this process, parked under the run's tool call (`Questions`), and the
+  resumed tool answers it and waits for the call's result (or next question). It is not made
+  again (that would repeat its side effects): resuming it in another process, after the
+  client closed, or after `elicitation_timeout` (it is answered `cancel` then) is an
+  `MCPElicitationGoneError` the model reads, never a wait.
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from typing import Any
 
 import jsonschema
 import pydantic
-from mcp_types import CallToolResult, ElicitRequestFormParams, ElicitRequestParams, ElicitResult
+from mcp_types import (
+    CallToolResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestParams,
+    ElicitResult,
+    InputRequiredResult,
+)
 
 from sluicegate.errors import ToolError
 from sluicegate.mcp.connection import MCPTimeoutError, ServerConnection
@@ -72,9 +82,12 @@ class Question:
             self.answer.set_result(result)
 
     def payload(self, server: str) -> dict[str, Any]:
+        return Question.describe(self.params, server)
+
+    @staticmethod
+    def describe(params: ElicitRequestParams, server: str) -> dict[str, Any]:
         """What the suspended run carries: the server, its message, its schema (form mode) or
         its URL (url mode)."""
-        params = self.params
         out: dict[str, Any] = {
             "type": PAYLOAD_TYPE,
             "server": server,
@@ -92,17 +105,31 @@ class OpenCall:
     """One `tools/call` in flight whose server may ask questions: `next()` waits (bounded by
     the server's timeout) for its result or its next question."""
 
-    def __init__(self, connection: ServerConnection, name: str, arguments: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        connection: ServerConnection,
+        name: str,
+        arguments: dict[str, Any],
+        answers: dict[str, Any] | None = None,
+        state: str | None = None,
+    ) -> None:
         self.connection = connection
         self.name = name
         self._waiting: deque[Question] = deque()  # asked, not yet returned by `next()`
         self._asked: list[Question] = []  # returned or not, the ones still unanswered
         self._waiter: asyncio.Future[None] | None = None
         connection.open_calls.append(self)
-        self.task = asyncio.ensure_future(
-            connection.request(
-                lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}", bounded=False
+        responses = {k: ElicitResult.model_validate(v) for k, v in answers.items()} if answers else None
+
+        async def call(client: Any) -> Any:
+            # The session's call hands back the 2026 protocol's input requests (with their
+            # request state) instead of answering them itself, so they can outlive this process.
+            return await client.session.call_tool(
+                name, arguments, input_responses=responses, request_state=state, allow_input_required=True
             )
+
+        self.task = asyncio.ensure_future(
+            connection.request(call, f"the call of tool {name!r}", bounded=False)
         )
         self.task.add_done_callback(self._wake)
 
@@ -126,7 +153,7 @@ class OpenCall:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def next(self) -> CallToolResult | Question:
+    async def next(self) -> CallToolResult | InputRequiredResult | Question:
         """The call's result (raising what the call raised) or the server's next question."""
         if not self.task.done() and not self._waiting:
             timeout = self.connection.config.timeout
@@ -147,7 +174,8 @@ class OpenCall:
                 self._waiter = None
         if self.task.done():
             self._finish()
-            return self.task.result()
+            result: CallToolResult | InputRequiredResult = self.task.result()
+            return result
         return self._waiting.popleft()
 
     def _finish(self) -> None:
@@ -214,41 +242,136 @@ async def call_tool(
     arguments: dict[str, Any],
     context: ToolContext,
 ) -> CallToolResult | None:
-    """Call tool `name`, or continue the call parked under this tool call with the resume
-    data; None when the run suspends on a question (`context.suspend` was called)."""
+    """Call tool `name`, or continue it with the resume data (the answer to its question);
+    None when the run suspends on a question (`context.suspend` was called)."""
     key = context.idempotency_key
     if context.resume_data is not None:
-        if key is None or (question := questions.peek(key)) is None:
+        answer, asked = _resumed(context.resume_data)
+        question = questions.peek(key) if key is not None else None
+        round_ = asked.get("round") if isinstance(asked, dict) else None
+        if question is not None:  # the call is open in this process: answer it
+            reply = check_answer(answer, question.params, connection.config.name)
+            call = questions.take(key)  # type: ignore[arg-type]
+            assert call is not None
+            question.reply(reply)
+        elif isinstance(round_, dict):  # the 2026 protocol: the call is made again with the answers
+            reply = check_answer(answer, asked, connection.config.name)
+            answers = {
+                **round_["answers"],
+                round_["inputKey"]: reply.model_dump(mode="json", exclude_none=True),
+            }
+            return await _ask(
+                connection,
+                questions,
+                name,
+                arguments,
+                context,
+                round_["requestState"],
+                answers,
+                round_["waiting"],
+            )
+        else:
             raise MCPElicitationGoneError(
                 f"MCP server {connection.config.name!r}: the question tool {name!r} asked is no longer "
                 "open (it was asked in another process or before a restart, its client closed, or it "
                 "waited too long); the call did not finish: call the tool again"
             )
-        answer = check_answer(context.resume_data, question.params, connection.config.name)
-        call = questions.take(key)
-        assert call is not None
-        question.reply(answer)
     elif key is None or not connection.elicitation:  # nobody to ask: a plain call, no task
         return await connection.request(
             lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}"
         )
     else:
         call = OpenCall(connection, name, arguments)
+    return await _settle(connection, questions, name, arguments, context, call)
+
+
+async def _settle(
+    connection: ServerConnection,
+    questions: Questions,
+    name: str,
+    arguments: dict[str, Any],
+    context: ToolContext,
+    call: OpenCall,
+) -> CallToolResult | None:
+    """The call's result, or the run suspended on its next question."""
     outcome = await call.next()
+    if isinstance(outcome, InputRequiredResult):
+        waiting = [
+            [k, r.model_dump(mode="json", by_alias=True, exclude_none=True)]
+            for k, r in (outcome.input_requests or {}).items()
+        ]
+        return await _ask(connection, questions, name, arguments, context, outcome.request_state, {}, waiting)
     if isinstance(outcome, Question):
+        key = context.idempotency_key
         assert key is not None
-        payload = outcome.payload(connection.config.name)
-        size = len(json.dumps(payload, ensure_ascii=False))
-        if size > MAX_QUESTION_CHARS:  # stored with the run and shown to a person: bounded
-            call.cancel()
-            raise MCPElicitationError(
-                f"MCP server {connection.config.name!r}: tool {name!r} asked a question of {size} "
-                f"characters (at most {MAX_QUESTION_CHARS}); it was answered 'cancel'"
-            )
+        payload = _bounded(outcome.payload(connection.config.name), connection, name, call)
         questions.park(key, call, outcome)
         await context.suspend(payload)
         return None
     return outcome
+
+
+async def _ask(
+    connection: ServerConnection,
+    questions: Questions,
+    name: str,
+    arguments: dict[str, Any],
+    context: ToolContext,
+    state: str | None,
+    answers: dict[str, Any],
+    waiting: list[list[Any]],
+) -> CallToolResult | None:
+    """One round of the 2026 protocol's input requests: the run suspends on each question in
+    turn, carrying the round (request state, answers so far) in its payload, so any process
+    can make the call again once all are answered."""
+    if waiting:
+        key, request = waiting[0]
+        if request.get("method") != "elicitation/create":
+            raise MCPElicitationError(
+                f"MCP server {connection.config.name!r}: tool {name!r} asked for "
+                f"{request.get('method')!r}, which this client does not offer"
+            )
+        params = ElicitRequest.model_validate(request).params
+        payload = Question.describe(params, connection.config.name)
+        payload["round"] = {
+            "requestState": state,
+            "inputKey": key,
+            "answers": answers,
+            "waiting": waiting[1:],
+        }
+        await context.suspend(_bounded(payload, connection, name, None))
+        return None
+    call = OpenCall(connection, name, arguments, answers, state)
+    return await _settle(connection, questions, name, arguments, context, call)
+
+
+def _bounded(
+    payload: dict[str, Any], connection: ServerConnection, name: str, call: OpenCall | None
+) -> dict[str, Any]:
+    size = len(json.dumps(payload, ensure_ascii=False))
+    if size > MAX_QUESTION_CHARS:  # stored with the run and shown to a person: bounded
+        if call is not None:
+            call.cancel()
+        raise MCPElicitationError(
+            f"MCP server {connection.config.name!r}: tool {name!r} asked a question of {size} "
+            f"characters (at most {MAX_QUESTION_CHARS}); it was answered 'cancel'"
+        )
+    return payload
+
+
+ANSWER_KEY, QUESTION_KEY = "mcpAnswer", "mcpQuestion"
+"""Resume data as the tool receives it once checked (`MCPTool.validate_resume`): the answer and
+the question it answers (which an answer, `action` and `content` only, can never be confused with)."""
+
+
+def resumed(answer: Any, question: Any) -> dict[str, Any]:
+    return {ANSWER_KEY: answer, QUESTION_KEY: question}
+
+
+def _resumed(data: Any) -> tuple[Any, Any]:
+    if isinstance(data, dict) and set(data) == {ANSWER_KEY, QUESTION_KEY}:
+        return data[ANSWER_KEY], data[QUESTION_KEY]
+    return data, None
 
 
 def check_answer(data: Any, params: ElicitRequestParams | dict[str, Any] | None, server: str) -> ElicitResult:

@@ -26,6 +26,7 @@ from sluicegate.mcp.elicitation import (
     Questions,
     call_tool,
     check_answer,
+    resumed,
 )
 from sluicegate.tools import Tool, ToolContext
 
@@ -68,7 +69,7 @@ class MCPTool(Tool):
             else None
         )
         check_answer(data, asked, self.server)  # the call checks it again against the open question
-        return data
+        return resumed(data, asked)
 
 
 def build_tool(
