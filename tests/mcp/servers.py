@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 server = MCPServer(name="fixture", version="1.0.0", log_level="CRITICAL")
 
@@ -64,6 +66,54 @@ def die() -> str:
 def big(megabytes: int = 10) -> str:
     """Answers `megabytes` MB of text."""
     return "x" * (megabytes * 1024 * 1024)
+
+
+class Seats(BaseModel):
+    seats: int = Field(ge=1, le=9, description="How many seats")
+    window: bool = False
+
+
+class Meal(BaseModel):
+    meal: str
+
+
+def ask_seats(flight: str) -> Elicit[Seats]:
+    return Elicit(f"How many seats on {flight}?", Seats)
+
+
+def ask_meal(seats: Annotated[ElicitationResult[Seats], Resolve(ask_seats)]) -> Elicit[Meal]:
+    return Elicit("Which meal?", Meal)
+
+
+@server.tool()
+def book(flight: str, seats: Annotated[ElicitationResult[Seats], Resolve(ask_seats)]) -> str:
+    """Book seats on a flight, asking the user how many (elicitation)."""
+    if seats.action != "accept":
+        return f"not booked: {seats.action}"
+    return f"booked {seats.data.seats} seats on {flight}, window={seats.data.window}"
+
+
+def ask_at_length(flight: str) -> Elicit[Seats]:
+    return Elicit(f"How many seats on {flight}? " + "Please read the terms. " * 4000, Seats)
+
+
+@server.tool()
+def book_verbosely(flight: str, seats: Annotated[ElicitationResult[Seats], Resolve(ask_at_length)]) -> str:
+    """Asks a question of 90 000 characters."""
+    return f"answered {seats.action}"
+
+
+@server.tool()
+def book_with_meal(
+    flight: str,
+    seats: Annotated[ElicitationResult[Seats], Resolve(ask_seats)],
+    meal: Annotated[ElicitationResult[Meal], Resolve(ask_meal)],
+) -> str:
+    """Book a seat, then ask for a meal: two questions in one call."""
+    if seats.action != "accept":
+        return f"not booked: {seats.action}"
+    chosen = meal.data.meal if meal.action == "accept" else "none"
+    return f"booked {seats.data.seats} seats on {flight} with meal {chosen}"
 
 
 @server.resource("notes://readme", name="readme", mime_type="text/plain")

@@ -48,6 +48,7 @@ def test_server_names_must_make_clean_tool_names(name: str) -> None:
         ({"command": "python", "require_approval": "yes"}, "require_approval must be"),
         ({"url": "file:///etc/passwd"}, "url must be an http"),
         ({"url": "http://127.0.0.1/mcp", "transport": "websocket"}, "transport must be"),
+        ({"command": "python", "protocol": "2025-06-18"}, "protocol must be 'auto' or 'legacy'"),
     ],
 )
 def test_bad_values_are_named(definition: dict[str, Any], problem: str) -> None:
@@ -68,6 +69,10 @@ def test_client_options_are_checked() -> None:
         MCPClient(servers={"s": {"command": "python"}}, require_approval="sometimes")  # type: ignore[arg-type]
     with pytest.raises(MCPConfigError, match="timeout"):
         MCPClient(servers={"s": {"command": "python"}}, timeout=-1)
+    with pytest.raises(MCPConfigError, match="elicitation must be True or False"):
+        MCPClient(servers={"s": {"command": "python"}}, elicitation="yes")  # type: ignore[arg-type]
+    with pytest.raises(MCPConfigError, match="elicitation_timeout"):
+        MCPClient(servers={"s": {"command": "python"}}, elicitation_timeout=0)
     assert isinstance(MCPConfigError("x"), ConfigurationError)
 
 

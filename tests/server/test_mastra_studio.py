@@ -4,7 +4,8 @@ driven in Debian's chromium through Playwright with no browser flags.
 It connects, lists the agents, chats with the guarded agent (an email redacted, a tripwire
 shown), chats with the memory agent over agent signals (Studio's default) and checks the first
 exchange shows once, before and after a reload, runs a processor, opens a run's trace and the
-metrics page, and lists an eval report as a score. Any 4xx/5xx answer from the server fails the
+metrics page, lists an eval report as a score, and lists the app's MCP server and runs one of its
+tools. Any 4xx/5xx answer from the server fails the
 test, as does a route requested more than 20 times in one page load (a refetch loop). Mastra's
 own server answers 404 for the thread of a new chat until its first message; that one answer is
 expected.
@@ -272,13 +273,28 @@ def test_mastra_studio_drives_sluicegate(studio: dict[str, str], tmp_path: Path)
             page.get_by_text('{"examples":1,"phase":"input"}').wait_for()
             shot(page, "scorer", tmp_path)
 
+            # The app's MCP server is listed, with its tools, and one of them runs from its page.
+            visit("/mcps")
+            page.get_by_text("desk").first.wait_for()
+            visit("/mcps/desk")
+            page.get_by_text("ask_guarded", exact=True).first.wait_for()
+            page.get_by_text("/api/mcp/desk/sse").first.wait_for()
+            visit("/mcps/desk/tools/add")
+            numbers = page.locator("form input:visible")
+            numbers.nth(0).fill("2")
+            numbers.nth(1).fill("40")
+            with page.expect_response(re.compile(r"/api/mcp/desk/tools/add/execute")) as executed:
+                page.locator('form button[type="submit"]').click()
+            assert executed.value.json() == {"result": {"sum": 42}}
+            page.locator(".cm-content", has_text='"sum": 42').first.wait_for()
+            shot(page, "mcp-tool", tmp_path)
+
             # Every other view answers, without errors or loops.
             for view in (
                 "/agents/guarded/traces",
                 "/workflows",
                 "/datasets",
                 "/experiments",
-                "/mcps",
                 "/logs",
             ):
                 visit(view)

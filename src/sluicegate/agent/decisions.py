@@ -64,6 +64,9 @@ class PendingCall(Protocol):
     @property
     def kind(self) -> str: ...
 
+    @property
+    def suspend_payload(self) -> Any: ...
+
 
 class WrongDecisionError(InvalidInputError):
     """The decision is of the wrong kind for the call: it waits for `waits_for` instead."""
@@ -174,5 +177,6 @@ def decide(
     check_kind(action, call)
     text = decline_reason(reason) if action == "decline" else DEFAULT_DECLINE_REASON
     if action == "resume" and tool is not None:
-        resume_data = tool.validate_resume_data(resume_data)  # ToolInputError names the problem
+        # ToolInputError names the problem; the payload carries a question's own schema (MCP's)
+        resume_data = tool.validate_resume(resume_data, suspend_payload=call.suspend_payload)
     return Decision(action, call.tool_call_id, text, resume_data if action == "resume" else None)

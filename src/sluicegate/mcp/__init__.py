@@ -16,6 +16,11 @@ from sluicegate.mcp.config import MCPConfigError
 if TYPE_CHECKING:
     from sluicegate.mcp.client import MCPClient
     from sluicegate.mcp.connection import MCPConnectionError, MCPTimeoutError
+    from sluicegate.mcp.elicitation import (
+        MCPElicitationError,
+        MCPElicitationGoneError,
+        MCPElicitationInputError,
+    )
     from sluicegate.mcp.server import MCPServer
     from sluicegate.mcp.tools import MCPToolError
 
@@ -23,6 +28,9 @@ __all__ = [
     "MCPClient",
     "MCPConfigError",
     "MCPConnectionError",
+    "MCPElicitationError",
+    "MCPElicitationGoneError",
+    "MCPElicitationInputError",
     "MCPServer",
     "MCPTimeoutError",
     "MCPToolError",
@@ -34,6 +42,9 @@ __getattr__ = lazy_attributes(
         "MCPClient": "client",
         "MCPConnectionError": "connection",
         "MCPTimeoutError": "connection",
+        "MCPElicitationError": "elicitation",
+        "MCPElicitationGoneError": "elicitation",
+        "MCPElicitationInputError": "elicitation",
         "MCPToolError": "tools",
         "MCPServer": "server",
     },

@@ -27,6 +27,7 @@ from sluicegate.mcp.config import (
     parse_server,
 )
 from sluicegate.mcp.connection import ServerConnection, describe
+from sluicegate.mcp.elicitation import DEFAULT_ELICITATION_TIMEOUT, Questions
 from sluicegate.mcp.tools import build_tool
 from sluicegate.tools import Tool
 
@@ -38,7 +39,10 @@ T = TypeVar("T")
 class MCPClient:
     """Connections to the MCP servers in `servers` (name -> definition, see
     `sluicegate.mcp.config`). `require_approval`: `False` (default), `True`, or
-    `"unless-read-only"` (calls wait for a person unless the tool's `readOnlyHint` is true)."""
+    `"unless-read-only"` (calls wait for a person unless the tool's `readOnlyHint` is true).
+    `elicitation`: whether servers may ask the user for input mid-call (the run suspends with
+    the question, see `sluicegate.mcp.elicitation`); a question waits `elicitation_timeout`
+    seconds for its answer, then is answered `cancel`."""
 
     def __init__(
         self,
@@ -46,14 +50,20 @@ class MCPClient:
         servers: dict[str, dict[str, Any]],
         timeout: float = DEFAULT_TIMEOUT,
         require_approval: ApprovalPolicy = False,
+        elicitation: bool = True,
+        elicitation_timeout: float = DEFAULT_ELICITATION_TIMEOUT,
     ) -> None:
         if not isinstance(servers, dict) or not servers:
             raise MCPConfigError("MCPClient needs servers: a dict of server name -> definition")
         timeout = check_timeout(timeout, "MCPClient: timeout")
         policy = check_approval(require_approval, "MCPClient")
+        if not isinstance(elicitation, bool):
+            raise MCPConfigError(f"MCPClient: elicitation must be True or False, got {elicitation!r}")
+        wait = check_timeout(elicitation_timeout, "MCPClient: elicitation_timeout")
         configs = [parse_server(n, d, timeout=timeout, require_approval=policy) for n, d in servers.items()]
         self.servers: dict[str, ServerConfig] = {c.name: c for c in configs}
-        self._connections = {c.name: ServerConnection(c) for c in configs}
+        self._connections = {c.name: ServerConnection(c, elicitation=elicitation) for c in configs}
+        self._questions = Questions(wait)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -74,11 +84,17 @@ class MCPClient:
         """Stop every server this client started (or hang up on it) and wait until they are
         gone. Tools listed from it fail as tool errors afterwards; `async with` opens it again."""
         self._closed = True
+        self._questions.close()
         await asyncio.gather(*(c.close() for c in self._connections.values()))
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def open_questions(self) -> int:
+        """Servers' questions waiting for a person's answer (runs suspended by elicitation)."""
+        return len(self._questions)
 
     async def list_tools(self) -> dict[str, Tool]:
         """Every server's tools, named `<server>_<tool>`, for `Agent(tools=...)`. Servers start
@@ -101,7 +117,7 @@ class MCPClient:
         for _ in range(_PAGE_CAP):
             page = await self._request(server, _tools_page(cursor), "listing tools")
             for listed in page.tools:
-                built = build_tool(connection, listed, self._is_open)
+                built = build_tool(connection, listed, self._is_open, self._questions)
                 if built is not None:
                     tools[built.id] = built
             cursor = page.next_cursor

@@ -4,7 +4,8 @@ The shape is Mastra's `MastraMCPServerDefinition`, in Python's words: a stdio se
 `{"command": ..., "args": [...], "env": {...}, "cwd": ...}`, a remote one `{"url": ...,
 "headers": {...}}` (streamable HTTP, falling back to the older SSE transport; a URL ending in
 `/sse`, or `"transport": "sse"`, goes straight to SSE). Either may set `timeout` (seconds per
-request), `connect_timeout` and `require_approval`. Anything else is refused by name: a typo
+request), `connect_timeout`, `require_approval` and `protocol` (`"auto"`: the newest protocol
+both sides speak; `"legacy"`: the 2025 handshake protocols only). Anything else is refused by name: a typo
 such as `"header"` would otherwise send requests without the credentials meant for them.
 """
 
@@ -29,7 +30,7 @@ SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
 """Server names prefix tool names (`<server>_<tool>`), which providers limit to these
 characters; `_` is left out so the prefix stays unambiguous."""
 
-_COMMON_KEYS = frozenset(("timeout", "connect_timeout", "require_approval"))
+_COMMON_KEYS = frozenset(("timeout", "connect_timeout", "require_approval", "protocol"))
 _STDIO_KEYS = frozenset(("command", "args", "env", "cwd")) | _COMMON_KEYS
 _HTTP_KEYS = frozenset(("url", "headers", "transport")) | _COMMON_KEYS
 
@@ -51,6 +52,9 @@ class ServerConfig:
     timeout: float
     connect_timeout: float
     require_approval: ApprovalPolicy
+    protocol: Literal["auto", "legacy"] = "auto"
+    """`"legacy"`: only the initialize-handshake protocols (2025), for a server that
+    misbehaves with the 2026 protocol's discovery."""
     command: str | None = None
     args: tuple[str, ...] = ()
     env: dict[str, str] | None = None
@@ -112,7 +116,10 @@ def parse_server(name: Any, raw: Any, *, timeout: float, require_approval: Appro
             raw.get("connect_timeout", server_timeout), f"{where}: connect_timeout"
         ),
         "require_approval": check_approval(raw.get("require_approval", require_approval), where),
+        "protocol": raw.get("protocol", "auto"),
     }
+    if common["protocol"] not in ("auto", "legacy"):
+        raise MCPConfigError(f"{where}: protocol must be 'auto' or 'legacy', got {common['protocol']!r}")
     if has_command:
         return ServerConfig(
             command=_text(raw["command"], f"{where}: command"),

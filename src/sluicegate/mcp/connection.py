@@ -17,7 +17,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from sluicegate.errors import MissingExtraError, ToolError
 from sluicegate.mcp.config import ServerConfig
@@ -30,7 +30,7 @@ try:
     from mcp.client.sse import sse_client
     from mcp.client.stdio import stdio_client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, ElicitRequestParams, ElicitResult
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise MissingExtraError("mcp", extra="mcp", feature="sluicegate.mcp (MCP servers' tools)") from exc
 
@@ -58,11 +58,35 @@ class MCPTimeoutError(MCPConnectionError, TimeoutError):
     """An MCP server did not answer within its timeout."""
 
 
-class ServerConnection:
-    """One configured server: `request(op, what)` runs `op(client)` on a live connection."""
+class Askable(Protocol):
+    """A call in flight that a server's question (elicitation) may go to (`elicitation.OpenCall`)."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    @property
+    def asking(self) -> bool:
+        """Whether a question of this call waits for its answer."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the call has ended (no question can belong to it)."""
+
+    def ask(self, params: ElicitRequestParams) -> asyncio.Future[ElicitResult]:
+        """The future the answer will be set on."""
+
+
+class ServerConnection:
+    """One configured server: `request(op, what)` runs `op(client)` on a live connection.
+
+    `open_calls` are the calls in flight that can wait for a person: a question the server asks
+    (elicitation) goes to the oldest of them without a question open (else the oldest), and is
+    answered `cancel` when there is none (a call made where nobody can be asked). The protocol
+    does not say which call a question belongs to, so with concurrent askable calls to one
+    server a question may be shown under another of them; its answer still goes to the
+    question."""
+
+    def __init__(self, config: ServerConfig, *, elicitation: bool = True) -> None:
         self.config = config
+        self.elicitation = elicitation
+        self.open_calls: list[Askable] = []
         self._lock = asyncio.Lock()
         self._client: Client | None = None
         self._stop: asyncio.Event | None = None
@@ -74,17 +98,21 @@ class ServerConnection:
     def connected(self) -> bool:
         return self._client is not None and self._owner is not None and not self._owner.done()
 
-    async def request(self, op: Callable[[Client], Awaitable[T]], what: str) -> T:
-        """`op` on the live client, within the server's timeout; a dead connection is retired
-        so the next request starts the server again."""
+    async def request(self, op: Callable[[Client], Awaitable[T]], what: str, *, bounded: bool = True) -> T:
+        """`op` on the live client, within the server's timeout (`bounded=False`: no deadline,
+        for a call whose caller bounds each wait itself); a dead connection is retired so the
+        next request starts the server again."""
         client = self._client if self.connected else await self._connect()
         assert client is not None
-        name, timeout = self.config.name, self.config.timeout
+        name = self.config.name
+        timeout = self.config.timeout if bounded else None
         try:
             async with asyncio.timeout(timeout):
                 return await op(client)
         except TimeoutError as exc:
-            raise MCPTimeoutError(f"MCP server {name!r}: {what} got no answer within {timeout:g} s") from exc
+            raise MCPTimeoutError(
+                f"MCP server {name!r}: {what} got no answer within {self.config.timeout:g} s"
+            ) from exc
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
                 raise MCPTimeoutError(f"MCP server {name!r}: {what} timed out: {exc.message}") from exc
@@ -150,7 +178,14 @@ class ServerConnection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 transport = await self._transport(kind, stack)
-                client = await stack.enter_async_context(Client(transport, client_info=CLIENT_INFO))
+                client = await stack.enter_async_context(
+                    Client(
+                        transport,
+                        client_info=CLIENT_INFO,
+                        mode=self.config.protocol,
+                        elicitation_callback=self._on_elicit if self.elicitation else None,
+                    )
+                )
                 ready.set_result(client)
                 await stop.wait()
         except BaseException as exc:
@@ -165,6 +200,16 @@ class ServerConnection:
                 )
             if isinstance(exc, asyncio.CancelledError):
                 raise
+
+    async def _on_elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+        """A question from the server: to the oldest call in flight that can take it, whose
+        answer (a person's, or `cancel` when the wait ends) goes back to the server."""
+        calls = [call for call in self.open_calls if not call.finished]
+        if calls:
+            call = next((c for c in calls if not c.asking), calls[0])
+            return await call.ask(params)
+        log.info("MCP server %r asked for input with no call able to wait for a person", self.config.name)
+        return ElicitResult(action="cancel")
 
     async def _transport(self, kind: str, stack: contextlib.AsyncExitStack) -> Any:
         config = self.config

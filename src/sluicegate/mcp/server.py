@@ -30,7 +30,10 @@ from sluicegate.tools.tool import requires_approval
 
 try:
     import mcp_types
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
     from mcp.server.lowlevel import Server
+    from mcp.server.sse import SseServerTransport
     from mcp.server.stdio import stdio_server
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -38,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
-    from starlette.types import ASGIApp
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from sluicegate.agent import Agent
 
@@ -212,6 +215,40 @@ class MCPServer:
         """
         manager = StreamableHTTPSessionManager(app=self.sdk_server, stateless=True)
         return manager, StreamableHTTPASGIApp(manager)
+
+    def sse_endpoint(self, messages_path: str) -> SSEEndpoint:
+        """The older SSE transport (a GET opening an event stream, POSTs to `messages_path`),
+        for a host app to mount; see `SSEEndpoint`."""
+        return SSEEndpoint(self, messages_path)
+
+
+class SSEEndpoint:
+    """The older SSE transport for one server, for a host app to route to: `connect` answers
+    the GET that opens a session's event stream (and runs the session while it is open),
+    `post` the messages a client posts to `messages_path?session_id=...`. A session belongs to
+    the `owner` that opened it (the host's word for the caller: its identity and credential);
+    a post by anyone else is answered as if the session did not exist (the SDK's check)."""
+
+    def __init__(self, server: MCPServer, messages_path: str) -> None:
+        self._server = server
+        self._transport = SseServerTransport(messages_path)
+
+    async def connect(self, scope: Scope, receive: Receive, send: Send, *, owner: str) -> None:
+        scope["user"] = _principal(owner)
+        sdk = self._server.sdk_server
+        try:
+            async with self._transport.connect_sse(scope, receive, send) as (read, write):
+                await sdk.run(read, write, sdk.create_initialization_options())
+        except ValueError:  # refused by the SDK's request checks, which answered it already
+            return
+
+    async def post(self, scope: Scope, receive: Receive, send: Send, *, owner: str) -> None:
+        scope["user"] = _principal(owner)
+        await self._transport.handle_post_message(scope, receive, send)
+
+
+def _principal(owner: str) -> AuthenticatedUser:
+    return AuthenticatedUser(AccessToken(token="", client_id="sluicegate", scopes=[], subject=owner))
 
 
 def _result(value: Any) -> mcp_types.CallToolResult:

@@ -15,9 +15,19 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
+from mcp_types import CallToolResult
+
 from sluicegate.errors import ToolError
 from sluicegate.mcp.config import ServerConfig
 from sluicegate.mcp.connection import ServerConnection, describe
+from sluicegate.mcp.elicitation import (
+    DEFAULT_ELICITATION_TIMEOUT,
+    PAYLOAD_TYPE,
+    Questions,
+    call_tool,
+    check_answer,
+    resumed,
+)
 from sluicegate.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -44,11 +54,33 @@ def needs_approval(config: ServerConfig, annotations: dict[str, Any] | None) -> 
     return bool(policy)
 
 
-def build_tool(connection: ServerConnection, listed: mcp_types.Tool, is_open: Any) -> Tool | None:
+class MCPTool(Tool):
+    """An MCP server's tool. Its resume data answers the question the server asked mid-call
+    (see `elicitation`), checked against that question's schema before the run is claimed."""
+
+    def __init__(self, *, server: str, **tool: Any) -> None:
+        super().__init__(**tool)
+        self.server = server
+
+    def validate_resume(self, data: Any, *, suspend_payload: Any = None) -> Any:
+        asked = (
+            suspend_payload
+            if isinstance(suspend_payload, dict) and suspend_payload.get("type") == PAYLOAD_TYPE
+            else None
+        )
+        check_answer(data, asked, self.server)  # the call checks it again against the open question
+        return resumed(data, asked)
+
+
+def build_tool(
+    connection: ServerConnection, listed: mcp_types.Tool, is_open: Any, questions: Questions | None = None
+) -> Tool | None:
     """The sluicegate tool for one listed MCP tool; None (logged) when its input schema is not
     a valid JSON schema, so one bad tool does not hide the server's others. `is_open()` says
     whether the client that listed it is still open: a closed client's tools fail as tool
-    errors instead of starting the server again."""
+    errors instead of starting the server again. `questions` holds the calls waiting for a
+    person's answer to the server's question (its own when none is given)."""
+    questions = questions if questions is not None else Questions(DEFAULT_ELICITATION_TIMEOUT)
     config = connection.config
     name = listed.name
     if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
@@ -67,13 +99,12 @@ def build_tool(connection: ServerConnection, listed: mcp_types.Tool, is_open: An
         if not is_open():
             raise ToolError(f"the MCP client serving {config.name!r} is closed; tool {name!r} was not called")
         arguments = input if isinstance(input, dict) else {}
-        result = await connection.request(
-            lambda client: client.call_tool(name, arguments), f"the call of tool {name!r}"
-        )
-        return tool_output(result, config.name, name)
+        result = await call_tool(connection, questions, name, arguments, context)
+        return None if result is None else tool_output(result, config.name, name)
 
     try:
-        return Tool(
+        return MCPTool(
+            server=config.name,
             id=f"{config.name}_{name}",
             description=listed.description or "",
             input_schema=schema,
@@ -89,8 +120,6 @@ def build_tool(connection: ServerConnection, listed: mcp_types.Tool, is_open: An
 def tool_output(result: Any, server: str, tool: str) -> Any:
     """What the model reads: the structured result when the tool declares one, else its
     content blocks in MCP's JSON shape. `isError` raises `MCPToolError` with the tool's text."""
-    from mcp_types import CallToolResult
-
     if not isinstance(result, CallToolResult):
         raise MCPToolError(f"MCP server {server!r}: tool {tool!r} answered with a {type(result).__name__}")
     if result.is_error:

@@ -2,9 +2,12 @@
 
 `GET /api/mcp/v0/servers` and `/v0/servers/{id}` describe them (Mastra's registry shapes),
 `GET /api/mcp/{serverId}/tools[/{toolId}]` lists their tools, `POST .../execute` runs one, and
-`/api/mcp/{serverId}/mcp` speaks streamable HTTP to MCP clients. Everything sits under `/api`,
-so the bearer token and the identity hook gate all of it, the MCP endpoint included; a tool call
-runs with the caller's request context (its identity's resource and values). A tool that needs
+`/api/mcp/{serverId}/mcp` speaks streamable HTTP to MCP clients, `/api/mcp/{serverId}/sse` and
+`/messages` the older SSE transport. Everything sits under `/api`, so the bearer token and the
+identity hook gate all of it, the MCP endpoints included; a tool call runs with the caller's
+request context (its identity's resource and values). An SSE session is the one stateful
+thing here: it belongs to the caller that opened it (its resource and its credential), and a
+message posted to it by anyone else is answered 404, as if it did not exist. A tool that needs
 a person's approval is never run here (403), whatever the operator allows on `/api/tools`:
 the MCP server itself refuses it on every path.
 
@@ -14,6 +17,7 @@ one per server (`MCPEndpoints.run`); before that the endpoint answers 503.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -24,6 +28,7 @@ from starlette.routing import Route
 from sluicegate.errors import AccessDeniedError, APICallError
 from sluicegate.mcp.config import REQUEST_CONTEXT_SCOPE_KEY
 from sluicegate.registry import Sluicegate
+from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 from sluicegate.server.auth import Receive, Scope, Send, send_json
 from sluicegate.server.bodies import ToolExecuteBody, request_context_from
 from sluicegate.server.deps import ERRORS, registry_of
@@ -173,6 +178,7 @@ class MCPEndpoints:
     def __init__(self, registry: Sluicegate) -> None:
         self._registry = registry
         self._running: dict[str, Any] = {}
+        self._sse: dict[str, Any] = {}
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
@@ -182,27 +188,72 @@ class MCPEndpoints:
                 manager, app = server.http_endpoint()
                 await stack.enter_async_context(manager.run())
                 self._running[key] = app
+                self._sse[key] = server.sse_endpoint(f"/api/mcp/{key}/messages")
             try:
                 yield
             finally:
                 self._running.clear()
+                self._sse.clear()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        server_id = scope.get("path_params", {}).get("serverId", "")
+        server_id = await self._bind(scope, send)
+        if server_id is not None:
+            await self._running[server_id](scope, receive, send)
+
+    async def sse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """`GET /api/mcp/{serverId}/sse`: a session's event stream, the session run while it is open."""
+        server_id = await self._bind(scope, send)
+        if server_id is not None:
+            await self._sse[server_id].connect(scope, receive, send, owner=_owner(scope))
+
+    async def messages(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """`POST /api/mcp/{serverId}/messages?session_id=...`: a message into the caller's session."""
+        server_id = await self._bind(scope, send)
+        if server_id is not None:
+            await self._sse[server_id].post(scope, receive, send, owner=_owner(scope))
+
+    async def _bind(self, scope: Scope, send: Send) -> str | None:
+        """The server the path names, running, with the caller's request context in the scope;
+        None when the request was answered (404, 503)."""
+        server_id = str(scope.get("path_params", {}).get("serverId", ""))
         if self._registry.get_mcp_server(server_id) is None:
             missing = {"error": f"MCP server {server_id!r} not found", "field": "serverId"}
             await send_json(send, 404, missing, [])
-            return
-        app = self._running.get(server_id)
-        if app is None:
+            return None
+        if server_id not in self._running:
             idle = {"error": "the MCP endpoint runs only while the app's lifespan does"}
             await send_json(send, 503, idle, [])
-            return
+            return None
         scope[REQUEST_CONTEXT_SCOPE_KEY] = bind_context(Request(scope), request_context_from(None))
-        await app(scope, receive, send)
+        return server_id
+
+
+def _owner(scope: Scope) -> str:
+    """Who opened (or posts to) an SSE session: the identity's resource and a digest of the
+    credential sent, so neither another resource nor another token can use the session."""
+    context = scope.get(REQUEST_CONTEXT_SCOPE_KEY)
+    resource = context.get(RESOURCE_ID_KEY) if isinstance(context, RequestContext) else None
+    credential = Request(scope).headers.get("authorization", "")
+    digest = hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()
+    return f"{resource if isinstance(resource, str) else ''}\x00{digest}"
 
 
 def install(app: FastAPI, endpoints: MCPEndpoints) -> None:
     """Add the MCP routes to `app`; its lifespan runs `endpoints.run()`."""
     app.include_router(router)
     app.router.routes.append(Route("/api/mcp/{serverId}/mcp", endpoint=endpoints))
+    app.router.routes.append(Route("/api/mcp/{serverId}/sse", endpoint=_ASGI(endpoints.sse), methods=["GET"]))
+    app.router.routes.append(
+        Route("/api/mcp/{serverId}/messages", endpoint=_ASGI(endpoints.messages), methods=["POST"])
+    )
+
+
+class _ASGI:
+    """A bound method as an ASGI app (Starlette's `Route` takes a plain method for a
+    request-response endpoint)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)

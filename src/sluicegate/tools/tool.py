@@ -226,6 +226,12 @@ class Tool:
             return data
         return _plain(check_schema(self._resume_check, data, f"resume data for tool {self.id!r}"))
 
+    def validate_resume(self, data: Any, *, suspend_payload: Any = None) -> Any:
+        """Resume data for a call that suspended with `suspend_payload`: `validate_resume_data`
+        unless a tool's answer is checked against its question (an MCP server's elicitation
+        carries its own schema in the payload)."""
+        return self.validate_resume_data(data)
+
     def context_schema(self) -> Any:
         """What `ToolContext.suspend` checks its payload against."""
         return self._suspend_check

@@ -144,6 +144,9 @@ class RetryingTool(Tool):
     def validate_resume_data(self, data: Any) -> Any:
         return self.inner.validate_resume_data(data)
 
+    def validate_resume(self, data: Any, *, suspend_payload: Any = None) -> Any:
+        return self.inner.validate_resume(data, suspend_payload=suspend_payload)
+
     def context_schema(self) -> Any:
         return self.inner.context_schema()
 
