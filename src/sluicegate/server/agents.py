@@ -164,6 +164,18 @@ async def _start(
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
 
 
+async def start_stream(agent: Agent, body: AgentCallBody, request: Request) -> tuple[Any, dict[str, Any], str | None]:
+    """Start `agent` on `body` as the `stream` route does (the body's options checked, bound to
+    the caller's identity): the run's output, its options and a warning for the client. The
+    front ends' protocol adapters start their runs here."""
+    return await _start(agent, body, request, stream=True)
+
+
+def span_attributes(request: Request, agent_key: str) -> dict[str, Any]:
+    """The request span's attributes for a run of `agent_key` (who calls, which app)."""
+    return _span_attributes(request, agent_key)
+
+
 @router.post(
     "/agents/{agentId}/generate",
     responses={**ERRORS, 502: ERRORS[400] | {"description": "The model provider failed."}, 504: ERRORS[400]},
