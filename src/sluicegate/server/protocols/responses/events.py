@@ -38,7 +38,10 @@ def _usage(usage: Any) -> dict[str, Any] | None:
     inputs, outputs = int(usage.get("inputTokens") or 0), int(usage.get("outputTokens") or 0)
     return {
         "input_tokens": inputs,
-        "input_tokens_details": {"cached_tokens": int(usage.get("cachedInputTokens") or 0)},
+        "input_tokens_details": {
+            "cached_tokens": int(usage.get("cachedInputTokens") or 0),
+            "cache_write_tokens": 0,
+        },
         "output_tokens": outputs,
         "output_tokens_details": {"reasoning_tokens": int(usage.get("reasoningTokens") or 0)},
         "total_tokens": int(usage.get("totalTokens") or inputs + outputs),
