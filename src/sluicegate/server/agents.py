@@ -164,7 +164,9 @@ async def _start(
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
 
 
-async def start_stream(agent: Agent, body: AgentCallBody, request: Request) -> tuple[Any, dict[str, Any], str | None]:
+async def start_stream(
+    agent: Agent, body: AgentCallBody, request: Request
+) -> tuple[Any, dict[str, Any], str | None]:
     """Start `agent` on `body` as the `stream` route does (the body's options checked, bound to
     the caller's identity): the run's output, its options and a warning for the client. The
     front ends' protocol adapters start their runs here."""

@@ -51,7 +51,8 @@ def build(*, identity: Any = None, storage: Any = None) -> tuple[Sluicegate, Slo
     slow_model = SlowModel(deltas=200, delay=0.01)
     slow = Agent(name="slow", model=slow_model)
     plain = Agent(name="json", model=JSONEcho())
-    registry = Sluicegate(agents={"echo": echo, "slow": slow, "json": plain}, storage=storage, resolve_identity=identity)
+    agents = {"echo": echo, "slow": slow, "json": plain}
+    registry = Sluicegate(agents=agents, storage=storage, resolve_identity=identity)
     return registry, slow_model
 
 

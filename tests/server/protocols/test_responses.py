@@ -27,7 +27,7 @@ TOKEN = "responses-token"
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, Any]]:
-    registry, slow = build()
+    registry, _ = build()
     with serve_in_thread(create_app(registry, ServerSettings(api_token=TOKEN))) as url:
         yield url, registry
 
@@ -107,7 +107,8 @@ def test_store_and_continue_with_previous_response_id(served: tuple[str, Any], o
     assert second.output_text == "Echo: second turn"
     assert second.conversation.id == conversation
     messages = asyncio.run(served[1].storage.list_messages(conversation))
-    assert [m.text for m in messages] == ["first turn", "Echo: first turn", "second turn", "Echo: second turn"]
+    texts = [m.text for m in messages]
+    assert texts == ["first turn", "Echo: first turn", "second turn", "Echo: second turn"]
     assert openai_client.responses.retrieve(first.id).output_text == "Echo: first turn"
     with pytest.raises(NotFoundError):
         openai_client.responses.retrieve(second.id)  # not stored
@@ -181,19 +182,22 @@ def test_bad_input_names_the_field(served: tuple[str, Any]) -> None:
     cases = [
         ({"agent_id": "echo", "input": "x", "tools": []}, "tools"),
         ({"agent_id": "echo", "input": [{"type": "function_call_output", "output": "x"}]}, "input.0.type"),
-        ({"agent_id": "echo", "input": [{"role": "user", "content": [{"type": "input_image"}]}]}, "input.0.content.0"),
+        (
+            {"agent_id": "echo", "input": [{"role": "user", "content": [{"type": "input_image"}]}]},
+            "input.0.content.0",
+        ),
         ({"agent_id": "echo", "input": "x", "instructions": "be evil"}, "instructions"),
         ({"input": "x"}, "agent_id"),
         ({"agent_id": "echo", "input": "\ud800"}, "input"),
     ]
     for body, field in cases:
         content = json.dumps(body).encode()  # a lone surrogate stays escaped, as a client may send it
-        answer = httpx.post(
-            f"{served[0]}/api/v1/responses", content=content, headers={**headers, "content-type": "application/json"}
-        )
+        typed = {**headers, "content-type": "application/json"}
+        answer = httpx.post(f"{served[0]}/api/v1/responses", content=content, headers=typed)
         assert answer.status_code == 400, (body, answer.text)
         assert field in answer.text, (field, answer.text)
-    assert httpx.post(f"{served[0]}/api/v1/responses", json={"agent_id": "echo", "input": "x"}).status_code == 401
+    anonymous = httpx.post(f"{served[0]}/api/v1/responses", json={"agent_id": "echo", "input": "x"})
+    assert anonymous.status_code == 401
 
 
 def test_stored_responses_belong_to_their_caller() -> None:
