@@ -98,7 +98,8 @@ class ChunkStreamResponse(Response):
 
     `on_end` runs once the response is over, however it ended (a resumed run's output is
     closed there, so one its client never read gives its claim back). `events` turns a chunk
-    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`."""
+    into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`.
+    `end` closes the stream (`data: [DONE]`; `b""` for a protocol whose clients read no marker)."""
 
     def __init__(
         self,
@@ -113,6 +114,7 @@ class ChunkStreamResponse(Response):
         timeout_message: str = "the run did not finish within {timeout:g} s and was cancelled",
         heartbeat: float | None = None,
         events: Callable[[Any], dict[str, Any]] | None = None,
+        end: bytes = DONE,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -128,6 +130,8 @@ class ChunkStreamResponse(Response):
         self._heartbeat = heartbeat
         """Seconds; None: the serving app's `heartbeat_interval` (25 s without one)."""
         self._events = events
+        self._end = end
+        """What closes the stream: `data: [DONE]`, or nothing for a protocol without an end marker."""
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -161,7 +165,7 @@ class ChunkStreamResponse(Response):
                     await send(
                         {
                             "type": "http.response.body",
-                            "body": sse(error_event(self._run_id, message, "TimeoutError")) + DONE,
+                            "body": sse(error_event(self._run_id, message, "TimeoutError")) + self._end,
                             "more_body": False,
                         }
                     )
@@ -180,7 +184,7 @@ class ChunkStreamResponse(Response):
         with span:
             await self._send_all(chunks, send)
         # The run's span has ended (and reached the trace buffer) before the client sees the end.
-        await send({"type": "http.response.body", "body": DONE, "more_body": False})
+        await send({"type": "http.response.body", "body": self._end, "more_body": False})
 
     async def _send_all(self, chunks: AsyncIterator[Any], send: Send) -> None:
         """Encode chunks as they come; a writer task sends whatever has piled up since its last
