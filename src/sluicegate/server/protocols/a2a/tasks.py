@@ -105,5 +105,9 @@ class TaskBook:
         self._tasks.move_to_end(task_id)
         return task
 
+    def ids(self) -> list[str]:
+        """The tasks' ids, least recently used first."""
+        return list(self._tasks)
+
     def __contains__(self, task_id: str) -> bool:
         return task_id in self._tasks
