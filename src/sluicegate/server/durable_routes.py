@@ -172,18 +172,45 @@ def _stream(request: Request, agent: Agent[Any], output: Any, run_id: str) -> Ch
     )
 
 
-@router.post("/{agentId}/stream", responses=_STREAM_ERRORS, response_class=JSONResponse)
-async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
-    """Start the run as a workflow and stream its chunks from the run log."""
-    _, agent = agent_or_404(request, agentId)
+async def observe_new_run(agent: Agent[Any], body: AgentCallBody, request: Request) -> Any:
+    """Start `body`'s run as a workflow; its output read from the run log (what `stream`
+    streams). The front ends' protocol adapters start durable runs here."""
     runs, run_id, owner = await _begin(agent, body, request)
     try:
-        output = await runs.observe(agent, run_id, request_context=owner, wait=open_timeout())
+        return await runs.observe(agent, run_id, request_context=owner, wait=open_timeout())
     except WorkerUnavailableError as exc:
         raise _not_open(exc, run_id) from exc
     except RunLogUnavailableError as exc:
         raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
-    return _stream(request, agent, output, run_id)
+
+
+async def observe_decision(
+    request: Request,
+    agent: Agent[Any],
+    run_id: str,
+    resource_id: str | None,
+    tool_call_id: str,
+    *,
+    approve: bool,
+    reason: str | None = None,
+) -> Any:
+    """Approve or decline the durable run's pending call; the rest of its output, read from
+    the run log (what `approve-tool-call` / `decline-tool-call` stream)."""
+
+    def decide(runs: TemporalRuns, caller: RequestContext) -> Awaitable[dict[str, Any]]:
+        if approve:
+            return runs.approve_tool_call(run_id, tool_call_id, request_context=caller)
+        return runs.decline_tool_call(run_id, tool_call_id, reason, request_context=caller)
+
+    return await _decided_output(request, agent, run_id, resource_id, decide)
+
+
+@router.post("/{agentId}/stream", responses=_STREAM_ERRORS, response_class=JSONResponse)
+async def stream(agentId: str, body: AgentCallBody, request: Request) -> Any:
+    """Start the run as a workflow and stream its chunks from the run log."""
+    _, agent = agent_or_404(request, agentId)
+    output = await observe_new_run(agent, body, request)
+    return _stream(request, agent, output, output.run_id)
 
 
 @router.post("/{agentId}/generate", responses=ERRORS)
@@ -207,6 +234,13 @@ async def _decided(
     The run is first looked up as `observe` does (this agent's, the caller's resource), so a
     route of one agent never decides a run of another."""
     _, agent = agent_or_404(request, agentId)
+    output = await _decided_output(request, agent, run_id, resource_id, decide)
+    return _stream(request, agent, output, run_id)
+
+
+async def _decided_output(
+    request: Request, agent: Agent[Any], run_id: str, resource_id: str | None, decide: Decide
+) -> Any:
     runs = await _runs(request)
     caller = _caller(request, resource_id)
     try:
@@ -230,7 +264,7 @@ async def _decided(
         raise ApiError(404, f"runId: run {run_id!r} is no longer in the run log", field="runId") from exc
     except RunLogUnavailableError as exc:
         raise ApiError(503, f"runId: {exc}", field="runId", extra={"runId": run_id}) from exc
-    return _stream(request, agent, output, run_id)
+    return output
 
 
 @router.post("/{agentId}/approve-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)

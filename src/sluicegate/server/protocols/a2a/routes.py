@@ -24,16 +24,15 @@ from pydantic import ValidationError
 from sluicegate import __version__
 from sluicegate.agent import Agent
 from sluicegate.errors import MissingExtraError
-from sluicegate.request_context import RESOURCE_ID_KEY
-from sluicegate.server.agents import run_to_end, start_stream
-from sluicegate.server.bodies import AgentCallBody, ToolDecisionBody, request_context_from
+from sluicegate.server.agents import run_to_end
+from sluicegate.server.bodies import AgentCallBody
 from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError
-from sluicegate.server.hitl_routes import decision_error
-from sluicegate.server.identity import bind_context, identity_of
+from sluicegate.server.identity import identity_of
 from sluicegate.server.plain_json import find_problem
 from sluicegate.server.protocols.a2a.events import TaskEvents, agent_message
 from sluicegate.server.protocols.a2a.tasks import TERMINAL, TaskBook, TaskRecord
+from sluicegate.server.protocols.responses import runs
 from sluicegate.server.streaming import ChunkStreamResponse
 
 router = APIRouter(prefix="/api", tags=["a2a"])
@@ -193,6 +192,8 @@ def _cancel(request: Request, key: str, task_id: str) -> dict[str, Any]:
         raise RpcError(TASK_NOT_CANCELABLE, f"task {task_id!r} is {task.state} already", {"taskId": task_id})
     if task.abort is not None:
         task.abort.set()
+    elif task.state == "working":  # a durable run outlives its request: Temporal stops it
+        raise RpcError(TASK_NOT_CANCELABLE, f"task {task_id!r} is a durable run; cancel its workflow")
     else:
         task.pending = None
         task.run_id = None
@@ -318,15 +319,13 @@ async def _start(request: Request, agent: Agent, task: TaskRecord, text: str) ->
     body: dict[str, Any] = {"messages": [{"role": "user", "content": text}]}
     if agent.memory is not None and task.resource is not None:
         body["memory"] = {"thread": task.context_id, "resource": task.resource}
-    task.abort = asyncio.Event()
+    abort = None if runs.durable() else asyncio.Event()
     try:
-        output, _, _ = await start_stream(
-            agent, AgentCallBody.model_validate(body), request, abort_signal=task.abort
-        )
+        output = await runs.start(agent, AgentCallBody.model_validate(body), request, abort_signal=abort)
     except BaseException:
-        task.abort = None
         task.set_state("failed")
         raise
+    task.abort = abort
     return output
 
 
@@ -335,28 +334,20 @@ async def _decide(
 ) -> Any:
     """The waiting run continued by the answer (for the resource the run is bound to)."""
     assert task.run_id is not None and task.pending is not None
-    context = bind_context(request, request_context_from(None))
-    if task.resource is not None:
-        context.set(RESOURCE_ID_KEY, task.resource)
-    run_id, call_id = task.run_id, task.pending
-    abort = asyncio.Event()
+    abort = None if runs.durable() else asyncio.Event()
     try:
-        if approved:
-            output = await agent.approve_tool_call(
-                run_id=run_id, tool_call_id=call_id, request_context=context, abort_signal=abort
-            )
-        else:
-            output = await agent.decline_tool_call(
-                run_id=run_id,
-                tool_call_id=call_id,
-                reason=reason,
-                request_context=context,
-                abort_signal=abort,
-            )
-    except Exception as exc:
-        raise _api_error(
-            decision_error(exc, agent, ToolDecisionBody(runId=run_id, toolCallId=call_id))
-        ) from exc
+        output = await runs.decide(
+            request,
+            agent,
+            run_id=task.run_id,
+            tool_call_id=task.pending,
+            approve=approved,
+            reason=reason,
+            resource=task.resource,
+            abort_signal=abort,
+        )
+    except ApiError as exc:
+        raise _api_error(exc) from exc
     task.run_id = task.pending = None
     task.abort = abort
     return output

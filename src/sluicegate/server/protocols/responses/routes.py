@@ -20,14 +20,12 @@ from opentelemetry import trace
 from pydantic import ValidationError
 
 from sluicegate.agent import Agent
-from sluicegate.request_context import RESOURCE_ID_KEY
-from sluicegate.server.agents import run_to_end, span_attributes, start_stream
-from sluicegate.server.bodies import AgentCallBody, ToolDecisionBody, request_context_from
+from sluicegate.server.agents import run_to_end, span_attributes
+from sluicegate.server.bodies import AgentCallBody
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, bad_request
-from sluicegate.server.hitl_routes import decision_error
-from sluicegate.server.identity import bind_context, identity_of
-from sluicegate.server.protocols.responses import store
+from sluicegate.server.identity import identity_of
+from sluicegate.server.protocols.responses import runs, store
 from sluicegate.server.protocols.responses.body import ApprovalAnswer, ResponsesBody, read_input
 from sluicegate.server.protocols.responses.events import ResponseEvents
 from sluicegate.server.serialize import model_parts, schema_json
@@ -150,22 +148,16 @@ async def _decide(
             "input.0.approval_request_id",
             f"{answer.tool_call_id!r} is not an approval request of response {previous.id!r} that waits",
         )
-    context = bind_context(request, request_context_from(body.requestContext))
-    context.set(RESOURCE_ID_KEY, previous.owner)
-    decision = ToolDecisionBody.model_validate({"runId": previous.run_id, "toolCallId": answer.tool_call_id})
-    try:
-        if answer.approve:
-            return await agent.approve_tool_call(
-                run_id=previous.run_id, tool_call_id=answer.tool_call_id, request_context=context
-            )
-        return await agent.decline_tool_call(
-            run_id=previous.run_id,
-            tool_call_id=answer.tool_call_id,
-            reason=answer.reason,
-            request_context=context,
-        )
-    except Exception as exc:
-        raise decision_error(exc, agent, decision) from exc
+    return await runs.decide(
+        request,
+        agent,
+        run_id=previous.run_id,
+        tool_call_id=answer.tool_call_id,
+        approve=answer.approve,
+        reason=answer.reason,
+        resource=previous.owner,
+        request_context=body.requestContext,
+    )
 
 
 @router.post("/responses", responses=_SSE, response_class=JSONResponse)
@@ -219,7 +211,7 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
                 output = await _decide(request, agent, body, previous, answers)
                 await store.settle(previous_store, previous)
             else:
-                output, _, _ = await start_stream(agent, _call_body(body, messages, memory), request)
+                output = await runs.start(agent, _call_body(body, messages, memory), request)
     except BaseException:
         span.end()
         raise
