@@ -99,7 +99,8 @@ class ChunkStreamResponse(Response):
     `on_end` runs once the response is over, however it ended (a resumed run's output is
     closed there, so one its client never read gives its claim back). `events` turns a chunk
     into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`.
-    `end` closes the stream (`data: [DONE]`; `b""` for a protocol whose clients read no marker)."""
+    `end` closes the stream (`data: [DONE]`; `b""` for a protocol whose clients read no marker);
+    `framed`: `chunks` yields SSE frames already encoded (a protocol adapter's events)."""
 
     def __init__(
         self,
@@ -115,6 +116,7 @@ class ChunkStreamResponse(Response):
         heartbeat: float | None = None,
         events: Callable[[Any], dict[str, Any]] | None = None,
         end: bytes = DONE,
+        framed: bool = False,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -131,6 +133,8 @@ class ChunkStreamResponse(Response):
         """Seconds; None: the serving app's `heartbeat_interval` (25 s without one)."""
         self._events = events
         self._end = end
+        self._framed = framed
+        """`chunks` are SSE frames (bytes) already: a protocol adapter that encodes its events itself."""
         """What closes the stream: `data: [DONE]`, or nothing for a protocol without an end marker."""
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
 
@@ -229,11 +233,18 @@ class ChunkStreamResponse(Response):
             events = functools.partial(chunk_event, error_details=details)
         try:
             try:
-                async for chunk in chunks:
-                    pending.append(sse(events(chunk)))
-                    ready.set()
-                    if writing.done():
-                        writing.result()  # the client is gone: stop the run
+                if self._framed:
+                    async for frame in chunks:
+                        pending.append(frame)
+                        ready.set()
+                        if writing.done():
+                            writing.result()
+                else:
+                    async for chunk in chunks:
+                        pending.append(sse(events(chunk)))
+                        ready.set()
+                        if writing.done():
+                            writing.result()  # the client is gone: stop the run
             except (asyncio.CancelledError, OSError):
                 raise
             except Exception as exc:  # the run failed outside its own error handling

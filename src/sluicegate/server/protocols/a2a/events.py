@@ -16,6 +16,7 @@ from typing import Any
 
 from sluicegate.errors import public_error
 from sluicegate.server.protocols.a2a.tasks import TaskRecord
+from sluicegate.server.streaming import sse
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
@@ -55,9 +56,23 @@ class TaskEvents:
             "final": final,
         }
 
-    async def events(self, chunks: AsyncIterator[Any]) -> AsyncIterator[dict[str, Any]]:
+    async def frames(self, chunks: AsyncIterator[Any], request_id: Any) -> AsyncIterator[bytes]:
+        """The run's events as SSE frames of JSON-RPC answers to `request_id`; closing this
+        generator closes `chunks` (which cancels the run). A text delta's frame is a prefix,
+        the text's JSON and a suffix: no dictionary per chunk."""
         task = self.task
         texts = self._text
+        head = (
+            b'data: {"jsonrpc":"2.0","id":%s,"result":{"kind":"artifact-update","taskId":"%s",'
+            b'"contextId":%s,"lastChunk":false,"artifact":{"artifactId":"%s","name":"response.txt",'
+            b'"parts":[{"kind":"text","text":'
+            % (
+                _dumps(request_id).encode(),
+                task.id.encode(),
+                _dumps(task.context_id).encode(),
+                self._artifact_id.encode(),
+            )
+        )
         try:
             async for chunk in chunks:
                 kind = chunk.type
@@ -66,18 +81,8 @@ class TaskEvents:
                     if not text:
                         continue
                     texts.append(text)
-                    yield {
-                        "kind": "artifact-update",
-                        "taskId": task.id,
-                        "contextId": task.context_id,
-                        "append": len(texts) > 1,
-                        "lastChunk": False,
-                        "artifact": {
-                            "artifactId": self._artifact_id,
-                            "name": "response.txt",
-                            "parts": [{"kind": "text", "text": text}],
-                        },
-                    }
+                    tail = b'}]},"append":true}}\n\n' if len(texts) > 1 else b'}]},"append":false}}\n\n'
+                    yield head + _dumps(text).encode() + tail
                 elif kind in _ENDINGS:
                     _ENDINGS[kind](self, chunk)
         except Exception as exc:  # the run failed outside its own error handling
@@ -91,7 +96,7 @@ class TaskEvents:
             if closer is not None:
                 await closer()
         self.settle()
-        yield self.status_event(final=True)
+        yield sse({"jsonrpc": "2.0", "id": request_id, "result": self.status_event(final=True)})
 
     def settle(self) -> None:
         """The task's state and artifact once the run has ended."""

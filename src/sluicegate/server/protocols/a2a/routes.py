@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -33,7 +34,7 @@ from sluicegate.server.plain_json import find_problem
 from sluicegate.server.protocols.a2a.events import TaskEvents, agent_message
 from sluicegate.server.protocols.a2a.tasks import TERMINAL, TaskBook, TaskRecord
 from sluicegate.server.protocols.responses import runs
-from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.streaming import ChunkStreamResponse, sse
 
 router = APIRouter(prefix="/api", tags=["a2a"])
 
@@ -259,19 +260,19 @@ async def _message(
         output = await _start(request, agent, task, text)
     task.set_state("working")
     translator = TaskEvents(task, error_details=agent.provider_error_details)
-    events = translator.events(output.full_stream)
+    frames = translator.frames(output.full_stream, request_id)
     if stream:
         return ChunkStreamResponse(
-            _framed(request_id, task, events),
+            _opened(request_id, task, frames),
             run_id=output.run_id,
             timeout=settings_of(request).request_timeout,
             error_details=agent.provider_error_details,
-            events=_as_is,
             end=b"",
+            framed=True,
         )
 
     async def collect() -> None:
-        async for _ in events:
+        async for _ in frames:
             pass
 
     try:
@@ -281,15 +282,11 @@ async def _message(
     return JSONResponse(_answer(request_id, task.to_json()))
 
 
-def _as_is(event: dict[str, Any]) -> dict[str, Any]:
-    return event
-
-
-async def _framed(request_id: Any, task: TaskRecord, events: Any) -> Any:
-    """The task as it starts, then each event, as JSON-RPC answers to the request."""
-    yield _answer(request_id, task.to_json())
-    async for event in events:
-        yield _answer(request_id, event)
+async def _opened(request_id: Any, task: TaskRecord, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The task as it starts, then the run's frames."""
+    yield sse(_answer(request_id, task.to_json()))
+    async for frame in frames:
+        yield frame
 
 
 def _new_task(

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from sluicegate.errors import public_error
+from sluicegate.server.streaming import sse
 
 SERVER_LABEL = "sluicegate"
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
@@ -26,10 +27,6 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str
 
 _ITEM_OF = {"text-delta": "message", "reasoning-delta": "reasoning"}
 _START_OF = {"text-delta": "text-start", "reasoning-delta": "reasoning-start"}
-_DELTA_EVENT = {
-    "text-delta": "response.output_text.delta",
-    "reasoning-delta": "response.reasoning_text.delta",
-}
 
 
 def _usage(usage: Any) -> dict[str, Any] | None:
@@ -93,6 +90,7 @@ class ResponseEvents:
         self._item: dict[str, Any] | None = None  # the open message or reasoning item
         self._index = -1
         self._texts: list[str] = []
+        self._delta_head = b""
         self._calls: dict[str, Any] = {}
         self._handlers: dict[str, Callable[[Any], list[dict[str, Any]]]] = {
             "text-start": self._text_start,
@@ -122,12 +120,14 @@ class ResponseEvents:
             self._event({"type": "response.in_progress", "response": snapshot}),
         ]
 
-    async def events(self, chunks: AsyncIterator[Any]) -> AsyncIterator[dict[str, Any]]:
-        """The response's events, from `response.created` to the final one; closing this
-        generator closes `chunks` (which cancels the run)."""
+    async def frames(self, chunks: AsyncIterator[Any]) -> AsyncIterator[bytes]:
+        """The response's events as SSE frames, from `response.created` to the final one;
+        closing this generator closes `chunks` (which cancels the run). A delta's frame is its
+        item's prefix, the text's JSON and the sequence number: no dictionary per chunk."""
         for event in self.opening():
-            yield event
+            yield sse(event)
         handlers = self._handlers
+        texts = self._texts
         try:
             async for chunk in chunks:
                 kind = chunk.type
@@ -135,13 +135,19 @@ class ResponseEvents:
                     item = self._item
                     if item is None or item["type"] != _ITEM_OF[kind]:  # a delta without its start
                         for event in self._handlers[_START_OF[kind]](chunk):
-                            yield event
-                    yield self._delta(chunk, kind)
+                            yield sse(event)
+                        texts = self._texts
+                    text = chunk.payload.get("text") or ""
+                    texts.append(text)
+                    seq = self._seq
+                    self._seq = seq + 1
+                    yield b'%s%s,"sequence_number":%d}\n\n' % (self._delta_head, _dumps(text).encode(), seq)
                     continue
                 handler = handlers.get(kind)
                 if handler is not None:
                     for event in handler(chunk):
-                        yield event
+                        yield sse(event)
+                    texts = self._texts
         except Exception as exc:  # the run failed outside its own error handling
             self._fail(public_error(exc, details=self._details))
         finally:
@@ -149,9 +155,9 @@ class ResponseEvents:
             if closer is not None:
                 await closer()
         for event in self._close(None):
-            yield event
+            yield sse(event)
         for event in await self.finish():
-            yield event
+            yield sse(event)
 
     # ------------------------------------------------------------------ items
 
@@ -161,6 +167,18 @@ class ResponseEvents:
         self._item = item
         self._texts = []
         self.response["output"].append(item)
+        self._delta_head = (
+            b'data: {"type":"%s","item_id":"%s","output_index":%d,"content_index":0,"logprobs":[],"delta":'
+            % (
+                (
+                    b"response.output_text.delta"
+                    if item["type"] == "message"
+                    else b"response.reasoning_text.delta"
+                ),
+                item["id"].encode(),
+                self._index,
+            )
+        )
         events.append(
             self._event(
                 {"type": "response.output_item.added", "output_index": self._index, "item": dict(item)}
@@ -193,20 +211,6 @@ class ResponseEvents:
     def _reasoning_start(self, chunk: Any) -> list[dict[str, Any]]:
         item = {"id": f"rs_{self.response['id'][5:]}_{self._index + 1}", "type": "reasoning", "summary": []}
         return self._open(item)
-
-    def _delta(self, chunk: Any, kind: str) -> dict[str, Any]:
-        text = chunk.payload.get("text") or ""
-        self._texts.append(text)
-        return self._event(
-            {
-                "type": _DELTA_EVENT[kind],
-                "item_id": self._item["id"],  # type: ignore[index]
-                "output_index": self._index,
-                "content_index": 0,
-                "delta": text,
-                "logprobs": [],
-            }
-        )
 
     def _close(self, chunk: Any) -> list[dict[str, Any]]:
         item = self._item

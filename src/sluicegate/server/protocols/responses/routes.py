@@ -232,7 +232,7 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
         await store.save(record_store, record)
 
     translator = ResponseEvents(base, error_details=agent.provider_error_details, on_end=keep)
-    events = translator.events(output.full_stream)
+    events = translator.frames(output.full_stream)
     if body.stream:
         return ChunkStreamResponse(
             events,
@@ -241,7 +241,7 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
             headers=trace_headers(span),
             span=lambda: run_span(span),
             error_details=agent.provider_error_details,
-            events=_as_is,
+            framed=True,
         )
 
     async def collect() -> dict[str, Any]:
@@ -251,10 +251,6 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
         return translator.response
 
     return JSONResponse(await run_to_end(request, collect()), headers=trace_headers(span))
-
-
-def _as_is(event: dict[str, Any]) -> dict[str, Any]:
-    return event
 
 
 @router.get("/responses/{responseId}", responses=ERRORS)
