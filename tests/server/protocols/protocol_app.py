@@ -21,6 +21,8 @@ from sluicegate.storage import SQLiteStore
 from sluicegate.testing.echo_model import EchoModel
 
 EMAIL = "alice.secret@example.com"
+MODEL_PIECES = ToolEcho(deltas=64).pieces(EMAIL)
+"""The echo model's text deltas for `EMAIL`: one character each."""
 RAW = re.compile(r"alice\.secret|example\.com")
 """Any piece of the address that must never leave the server."""
 
