@@ -47,6 +47,8 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR =
     -32603,
 )
 TASK_NOT_FOUND, TASK_NOT_CANCELABLE, UNSUPPORTED = -32001, -32002, -32004
+_RUN_FIELDS = {"memory.thread": "params.message.contextId", "memory.resource": "params.metadata.resourceId"}
+"""Where a run option the body became came from, to name it in an error."""
 _APPROVE = frozenset(("approve", "approved", "yes", "y"))
 _DECLINE = frozenset(("decline", "declined", "deny", "no", "n"))
 
@@ -155,11 +157,15 @@ async def a2a_rpc(agentId: str, request: Request) -> Any:
         ):
             raise RpcError(INVALID_REQUEST, 'a JSON-RPC 2.0 request needs "jsonrpc": "2.0" and a "method"')
         request_id = data.get("id")
-        if request_id is not None and not isinstance(request_id, (str, int)):
+        if request_id is not None and (
+            not isinstance(request_id, (str, int)) or isinstance(request_id, bool)
+        ):
             request_id = None
             raise RpcError(INVALID_REQUEST, "id must be a string, a number or null")
         problem = find_problem(data)
         if problem is not None:
+            if problem[0] == "id":
+                request_id = None
             raise RpcError(INVALID_PARAMS, f"{problem[0]}: {problem[1]}", {"field": problem[0]})
         method, params = data["method"], data.get("params")
         if method in ("message/send", "message/stream"):
@@ -316,9 +322,16 @@ async def _start(request: Request, agent: Agent, task: TaskRecord, text: str) ->
     body: dict[str, Any] = {"messages": [{"role": "user", "content": text}]}
     if agent.memory is not None and task.resource is not None:
         body["memory"] = {"thread": task.context_id, "resource": task.resource}
+    try:
+        call = AgentCallBody.model_validate(body)
+    except ValidationError as exc:
+        task.set_state("failed")
+        first = exc.errors()[0]
+        where = _RUN_FIELDS.get(".".join(str(p) for p in first["loc"]), "params.message")
+        raise RpcError(INVALID_PARAMS, f"{where}: {first['msg']}", {"field": where}) from None
     abort = None if runs.durable() else asyncio.Event()
     try:
-        output = await runs.start(agent, AgentCallBody.model_validate(body), request, abort_signal=abort)
+        output = await runs.start(agent, call, request, abort_signal=abort)
     except BaseException:
         task.set_state("failed")
         raise

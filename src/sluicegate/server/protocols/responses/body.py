@@ -112,8 +112,8 @@ def _text_of(content: Any, where: str) -> str:
         raise bad_request(where, "must be a string or a list of text parts")
     texts: list[str] = []
     for index, part in enumerate(content):
-        if not isinstance(part, dict) or part.get("type") not in _TEXT_PARTS:
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        if not isinstance(kind, str) or kind not in _TEXT_PARTS:
             raise bad_request(f"{where}.{index}", f"{kind!r} parts are not supported; send input_text")
         text = part.get("text")
         if not isinstance(text, str):
@@ -135,6 +135,8 @@ def read_input(value: str | list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     for index, item in enumerate(value):
         where = f"input.{index}"
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise bad_request(f"{where}.type", "must be a string")
         if kind == "mcp_approval_response":
             request_id, approve = item.get("approval_request_id"), item.get("approve")
             if not isinstance(request_id, str) or not isinstance(approve, bool):
@@ -144,7 +146,8 @@ def read_input(value: str | list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
             continue
         if kind != "message":
             raise bad_request(f"{where}.type", f"{kind!r} items are not supported by this server")
-        role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+        named = item.get("role")
+        role = _ROLES.get(named) if isinstance(named, str) else None
         if role is None:
             raise bad_request(f"{where}.role", "must be user, assistant, system or developer")
         messages.append({"role": role, "content": _text_of(item.get("content"), f"{where}.content")})

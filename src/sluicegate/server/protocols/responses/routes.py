@@ -45,6 +45,10 @@ _SSE: dict[int | str, dict[str, Any]] = {
 }
 
 
+_RUN_FIELDS = {"memory.thread": "conversation_id", "requestContext": "requestContext"}
+"""Where a run option the body became came from, to name it in an error."""
+
+
 def _stores(request: Request) -> list[MemoryStore]:
     """Every store a response may be kept in: the agents' memory stores and the registry's."""
     registry = registry_of(request)
@@ -113,7 +117,9 @@ def _call_body(
     try:
         return AgentCallBody.model_validate(data)
     except ValidationError as exc:
-        raise bad_request("input", str(exc.errors()[0].get("msg"))) from None
+        first = exc.errors()[0]
+        where = _RUN_FIELDS.get(".".join(str(p) for p in first["loc"]), "input")
+        raise bad_request(where, str(first.get("msg"))) from None
 
 
 def _tools(agent: Agent) -> list[dict[str, Any]]:
