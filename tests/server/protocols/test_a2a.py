@@ -249,3 +249,16 @@ async def test_tasks_cancel_stops_a_running_task() -> None:
         answer = (await asyncio.wait_for(running, 5)).json()["result"]
     assert answer["status"]["state"] == "canceled"
     assert not slow.finished
+
+
+def test_the_body_limit_applies() -> None:
+    registry, _ = build()
+    with TestClient(create_app(registry, ServerSettings(max_body_bytes=2000))) as client:
+        message = {
+            "kind": "message",
+            "messageId": "m",
+            "role": "user",
+            "parts": [{"kind": "text", "text": "x" * 5000}],
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+        assert client.post("/api/a2a/echo", json=body).status_code == 413

@@ -105,10 +105,10 @@ def test_a_tripwire_ends_the_response_naming_the_processor(openai_client: OpenAI
 
 def test_store_and_continue_with_previous_response_id(served: tuple[str, Any], openai_client: OpenAI) -> None:
     first = _create(openai_client, "first turn", store=True)
-    conversation = first.conversation.id
+    conversation = first.to_dict()["conversation"]["id"]  # a field only newer openai versions type
     second = openai_client.responses.create(model="echo", input="second turn", previous_response_id=first.id)
     assert second.output_text == "Echo: second turn"
-    assert second.conversation.id == conversation
+    assert second.to_dict()["conversation"]["id"] == conversation
     messages = asyncio.run(served[1].storage.list_messages(conversation))
     texts = [m.text for m in messages]
     assert texts == ["first turn", "Echo: first turn", "second turn", "Echo: second turn"]
@@ -228,3 +228,10 @@ async def test_a_client_that_disconnects_cancels_the_run(stream: bool) -> None:
     await asyncio.wait_for(slow.closed.wait(), 2)
     assert not slow.finished
     assert slow.sent < slow.deltas / 2
+
+
+def test_the_body_limit_applies() -> None:
+    registry, _ = build()
+    with TestClient(create_app(registry, ServerSettings(max_body_bytes=2000))) as client:
+        answer = client.post("/api/v1/responses", json={"agent_id": "echo", "input": "x" * 5000})
+    assert answer.status_code == 413
