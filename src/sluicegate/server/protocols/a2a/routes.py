@@ -20,12 +20,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from opentelemetry import trace
 from pydantic import ValidationError
 
 from sluicegate import __version__
 from sluicegate.agent import Agent
 from sluicegate.errors import MissingExtraError
-from sluicegate.server.agents import run_to_end
+from sluicegate.server.agents import run_to_end, span_attributes
 from sluicegate.server.bodies import AgentCallBody
 from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError
@@ -35,6 +36,7 @@ from sluicegate.server.protocols.a2a.events import TaskEvents, agent_message
 from sluicegate.server.protocols.a2a.tasks import TERMINAL, TaskBook, TaskRecord
 from sluicegate.server.protocols.responses import runs
 from sluicegate.server.streaming import ChunkStreamResponse, sse
+from sluicegate.server.traces import run_span, start_request_span, trace_headers
 
 router = APIRouter(prefix="/api", tags=["a2a"])
 
@@ -249,6 +251,7 @@ async def _message(
         raise RpcError(INVALID_PARAMS, "params.message.role: must be user", {"field": "params.message.role"})
     text, data = _text_of(message)
     wire = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    approved, reason = False, None
     if message.task_id is not None:
         task = _task(request, key, message.task_id)
         if message.context_id is not None and message.context_id != task.context_id:
@@ -257,13 +260,21 @@ async def _message(
             raise RpcError(UNSUPPORTED, f"task {task.id!r} is {task.state}: it takes no more messages")
         approved, reason = _approval_answer(text, data)
         task.history.append(wire)
-        output = await _decide(request, agent, task, approved, reason)
     else:
         if not text:
             raise RpcError(INVALID_PARAMS, "params.message.parts: the message has no text")
         task = _new_task(request, key, agent, message, send.metadata)
         task.history.append({**wire, "taskId": task.id, "contextId": task.context_id})
-        output = await _start(request, agent, task, text)
+    span = start_request_span(f"POST a2a {agent.name}", span_attributes(request, key))
+    try:
+        with trace.use_span(span, end_on_exit=False):  # the run's own spans start under it
+            if message.task_id is not None:
+                output = await _decide(request, agent, task, approved, reason)
+            else:
+                output = await _start(request, agent, task, text)
+    except BaseException:
+        span.end()
+        raise
     task.set_state("working")
     translator = TaskEvents(task, error_details=agent.provider_error_details)
     frames = translator.frames(output.full_stream, request_id)
@@ -273,19 +284,22 @@ async def _message(
             run_id=output.run_id,
             timeout=settings_of(request).request_timeout,
             error_details=agent.provider_error_details,
+            headers=trace_headers(span),
+            span=lambda: run_span(span),
             end=b"",
             framed=True,
         )
 
     async def collect() -> None:
-        async for _ in frames:
-            pass
+        with run_span(span):
+            async for _ in frames:
+                pass
 
     try:
         await run_to_end(request, collect())
     finally:
         task.abort = None
-    return JSONResponse(_answer(request_id, task.to_json()))
+    return JSONResponse(_answer(request_id, task.to_json()), headers=trace_headers(span))
 
 
 async def _opened(request_id: Any, task: TaskRecord, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

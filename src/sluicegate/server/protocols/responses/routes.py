@@ -25,6 +25,7 @@ from sluicegate.server.bodies import AgentCallBody
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import identity_of
+from sluicegate.server.mastra.observability import mark_conversation
 from sluicegate.server.protocols.responses import runs, store
 from sluicegate.server.protocols.responses.body import ApprovalAnswer, ResponsesBody, read_input
 from sluicegate.server.protocols.responses.events import ResponseEvents
@@ -210,6 +211,7 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
     if body.text is not None and body.text.format is not None:
         base["text"] = {"format": body.text.format.model_dump(by_alias=True, exclude_none=True)}
     span = start_request_span(f"POST responses {agent.name}", span_attributes(request, key))
+    mark_conversation(span, memory)
     try:
         with trace.use_span(span, end_on_exit=False):
             if answers:
