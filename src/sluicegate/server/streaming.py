@@ -100,7 +100,8 @@ class ChunkStreamResponse(Response):
     closed there, so one its client never read gives its claim back). `events` turns a chunk
     into its event JSON (`WireEvents.event`: Mastra's wire fields); without it, `chunk_event`.
     `end` closes the stream (`data: [DONE]`; `b""` for a protocol whose clients read no marker);
-    `framed`: `chunks` yields SSE frames already encoded (a protocol adapter's events)."""
+    `framed`: `chunks` yields SSE frames already encoded (a protocol adapter's events);
+    `timeout_frame(message)`: the timeout as that protocol's error frame."""
 
     def __init__(
         self,
@@ -117,6 +118,7 @@ class ChunkStreamResponse(Response):
         events: Callable[[Any], dict[str, Any]] | None = None,
         end: bytes = DONE,
         framed: bool = False,
+        timeout_frame: Callable[[str], bytes] | None = None,
     ) -> None:
         self.status_code = 200
         self.background = None
@@ -134,6 +136,8 @@ class ChunkStreamResponse(Response):
         self._events = events
         self._end = end
         self._framed = framed
+        self._timeout_frame = timeout_frame
+        """The timeout's message as the protocol's own error frame; Mastra's `error` event otherwise."""
         """`chunks` are SSE frames (bytes) already: a protocol adapter that encodes its events itself."""
         """What closes the stream: `data: [DONE]`, or nothing for a protocol without an end marker."""
         self.cancelled_by: Literal["disconnect", "timeout"] | None = None
@@ -166,13 +170,11 @@ class ChunkStreamResponse(Response):
             if self.cancelled_by == "timeout":
                 with contextlib.suppress(OSError):
                     message = self._timeout_message.format(timeout=self._timeout)
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": sse(error_event(self._run_id, message, "TimeoutError")) + self._end,
-                            "more_body": False,
-                        }
-                    )
+                    if self._timeout_frame is not None:
+                        frame = self._timeout_frame(message)
+                    else:
+                        frame = sse(error_event(self._run_id, message, "TimeoutError"))
+                    await send({"type": "http.response.body", "body": frame + self._end, "more_body": False})
         finally:
             for task in tasks:
                 if not task.done():

@@ -262,3 +262,17 @@ def test_the_body_limit_applies() -> None:
         }
         body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
         assert client.post("/api/a2a/echo", json=body).status_code == 413
+
+
+def test_a_stream_past_the_request_timeout_ends_with_a_json_rpc_error() -> None:
+    registry, slow = build()
+    app = create_app(registry, ServerSettings(request_timeout=0.3))
+    message = {"kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "go"}]}
+    body = {"jsonrpc": "2.0", "id": 7, "method": "message/stream", "params": {"message": message}}
+    with TestClient(app) as client:
+        answer = client.post("/api/a2a/slow", json=body)
+        events = [json.loads(r[6:]) for r in answer.text.split("\n\n") if r.startswith("data: ")]
+        assert events[-1]["id"] == 7 and "0.3 s" in events[-1]["error"]["message"]
+        get = {"jsonrpc": "2.0", "id": 8, "method": "tasks/get", "params": {"id": events[0]["result"]["id"]}}
+        assert client.post("/api/a2a/slow", json=get).json()["result"]["status"]["state"] == "canceled"
+    assert not slow.finished

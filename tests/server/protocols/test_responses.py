@@ -235,3 +235,14 @@ def test_the_body_limit_applies() -> None:
     with TestClient(create_app(registry, ServerSettings(max_body_bytes=2000))) as client:
         answer = client.post("/api/v1/responses", json={"agent_id": "echo", "input": "x" * 5000})
     assert answer.status_code == 413
+
+
+def test_a_stream_past_the_request_timeout_ends_with_an_error_event() -> None:
+    registry, slow = build()
+    with TestClient(create_app(registry, ServerSettings(request_timeout=0.3))) as client:
+        answer = client.post("/api/v1/responses", json={"agent_id": "slow", "input": "go", "stream": True})
+    events, _ = sse_events(answer.text)
+    final = EVENTS.validate_python(events[-1])
+    assert final.type == "error" and final.code == "timeout" and "0.3 s" in final.message
+    assert final.sequence_number == events[-2]["sequence_number"] + 1
+    assert not slow.finished

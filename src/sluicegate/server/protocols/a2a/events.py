@@ -88,7 +88,7 @@ class TaskEvents:
         except Exception as exc:  # the run failed outside its own error handling
             self._failed(public_error(exc, details=self._details)["message"])
         except BaseException:  # the client went away: the run was cancelled with its request
-            self._ending = ("canceled", agent_message(task, "The client disconnected; the run was canceled."))
+            self._ending = ("canceled", agent_message(task, "The run was canceled with its request."))
             self.settle()
             raise
         finally:

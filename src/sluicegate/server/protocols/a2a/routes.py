@@ -288,6 +288,9 @@ async def _message(
             span=lambda: run_span(span),
             end=b"",
             framed=True,
+            timeout_frame=lambda text: sse(
+                {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": text}}
+            ),
         )
 
     async def collect() -> None:

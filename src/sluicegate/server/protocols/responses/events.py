@@ -369,6 +369,18 @@ class ResponseEvents:
         )
         return [self._event({"type": kind, "response": self.response})]
 
+    def timeout_frame(self, message: str) -> bytes:
+        """The request timeout as the Responses API's `error` event (the run was cancelled)."""
+        return sse(
+            {
+                "type": "error",
+                "code": "timeout",
+                "message": message,
+                "param": None,
+                "sequence_number": self._seq,
+            }
+        )
+
     @property
     def output_text(self) -> str:
         return "".join(

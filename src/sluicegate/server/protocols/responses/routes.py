@@ -250,6 +250,7 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
             span=lambda: run_span(span),
             error_details=agent.provider_error_details,
             framed=True,
+            timeout_frame=translator.timeout_frame,
         )
 
     async def collect() -> dict[str, Any]:
