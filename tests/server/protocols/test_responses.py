@@ -15,13 +15,28 @@ from openai import BadRequestError, NotFoundError, OpenAI
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 from tests.server.example_app import wiped
-from tests.server.helpers import call_then_disconnect, sse_events
+from tests.server.helpers import call_then_disconnect
 from tests.server.live import serve_in_thread
 from tests.server.protocols.protocol_app import EMAIL, MODEL_PIECES, RAW, build, user_header
 
 from sluicegate.server import ServerSettings, create_app
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
+
+
+def sse_events(body: str) -> list[dict[str, Any]]:
+    """The events of a Responses stream: `event: <type>` then `data: <JSON>`, and no `[DONE]`."""
+    events: list[dict[str, Any]] = []
+    for record in body.split("\n\n"):
+        if not record:
+            continue
+        name, data = record.split("\n")
+        event = json.loads(data.removeprefix("data: "))
+        assert name == f"event: {event['type']}"
+        events.append(event)
+    return events
+
+
 TOKEN = "responses-token"
 
 
@@ -83,7 +98,7 @@ def test_a_redacted_value_never_leaves_in_any_event(served: tuple[str, Any], ope
     )
     assert raw.status_code == 200
     assert RAW.search(raw.text) is None  # no event carries any piece of the address
-    stored_id = sse_events(raw.text)[0][-1]["response"]["id"]
+    stored_id = sse_events(raw.text)[-1]["response"]["id"]
     stored = openai_client.responses.retrieve(stored_id)
     assert RAW.search(stored.model_dump_json()) is None
     answer = _create(openai_client, EMAIL)
@@ -241,7 +256,7 @@ def test_a_stream_past_the_request_timeout_ends_with_an_error_event() -> None:
     registry, slow = build()
     with TestClient(create_app(registry, ServerSettings(request_timeout=0.3))) as client:
         answer = client.post("/api/v1/responses", json={"agent_id": "slow", "input": "go", "stream": True})
-    events, _ = sse_events(answer.text)
+    events = sse_events(answer.text)
     final = EVENTS.validate_python(events[-1])
     assert final.type == "error" and final.code == "timeout" and "0.3 s" in final.message
     assert final.sequence_number == events[-2]["sequence_number"] + 1

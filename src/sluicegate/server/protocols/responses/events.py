@@ -25,6 +25,12 @@ SERVER_LABEL = "sluicegate"
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
+def frame(event: dict[str, Any]) -> bytes:
+    """An event as OpenAI sends it: its type as the SSE `event` name, its JSON as the `data`."""
+    kind: str = event["type"]
+    return b"event: " + kind.encode() + b"\n" + sse(event)
+
+
 _ITEM_OF = {"text-delta": "message", "reasoning-delta": "reasoning"}
 _START_OF = {"text-delta": "text-start", "reasoning-delta": "reasoning-start"}
 
@@ -125,7 +131,7 @@ class ResponseEvents:
         closing this generator closes `chunks` (which cancels the run). A delta's frame is its
         item's prefix, the text's JSON and the sequence number: no dictionary per chunk."""
         for event in self.opening():
-            yield sse(event)
+            yield frame(event)
         handlers = self._handlers
         texts = self._texts
         try:
@@ -135,7 +141,7 @@ class ResponseEvents:
                     item = self._item
                     if item is None or item["type"] != _ITEM_OF[kind]:  # a delta without its start
                         for event in self._handlers[_START_OF[kind]](chunk):
-                            yield sse(event)
+                            yield frame(event)
                         texts = self._texts
                     text = chunk.payload.get("text") or ""
                     texts.append(text)
@@ -146,7 +152,7 @@ class ResponseEvents:
                 handler = handlers.get(kind)
                 if handler is not None:
                     for event in handler(chunk):
-                        yield sse(event)
+                        yield frame(event)
                     texts = self._texts
         except Exception as exc:  # the run failed outside its own error handling
             self._fail(public_error(exc, details=self._details))
@@ -155,9 +161,9 @@ class ResponseEvents:
             if closer is not None:
                 await closer()
         for event in self._close(None):
-            yield sse(event)
+            yield frame(event)
         for event in await self.finish():
-            yield sse(event)
+            yield frame(event)
 
     # ------------------------------------------------------------------ items
 
@@ -167,18 +173,16 @@ class ResponseEvents:
         self._item = item
         self._texts = []
         self.response["output"].append(item)
-        self._delta_head = (
-            b'data: {"type":"%s","item_id":"%s","output_index":%d,"content_index":0,"logprobs":[],"delta":'
-            % (
-                (
-                    b"response.output_text.delta"
-                    if item["type"] == "message"
-                    else b"response.reasoning_text.delta"
-                ),
-                item["id"].encode(),
-                self._index,
-            )
+        kind = (
+            b"response.output_text.delta" if item["type"] == "message" else b"response.reasoning_text.delta"
         )
+        self._delta_head = b'event: %s\ndata: {"type":"%s","item_id":"%s","output_index":%d,' % (
+            kind,
+            kind,
+            item["id"].encode(),
+            self._index,
+        )
+        self._delta_head += b'"content_index":0,"logprobs":[],"delta":'
         events.append(
             self._event(
                 {"type": "response.output_item.added", "output_index": self._index, "item": dict(item)}
@@ -371,7 +375,7 @@ class ResponseEvents:
 
     def timeout_frame(self, message: str) -> bytes:
         """The request timeout as the Responses API's `error` event (the run was cancelled)."""
-        return sse(
+        return frame(
             {
                 "type": "error",
                 "code": "timeout",

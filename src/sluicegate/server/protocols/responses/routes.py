@@ -250,6 +250,7 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
             span=lambda: run_span(span),
             error_details=agent.provider_error_details,
             framed=True,
+            end=b"",  # as OpenAI and Mastra end it: no `[DONE]` (JSON-only SSE readers choke on it)
             timeout_frame=translator.timeout_frame,
         )
 
