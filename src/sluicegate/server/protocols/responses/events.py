@@ -8,7 +8,8 @@ the next request answers with an `mcp_approval_response`. A tripwire ends the re
 `incomplete` (`incomplete_details.reason: "content_filter"`) with a `tripwire` field naming the
 processor; an error ends it `failed` with the error's public summary.
 
-Every event carries `sequence_number`. The text path builds one dictionary per chunk.
+Every event carries `sequence_number` and goes out as OpenAI sends it (`event: <type>`, then
+`data: <JSON>`; no `[DONE]`). A text delta is a prefix, its JSON text and a suffix: no dictionary.
 """
 
 from __future__ import annotations
