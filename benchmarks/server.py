@@ -278,6 +278,56 @@ async def ag_ui_cost(rounds: int = 300) -> None:
     print(f"  AG-UI over /stream: {ag_ui_us - stream_us:+.2f} us per chunk (budget +2 us)")
 
 
+async def responses_a2a_cost(chunks: int = 20_000, rounds: int = 5) -> None:
+    """Per streamed chunk, what the Responses API and A2A adapters add over `/stream`'s own
+    encoding (`WireEvents.event` + SSE), in process: a text-delta stream through each, best of
+    `rounds`. `--adapters` prints it (the server's own cost is the same for every route)."""
+    from sluicegate import Agent
+    from sluicegate.server.protocols.a2a.events import TaskEvents
+    from sluicegate.server.protocols.a2a.tasks import TaskRecord
+    from sluicegate.server.protocols.responses.events import ResponseEvents
+    from sluicegate.server.streaming import sse
+    from sluicegate.server.wire_events import events_for
+    from sluicegate.stream.chunk import Chunk
+    from sluicegate.testing.echo_model import EchoModel
+
+    stream = [Chunk("text-start", "run", {"id": "t"})]
+    stream += [Chunk("text-delta", "run", {"id": "t", "text": f"w{i} "}) for i in range(chunks)]
+    stream += [Chunk("text-end", "run", {"id": "t"})]
+    event = events_for(Agent(name="bench", model=EchoModel()))
+
+    async def source() -> Any:
+        for chunk in stream:
+            yield chunk
+
+    async def mastra() -> None:
+        async for chunk in source():
+            sse(event(chunk))
+
+    async def responses() -> None:
+        async for _ in ResponseEvents({"id": "resp_bench", "model": "m"}).frames(source()):
+            pass
+
+    async def a2a() -> None:
+        task = TaskRecord(id="t", context_id="c", agent_key="bench", owner=None, resource=None)
+        async for _ in TaskEvents(task).frames(source(), 1):
+            pass
+
+    async def best(run: Any) -> float:
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await run()
+            times.append(time.perf_counter() - started)
+        return min(times) / len(stream) * 1e6
+
+    base = await best(mastra)
+    print(f"/stream encoding: {base:.2f} us per chunk ({chunks} text deltas, best of {rounds})")
+    for name, run in (("Responses API", responses), ("A2A", a2a)):
+        cost = await best(run)
+        print(f"  {name:14s} {cost:.2f} us per chunk: {cost - base:+.2f} us over /stream")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -292,6 +342,7 @@ async def main() -> None:
     if args.adapters:
         await adapter_costs()
         await ag_ui_cost()
+        await responses_a2a_cost()
         return
     if args.url:
         await wait_ready(args.url)

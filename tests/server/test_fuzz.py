@@ -137,6 +137,43 @@ BODIES: list[tuple[str, str, dict[str, Any]]] = [
         {"resourceId": "u1", "threadId": "t-new", "title": "t", "metadata": {"a": 1}, "requestContext": {}},
     ),
     ("PATCH", "/api/memory/threads/t-fuzz", {"title": "t", "metadata": {"a": {"b": 1}}, "resourceId": "u1"}),
+    (
+        "POST",
+        "/api/v1/responses",
+        {
+            "agent_id": "echo",
+            "model": "echo",
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+            "store": True,
+            "conversation_id": "t-fuzz",
+            "metadata": {"k": "v"},
+            "text": {"format": {"type": "text"}},
+            "temperature": 0.5,
+            "top_p": 0.9,
+            "max_output_tokens": 100,
+            "requestContext": {"k": "v"},
+        },
+    ),
+    (
+        "POST",
+        "/api/a2a/echo",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "message/send",
+            "params": {
+                "message": {
+                    "kind": "message",
+                    "messageId": "m-1",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                    "contextId": "t-fuzz",
+                    "metadata": {"resourceId": "u1"},
+                },
+                "metadata": {"k": "v"},
+            },
+        },
+    ),
 ]
 
 

@@ -234,6 +234,12 @@ CONTEXT_BOUND = {
     ("POST", "/api/processors/{processorId}/execute"),
     # An MCP server's tools run as the caller's resource (tests/mcp/test_mcp_routes.py).
     ("POST", "/api/mcp/{serverId}/tools/{toolId}/execute"),
+    # The Responses API and A2A: runs, stored responses and tasks bound to the caller's resource
+    # (tests/server/protocols/test_responses.py, test_a2a.py: another caller gets 404 / not found).
+    ("POST", "/api/v1/responses"),
+    ("GET", "/api/v1/responses/{responseId}"),
+    ("DELETE", "/api/v1/responses/{responseId}"),
+    ("POST", "/api/a2a/{agentId}"),
 }
 
 # The studio's run views: a caller sees only its own resource's runs.
@@ -262,6 +268,7 @@ TRACES = {
 
 # Configuration only: no resource's data (still behind the identity gate).
 NO_TENANT_DATA = {
+    ("GET", "/api/.well-known/{agentId}/agent-card.json"),  # an A2A agent card
     ("GET", "/api/agents"),
     ("GET", "/api/agents/{agentId}"),
     ("GET", "/api/agents/{agentId}/tools/{toolId}"),
@@ -355,6 +362,7 @@ def _url(path: str) -> str:
         scorerId="eval:echo:input",
         serverId="main",
         id="main",
+        responseId="resp_0",
     )
 
 

@@ -150,7 +150,12 @@ def _refusal(exc: BaseException, body: AgentCallBody, *, details: bool) -> ApiEr
 
 
 async def _start(
-    agent: Agent, body: AgentCallBody, request: Request, *, stream: bool
+    agent: Agent,
+    body: AgentCallBody,
+    request: Request,
+    *,
+    stream: bool,
+    abort_signal: asyncio.Event | None = None,
 ) -> tuple[Any, dict[str, Any], str | None]:
     """The started stream (or the messages, for generate), the run options, and a warning for
     the client (a `memory` option ignored on an agent without memory)."""
@@ -160,12 +165,29 @@ async def _start(
     narrow_retries(agent, options)
     bind_run(request, body, options, has_memory=agent.memory is not None)
     check_memory_owner(body, options)
+    if abort_signal is not None:
+        options["abort_signal"] = abort_signal
     try:
         if stream:
             return await agent.stream(messages, **options), options, warning
         return messages, options, warning
     except Exception as exc:
         raise _refusal(exc, body, details=agent.provider_error_details) from exc
+
+
+async def start_stream(
+    agent: Agent, body: AgentCallBody, request: Request, *, abort_signal: asyncio.Event | None = None
+) -> tuple[Any, dict[str, Any], str | None]:
+    """Start `agent` on `body` as the `stream` route does (the body's options checked, bound to
+    the caller's identity): the run's output, its options and a warning for the client. The
+    front ends' protocol adapters start their runs here; `abort_signal` stops the run from
+    outside (a protocol's cancel request)."""
+    return await _start(agent, body, request, stream=True, abort_signal=abort_signal)
+
+
+def span_attributes(request: Request, agent_key: str) -> dict[str, Any]:
+    """The request span's attributes for a run of `agent_key` (who calls, which app)."""
+    return _span_attributes(request, agent_key)
 
 
 @router.post(

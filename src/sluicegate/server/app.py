@@ -49,8 +49,10 @@ from sluicegate.server.headers import SecurityHeaders
 from sluicegate.server.hosts import HostCheck
 from sluicegate.server.identity import IdentityGate
 from sluicegate.server.mastra import routers as mastra_routers
+from sluicegate.server.protocols.a2a import routes as a2a_routes
 from sluicegate.server.protocols.ag_ui import routes as ag_ui_routes
 from sluicegate.server.protocols.ai_sdk import routes as ai_sdk_routes
+from sluicegate.server.protocols.responses import routes as responses_routes
 from sluicegate.server.settings import ServerSettings, cors_options
 from sluicegate.server.traces import RecentSpans, install_recent_spans
 from sluicegate.storage.span_store import SpanStore
@@ -156,6 +158,8 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     app.include_router(tool_routes.agent_router)
     app.include_router(ai_sdk_routes.router)
     app.include_router(ag_ui_routes.router)
+    app.include_router(responses_routes.router)  # the Responses API (`/api/v1/responses`)
+    app.include_router(a2a_routes.router)  # A2A (`/api/a2a/{agentId}`, its agent card)
     mcp_routes.install(app, mcp_endpoints)
 
     @app.get("/", include_in_schema=False)

@@ -291,6 +291,19 @@ async def durable_decision(
 ) -> Any:
     """A decision another protocol's route carries, sent as the approval routes here send it
     (a validated workflow update); the rest of the run from the run log, in its framing."""
+    decide = decision(kind, run_id, tool_call_id, reason=reason, resume_data=resume_data)
+    return await _decided(request, agentId, run_id, resource_id, decide, encoder, headers)
+
+
+def decision(
+    kind: Literal["approve", "decline", "resume"],
+    run_id: str,
+    tool_call_id: str | None,
+    *,
+    reason: str | None = None,
+    resume_data: Any = None,
+) -> Decide:
+    """The workflow update that carries a decision (for `decided_output`)."""
 
     def decide(runs: TemporalRuns, caller: RequestContext) -> Awaitable[dict[str, Any]]:
         if kind == "approve":
@@ -299,7 +312,7 @@ async def durable_decision(
             return runs.decline_tool_call(run_id, tool_call_id, reason, request_context=caller)
         return runs.resume_stream(run_id, resume_data, tool_call_id, request_context=caller)
 
-    return await _decided(request, agentId, run_id, resource_id, decide, encoder, headers)
+    return decide
 
 
 @router.post("/{agentId}/approve-tool-call", responses=_STREAM_ERRORS, response_class=JSONResponse)

@@ -94,6 +94,22 @@ class StreamEncoder(Protocol):
     def end(self) -> bytes: ...
 
 
+class EncodedFrames:
+    """The `StreamEncoder` of a protocol adapter whose stream yields its frames already encoded
+    (bytes): they go out as they are, and a failure the response meets itself (the request
+    timeout, an error outside the run's own handling) is the protocol's error frame,
+    `error(message, name)`. No end frame: such protocols end the stream themselves."""
+
+    def __init__(self, error: Callable[[str, str], bytes]) -> None:
+        self.error = error
+
+    def chunk(self, chunk: Any) -> bytes:
+        return cast(bytes, chunk)
+
+    def end(self) -> bytes:
+        return b""
+
+
 DEFAULT_HEARTBEAT = 25.0
 
 

@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -45,7 +45,7 @@ from sluicegate.server.identity import bind_context, bind_run, bound_resource, b
 from sluicegate.server.plain_json import find_problem
 from sluicegate.server.protocols.ag_ui.events import EventStream
 from sluicegate.server.protocols.ag_ui.messages import frontend_tools, to_messages, trailing_results
-from sluicegate.server.streaming import ChunkStreamResponse
+from sluicegate.server.streaming import ChunkStreamResponse, EncodedFrames
 from sluicegate.server.traces import (
     AGENT_ID,
     RESOURCE_ID,
@@ -348,23 +348,6 @@ def _span_attributes(request: Request, key: str, caller: Caller) -> dict[str, An
     return attributes
 
 
-class _EncodedEvents:
-    """`event_stream` yields AG-UI's encoded events itself: they go out as they are, and a
-    failure `ChunkStreamResponse` meets (a timeout, an error outside the run) is a RUN_ERROR."""
-
-    def __init__(self, events: EventStream) -> None:
-        self.events = events
-
-    def chunk(self, chunk: Any) -> bytes:
-        return cast(bytes, chunk)
-
-    def error(self, message: str, name: str) -> bytes:
-        return self.events.failed(message, name)
-
-    def end(self) -> bytes:
-        return b""
-
-
 @router.post(
     "/{agentId}/ag-ui",
     responses={
@@ -423,6 +406,6 @@ async def ag_ui_run(agentId: str, request: Request) -> Any:
         timeout=settings_of(request).request_timeout,
         headers=trace_headers(span),
         span=lambda: run_span(span),
-        encoder=_EncodedEvents(events),
+        encoder=EncodedFrames(events.failed),
         done=b"",  # AG-UI's stream has no terminator
     )
