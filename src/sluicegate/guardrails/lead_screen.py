@@ -312,17 +312,33 @@ def _render(leads: list[tuple[_Lead, int]], *, word_start: bool) -> str:
     return "|".join(rendered)
 
 
+def _covers(wide: tuple[_Atom, ...], atoms: tuple[_Atom, ...], flags: int) -> bool:
+    """Whether the characters `wide` matches begin every text `atoms` matches: atom by atom the
+    same test, or a class holding the fixed character (`[\\d]` holds `0`)."""
+    if len(wide) > len(atoms):
+        return False
+    for (source, _), (other, fixed) in zip(wide, atoms, strict=False):
+        if source != other and not (fixed and re.fullmatch(source, re.sub(r"\\(.)", r"\1", other), flags)):
+            return False
+    return True
+
+
 def _uncovered(leads: list[tuple[_Lead, int]]) -> list[tuple[_Lead, int]]:
     """`leads` without those another one matches wherever they do: a lead without assertions
-    whose characters begin theirs (the phone's bare `\\d` covers every lead starting with `\\d`).
-    The screen matches at the same places with fewer alternatives to try."""
+    whose characters begin theirs (the phone's bare `\\d` covers every lead starting with `\\d`
+    or a digit). The screen matches at the same places with fewer alternatives to try."""
     scope = re.IGNORECASE | re.ASCII
-    bare = {(atoms, flags & scope) for ((prefix, _), atoms), flags in leads if not prefix}
+    bare = [(atoms, flags) for ((prefix, _), atoms), flags in leads if not prefix]
     kept: list[tuple[_Lead, int]] = []
     for lead, flags in leads:
         (prefix, _), atoms = lead
-        longest = len(atoms) + 1 if prefix else len(atoms)
-        if not any((atoms[:k], flags & scope) in bare for k in range(1, longest)):
+        covered = any(
+            (prefix or wide != atoms[: len(wide)] or len(wide) < len(atoms))
+            and (wide_flags & scope) == (flags & scope)
+            and _covers(wide, atoms, flags & scope)
+            for wide, wide_flags in bare
+        )
+        if not covered:
             kept.append((lead, flags))
     return kept
 
