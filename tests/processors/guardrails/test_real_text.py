@@ -220,3 +220,27 @@ def test_a_number_no_plan_accepts_is_a_phone_in_a_phone_layout(name: str, text: 
 )
 def test_a_bare_number_in_prose_stays_text(name: str, text: str) -> None:
     assert both_paths(name, text) == [text, text]
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    "email",
+    [
+        "jane dot doe at example dot com",
+        "jane (dot) doe (at) example (dot) com",
+        "jane [dot] doe [at] example [dot] com",
+        "jane {dot} doe {at} example {dot} com",
+        "Jane DOT Mary dot Doe AT example DOT com",
+    ],
+)
+def test_a_local_part_spelling_its_dots_out_is_redacted_whole_with_any_cut(name: str, email: str) -> None:
+    """`jane dot doe at ...` leaked `jane` (the address counted from `doe`): a stream now holds
+    `jane dot` while the rest of a local part may follow."""
+    guard = GUARDS[name]
+    text = f"write to {email} today"
+    assert whole(guard, text).lower().count("jane") == 0
+    for cut in range(1, len(text)):
+        for second in range(cut + 1, len(text), 5):
+            out = stream(guard, [text[:cut], text[cut:second], text[second:]])
+            assert "jane" not in out.lower() and "doe" not in out.lower(), (cut, second, out)
+            assert out.startswith("write to ") and out.endswith(" today"), out
