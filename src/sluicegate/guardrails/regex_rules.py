@@ -153,14 +153,15 @@ PHONE_LIKE_PATTERN = (
     # ten digits (`1322342321`: no plan's area code starts with 1, yet it is a phone column's
     # value) or a `00` international prefix and digits (`00650277588`, no valid plan behind
     # it), whole, and either named by a phone word earlier on its line (`| phone | ...`,
-    # `"kind": "phone", "value": "..."`; within the 32 characters a stream keeps before held
-    # text) or alone in a cell: from a line start, `|`, tab, `,`, `;`, `"`, `=`, `: ` or a list
-    # bullet to a line end, `|`, tab, `,`, `;` or `"`. The spaces before a cell's end are part
-    # of the match (a stream holds `1322342321 ` until it sees whether a cell ends there); the
-    # value is only the digits (`split`). Fails closed: an epoch timestamp alone in a cell is
-    # redacted as a phone too; in prose (`job 1322342321 took`) it stays text.
+    # `"kind": "phone", "value": "..."`; the word and the 15 characters after it fit in the 32
+    # a stream keeps before held text, so streams and whole texts agree) or alone in a cell:
+    # from a line start, `|`, tab, `,`, `;`, `"`, `=`, `: ` or a list bullet to a line end,
+    # `|`, tab, `,`, `;` or `"`. The spaces before a cell's end are part of the match (a stream
+    # holds `1322342321 ` until it sees whether a cell ends there); the value is only the
+    # digits (`split`). Fails closed: an epoch timestamp alone in a cell is redacted as a phone
+    # too; in prose (`job 1322342321 took`) it stays text.
     r"(?<![\w+./-])(?:00[1-9]\d{6,14}|\d{10})(?![\w+]|[-./:]\d)"
-    r"(?:(?<=(?i:(?<![a-z])" + _NAMING_WORDS + r"(?![a-z]))[^\n]{0,20}\d+)"
+    r"(?:(?<=(?i:(?<![a-z])" + _NAMING_WORDS + r"(?![a-z]))[^\n]{0,15}\d+)"
     r"|(?<=(?:^|[|\t,;\"=]|^[-*+][ \t]|:[ \t])[ \t]*\d+)[ \t]*(?=[|\t,;\"]|$))"
 )
 

@@ -244,3 +244,21 @@ def test_a_local_part_spelling_its_dots_out_is_redacted_whole_with_any_cut(name:
             out = stream(guard, [text[:cut], text[cut:second], text[second:]])
             assert "jane" not in out.lower() and "doe" not in out.lower(), (cut, second, out)
             assert out.startswith("write to ") and out.endswith(" today"), out
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 40 + " cellphone numbers: ask 1322342321 today",
+        '[{"kind": "telephone_number", "value": "00650277588"}] ok',
+        "a" * 50 + " Telephone 1248040530 (ask)",
+    ],
+)
+def test_a_named_number_streams_as_it_redacts_whole_with_any_cut(name: str, text: str) -> None:
+    """The phone word is within the 32 characters a stream keeps before held text."""
+    guard = GUARDS[name]
+    expected = whole(guard, text)
+    assert expected != text
+    for cut in range(1, len(text)):
+        assert stream(guard, [text[:cut], text[cut:]]) == expected, cut
