@@ -50,6 +50,25 @@ def test_a_leak_is_a_surviving_6_gram_not_explained_by_the_rest_of_the_text() ->
     assert leaks(zero_width, 4, len(zero_width), "key abcdef") is True  # the evasion, normalised
 
 
+def test_a_placeholder_the_chain_wrote_is_not_a_value_leaking() -> None:
+    """`[CREDIT-CARD]` beside `http://www.CreditSplash.se/` once counted the URL as leaked (its
+    "credit" 6-gram appeared more often in the output); a bracketed word the text already
+    held, or a value left in place, still counts."""
+    text = "| credit | 6011278822263873 |\n| url | http://www.CreditSplash.se/ |\n"
+    url = text.index("http")
+    report = EvalReport(examples=1, phase="input")
+    output = "| credit | [CREDIT-CARD] |\n| url | [URL] |\n"
+    gold = _example(text, ("http://www.CreditSplash.se/", "URL"))
+    score_spans(report, gold, output, LabelMap(), blocked=False)
+    assert report.kinds["URL"].leaked == 0
+    assert leaks(text, url, url + 27, output) is True  # the raw comparison reads "credit" twice
+    held = "say [Credit] to http://www.CreditSplash.se/"
+    report = EvalReport(examples=1, phase="input")
+    gold = _example(held, ("http://www.CreditSplash.se/", "URL"))
+    score_spans(report, gold, held, LabelMap(), blocked=False)
+    assert report.kinds["URL"].leaked == 1
+
+
 def _example(text: str, *spans: tuple[str, str]) -> Example:
     gold = tuple(GoldSpan(text.index(v), text.index(v) + len(v), label) for v, label in spans)
     return Example(1, text, gold, None)

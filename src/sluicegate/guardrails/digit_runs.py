@@ -115,24 +115,31 @@ def _tight(piece: str, groups: Sequence[int]) -> bool:
 
 
 _ROW_VALUES = frozenset({"credit-card", "ssn"})
+PHONE_LIKE = re.compile(r"00[1-9]\d{6,14}|\d{10}")
+"""A number no plan accepts that a row still holds as a phone: ten bare digits (`1322342321`), or
+a `00` international prefix and digits with no valid plan behind it (`00650277588`)."""
 
 
 def _between_values(text: str, found: list[tuple[int, int, str]], valid: Callable[[str], bool]) -> list[Span]:
     """Phones filling the whole gap between values the run holds (`... 6575189364208374 26
     841054 30325354795721`): a short local number beside a card or an SSN is a field of that
     row, not a count in a list (a run of numbers with no such value in it stays text; an IPv4
-    address beside counts is a log line's `ip status bytes`)."""
+    address beside counts is a log line's `ip status bytes`). A `PHONE_LIKE` block beside any
+    value of the run is one too, valid or not (fail closed: a count is never ten bare digits)."""
     edges = [0, *(e for s, e, _ in found for e in (s, e)), len(text)]
     kinds = [None, *(kind for _, _, kind in found), None]
     phones = []
     for index, (start, end) in enumerate(zip(edges[::2], edges[1::2], strict=True)):
-        if not {kinds[index], kinds[index + 1]} & _ROW_VALUES:
+        beside = {kinds[index], kinds[index + 1]} - {None}
+        if not beside:
             continue
         piece = text[start:end].strip(SEPARATORS)
         if not piece:
             continue
         at = text.index(piece, start)
-        if _LOOSENS.search(piece) is None and _phone(piece, valid):
+        if PHONE_LIKE.fullmatch(piece) is not None or (
+            beside & _ROW_VALUES and _LOOSENS.search(piece) is None and _phone(piece, valid)
+        ):
             phones.append((at, at + len(piece)))
     return phones
 

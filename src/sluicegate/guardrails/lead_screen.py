@@ -252,27 +252,95 @@ def _selective_leads(pattern: regex.Pattern[str]) -> tuple[list[_Lead], int] | N
 _EVERY_CHAR: list[str] = []
 
 
-def _word_led(first: str, flags: int) -> bool:
-    """Whether the lead character `first` (a stdlib source) matches word characters only."""
+def _every_char() -> str:
+    """Every character of the BMP, once, to test what a lead character matches."""
     if not _EVERY_CHAR:
         _EVERY_CHAR.append("".join(map(chr, range(0x10000))))
-    return re.compile(f"(?={first})\\W", flags).search(_EVERY_CHAR[0]) is None
+    return _EVERY_CHAR[0]
 
 
-def _render(leads: list[_Lead], *, word_start: bool) -> str:
-    groups: dict[tuple[str, str], list[tuple[_Atom, ...]]] = {}
-    for (prefix, _), atoms in leads:
+def _word_led(first: str, flags: int) -> bool:
+    """Whether the lead character `first` (a stdlib source) matches word characters only."""
+    return re.compile(f"(?={first})\\W", flags).search(_every_char()) is None
+
+
+_UNCASED: dict[tuple[str, int], str] = {}
+
+
+def _uncased(source: str, flags: int) -> str:
+    """`source` (one character's test under `flags`) as a test that needs no IGNORECASE: the
+    characters it then matches, listed (`a` as `[Aa]`, `s` as `[Ssſ]`). stdlib tests a plain
+    character or class that begins an alternative before entering it; a case-blind one it
+    enters at every position. A test whose cases are many, or may lie past the BMP, stays
+    `(?i:...)`."""
+    if not flags & re.IGNORECASE:
+        return source
+    known = _UNCASED.get((source, flags))
+    if known is None:
+        every = _every_char()
+        chars = re.compile(source, flags).findall(every)
+        if chars == re.compile(source, flags & ~re.IGNORECASE).findall(every):
+            known = source
+        elif len(chars) > 32 or any(ord(char) > 0xFFFF for char in source):
+            known = f"(?i:{source})"
+        else:
+            known = "[" + "".join(map(re.escape, chars)) + "]"
+        _UNCASED[(source, flags)] = known
+    return known
+
+
+def _render(leads: list[tuple[_Lead, int]], *, word_start: bool) -> str:
+    """`leads` (each with its rule's stdlib flags) as one alternation. A case-blind lead's first
+    character is listed in its cases and the rest of it scoped `(?i:...)`: case-blind leads
+    (`api_key`, `https://`) join the others rather than sit in a scope stdlib must enter."""
+    groups: dict[tuple[str, str, bool], list[tuple[_Atom, ...]]] = {}
+    for ((prefix, _), atoms), flags in leads:
         if word_start and prefix == r"\b":
             prefix = ""  # the shared `(?<!\w)` before a word character says as much
-        groups.setdefault((prefix, atoms[0][0]), []).append(atoms[1:])
+        blind = bool(flags & re.IGNORECASE)
+        groups.setdefault((prefix, _uncased(atoms[0][0], flags), blind), []).append(atoms[1:])
     rendered: list[str] = []
-    for (prefix, first), tails in groups.items():
+    for (prefix, first, blind), tails in groups.items():
         # Character first, its assertions as a lookbehind over it: every alternative then
         # begins with a plain character test, which stdlib checks before entering it, instead
         # of running each lead's assertions at every position.
+        if blind and prefix:
+            prefix = f"(?i:{prefix})"
         guard = f"(?<={prefix}{first})" if prefix else ""
-        rendered.append(first + guard + _trie(tails))
+        tail = _trie(tails)
+        rendered.append(first + guard + (f"(?i:{tail})" if blind and tail else tail))
     return "|".join(rendered)
+
+
+def _covers(wide: tuple[_Atom, ...], atoms: tuple[_Atom, ...], flags: int) -> bool:
+    """Whether the characters `wide` matches begin every text `atoms` matches: atom by atom the
+    same test, or a class holding the fixed character (`[\\d]` holds `0`)."""
+    if len(wide) > len(atoms):
+        return False
+    for (source, _), (other, fixed) in zip(wide, atoms, strict=False):
+        if source != other and not (fixed and re.fullmatch(source, re.sub(r"\\(.)", r"\1", other), flags)):
+            return False
+    return True
+
+
+def _uncovered(leads: list[tuple[_Lead, int]]) -> list[tuple[_Lead, int]]:
+    """`leads` without those another one matches wherever they do: a lead without assertions
+    whose characters begin theirs (the phone's bare `\\d` covers every lead starting with `\\d`
+    or a digit). The screen matches at the same places with fewer alternatives to try."""
+    scope = re.IGNORECASE | re.ASCII
+    bare = [(atoms, flags) for ((prefix, _), atoms), flags in leads if not prefix]
+    kept: list[tuple[_Lead, int]] = []
+    for lead, flags in leads:
+        (prefix, _), atoms = lead
+        covered = any(
+            (prefix or wide != atoms[: len(wide)] or len(wide) < len(atoms))
+            and (wide_flags & scope) == (flags & scope)
+            and _covers(wide, atoms, flags & scope)
+            for wide, wide_flags in bare
+        )
+        if not covered:
+            kept.append((lead, flags))
+    return kept
 
 
 def screen(patterns: Iterable[regex.Pattern[str]]) -> str | None:
@@ -283,22 +351,22 @@ def screen(patterns: Iterable[regex.Pattern[str]]) -> str | None:
     Leads that can only start a word (`\\b` or a lookbehind excluding word characters, before a
     word character: `\\bAKIA`, an IBAN, an IPv6 group) share one `(?<!\\w)` test, so inside a
     word stdlib tries none of them; the others are tried at every position."""
-    groups: dict[tuple[int, bool], list[_Lead]] = {}
+    leads: list[tuple[_Lead, int]] = []
     for pattern in patterns:
         selective = _selective_leads(pattern)
         if selective is None:
             return None
-        leads, flags = selective
-        for lead in leads:
-            word_start = lead[0][1] and _word_led(lead[1][0][0], flags)
-            groups.setdefault((flags & (re.IGNORECASE | re.ASCII), word_start), []).append(lead)
+        found, flags = selective
+        leads.extend((lead, flags) for lead in found)
+    groups: dict[tuple[int, bool], list[tuple[_Lead, int]]] = {}
+    for lead, flags in _uncovered(list(dict.fromkeys(leads))):
+        word_start = lead[0][1] and _word_led(lead[1][0][0], flags)
+        groups.setdefault((flags & re.ASCII, word_start), []).append((lead, flags))
     parts: list[str] = []
-    for (flags, word_start), leads in sorted(groups.items(), key=lambda item: not item[0][1]):
-        body = _render(list(dict.fromkeys(leads)), word_start=word_start)
+    for (flags, word_start), members in sorted(groups.items(), key=lambda item: not item[0][1]):
+        body = _render(members, word_start=word_start)
         if word_start:
             body = f"(?<!\\w)(?:{body})"
-        # A case-blind first character gets no quick check anyway; one scope keeps the
-        # alternatives together, where stdlib factors out their common beginnings.
         parts.append(_scope(body, flags) if flags else body)
     return "|".join(parts) if parts else None
 

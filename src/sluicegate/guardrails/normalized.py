@@ -59,11 +59,11 @@ _TLD = (
 # An "@" or "." with whitespace beside it, inside an address written to evade ("jane @ ex . com").
 _SPACED_AT = r"(?:[ \t]+@[ \t]*|@[ \t]+)"
 _SPACED_DOT = r"(?:[ \t]+\.[ \t]*|\.[ \t]+)"
-_LOCAL = r"[A-Za-z0-9._%+-]+"
+_LOCAL = r"[A-Za-z0-9._%+-]+(?:" + _DOT + r"[A-Za-z0-9._%+-]+)*"
 _DOMAIN = rf"[A-Za-z0-9-]+(?:(?:{_DOT}|{_SPACED_DOT}|\.)[A-Za-z0-9-]+)*"
 # An address with a spelled-out "at" and at least one spelled-out "dot", a bracketed "[at]", or
-# a spaced "@" (a local part spelling its dots out, "jane dot doe at ...", counts from "doe": the
-# stream's hold-back cannot know "jane dot" begins an address until the "at" comes).
+# a spaced "@"; its local part may spell its dots out too ("jane dot doe at ...", "jane (dot)
+# doe [at] ..."): a stream holds "jane dot" while it may begin one (`spelled_email_hold`).
 _SPELLED_EMAIL = re.compile(
     rf"{_LOCAL}(?:{_AT}{_DOMAIN}{_DOT}{_TLD}"
     rf"|\s*[\[(<{{]\s*at\s*[\])>}}]\s*{_DOMAIN}(?:{_DOT}|\.){_TLD}"
@@ -83,17 +83,31 @@ _DOMAIN_BEGINS = re.compile(
     r"(?:\s+(?:d|do|dot)?|\s*[\[(<{]\s*(?:(?:d|do|dot)\s*)?|[ \t]*\.[ \t]*)?",
     re.IGNORECASE,
 )
-AN_AT = re.compile("[aA][tT]")
+# A local part, then what may begin a spelled-out "dot" at the very end ("jane d", "jane dot",
+# "jane (dot) "): the address may go on with the rest of its local part.
+_DOT_BEGINS = re.compile(
+    r"[A-Za-z0-9._%+-](?:\s+(?:do?t?)\s*|\s*[\[(<{]\s*(?:do?t?\s*[\])>}]?)?\s*)\Z", re.IGNORECASE
+)
+# A local part and a spelled-out "dot" right before a position: a dotted local part goes on there.
+_DOT_BEFORE = re.compile(rf"[A-Za-z0-9._%+-]{_DOT}\Z", re.IGNORECASE)
+# An "at" or a "dot" (the first character a class: stdlib scans for it before testing more).
+AN_AT = re.compile("[aAdD](?:(?<=[aA])[tT]|(?<=[dD])[oO][tT])")
 _SPACE_OR_BRACKET = frozenset(" \t\n\r\f\v[(<{")
 MAY_END_SPELLING = _SPACE_OR_BRACKET | {"a", "A"}
-"""Last characters after which `spelled_email_hold` may hold text with no "at" or "@" in it
-("jane ", "jane a", "jane ["): with `may_spell`, the stream's cheap first test."""
+"""Last characters after which `spelled_email_hold` may hold text with no "at", "dot" or "@"
+in it ("jane ", "jane a", "jane ["): with `may_spell`, the stream's cheap first test."""
+_DOT_ENDINGS = tuple(f"{before}{word}" for before in " \t\n([{<" for word in ("d", "do", "D", "Do", "DO"))
 
 
 def may_spell(text: str, pos: int) -> bool:
-    """Whether `text[pos:]` holds an "at" or an "@" (a spelled-out or spaced address may be
-    forming): one scan for each, cheaper than one search for either."""
-    return AN_AT.search(text, pos) is not None or text.find("@", pos) >= 0
+    """Whether `text[pos:]` holds an "at", a "dot" or an "@", or ends in what may begin a "dot"
+    (" d", "(do"): a spelled-out or spaced address may be forming. One scan for the words and
+    one for "@", cheaper than one search for either."""
+    return (
+        AN_AT.search(text, pos) is not None
+        or text.find("@", pos) >= 0
+        or (text[-1] in "dDoO" and text.endswith(_DOT_ENDINGS))
+    )
 
 
 _SPELLED_REACH = 256
@@ -123,6 +137,12 @@ def spelled_email_hold(text: str, pos: int) -> int:
         if begins is not None:
             cut = _local_start(text, begins.start() + 1, start)
     if spelled_at:
+        dotted = _DOT_BEGINS.search(text, max(start, size - 16))
+        if dotted is not None:  # "jane dot": the rest of a local part may follow
+            cut = min(cut, _local_start(text, dotted.start() + 1, start))
+        if last in _LOCAL_CHARS:  # "jane dot doe": from "jane", if its dots are spelled out
+            cut = min(cut, _local_start(text, size, start))
+    if spelled_at:
         at = start
         while (token := _AT_TOKEN.search(text, at)) is not None and token.start() < cut:
             if _DOMAIN_BEGINS.fullmatch(text, token.end()) is not None:
@@ -132,10 +152,23 @@ def spelled_email_hold(text: str, pos: int) -> int:
 
 
 def _local_start(text: str, end: int, floor: int) -> int:
-    """The start of the local part that ends at `end` (not before `floor`)."""
+    """The start of the local part that ends at `end` (not before `floor`), with the words
+    before it that spell its dots out ("jane dot doe" starts at "jane")."""
     at = end
     while at > floor and text[at - 1] in _LOCAL_CHARS:
         at -= 1
+    while at > floor:
+        back = at
+        while back > floor and text[back - 1] in " \t\n":
+            back -= 1
+        if back == floor or text[back - 1] not in "tT)]}>":
+            return at  # the common case: no "dot" ends right before it (no regex)
+        dot = _DOT_BEFORE.search(text, max(floor, at - 24), at)
+        if dot is None:
+            return at
+        at = dot.start()
+        while at > floor and text[at - 1] in _LOCAL_CHARS:
+            at -= 1
     return at
 
 

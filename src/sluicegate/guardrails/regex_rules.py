@@ -145,6 +145,33 @@ def phone_rule(regions: Sequence[str] = DEFAULT_PHONE_REGIONS) -> RegexRule:
     )
 
 
+_NAMING_WORDS = (
+    r"(?:tele?phone|phone|tel|mobile|cell(?:phone)?|fax|call|msisdn)(?:[ _-]?(?:no|nos|numbers?|num))?s?"
+)
+PHONE_LIKE_PATTERN = (
+    # A number libphonenumber refuses that the text still presents as a phone: a bare block of
+    # ten digits (`1322342321`: no plan's area code starts with 1, yet it is a phone column's
+    # value) or a `00` international prefix and digits (`00650277588`, no valid plan behind
+    # it), whole, and either named by a phone word earlier on its line (`| phone | ...`,
+    # `"kind": "phone", "value": "..."`; the word and the 15 characters after it fit in the 32
+    # a stream keeps before held text, so streams and whole texts agree) or alone in a cell:
+    # from a line start, `|`, tab, `,`, `;`, `"`, `=`, `: ` or a list bullet to a line end,
+    # `|`, tab, `,`, `;` or `"`. The spaces before a cell's end are part of the match (a stream
+    # holds `1322342321 ` until it sees whether a cell ends there); the value is only the
+    # digits (`split`). Fails closed: an epoch timestamp alone in a cell is redacted as a phone
+    # too; in prose (`job 1322342321 took`) it stays text.
+    r"(?<![\w+./-])(?:00[1-9]\d{6,14}|\d{10})(?![\w+]|[-./:]\d)"
+    r"(?:(?<=(?i:(?<![a-z])" + _NAMING_WORDS + r"(?![a-z]))[^\n]{0,15}\d+)"
+    r"|(?<=(?:^|[|\t,;\"=]|^[-*+][ \t]|:[ \t])[ \t]*\d+)[ \t]*(?=[|\t,;\"]|$))"
+)
+
+
+def _digits_only(text: str) -> list[tuple[int, int]]:
+    """The value of a `PHONE_LIKE_PATTERN` match: its digits, without the spaces that end a cell."""
+    return [(0, len(text.rstrip(" \t")))]
+
+
+PHONE_RULE = phone_rule()
 PII_RULES: tuple[RegexRule, ...] = (
     RegexRule(
         "email",
@@ -165,7 +192,8 @@ PII_RULES: tuple[RegexRule, ...] = (
         split=partial(run_values, kind="credit-card", phone_valid=phone_valid),
     ),
     RegexRule("ssn", r"\b\d{3}-\d{2}-\d{4}\b", "[SSN]"),
-    phone_rule(),
+    PHONE_RULE,
+    RegexRule("phone", PHONE_LIKE_PATTERN, "[PHONE]", flags=regex.MULTILINE, split=_digits_only),
     RegexRule(
         "iban",
         r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b",
@@ -233,7 +261,7 @@ def pii_rules(phone_regions: Sequence[str] | None = None) -> tuple[RegexRule, ..
     if phone_regions is None:
         return PII_RULES
     phone = phone_rule(phone_regions)
-    return tuple(phone if rule.name == "phone" else rule for rule in PII_RULES)
+    return tuple(phone if rule is PHONE_RULE else rule for rule in PII_RULES)
 
 
 PRESETS: dict[str, tuple[RegexRule, ...]] = {"pii": PII_RULES, "secrets": SECRET_RULES, "urls": URL_RULES}

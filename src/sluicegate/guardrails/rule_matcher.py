@@ -246,6 +246,8 @@ class RuleMatcher:
             if initials is not None:
                 initial = initials.search(buffer, pos, cut)
                 lead = None if initial is None else _lead(screen, buffer, initial.start(), cut)
+            elif screen.search(buffer, pos, cut) is None:
+                lead = None  # the common chunk: no value can start in it (one call, no helper)
             else:
                 lead = _lead(screen, buffer, pos, cut)
             if lead is not None:

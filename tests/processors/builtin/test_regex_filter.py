@@ -322,6 +322,8 @@ LEAD_TEXT = st.lists(
             *("sk-", "AKIA", "http", "eyJ", "-----"),
             *("DE89", "GB", "fe80", "::", "0db8:", "abcd", "F", "12"),
             *("é", "€", "٣", "_"),  # a non-ASCII word character, a symbol, a non-ASCII digit
+            # case-blind leads in other cases, and letters stdlib's IGNORECASE folds onto ASCII
+            *("API_KEY", "Secret", "HTTPS", "bearer", "ſ", "\u212a", "\u0130", "ApI"),
         ]
     ),
     max_size=25,
@@ -474,6 +476,22 @@ def test_a_complete_match_does_not_hide_an_earlier_one_still_forming(tail: str) 
     f = RegexFilter(presets=["pii", "secrets"], strategy="redact")
     assert f.redact(head + tail) == "say [API_KEY] end"
     assert "".join(drive(f, [head, tail])) == "say [API_KEY] end"
+
+
+def test_the_joint_screen_drops_covered_leads_and_lists_a_case_blind_lead_in_its_cases() -> None:
+    """The screen's cost per position is its alternatives: a lead another one without
+    assertions always matches with is left out, and a case-blind lead starts with a plain
+    class stdlib tests before entering it (not a `(?i:...)` scope it enters everywhere)."""
+    import regex
+
+    digit = regex.compile(r"\d")
+    assert screen([digit, regex.compile(r"\b\d{3}-\d"), regex.compile(r"(?<![\w.])\d\.")]) == screen([digit])
+    blind = str(screen([regex.compile(r"(?i)secret\s*=")]))
+    assert blind.startswith("[Ssſ]") and not blind.startswith("(?i")
+    joint = re.compile(str(screen([regex.compile(r"(?i)secret\s*="), regex.compile(r"\d{3}-")])))
+    for text, position in (("my SECRET=", 3), ("xſecret", 1), ("a 123-", 2), ("a sECr", 2)):
+        assert joint.search(text) is not None and joint.search(text).start() == position, text
+    assert joint.search("the secure set of 12 ") is None
 
 
 def test_the_joint_screen_keeps_each_rules_idea_of_a_word() -> None:

@@ -185,3 +185,80 @@ def test_counts_beside_an_ip_address_stay_text(name: str) -> None:
     """A log line's `ip status bytes`: only a card or an SSN makes the numbers beside it a row."""
     for out in both_paths(name, "from 10.0.0.1 35 84 45 ok"):
         assert "10.0.0.1" not in out and out.endswith(" 35 84 45 ok"), out
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    ("text", "phone"),
+    [
+        ("| kind | value |\n| --- | --- |\n| phone | 1248040530 |\n", "1248040530"),
+        ("- 81.110.181.196\n- 1322342321\n", "1322342321"),
+        ('[{"kind": "phone", "value": "00650277588"}]', "00650277588"),
+        ("name,phone\nJane,1322342321\n", "1322342321"),
+        ("INFO user lookup kind=phone value=1322342321 status=ok", "1322342321"),
+        ("Telephone 1248040530 (ask for Jane)", "1248040530"),
+        ("5404 8764 7593 8241 00678156593", "00678156593"),
+        ("11.22.33.44 1322342321", "1322342321"),
+    ],
+)
+def test_a_number_no_plan_accepts_is_a_phone_in_a_phone_layout(name: str, text: str, phone: str) -> None:
+    """Fail closed: ten bare digits or a `00` prefix with no valid plan behind it, alone in a
+    cell, named by a phone word on its line, or beside another value in a run of digit groups."""
+    for out in both_paths(name, text):
+        assert phone[-6:] not in out, out
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "job 1322342321 took 512 ms",
+        "ts=1700000000 level=info msg=done",
+        "build 1322342321 is green; 12 tests ran",
+        "order 00650277588 shipped",
+    ],
+)
+def test_a_bare_number_in_prose_stays_text(name: str, text: str) -> None:
+    assert both_paths(name, text) == [text, text]
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    "email",
+    [
+        "jane dot doe at example dot com",
+        "jane (dot) doe (at) example (dot) com",
+        "jane [dot] doe [at] example [dot] com",
+        "jane {dot} doe {at} example {dot} com",
+        "Jane DOT Mary dot Doe AT example DOT com",
+    ],
+)
+def test_a_local_part_spelling_its_dots_out_is_redacted_whole_with_any_cut(name: str, email: str) -> None:
+    """`jane dot doe at ...` leaked `jane` (the address counted from `doe`): a stream now holds
+    `jane dot` while the rest of a local part may follow."""
+    guard = GUARDS[name]
+    text = f"write to {email} today"
+    assert whole(guard, text).lower().count("jane") == 0
+    for cut in range(1, len(text)):
+        for second in range(cut + 1, len(text), 5):
+            out = stream(guard, [text[:cut], text[cut:second], text[second:]])
+            assert "jane" not in out.lower() and "doe" not in out.lower(), (cut, second, out)
+            assert out.startswith("write to ") and out.endswith(" today"), out
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 40 + " cellphone numbers: ask 1322342321 today",
+        '[{"kind": "telephone_number", "value": "00650277588"}] ok',
+        "a" * 50 + " Telephone 1248040530 (ask)",
+    ],
+)
+def test_a_named_number_streams_as_it_redacts_whole_with_any_cut(name: str, text: str) -> None:
+    """The phone word is within the 32 characters a stream keeps before held text."""
+    guard = GUARDS[name]
+    expected = whole(guard, text)
+    assert expected != text
+    for cut in range(1, len(text)):
+        assert stream(guard, [text[:cut], text[cut:]]) == expected, cut

@@ -15,7 +15,7 @@ import string
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from tests.processors.guardrails.guard_streams import stream
 
@@ -81,6 +81,13 @@ def _phone(rng: random.Random) -> str:
     )
 
 
+def _phone_like(rng: random.Random) -> str:
+    """A number no plan accepts that a table or a list still holds as a phone: a bare block of
+    ten digits starting with 1, or a `00` prefix with no valid country plan behind it."""
+    digits = lambda n: "".join(rng.choice(string.digits) for _ in range(n))  # noqa: E731
+    return rng.choice([f"1{digits(9)}", f"00{rng.randint(1, 9)}{digits(8)}"])
+
+
 def _ssn(rng: random.Random) -> str:
     return f"{rng.randint(100, 665):03d}-{rng.randint(10, 99):02d}-{rng.randint(1000, 9999):04d}"
 
@@ -119,6 +126,7 @@ WALLETS = (
 KINDS = {
     "card": _card,
     "phone": _phone,
+    "phone-like": _phone_like,
     "ssn": _ssn,
     "iban": _iban,
     "email": _email,
@@ -201,6 +209,10 @@ def test_no_value_leaks_from_rows_tables_and_logs(
     name: str, items: list[tuple[str, str]], kind: str, sep: str, data: st.DataObject
 ) -> None:
     guard = GUARDS[name]
+    # A number no plan accepts is a phone where the layout says so (a cell, a phone word on its
+    # line, a run beside another value); between spaces beside an email it is prose's number.
+    loose = kind == "row" and sep.strip() in ("", "/")
+    assume(not (loose and any(k == "phone-like" for k, _ in items) and len(items) > 1))
     text = layout(kind, items, sep)
     assert leaks(items, whole(guard, text)) == [], ("input", text)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))

@@ -63,6 +63,19 @@ class LabelMap:
         return found.pop() if len(found) == 1 else None
 
 
+def without_placeholders(original: str, output: str, labels: LabelMap) -> str:
+    """`output` with the placeholders the chain wrote cut out (a NUL in their place): those
+    that name a label and are not in `original`. A leak check compares what is left, so the
+    "credit" of `[CREDIT-CARD]` is not read as the same six letters of a value beside it
+    (`http://www.CreditSplash.se/`); a bracketed word the text already held still counts."""
+
+    def cut(match: re.Match[str]) -> str:
+        token = match.group()
+        return "\x00" if token not in original and labels.of_replacement(token) is not None else token
+
+    return _PLACEHOLDER.sub(cut, output)
+
+
 def parse_label_option(value: str) -> tuple[str, str]:
     """`NAME=LABEL` (the command line's `--label`)."""
     name, sep, label = value.partition("=")

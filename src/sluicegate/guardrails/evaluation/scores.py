@@ -26,7 +26,7 @@ from typing import Any
 
 from sluicegate.guardrails.evaluation.alignment import Region, canonical, changed_regions
 from sluicegate.guardrails.evaluation.dataset import Example, GoldSpan
-from sluicegate.guardrails.evaluation.labels import LabelMap
+from sluicegate.guardrails.evaluation.labels import LabelMap, without_placeholders
 
 LEAK_GRAM = 6
 CAUGHT_SHARE = 0.5
@@ -221,13 +221,14 @@ def score_spans(
         score.over_redacted_chars += outside
         report.over_redacted_chars += outside
 
+    shown = without_placeholders(text, output, labels)
     for span in gold:
         score = report.kind(span.label)
         score.gold += 1
         covered = sum(removed[span.start : span.end])
         if covered >= CAUGHT_SHARE * (span.end - span.start):
             score.caught += 1
-        leaked = leaks(text, span.start, span.end, output)
+        leaked = leaks(text, span.start, span.end, shown)
         if leaked is not None:
             score.leak_checked += 1
             score.leaked += leaked
