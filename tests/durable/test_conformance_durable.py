@@ -50,16 +50,6 @@ NOT_APPLICABLE: dict[str, str] = {
         "keeps a step-start before the data-api-error chunk, where a run in one process shows "
         "the step only once a model's stream opened"
     ),
-    "approval_resume_processors": (
-        "output stream processors run in the model activity, so they see the model's chunks "
-        "only: the chunks the workflow makes (tool-result, a tool's data parts) reach the log "
-        "without them, and chunk_type_recorder's record lacks the tool-result"
-    ),
-    "data_parts_opt_in": (
-        "a tool's data parts are published by its activity and the tool-result by the "
-        "workflow, neither through the output stream processors (see "
-        "approval_resume_processors): the observer neither tags nor drops them"
-    ),
 }
 """Scenarios that cannot run on Temporal, with why. The goal is an empty table."""
 

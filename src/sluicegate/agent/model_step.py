@@ -67,7 +67,10 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     if config.model is not chain.current:  # a processor chose this step's model: it has no fallback
         chain = ModelChain.single(resolve_model(config.model), run.options.max_retries)
     run_id = run.run_id
-    pipeline = run.pipeline
+    # A chain whose calls run the stream processors themselves (a durable run's model activity)
+    # hands over processed chunks: they are not passed through them again here, and nothing of
+    # them is held here to flush.
+    pipeline = None if chain.processes_stream else run.pipeline
     pending = run.pending
     keeps_model_chunks = runner.handles_llm_response
     announced = False  # whether this step's `step-start` went out
@@ -114,7 +117,8 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             else:
                 stream = (await open_stream(model, call_options, chain.max_retries)).stream
                 closables.append(stream)
-                source = _with_deadlines(run, stream) if runner.uses_stream_deadlines else stream
+                deadlines = pipeline is not None and runner.uses_stream_deadlines
+                source = _with_deadlines(run, stream) if deadlines else stream
             closables.append(source)
             opened = True
             if not announced:

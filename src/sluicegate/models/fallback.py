@@ -77,6 +77,10 @@ class ModelChain:
 
     __slots__ = ("_models", "_retries", "breaker", "index")
 
+    processes_stream = False
+    """Whether the models' calls run the run's output stream processors themselves and hand
+    over processed chunks (a durable run's model activity does)."""
+
     def __init__(self, models: Sequence[LanguageModel], retries: Sequence[int]) -> None:
         if not models or len(models) != len(retries):
             raise ValueError("a ModelChain needs one retry budget per model, and at least one model")

@@ -36,9 +36,10 @@ from sluicegate.agent.model_parts import ModelStreamError, convert
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal.activity_streams import ActivityStreams, through
 from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
-from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.payloads import checked, json_value
 from sluicegate.durable.temporal.publish import Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
 from sluicegate.durable.temporal.trace_context import attached
@@ -47,8 +48,7 @@ from sluicegate.messages import MessageList
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.fallback import parse_model_option
 from sluicegate.models.registry import resolve_model
-from sluicegate.processors.base import implements, processor_id
-from sluicegate.processors.runner import ProcessorRunner, Writer
+from sluicegate.processors.runner import Writer
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk, TextPayload
 from sluicegate.stream.run_log import RunStatus
@@ -252,22 +252,9 @@ class DurableActivities:
         request_context = RequestContext(call.get("requestContext") or {})
         options = CallOptions(**call["options"])
         model = model_at(agent, int(call.get("modelIndex", 0)))
-        processors = [
-            p
-            for p in await agent.resolve_processors("output_processors", {}, request_context)
-            if implements(p, "process_output_stream")
-        ]
-        pending: list[Chunk[Any]] = []
-        runner = ProcessorRunner(
-            input_processors=[],
-            output_processors=processors,
-            request_context=request_context,
-            run_id=run_id,
-            emit=pending.append,
-            processor_timeout=agent.processor_timeout,
-        )
-        for pid, saved in (call.get("states") or {}).items():
-            runner.state_for(pid).update(saved)
+        streams = await ActivityStreams.of(agent, call, request_context)
+        processors = streams.processors
+        runner = streams.runner
         if call["messages"] is None and processors:
             raise ApplicationError(
                 f"agent {agent_id!r} has output stream processors on this worker but not on the one "
@@ -312,8 +299,8 @@ class DurableActivities:
                     if part is _DEADLINE:
                         for flushed in await runner.run_stream_deadlines():
                             emit(flushed)
-                        while pending:
-                            emit(pending.pop(0))
+                        for extra in await streams.drained(pipeline):
+                            emit(extra)
                         continue
                     kind = part.get("type")
                     if kind == "text-delta":
@@ -337,8 +324,8 @@ class DurableActivities:
                         elif processed is not None:
                             for out in processed:
                                 emit(out)
-                    while pending:
-                        emit(pending.pop(0))
+                    for extra in await streams.drained(pipeline):
+                        emit(extra)
             finally:
                 for closable in (source, stream) if source is not stream else (stream,):
                     aclose = getattr(closable, "aclose", None)
@@ -350,8 +337,8 @@ class DurableActivities:
             if pipeline is not None and runner.flushes_stream:
                 for flushed in await runner.flush_stream():  # the step is over: held text goes out
                     emit(flushed)
-                while pending:
-                    emit(pending.pop(0))
+                for extra in await streams.drained(pipeline):
+                    emit(extra)
         except Exception as exc:
             # What already went past the processors is the attempt's output: it is published
             # (the retry notice will clear it); what they held back dies with the attempt.
@@ -362,10 +349,9 @@ class DurableActivities:
             batches.cancel()
             raise
         offset = await batches.finish()
-        states = {processor_id(p): json_state(runner.state_for(processor_id(p))) for p in processors}
         result: dict[str, Any] = checked(
             f"the model call of step {call['stepNumber']} (its streamed chunks)",
-            {"items": items, "states": states, "offset": offset},
+            {"items": items, "states": streams.states(), "offset": offset},
         )
         return result
 
@@ -424,16 +410,29 @@ class DurableActivities:
         # the result, for the workflow to publish after it.
         batches = _Batches(publisher, run_id, offset) if offset is not None else None
         data: list[Chunk[Any]] = []
+        request_context = RequestContext(call.get("requestContext") or {})
+        # The live call's data chunks pass through the stream processors that opted in to data
+        # parts before they are published, as in one process (the workflow sends their state).
+        streams = await ActivityStreams.of(agent, call, request_context) if "states" in call else None
+        pipeline = (
+            None
+            if streams is None
+            else streams.runner.stream_pipeline(MessageList.from_dict(call["messageList"]))
+        )
 
-        def write(chunk: Chunk[Any]) -> None:
-            data.append(chunk)
+        async def write(chunk: Chunk[Any]) -> None:
+            out = [chunk]
+            if streams is not None and pipeline is not None:
+                out = [*await through(pipeline, chunk), *await streams.drained(pipeline)]
+            data.extend(out)
             if batches is not None:
-                batches.add(chunk)
+                for processed in out:
+                    batches.add(processed)
 
         context = ToolContext(
             tool_call_id=call["toolCallId"],
             messages=list(call.get("messages") or []),
-            request_context=RequestContext(call.get("requestContext") or {}),
+            request_context=request_context,
             writer=Writer(run_id, write),
             tool_name=tool_name,
             resume_data=call.get("resumeData"),
@@ -459,6 +458,8 @@ class DurableActivities:
         finally:
             beating.cancel()
         out["data"] = [c.to_dict() for c in data]
+        if streams is not None:
+            out["states"] = streams.states()
         if batches is not None:
             out["offset"] = await batches.finish()
         what = f"the result of tool {tool_name!r} (call {call['toolCallId']})"

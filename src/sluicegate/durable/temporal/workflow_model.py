@@ -167,7 +167,7 @@ class ActivityModel:
         run = self.run
         assert run is not None
         carry = self._outbox.carry()
-        streams = [p for p in run.processors if implements(p, "process_output_stream")]
+        streams = run.pipeline is not None
         step_number = run.state.step_number
         call = checked(
             f"the model call of step {step_number} (prompt, tools and processor state)",
@@ -179,9 +179,7 @@ class ActivityModel:
                     "offset": carry["end"],
                     "carry": carry,
                     "options": vars(options),
-                    "states": {
-                        processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
-                    },
+                    "states": stream_states(run),
                     # Only output stream processors read the message list (the prompt is in
                     # `options`): without them it would only double every call's input.
                     "messages": run.message_list.to_dict() if streams else None,
@@ -214,10 +212,7 @@ class ActivityModel:
             # process (the run's text keeps it).
             return StreamResult(iterate_items(self._items(attempt.get("items") or []), error))
         self._outbox.offset = result["offset"]
-        for pid, saved in result["states"].items():
-            state = run.runner.state_for(pid)
-            state.clear()
-            state.update(saved)
+        load_stream_states(run, result["states"])
         return StreamResult(iterate_items(self._items(result["items"])))
 
     def _items(self, raw: list[dict[str, Any]]) -> list[Any]:
@@ -234,6 +229,24 @@ class ActivityModel:
 
     async def do_generate(self, options: CallOptions) -> Any:
         raise NotImplementedError("a durable run streams its model calls")
+
+
+def stream_states(run: AgentRun) -> dict[str, dict[str, Any]]:
+    """The output stream processors' `state` (its JSON part), by processor id, for an activity
+    that runs them: the run's state is the workflow's, lent to one activity at a time."""
+    return {
+        processor_id(p): json_state(run.runner.state_for(processor_id(p)))
+        for p in run.processors
+        if implements(p, "process_output_stream")
+    }
+
+
+def load_stream_states(run: AgentRun, states: dict[str, dict[str, Any]]) -> None:
+    """The states an activity hands back replace the run's (in place: the hooks' args hold them)."""
+    for pid, saved in states.items():
+        state = run.runner.state_for(pid)
+        state.clear()
+        state.update(saved)
 
 
 def model_names(model: Any) -> tuple[str, str]:
@@ -270,7 +283,11 @@ class DurableChain(ModelChain):
     """The run's model activities, in order. Unlike a run in one process, each step is announced
     (`step-start`) before its first model's activity: that activity publishes its chunks to the
     log as they stream, right after the step's start, which must therefore be there first. The
-    circuit breaker is not consulted (its state is not the workflow's to read)."""
+    circuit breaker is not consulted (its state is not the workflow's to read). Each activity runs
+    the output stream processors on the model's stream (`processes_stream`): the loop passes
+    only the chunks the workflow makes through them."""
+
+    processes_stream = True
 
     def __init__(self, models: list[ActivityModel]) -> None:
         super().__init__(models, [0] * len(models))  # no client retries: Temporal's policy retries
