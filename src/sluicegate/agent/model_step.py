@@ -14,10 +14,11 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.call_options import build_call_options
+from sluicegate.agent.chunk_stream import DEADLINE, Handover, record_chunk, stream_chunks
 from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.held_step import PENDING_KINDS
 from sluicegate.agent.hold import hold_step
-from sluicegate.agent.model_parts import ModelStreamError, convert
+from sluicegate.agent.model_parts import ModelStreamError
 from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.agent.run_summary import now_ms, summarize
 from sluicegate.agent.step import StepRecorder
@@ -30,7 +31,7 @@ from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import is_retryable, open_stream
 from sluicegate.processors.runner import StepConfig
-from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 
 if TYPE_CHECKING:
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sluicegate.agent")
 
-_DEADLINE = {"type": "__deadline__"}
 _OUTCOMES = frozenset(("tool-result", "tool-error", *PENDING_KINDS))
 
 
@@ -56,8 +56,12 @@ class UnrecoveredError(Exception):
         self.step = step
 
 
-async def model_step(run: RunCore, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
-    """One model call and its tools. Leaves the outcome in `run.state.current`.
+async def model_step(
+    run: RunCore, step_number: int, config: StepConfig, *, hand_over: bool = False
+) -> AsyncGenerator[Chunk | Handover, None]:
+    """One model call and its tools. Leaves the outcome in `run.state.current`. With
+    `hand_over`, the model call's chunks are handed to the caller (`Handover`), who iterates
+    them and throws a failure back in.
 
     With fallback models a failed call moves to the next model inside this step (see
     `_falls_over`): the loop below runs once per model, the hot path inside it unchanged."""
@@ -66,13 +70,17 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     chain = run.models
     if config.model is not chain.current:  # a processor chose this step's model: it has no fallback
         chain = ModelChain.single(resolve_model(config.model), run.options.max_retries)
-    run_id = run.run_id
     # A chain whose calls run the stream processors themselves (a durable run's model activity)
     # hands over processed chunks: they are not passed through them again here, and nothing of
     # them is held here to flush.
     pipeline = None if chain.processes_stream else run.pipeline
-    pending = run.pending
+    # Model-level chunks are kept only for processors that read them in `process_llm_response`
+    # (as copies when stream processors could change them in place).
     keeps_model_chunks = runner.handles_llm_response
+
+    async def on_tool_result(chunk: Chunk, step: StepRecorder) -> None:
+        await provider_tool_result(run, chunk, step)
+
     announced = False  # whether this step's `step-start` went out
     # The `step-start` chunk's messageId is the id the step's assistant message is stored
     # under, so a client that reloads the thread finds the message it streamed, not a twin.
@@ -105,10 +113,6 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             for chunk in await run.emit_processed(_step_start(run, message_id)):
                 yield chunk
 
-        # Model-level chunks are kept only for processors that read them in
-        # `process_llm_response`, as copies when stream processors could change them in place.
-        model_chunks_append = step.model_chunks.append if keeps_model_chunks else None
-        record = step.record
         closables: list[Any] = []
         opened = False
         try:
@@ -125,60 +129,23 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
                 announced = True
                 for chunk in await run.emit_processed(_step_start(run, message_id)):
                     yield chunk
-            async for part in source:
-                # ---- the hot path: one model part -> one chunk -> processors -> client
-                if part.__class__ is dict and part["type"] == "text-delta":
-                    chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
-                elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
-                    part.run_id = run_id
-                    chunk = part
-                else:
-                    if part is _DEADLINE:
-                        for flushed in await runner.run_stream_deadlines():
-                            _record(flushed, step)
-                            yield flushed
-                        continue
-                    converted = convert(part, step, run_id)
-                    if converted is None:
-                        continue
-                    if converted.type == "tool-result" and runner.handles_tool_result:
-                        await provider_tool_result(run, converted, step)
-                    chunk = converted
-                if model_chunks_append is not None:
-                    model_chunks_append(chunk if pipeline is None else chunk.copy())
-                if pipeline is not None:
-                    result = await pipeline(chunk)
-                    if result is None:
-                        if pending:
-                            for extra in await run.drain_processed():
-                                yield extra
-                        continue
-                    if result.__class__ is not Chunk:
-                        for out in result:
-                            _record(out, step)
-                            yield out
-                        continue
-                    chunk = result
-                if chunk.type == "text-delta":
-                    pieces = step.open_text
-                    if pieces is None:
-                        pieces = step.start_text()
-                    pieces.append(chunk.payload.text)
-                else:
-                    record(chunk)
-                yield chunk
-                if pending:
-                    for extra in await run.drain_processed():
-                        yield extra
-            if run.state.input_gate is not None:
-                await run.state.input_gate  # no tool runs before the parallel input guards pass
-            if pipeline is not None and runner.flushes_stream:
-                # The step's text is over: processors holding some back release it now.
-                for flushed in await runner.flush_stream():
-                    _record(flushed, step)
-                    yield flushed
-                for extra in await run.drain_processed():
-                    yield extra
+            chunks = stream_chunks(
+                source,
+                step,
+                runner,
+                pipeline,
+                run.drain_processed,
+                pending=run.pending,
+                keep=step.model_chunks.append if keeps_model_chunks else None,
+                on_tool_result=on_tool_result if runner.handles_tool_result else None,
+                before_flush=run.state.input_gate,
+            )
+            closables.append(chunks)
+            if hand_over:
+                yield Handover(chunks)  # see Handover: the loop iterates them
+            else:
+                async for chunk in chunks:
+                    yield chunk
         except (TripWire, ProcessorError):
             raise
         except Exception as exc:
@@ -202,7 +169,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
                 # What processors hold back of the failed attempt is its output, not the next
                 # model's: released now, it is shown (and cleared) with the attempt.
                 for flushed in await runner.flush_stream():
-                    _record(flushed, step)
+                    record_chunk(flushed, step)
                     yield flushed
             for chunk in await run.drain_processed():
                 yield chunk
@@ -348,15 +315,6 @@ def _step_start(run: RunCore, message_id: str) -> Chunk:
     return run.chunk("step-start", message_id=message_id, request={}, warnings=[], started_at=now_ms())
 
 
-def _record(chunk: Chunk, step: StepRecorder) -> None:
-    """A chunk emitted outside the inline path (flushed or returned in a list), into the step."""
-    if chunk.type == "text-delta":
-        pieces = step.open_text if step.open_text is not None else step.start_text()
-        pieces.append(chunk.payload.text)
-    else:
-        step.record(chunk)
-
-
 async def _error_processors_retry(
     run: RunCore, error: BaseException, step: StepRecorder, model: LanguageModel
 ) -> bool:
@@ -439,9 +397,9 @@ async def _finish_retried(
 
 
 def _with_deadlines(run: RunCore, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
+    """The model stream, interleaved with `DEADLINE` markers when a stream processor's
     buffered chunks are due (see `BatchPartsProcessor`)."""
-    return with_deadlines(stream, run.runner.next_stream_deadline, _DEADLINE)
+    return with_deadlines(stream, run.runner.next_stream_deadline, DEADLINE)
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:

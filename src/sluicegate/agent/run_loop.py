@@ -16,6 +16,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sluicegate.agent.chunk_stream import Handover
 from sluicegate.agent.decisions import Decision
 from sluicegate.agent.hold import continue_step
 from sluicegate.agent.model_step import UnrecoveredError, model_step
@@ -98,16 +99,31 @@ async def run_loop(
             config = await _prepare_step(run, run.state.step_number)
             if config is None:  # an input-step retry: the attempt never reached the model
                 continue
-            step_chunks = model_step(run, run.state.step_number, config)
-            if run.state.input_gate is not None:  # held until the parallel input guards pass
-                step_chunks = gated(step_chunks, run.state.input_gate)
+            gate = run.state.input_gate
+            step_chunks = model_step(run, run.state.step_number, config, hand_over=gate is None)
+            if gate is not None:  # held until the parallel input guards pass
+                step_chunks = gated(step_chunks, gate)
             async with aclosing(step_chunks) as chunks:
-                async for chunk in chunks:  # the hot path's last hop
+                thrown: Exception | None = None
+                while True:
                     try:
-                        append(chunk)
-                    except Exception:  # a failing log never breaks the run
-                        put = append = tap.broken() if tap is not None else _no_log
-                    yield chunk
+                        item = await (chunks.__anext__() if thrown is None else chunks.athrow(thrown))
+                    except StopAsyncIteration:
+                        break
+                    thrown = None
+                    if not isinstance(item, Handover):
+                        put(item)
+                        yield item
+                        continue
+                    try:
+                        async for chunk in item.chunks:  # the hot path's last hop
+                            try:
+                                append(chunk)
+                            except Exception:  # a failing log never breaks the run
+                                put = append = tap.broken() if tap is not None else _no_log
+                            yield chunk
+                    except Exception as exc:  # back into the step, which recovers or ends the run
+                        thrown = exc
             run.state.input_gate = None
             if run.state.held is not None:
                 _suspended(run)
