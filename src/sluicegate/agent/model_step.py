@@ -66,7 +66,6 @@ async def model_step(
     With fallback models a failed call moves to the next model inside this step (see
     `_falls_over`): the loop below runs once per model, the hot path inside it unchanged."""
     runner = run.runner
-    message_list = run.message_list
     chain = run.models
     if config.model is not chain.current:  # a processor chose this step's model: it has no fallback
         chain = ModelChain.single(resolve_model(config.model), run.options.max_retries)
@@ -87,32 +86,16 @@ async def model_step(
     message_id = str(new_uuid())
     while True:
         model = await chain.pick()
-        call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
-        _lower_output_limit(call_options, runner.output_token_cap())
-        prompt, replay = await runner.run_llm_request(
-            call_options.prompt,
-            model=model,
-            tools=call_options.tools,
-            tool_choice=call_options.tool_choice,
-            step_number=step_number,
-            steps=run.state.steps,
-            message_list=message_list,
-            max_output_tokens=call_options.max_output_tokens,
-        )
-        call_options.prompt = prompt
-        # What request processors priced (the cost guard's reservation) caps what is sent.
-        _lower_output_limit(call_options, runner.output_token_cap(request=True))
-        if run.trace is not None:
-            run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
+        call_options, replay = await _call_options(run, config, model, step_number)
         step = StepRecorder(step_number)
         run.state.current = step
         # As Mastra: a model with a fallback after it shows its step only once its stream opened,
-        # so a call that fails before that and moves on leaves no trace in the stream.
-        if not announced and chain.is_last:
+        # so a call that fails before that and moves on leaves no trace in the stream; a call that
+        # publishes its chunks itself needs the step announced before it.
+        if not announced and (chain.is_last or chain.publishes_live):
             announced = True
             for chunk in await run.emit_processed(_step_start(run, message_id)):
                 yield chunk
-
         closables: list[Any] = []
         opened = False
         try:
@@ -149,54 +132,103 @@ async def model_step(
         except (TripWire, ProcessorError):
             raise
         except Exception as exc:
-            error = exc.error if isinstance(exc, ModelStreamError) else exc
-            if isinstance(error, APICallError) and error.provider is None:
-                error.provider = getattr(model, "provider", None)
-            if run.trace is not None:
-                run.trace.end_chat(step, error)
-            if replay is None:
-                await chain.record(model, error)
-            run.state.usage = run.state.usage + step.usage
-            if await _error_processors_retry(run, error, step, model):
-                for chunk in await run.drain_processed():
-                    yield chunk
-                async for chunk in _finish_retried(run, step, model):
-                    yield chunk
+            recovered, retried = await _recover(
+                run, exc, step, model, chain, opened, replay is not None, pipeline
+            )
+            for chunk in recovered:
+                yield chunk
+            if retried:
                 return
-            if not (_falls_over(error, opened) and chain.advance()):
-                raise UnrecoveredError(error, step) from exc
-            if pipeline is not None and runner.flushes_stream:
-                # What processors hold back of the failed attempt is its output, not the next
-                # model's: released now, it is shown (and cleared) with the attempt.
-                for flushed in await runner.flush_stream():
-                    record_chunk(flushed, step)
-                    yield flushed
-            for chunk in await run.drain_processed():
-                yield chunk
-            for chunk in await _fell_over(run, error, step, model, chain.current):
-                yield chunk
             continue
         finally:
-            # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
-            for closable in reversed(closables):
-                aclose = getattr(closable, "aclose", None)
-                if aclose is not None:
-                    try:
-                        await aclose()
-                    except Exception:  # already closing (a cancelled read), or a provider's own failure
-                        log.debug("closing the model stream failed", exc_info=True)
+            await _close_all(closables)
         if replay is None:
             await chain.record(model, None)
         break
     if run.trace is not None:
         run.trace.end_chat(step)
+    async for chunk in _after_stream(run, step, config, model, message_id, replay is not None):
+        yield chunk
 
-    usage_before = run.state.usage
-    run.state.usage = run.state.usage + step.usage
-    step.model_chunks.append(
-        run.chunk("finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage))
+
+async def _call_options(
+    run: RunCore, config: StepConfig, model: LanguageModel, step_number: int
+) -> tuple[CallOptions, Any]:
+    """The call's options (its prompt through `process_llm_request`, its output capped by what
+    request processors priced), and a response those processors replay instead (or None)."""
+    runner = run.runner
+    call_options = build_call_options(config, run.message_list.to_prompt(), run.schema_for)
+    _lower_output_limit(call_options, runner.output_token_cap())
+    prompt, replay = await runner.run_llm_request(
+        call_options.prompt,
+        model=model,
+        tools=call_options.tools,
+        tool_choice=call_options.tool_choice,
+        step_number=step_number,
+        steps=run.state.steps,
+        message_list=run.message_list,
+        max_output_tokens=call_options.max_output_tokens,
     )
-    step.finalize_parts()
+    call_options.prompt = prompt
+    # What request processors priced (the cost guard's reservation) caps what is sent.
+    _lower_output_limit(call_options, runner.output_token_cap(request=True))
+    if run.trace is not None:
+        run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
+    return call_options, replay
+
+
+async def _recover(
+    run: RunCore,
+    exc: Exception,
+    step: StepRecorder,
+    model: LanguageModel,
+    chain: ModelChain,
+    opened: bool,
+    replayed: bool,
+    pipeline: Any,
+) -> tuple[list[Chunk], bool]:
+    """A failed model call: `(chunks, True)` when an error processor retries the step (the
+    attempt ends as a `retry` step), `(chunks, False)` when the step moves to the next model;
+    `UnrecoveredError` when neither."""
+    error = exc.error if isinstance(exc, ModelStreamError) else exc
+    if isinstance(error, APICallError) and error.provider is None:
+        error.provider = getattr(model, "provider", None)
+    if run.trace is not None:
+        run.trace.end_chat(step, error)
+    if not replayed:
+        await chain.record(model, error)
+    run.state.usage = run.state.usage + step.usage
+    if await _error_processors_retry(run, error, step, model):
+        out = await run.drain_processed()
+        return [*out, *[chunk async for chunk in _finish_retried(run, step, model)]], True
+    if not (_falls_over(error, opened) and chain.advance()):
+        raise UnrecoveredError(error, step) from exc
+    out = []
+    if pipeline is not None and run.runner.flushes_stream:
+        # What processors hold back of the failed attempt is its output, not the next model's:
+        # released now, it is shown (and cleared) with the attempt.
+        for flushed in await run.runner.flush_stream():
+            record_chunk(flushed, step)
+            out.append(flushed)
+    out.extend(await run.drain_processed())
+    out.extend(await _fell_over(run, error, step, model, chain.current))
+    return out, False
+
+
+async def _close_all(closables: list[Any]) -> None:
+    """A consumer that stops reading (or an abort) ends the provider call now, not at GC."""
+    for closable in reversed(closables):
+        aclose = getattr(closable, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:  # already closing (a cancelled read), or a provider's own failure
+                log.debug("closing the model stream failed", exc_info=True)
+
+
+def _response_message(run: RunCore, step: StepRecorder, model: LanguageModel, message_id: str) -> Any:
+    """The step's assistant message, added to the list as a response (None: nothing to say)."""
+    message_list = run.message_list
     response = step.to_message(
         thread_id=message_list.thread_id, resource_id=message_list.resource_id, message_id=message_id
     )
@@ -208,14 +240,36 @@ async def model_step(
             "provider": str(getattr(model, "provider", "")),
         }
         message_list.add(response, "response")
+    return response
+
+
+async def _after_stream(
+    run: RunCore,
+    step: StepRecorder,
+    config: StepConfig,
+    model: LanguageModel,
+    message_id: str,
+    replayed: bool,
+) -> AsyncGenerator[Chunk, None]:
+    """The step after its model call: its message, `process_output_step` (a rejection retries
+    the step), `process_llm_response`, then its tools and `step-finish`."""
+    runner = run.runner
+    message_list = run.message_list
+    usage_before = run.state.usage
+    run.state.usage = run.state.usage + step.usage
+    step.model_chunks.append(
+        run.chunk("finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage))
+    )
+    step.finalize_parts()
+    response = _response_message(run, step, model, message_id)
 
     async def llm_response(accepted: bool) -> None:
         await runner.run_llm_response(
             step.model_chunks,
             model=model,
-            step_number=step_number,
+            step_number=step.step_number,
             steps=run.state.steps,
-            from_cache=replay is not None,
+            from_cache=replayed,
             accepted=accepted,
             message_list=message_list,
             warnings=step.warnings,
@@ -224,7 +278,7 @@ async def model_step(
     try:
         await runner.run_output_step(
             message_list,
-            step_number=step_number,
+            step_number=step.step_number,
             finish_reason=step.finish_reason,
             tool_calls=step.tool_calls,
             text=step.text(),
@@ -246,7 +300,21 @@ async def model_step(
     await llm_response(accepted=True)
     for chunk in await run.drain_processed():
         yield chunk
+    async for chunk in _tools_and_finish(run, step, config, model, replayed, usage_before):
+        yield chunk
 
+
+async def _tools_and_finish(
+    run: RunCore,
+    step: StepRecorder,
+    config: StepConfig,
+    model: LanguageModel,
+    replayed: bool,
+    usage_before: Any,
+) -> AsyncGenerator[Chunk, None]:
+    """The step's tool calls (their data chunks live, their results in call order), then the
+    step's result and its `step-finish`; a call that waits on a person holds the step instead."""
+    step_number = step.step_number
     tool_results: list[Chunk] = list(step.replayed_results.values())
     tool_errors: list[Chunk] = []
     if step.tool_calls:
@@ -289,7 +357,7 @@ async def model_step(
             usage=step.usage,
             warnings=step.warnings,
             response=step.response,
-            from_cache=replay is not None,
+            from_cache=replayed,
             model=model_label(model),
         )
     )

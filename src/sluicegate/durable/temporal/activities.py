@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from sluicegate.agent.chunk_stream import DEADLINE, stream_chunks
 from sluicegate.agent.deadline_stream import with_deadlines
-from sluicegate.agent.model_parts import ModelStreamError, convert
+from sluicegate.agent.model_parts import ModelStreamError
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.durable.temporal import names
@@ -50,7 +51,7 @@ from sluicegate.models.fallback import parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.processors.runner import Writer
 from sluicegate.request_context import RequestContext
-from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.run_log import RunStatus
 from sluicegate.tools import ToolContext
 
@@ -61,10 +62,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.durable")
 
 _BOOKKEEPING = frozenset(("finish", "stream-start", "response-metadata"))
-_DEADLINE = {"type": "__deadline__"}
 _FAILED_ITEMS = 16
 """How many of a failed call's chunks go back to the workflow: the loop only needs to know
 what it showed (whether it went beyond its step-start), not all of it; all of it is in the log."""
+
+
+async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> AsyncIterator[Any]:
+    """The model's parts, with a heartbeat each; the bookkeeping ones (finish, stream-start,
+    response metadata) also go back to the workflow as they are, where the loop records them
+    into its step."""
+    heartbeat = activity.heartbeat
+    async for part in source:
+        heartbeat()
+        if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
+            items.append({"part": json_value(part)})
+        yield part
 
 
 class _FailedCall(Exception):
@@ -284,7 +296,6 @@ class DurableActivities:
             batches.add(chunk)
             items.append({"chunk": chunk.to_dict()})
 
-        heartbeat = activity.heartbeat
         opened = False
         try:
             stream = (await model.do_stream(options)).stream
@@ -292,53 +303,26 @@ class DurableActivities:
             deadlines = pipeline is not None and runner.uses_stream_deadlines
             # As in one process: a stream processor's timed flush (`stream_deadline`, e.g.
             # `BatchPartsProcessor(max_wait_time=...)`) fires while the model is silent.
-            source = with_deadlines(stream, runner.next_stream_deadline, _DEADLINE) if deadlines else stream
+            source = with_deadlines(stream, runner.next_stream_deadline, DEADLINE) if deadlines else stream
+
+            async def drain() -> list[Chunk[Any]]:
+                return await streams.drained(pipeline)
+
+            # The same per-chunk pipeline as a run in one process (`chunk_stream`).
+            chunks = stream_chunks(
+                _watched(source, items), step, runner, pipeline, drain, pending=streams.pending
+            )
             try:
-                async for part in source:
-                    heartbeat()
-                    if part is _DEADLINE:
-                        for flushed in await runner.run_stream_deadlines():
-                            emit(flushed)
-                        for extra in await streams.drained(pipeline):
-                            emit(extra)
-                        continue
-                    kind = part.get("type")
-                    if kind == "text-delta":
-                        chunk: Chunk[Any] | None = Chunk(
-                            "text-delta", run_id, TextPayload(part["id"], part["delta"])
-                        )
-                    elif kind in _BOOKKEEPING:
-                        items.append({"part": json_value(part)})
-                        continue
-                    else:
-                        chunk = convert(part, step, run_id)
-                        if chunk is None:
-                            continue
-                    assert chunk is not None
-                    if pipeline is None:
-                        emit(chunk)
-                    else:
-                        processed = await pipeline(chunk)
-                        if isinstance(processed, Chunk):
-                            emit(processed)
-                        elif processed is not None:
-                            for out in processed:
-                                emit(out)
-                    for extra in await streams.drained(pipeline):
-                        emit(extra)
+                async for chunk in chunks:
+                    emit(chunk)
             finally:
-                for closable in (source, stream) if source is not stream else (stream,):
+                for closable in (chunks, source, stream) if source is not stream else (chunks, stream):
                     aclose = getattr(closable, "aclose", None)
                     if aclose is not None:
                         try:
                             await aclose()
                         except Exception:  # already closing (the deadline reader's), or the provider's own
                             log.debug("closing the model stream failed", exc_info=True)
-            if pipeline is not None and runner.flushes_stream:
-                for flushed in await runner.flush_stream():  # the step is over: held text goes out
-                    emit(flushed)
-                for extra in await streams.drained(pipeline):
-                    emit(extra)
         except Exception as exc:
             # What already went past the processors is the attempt's output: it is published
             # (the retry notice will clear it); what they held back dies with the attempt.

@@ -280,27 +280,19 @@ def activity_models(agent: Agent[Any], outbox: Outbox, settings: Settings) -> li
 
 
 class DurableChain(ModelChain):
-    """The run's model activities, in order. Unlike a run in one process, each step is announced
-    (`step-start`) before its first model's activity: that activity publishes its chunks to the
-    log as they stream, right after the step's start, which must therefore be there first. The
-    circuit breaker is not consulted (its state is not the workflow's to read). Each activity runs
-    the output stream processors on the model's stream (`processes_stream`): the loop passes
-    only the chunks the workflow makes through them."""
+    """The run's model activities, in order. Each activity publishes its chunks to the log as
+    they stream (`publishes_live`), right after the step's start, which must therefore be there
+    first: the loop announces each step before its first model's activity, where a run in one
+    process shows a step with a fallback model after it only once its stream opened. The circuit
+    breaker is not consulted (its state is not the workflow's to read). Each activity runs the
+    output stream processors on the model's stream (`processes_stream`): the loop passes only
+    the chunks the workflow makes through them."""
 
     processes_stream = True
+    publishes_live = True
 
     def __init__(self, models: list[ActivityModel]) -> None:
         super().__init__(models, [0] * len(models))  # no client retries: Temporal's policy retries
-
-    @property
-    def is_last(self) -> bool:
-        return True  # read by the loop only to announce the step (see the class docstring)
-
-    def advance(self) -> bool:
-        if self.index + 1 >= len(self):
-            return False
-        self.index += 1
-        return True
 
 
 async def iterate_items(items: list[Any], error: BaseException | None = None) -> AsyncIterator[Any]:
