@@ -49,6 +49,7 @@ from sluicegate.messages import MessageList
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.fallback import parse_model_option
 from sluicegate.models.registry import resolve_model
+from sluicegate.models.retries import is_retryable
 from sluicegate.processors.runner import Writer
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
@@ -77,6 +78,15 @@ async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> A
         if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
             items.append({"part": json_value(part)})
         yield part
+
+
+def _falls_over(call: dict[str, Any], opened: bool, error: BaseException) -> bool:
+    """Whether this failed attempt moves the step to the next model: the model's last attempt
+    (`attempts`, its retry policy's), failing inside its open stream with a retryable error
+    (`model_step._falls_over`), with a model after it (`hasNext`)."""
+    attempts = int(call.get("attempts") or 0)
+    last = attempts > 0 and activity.info().attempt >= attempts
+    return bool(call.get("hasNext")) and opened and last and is_retryable(error)
 
 
 class _FailedCall(Exception):
@@ -325,9 +335,16 @@ class DurableActivities:
                             log.debug("closing the model stream failed", exc_info=True)
         except Exception as exc:
             # What already went past the processors is the attempt's output: it is published
-            # (the retry notice will clear it); what they held back dies with the attempt.
-            await batches.finish()
+            # (the retry notice will clear it). What they held back dies with an attempt that
+            # Temporal retries; the model's last attempt, when the step moves to the next model,
+            # releases it first, as a run in one process does (shown, and cleared with it).
             error = exc.error if isinstance(exc, ModelStreamError) else exc
+            if _falls_over(call, opened, error) and pipeline is not None and runner.flushes_stream:
+                for flushed in await runner.flush_stream():
+                    emit(flushed)
+                for extra in await streams.drained(pipeline):
+                    emit(extra)
+            await batches.finish()
             raise _FailedCall(error, opened, items) from exc
         except BaseException:
             batches.cancel()

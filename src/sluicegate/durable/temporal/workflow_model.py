@@ -155,6 +155,8 @@ class ActivityModel:
         self._outbox = outbox
         self._settings = settings
         self.index = index
+        self.has_next = False
+        """Whether a model follows this one in the fallback list (set by `activity_models`)."""
         self.run: AgentRun | None = None
         self.provider, self.model_id = model_names(agent.model if entry is None else entry.model)
         retries = None if entry is None else entry.max_retries
@@ -176,6 +178,8 @@ class ActivityModel:
                     "runId": run.run_id,
                     "stepNumber": step_number,
                     "modelIndex": self.index,
+                    "hasNext": self.has_next,
+                    "attempts": self.retry_policy.maximum_attempts,
                     "offset": carry["end"],
                     "carry": carry,
                     "options": vars(options),
@@ -276,7 +280,10 @@ def activity_models(agent: Agent[Any], outbox: Outbox, settings: Settings) -> li
     entries = parse_model_option(agent.model)
     if entries is None:
         return [ActivityModel(agent, outbox, settings)]
-    return [ActivityModel(agent, outbox, settings, index, entry) for index, entry in enumerate(entries)]
+    models = [ActivityModel(agent, outbox, settings, index, entry) for index, entry in enumerate(entries)]
+    for model in models[:-1]:
+        model.has_next = True
+    return models
 
 
 class DurableChain(ModelChain):
