@@ -170,8 +170,8 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
             chunk = Chunk.from_dict(data)
             if live:
                 # Already processed and in the log: handed to the loop as is, not written again.
-                outbox.streamed.add(id(chunk))
-                run.processed_elsewhere.add(id(chunk))
+                outbox.streamed[id(chunk)] = chunk
+                run.processed_elsewhere[id(chunk)] = chunk
                 emitted = writer.emit(chunk)
                 if inspect.isawaitable(emitted):
                     await emitted
@@ -312,8 +312,8 @@ class _DurableRun:
         streamed = outbox.streamed
         async with aclosing(run.events()) as events:  # closed here, not by the GC, if the run is evicted
             async for chunk in events:
-                if id(chunk) in streamed:
-                    streamed.discard(id(chunk))
+                if streamed.get(id(chunk)) is chunk:
+                    del streamed[id(chunk)]
                     continue
                 outbox.pending.append(chunk)
         streamed.clear()

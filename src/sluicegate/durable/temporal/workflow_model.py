@@ -68,8 +68,9 @@ class Outbox:
         self.run_id = run_id
         self.offset = 0
         self.pending: list[Chunk[Any]] = []
-        self.streamed: set[int] = set()
-        """Chunks the model activity already published (by identity), not written twice."""
+        self.streamed: dict[int, Chunk[Any]] = {}
+        """Chunks an activity already published, by identity, not written twice (the chunk is
+        held, so its id cannot name another chunk while it is listed)."""
         self.carrying = 0
         """Activities in flight with chunks to write."""
         self.lock = asyncio.Lock()
@@ -225,7 +226,7 @@ class ActivityModel:
         for item in raw:
             if "chunk" in item:
                 chunk = Chunk.from_dict(item["chunk"])
-                self._outbox.streamed.add(id(chunk))
+                self._outbox.streamed[id(chunk)] = chunk
                 items.append(chunk)
             else:
                 items.append(item["part"])
