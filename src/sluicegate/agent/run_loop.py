@@ -116,12 +116,16 @@ async def run_loop(
                         yield item
                         continue
                     try:
-                        async for chunk in item.chunks:  # the hot path's last hop
-                            try:
-                                append(chunk)
-                            except Exception:  # a failing log never breaks the run
-                                put = append = tap.broken() if tap is not None else _no_log
-                            yield chunk
+                        if tap is None:
+                            async for chunk in item.chunks:  # the hot path's last hop
+                                yield chunk
+                        else:
+                            async for chunk in item.chunks:
+                                try:
+                                    append(chunk)
+                                except Exception:  # a failing log never breaks the run
+                                    put = append = tap.broken()
+                                yield chunk
                     except Exception as exc:  # back into the step, which recovers or ends the run
                         thrown = exc
             run.state.input_gate = None
