@@ -44,21 +44,12 @@ NOT_APPLICABLE: dict[str, str] = {
         "JSON options (max_steps, require_tool_approval, request_context, memory)"
     ),
     "fallback_after_error_processor_declines": (
-        "each step's step-start is announced before its first model's activity (DurableChain: "
-        "the activity publishes its chunks live, right after the step's start, which must be in "
-        "the log first), so a step an error processor retries after its model failed to open "
+        "each step's step-start is announced before its first model's activity (the chain "
+        "publishes_live: the activity writes its chunks to the log as they stream, right after "
+        "the step's start, which must be there first), so a step an error processor retries "
+        "after its model failed to open "
         "keeps a step-start before the data-api-error chunk, where a run in one process shows "
         "the step only once a model's stream opened"
-    ),
-    "approval_resume_processors": (
-        "output stream processors run in the model activity, so they see the model's chunks "
-        "only: the chunks the workflow makes (tool-result, a tool's data parts) reach the log "
-        "without them, and chunk_type_recorder's record lacks the tool-result"
-    ),
-    "data_parts_opt_in": (
-        "a tool's data parts are published by its activity and the tool-result by the "
-        "workflow, neither through the output stream processors (see "
-        "approval_resume_processors): the observer neither tags nor drops them"
     ),
 }
 """Scenarios that cannot run on Temporal, with why. The goal is an empty table."""

@@ -18,7 +18,8 @@ from sluicegate.durable.temporal import TemporalRuns, create_worker, names
 from sluicegate.errors import APICallError
 from sluicegate.models import retries
 from sluicegate.models.registry import register_provider
-from sluicegate.stream.chunk import Chunk
+from sluicegate.processors import Processor
+from sluicegate.stream.chunk import Chunk, text_delta
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
 pytestmark = pytest.mark.integration
@@ -104,6 +105,22 @@ async def _durable(
     return _shown(chunks), result, models
 
 
+class HoldText(Processor):
+    """Holds every text delta back until the step's end (or the model's failure) flushes it."""
+
+    id = "hold-text"
+
+    def process_output_stream(self, args: Any) -> Any:
+        if args.part.type != "text-delta":
+            return args.part
+        args.state.setdefault("held", []).append([args.part.payload.id, args.part.payload.text])
+        return None
+
+    def flush_output_stream(self, args: Any) -> list[Chunk[Any]]:
+        held, args.state["held"] = args.state.get("held", []), []
+        return [text_delta(args.part.run_id if args.part else "", i, t) for i, t in held]
+
+
 def _pair(make: Callable[[], list[Any]]) -> tuple[list[Any], list[Any]]:
     """The same fallback list twice: one for the run in one process, one for the durable run."""
     return make(), make()
@@ -168,6 +185,38 @@ async def test_a_retryable_failure_inside_the_stream_falls_over_with_a_notice(te
     d_shown, result, _ = await _durable(temporal_server, agent)
     assert d_shown == shown
     assert result["text"] == text == "Whole answer"
+
+
+async def test_what_a_stream_processor_held_of_the_failed_model_is_released_before_the_next(
+    temporal_server: Any,
+) -> None:
+    def make() -> list[Any]:
+        return [
+            {
+                "model": _named([_mid_stream("Half of", _server_error())] * 3, "primary"),
+                "max_retries": 1,
+            },
+            MockModel([text_step("Whole answer")], provider="mock", model_id="secondary"),
+        ]
+
+    def holding() -> list[Any]:
+        return [HoldText()]
+
+    local, durable = _pair(make)
+    shown, text, _ = await _in_process(Agent("fallback-held", model=local, output_processors=holding()))
+    # In one process the failed model's held text is released with it, before the notice.
+    held = shown.index(("text", "Half of"))
+    assert held < shown.index(("data-model-fallback", "mock/primary", "mock/secondary", 503))
+    agent = Agent("fallback-held", model=durable, output_processors=holding())
+    d_shown, result, models = await _durable(temporal_server, agent)
+    # The first attempt's held text dies with it (Temporal retries it: a client discards what
+    # it showed, from right after the step's start, at the retry notice); the last attempt's is
+    # released before the step moves on, as in one process.
+    notice = d_shown.index(names.RETRY_NOTICE)
+    assert d_shown[:notice].count(("text", "Half of")) == 0
+    assert d_shown[:2] + d_shown[notice + 1 :] == shown
+    assert result["text"] == text == "Whole answer"
+    assert [(index, attempts) for _, index, attempts in models] == [(0, 2), (1, 1)]
 
 
 async def test_a_non_retryable_failure_inside_the_stream_does_not_fall_over(temporal_server: Any) -> None:

@@ -79,6 +79,43 @@ DEFAULT_LOG_RUNS = 200
 190 MB however long or many the runs (about 25 MB for 200 runs of 500 chunks)."""
 
 
+_CALL_OPTIONS = frozenset(
+    {
+        "require_tool_approval",
+        "output_retries",
+        "max_steps",
+        "input_processors",
+        "output_processors",
+        "error_processors",
+        "max_processor_retries",
+        "prepare_step",
+        "request_context",
+        "tool_choice",
+        "active_tools",
+        "memory",
+        "model_settings",
+        "provider_options",
+        "structured_output",
+        "instructions",
+        "tools",
+        "model",
+        "processor_timeout",
+        "max_retries",
+        "abort_signal",
+        "max_input_chars",
+    }
+)
+"""The options one call (`generate`, `stream`, ...) takes."""
+
+
+def _checked_prepare_step(prepare_step: Any) -> Any:
+    if prepare_step is not None and not callable(prepare_step):
+        raise ConfigurationError(
+            f"prepare_step must be a function (def or async def), got {type(prepare_step).__name__}"
+        )
+    return prepare_step
+
+
 class Agent(Generic[Out]):
     """An LLM agent whose pipeline is driven by processors.
 
@@ -368,33 +405,9 @@ class Agent(Generic[Out]):
         """The run one call makes, not started: options checked, processor arrays resolved,
         memory bound, the message list built. `resumed` rebuilds a stored run with the decision
         about it (`resume`); `run_id` names the run (the durable workflow passes its own)."""
-        known = {
-            "require_tool_approval",
-            "output_retries",
-            "max_steps",
-            "input_processors",
-            "output_processors",
-            "error_processors",
-            "max_processor_retries",
-            "prepare_step",
-            "request_context",
-            "tool_choice",
-            "active_tools",
-            "memory",
-            "model_settings",
-            "provider_options",
-            "structured_output",
-            "instructions",
-            "tools",
-            "model",
-            "processor_timeout",
-            "max_retries",
-            "abort_signal",
-            "max_input_chars",
-        }
-        unknown = [name for name in options if name not in known]
+        unknown = [name for name in options if name not in _CALL_OPTIONS]
         if unknown:
-            raise unknown_options(f"agent {self.name!r} call", unknown, known)
+            raise unknown_options(f"agent {self.name!r} call", unknown, set(_CALL_OPTIONS))
         caller_context = options.get("request_context")
         if caller_context is not None and not isinstance(caller_context, RequestContext):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")
@@ -421,11 +434,7 @@ class Agent(Generic[Out]):
         normalize_tool_choice(tool_choice)  # fail early on a bad value
         abort_signal = options.get("abort_signal")
         check_abort_signal(abort_signal)
-        prepare_step = options.get("prepare_step")
-        if prepare_step is not None and not callable(prepare_step):
-            raise ConfigurationError(
-                f"prepare_step must be a function (def or async def), got {type(prepare_step).__name__}"
-            )
+        prepare_step = _checked_prepare_step(options.get("prepare_step"))
         if options.get("structured_output") is not None:
             output_schema(options["structured_output"])  # fail early on a bad value
         model_settings = normalize_model_settings(options.get("model_settings"))

@@ -14,10 +14,11 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.call_options import build_call_options
+from sluicegate.agent.chunk_stream import DEADLINE, Handover, record_chunk, stream_chunks
 from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.held_step import PENDING_KINDS
 from sluicegate.agent.hold import hold_step
-from sluicegate.agent.model_parts import ModelStreamError, convert
+from sluicegate.agent.model_parts import ModelStreamError
 from sluicegate.agent.results import StepResult, Tripwire
 from sluicegate.agent.run_summary import summarize
 from sluicegate.agent.step import StepRecorder
@@ -27,10 +28,11 @@ from sluicegate.errors import APICallError, ProcessorError, TripWire
 from sluicegate.ids import new_uuid
 from sluicegate.messages.part import now_ms
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
+from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import is_retryable, open_stream
 from sluicegate.processors.runner import StepConfig
-from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 
 if TYPE_CHECKING:
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sluicegate.agent")
 
-_DEADLINE = {"type": "__deadline__"}
 _OUTCOMES = frozenset(("tool-result", "tool-error", "tool-output-denied", *PENDING_KINDS))
 
 
@@ -56,57 +57,47 @@ class UnrecoveredError(Exception):
         self.step = step
 
 
-async def model_step(run: RunCore, step_number: int, config: StepConfig) -> AsyncGenerator[Chunk, None]:
-    """One model call and its tools. Leaves the outcome in `run.state.current`.
+async def model_step(
+    run: RunCore, step_number: int, config: StepConfig, *, hand_over: bool = False
+) -> AsyncGenerator[Chunk | Handover, None]:
+    """One model call and its tools. Leaves the outcome in `run.state.current`. With
+    `hand_over`, the model call's chunks are handed to the caller (`Handover`), who iterates
+    them and throws a failure back in.
 
     With fallback models a failed call moves to the next model inside this step (see
     `_falls_over`): the loop below runs once per model, the hot path inside it unchanged."""
     runner = run.runner
-    message_list = run.message_list
     chain = run.models
     if config.model is not chain.current:
         # A processor chose this step's model: it takes the current model's place in the chain.
         chain = chain.with_chosen(resolve_model(config.model), run.options.max_retries)
-    run_id = run.run_id
-    pipeline = run.pipeline
-    pending = run.pending
+    # A chain whose calls run the stream processors themselves (a durable run's model activity)
+    # hands over processed chunks: they are not passed through them again here, and nothing of
+    # them is held here to flush.
+    pipeline = None if chain.processes_stream else run.pipeline
+    # Model-level chunks are kept only for processors that read them in `process_llm_response`
+    # (as copies when stream processors could change them in place).
     keeps_model_chunks = runner.handles_llm_response
+
+    async def on_tool_result(chunk: Chunk, step: StepRecorder) -> None:
+        await provider_tool_result(run, chunk, step)
+
     announced = False  # whether this step's `step-start` went out
     # The `step-start` chunk's messageId is the id the step's assistant message is stored
     # under, so a client that reloads the thread finds the message it streamed, not a twin.
     message_id = str(new_uuid())
     while True:
         model = await chain.pick()
-        call_options = build_call_options(config, message_list.to_prompt(), run.schema_for)
-        _lower_output_limit(call_options, runner.output_token_cap())
-        prompt, replay = await runner.run_llm_request(
-            call_options.prompt,
-            model=model,
-            tools=call_options.tools,
-            tool_choice=call_options.tool_choice,
-            step_number=step_number,
-            steps=run.state.steps,
-            message_list=message_list,
-            max_output_tokens=call_options.max_output_tokens,
-        )
-        call_options.prompt = prompt
-        # What request processors priced (the cost guard's reservation) caps what is sent.
-        _lower_output_limit(call_options, runner.output_token_cap(request=True))
-        if run.trace is not None:
-            run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
+        call_options, replay = await _call_options(run, config, model, step_number)
         step = StepRecorder(step_number)
         run.state.current = step
         # As Mastra: a model with a fallback after it shows its step only once its stream opened,
-        # so a call that fails before that and moves on leaves no trace in the stream.
-        if not announced and chain.is_last:
+        # so a call that fails before that and moves on leaves no trace in the stream; a call that
+        # publishes its chunks itself needs the step announced before it.
+        if not announced and (chain.is_last or chain.publishes_live):
             announced = True
             for chunk in await run.emit_processed(_step_start(run, message_id)):
                 yield chunk
-
-        # Model-level chunks are kept only for processors that read them in
-        # `process_llm_response`, as copies when stream processors could change them in place.
-        model_chunks_append = step.model_chunks.append if keeps_model_chunks else None
-        record = step.record
         closables: list[Any] = []
         opened = False
         try:
@@ -115,118 +106,131 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             else:
                 stream = (await open_stream(model, call_options, chain.max_retries)).stream
                 closables.append(stream)
-                source = _with_deadlines(run, stream) if runner.uses_stream_deadlines else stream
+                deadlines = pipeline is not None and runner.uses_stream_deadlines
+                source = _with_deadlines(run, stream) if deadlines else stream
             closables.append(source)
             opened = True
             if not announced:
                 announced = True
                 for chunk in await run.emit_processed(_step_start(run, message_id)):
                     yield chunk
-            async for part in source:
-                # ---- the hot path: one model part -> one chunk -> processors -> client
-                if part.__class__ is dict and part["type"] == "text-delta":
-                    chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
-                elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
-                    part.run_id = run_id
-                    chunk = part
-                else:
-                    if part is _DEADLINE:
-                        for flushed in await runner.run_stream_deadlines():
-                            _record(flushed, step)
-                            yield flushed
-                        continue
-                    converted = convert(part, step, run_id)
-                    if converted is None:
-                        continue
-                    if converted.type == "tool-result" and runner.handles_tool_result:
-                        await provider_tool_result(run, converted, step)
-                    chunk = converted
-                if model_chunks_append is not None:
-                    model_chunks_append(chunk if pipeline is None else chunk.copy())
-                if pipeline is not None:
-                    result = await pipeline(chunk)
-                    if result is None:
-                        if pending:
-                            for extra in await run.drain_processed():
-                                yield extra
-                        continue
-                    if result.__class__ is not Chunk:
-                        for out in result:
-                            _record(out, step)
-                            yield out
-                        continue
-                    chunk = result
-                if chunk.type == "text-delta":
-                    pieces = step.open_text
-                    if pieces is None:
-                        pieces = step.start_text()
-                    pieces.append(chunk.payload.text)
-                else:
-                    record(chunk)
-                yield chunk
-                if pending:
-                    for extra in await run.drain_processed():
-                        yield extra
-            if run.state.input_gate is not None:
-                await run.state.input_gate  # no tool runs before the parallel input guards pass
-            if pipeline is not None and runner.flushes_stream:
-                # The step's text is over: processors holding some back release it now.
-                for flushed in await runner.flush_stream():
-                    _record(flushed, step)
-                    yield flushed
-                for extra in await run.drain_processed():
-                    yield extra
+            chunks = stream_chunks(
+                source,
+                step,
+                runner,
+                pipeline,
+                run.drain_processed,
+                pending=run.pending,
+                keep=step.model_chunks.append if keeps_model_chunks else None,
+                on_tool_result=on_tool_result if runner.handles_tool_result else None,
+                before_flush=run.state.input_gate,
+            )
+            closables.append(chunks)
+            if hand_over:
+                yield Handover(chunks)  # see Handover: the loop iterates them
+            else:
+                async for chunk in chunks:
+                    yield chunk
         except (TripWire, ProcessorError):
             raise
         except Exception as exc:
-            error = exc.error if isinstance(exc, ModelStreamError) else exc
-            if isinstance(error, APICallError) and error.provider is None:
-                error.provider = getattr(model, "provider", None)
-            if run.trace is not None:
-                run.trace.end_chat(step, error)
-            if replay is None:
-                await chain.record(model, error)
-            run.state.usage = run.state.usage + step.usage
-            if await _error_processors_retry(run, error, step, model):
-                for chunk in await run.drain_processed():
-                    yield chunk
-                async for chunk in _finish_retried(run, step, model):
-                    yield chunk
+            recovered, retried = await _recover(
+                run, exc, step, model, chain, opened, replay is not None, pipeline
+            )
+            for chunk in recovered:
+                yield chunk
+            if retried:
                 return
-            if not (_falls_over(error, opened) and chain.advance()):
-                raise UnrecoveredError(error, step) from exc
-            if pipeline is not None and runner.flushes_stream:
-                # What processors hold back of the failed attempt is its output, not the next
-                # model's: released now, it is shown (and cleared) with the attempt.
-                for flushed in await runner.flush_stream():
-                    _record(flushed, step)
-                    yield flushed
-            for chunk in await run.drain_processed():
-                yield chunk
-            for chunk in await _fell_over(run, error, step, model, chain.current):
-                yield chunk
             continue
         finally:
-            # A consumer that stops reading (or an abort) ends the provider call now, not at GC.
-            for closable in reversed(closables):
-                aclose = getattr(closable, "aclose", None)
-                if aclose is not None:
-                    try:
-                        await aclose()
-                    except Exception:  # already closing (a cancelled read), or a provider's own failure
-                        log.debug("closing the model stream failed", exc_info=True)
+            await _close_all(closables)
         if replay is None:
             await chain.record(model, None)
         break
     if run.trace is not None:
         run.trace.end_chat(step)
+    async for chunk in _after_stream(run, step, config, model, message_id, replay is not None):
+        yield chunk
 
-    usage_before = run.state.usage
-    run.state.usage = run.state.usage + step.usage
-    step.model_chunks.append(
-        run.chunk("finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage))
+
+async def _call_options(
+    run: RunCore, config: StepConfig, model: LanguageModel, step_number: int
+) -> tuple[CallOptions, Any]:
+    """The call's options (its prompt through `process_llm_request`, its output capped by what
+    request processors priced), and a response those processors replay instead (or None)."""
+    runner = run.runner
+    call_options = build_call_options(config, run.message_list.to_prompt(), run.schema_for)
+    _lower_output_limit(call_options, runner.output_token_cap())
+    prompt, replay = await runner.run_llm_request(
+        call_options.prompt,
+        model=model,
+        tools=call_options.tools,
+        tool_choice=call_options.tool_choice,
+        step_number=step_number,
+        steps=run.state.steps,
+        message_list=run.message_list,
+        max_output_tokens=call_options.max_output_tokens,
     )
-    step.finalize_parts()
+    call_options.prompt = prompt
+    # What request processors priced (the cost guard's reservation) caps what is sent.
+    _lower_output_limit(call_options, runner.output_token_cap(request=True))
+    if run.trace is not None:
+        run.trace.begin_step(step_number, model, call_options, replayed=replay is not None)
+    return call_options, replay
+
+
+async def _recover(
+    run: RunCore,
+    exc: Exception,
+    step: StepRecorder,
+    model: LanguageModel,
+    chain: ModelChain,
+    opened: bool,
+    replayed: bool,
+    pipeline: Any,
+) -> tuple[list[Chunk], bool]:
+    """A failed model call: `(chunks, True)` when an error processor retries the step (the
+    attempt ends as a `retry` step), `(chunks, False)` when the step moves to the next model;
+    `UnrecoveredError` when neither."""
+    error = exc.error if isinstance(exc, ModelStreamError) else exc
+    if isinstance(error, APICallError) and error.provider is None:
+        error.provider = getattr(model, "provider", None)
+    if run.trace is not None:
+        run.trace.end_chat(step, error)
+    if not replayed:
+        await chain.record(model, error)
+    run.state.usage = run.state.usage + step.usage
+    if await _error_processors_retry(run, error, step, model):
+        out = await run.drain_processed()
+        return [*out, *[chunk async for chunk in _finish_retried(run, step, model)]], True
+    if not (_falls_over(error, opened) and chain.advance()):
+        raise UnrecoveredError(error, step) from exc
+    out = []
+    if pipeline is not None and run.runner.flushes_stream:
+        # What processors hold back of the failed attempt is its output, not the next model's:
+        # released now, it is shown (and cleared) with the attempt.
+        for flushed in await run.runner.flush_stream():
+            record_chunk(flushed, step)
+            out.append(flushed)
+    out.extend(await run.drain_processed())
+    out.extend(await _fell_over(run, error, step, model, chain.current))
+    return out, False
+
+
+async def _close_all(closables: list[Any]) -> None:
+    """A consumer that stops reading (or an abort) ends the provider call now, not at GC."""
+    for closable in reversed(closables):
+        aclose = getattr(closable, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:  # already closing (a cancelled read), or a provider's own failure
+                log.debug("closing the model stream failed", exc_info=True)
+
+
+def _response_message(run: RunCore, step: StepRecorder, model: LanguageModel, message_id: str) -> Any:
+    """The step's assistant message, added to the list as a response (None: nothing to say)."""
+    message_list = run.message_list
     response = step.to_message(
         thread_id=message_list.thread_id, resource_id=message_list.resource_id, message_id=message_id
     )
@@ -238,14 +242,36 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             "provider": str(getattr(model, "provider", "")),
         }
         message_list.add(response, "response")
+    return response
+
+
+async def _after_stream(
+    run: RunCore,
+    step: StepRecorder,
+    config: StepConfig,
+    model: LanguageModel,
+    message_id: str,
+    replayed: bool,
+) -> AsyncGenerator[Chunk, None]:
+    """The step after its model call: its message, `process_output_step` (a rejection retries
+    the step), `process_llm_response`, then its tools and `step-finish`."""
+    runner = run.runner
+    message_list = run.message_list
+    usage_before = run.state.usage
+    run.state.usage = run.state.usage + step.usage
+    step.model_chunks.append(
+        run.chunk("finish", step_result=Payload(reason=step.finish_reason), output=Payload(usage=step.usage))
+    )
+    step.finalize_parts()
+    response = _response_message(run, step, model, message_id)
 
     async def llm_response(accepted: bool) -> None:
         await runner.run_llm_response(
             step.model_chunks,
             model=model,
-            step_number=step_number,
+            step_number=step.step_number,
             steps=run.state.steps,
-            from_cache=replay is not None,
+            from_cache=replayed,
             accepted=accepted,
             message_list=message_list,
             warnings=step.warnings,
@@ -254,7 +280,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     try:
         await runner.run_output_step(
             message_list,
-            step_number=step_number,
+            step_number=step.step_number,
             finish_reason=step.finish_reason,
             tool_calls=step.tool_calls,
             text=step.text(),
@@ -276,7 +302,21 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
     await llm_response(accepted=True)
     for chunk in await run.drain_processed():
         yield chunk
+    async for chunk in _tools_and_finish(run, step, config, model, replayed, usage_before):
+        yield chunk
 
+
+async def _tools_and_finish(
+    run: RunCore,
+    step: StepRecorder,
+    config: StepConfig,
+    model: LanguageModel,
+    replayed: bool,
+    usage_before: Any,
+) -> AsyncGenerator[Chunk, None]:
+    """The step's tool calls (their data chunks live, their results in call order), then the
+    step's result and its `step-finish`; a call that waits on a person holds the step instead."""
+    step_number = step.step_number
     tool_results: list[Chunk] = list(step.replayed_results.values())
     tool_errors: list[Chunk] = []
     if step.tool_calls:
@@ -319,7 +359,7 @@ async def model_step(run: RunCore, step_number: int, config: StepConfig) -> Asyn
             usage=step.usage,
             warnings=step.warnings,
             response=step.response,
-            from_cache=replay is not None,
+            from_cache=replayed,
             model=model_label(model),
         )
     )
@@ -343,15 +383,6 @@ def _step_start(run: RunCore, message_id: str) -> Chunk:
     """The step's first chunk: the id its message will have, and Mastra's `request`, `warnings`
     and `startedAt` (epoch ms)."""
     return run.chunk("step-start", message_id=message_id, request={}, warnings=[], started_at=now_ms())
-
-
-def _record(chunk: Chunk, step: StepRecorder) -> None:
-    """A chunk emitted outside the inline path (flushed or returned in a list), into the step."""
-    if chunk.type == "text-delta":
-        pieces = step.open_text if step.open_text is not None else step.start_text()
-        pieces.append(chunk.payload.text)
-    else:
-        step.record(chunk)
 
 
 async def _error_processors_retry(
@@ -436,9 +467,9 @@ async def _finish_retried(
 
 
 def _with_deadlines(run: RunCore, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """The model stream, interleaved with `_DEADLINE` markers when a stream processor's
+    """The model stream, interleaved with `DEADLINE` markers when a stream processor's
     buffered chunks are due (see `BatchPartsProcessor`)."""
-    return with_deadlines(stream, run.runner.next_stream_deadline, _DEADLINE)
+    return with_deadlines(stream, run.runner.next_stream_deadline, DEADLINE)
 
 
 async def _iterate(items: Iterable[Any]) -> AsyncIterator[Any]:

@@ -16,7 +16,7 @@ does not exist.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -62,33 +62,60 @@ def check_run_log(value: Any) -> RunLog | None:
 # ---------------------------------------------------------------------------- writing a run
 
 
+class LogTap:
+    """One run's entry in the run log, as the run writes it: opened before the first chunk,
+    each chunk appended as it goes out (`append` for the hot path, `put` elsewhere), closed with
+    the run's status (`run_status`). A log that fails is logged loudly and written no more."""
+
+    __slots__ = ("append", "last", "run", "run_log", "writer")
+
+    def __init__(self, run: RunCore, run_log: RunLog) -> None:
+        self.run = run
+        self.run_log = run_log
+        self.writer: RunWriter | None = None
+        self.append: Callable[[Chunk], None] = _skip
+        """The writer's own `append` once open: what the hot path calls (it may raise)."""
+        self.last: Chunk | None = None
+        """The last chunk given to `put` (the run's ending chunks all are)."""
+
+    async def open(self) -> None:
+        self.writer = await _open(self.run, self.run_log)
+        if self.writer is not None:
+            self.append = self.writer.append
+
+    def put(self, chunk: Chunk) -> None:
+        self.last = chunk
+        try:
+            self.append(chunk)
+        except Exception:
+            self.broken()
+
+    def broken(self) -> Callable[[Chunk], None]:
+        """Appending failed: the log stops here (the run goes on); what to call from now on."""
+        run_id = self.run.run_id
+        log.warning("run %s: appending to the run log failed; its log stops here", run_id, exc_info=True)
+        self.append = _skip
+        return self.put
+
+    async def close(self, ended: bool, failure: BaseException | None) -> None:
+        if self.writer is not None:
+            await _close(self.writer, run_status(self.run, self.last, ended, failure))
+
+
 async def logged(
     run: RunCore, events: AsyncGenerator[Chunk, None], run_log: RunLog
 ) -> AsyncGenerator[Chunk, None]:
-    """`events`, each chunk appended to the run's log entry as it is handed on; the entry is
-    opened before the first chunk and closed with the run's status when the run ends (or its
-    consumer stops reading)."""
-    writer = await _open(run, run_log)
-    if writer is None:
-        try:
-            async for passing in events:
-                yield passing
-        finally:
-            await events.aclose()
-        return
-    append = writer.append
-    chunk: Chunk | None = None
+    """`events`, each chunk appended to the run's log entry as it is handed on (a run whose loop
+    cannot write it inline: an abortable one, whose abort chunk comes from the layer around the
+    loop); the entry is opened before the first chunk and closed with the run's status when the
+    run ends (or its consumer stops reading)."""
+    tap = LogTap(run, run_log)
+    await tap.open()
     failure: BaseException | None = None
     ended = False
     try:
         async for chunk in events:
-            try:
-                append(chunk)
-            except Exception:  # free unless raised: a failing log never breaks the run
-                log.warning(
-                    "run %s: appending to the run log failed; its log stops here", run.run_id, exc_info=True
-                )
-                append = _skip
+            tap.put(chunk)
             yield chunk
         ended = True
     except BaseException as exc:  # GeneratorExit (the consumer stopped), a cancellation, a bug
@@ -98,7 +125,7 @@ async def logged(
         try:
             await events.aclose()  # first the run's own clean-up, which may give a claim back
         finally:
-            await _close(writer, run_status(run, chunk, ended, failure))
+            await tap.close(ended, failure)
 
 
 def _skip(chunk: Chunk) -> None:

@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator
 
 from sluicegate.agent.abort import abortable
 from sluicegate.agent.call_options import normalize_tool_choice
-from sluicegate.agent.observe import logged
+from sluicegate.agent.observe import LogTap, logged
 from sluicegate.agent.run_core import DEFAULT_MAX_STEPS, RunCore, RunOptions
 from sluicegate.agent.run_loop import Resumption, run_loop
 from sluicegate.stream.chunk import Chunk
@@ -42,9 +42,12 @@ class AgentRun(RunCore):
         """The run's chunks; with an `abort_signal`, a run that setting it cancels; with a
         `run_log`, each chunk also goes to the log, as the consumer gets it."""
         signal = self.options.abort_signal
+        if signal is None:
+            # The loop writes the log itself: no generator layer per chunk for it.
+            tap = None if self.run_log is None else LogTap(self, self.run_log)
+            return run_loop(self, self.resumption, tap)
         loop = run_loop(self, self.resumption)
-        if signal is not None:
-            loop = abortable(loop, signal, self._on_abort, lambda: not self.state.finishing)
+        loop = abortable(loop, signal, self._on_abort, lambda: not self.state.finishing)
         if self.run_log is not None:
             loop = logged(self, loop, self.run_log)
         return loop

@@ -102,6 +102,10 @@ class RunCore:
         self.provider_error_details = False
         """Whether logs and tool errors may carry a provider's own error text (`Agent`)."""
         self.pipeline: Any = None  # the stream processors' chain, built when the loop starts
+        self.processed_elsewhere: dict[int, Chunk] = {}
+        """Chunks that went through the stream processors where they were made (a durable run's
+        tool activity), by identity: `emit_processed` passes them on as they are, once. The
+        chunk itself is held, so its id cannot name another chunk while it is listed."""
         self.processors: list[Any] = [*input_processors, *output_processors, *error_processors]
         self.require_approval: Any = None
         """`require_tool_approval`: None/False, True, or `(tool_name, args, request_context) -> bool`."""
@@ -254,6 +258,9 @@ class RunCore:
     async def emit_processed(self, chunk: Chunk) -> list[Chunk]:
         """A lifecycle chunk through the stream processors (off the hot path)."""
         if self.pipeline is None:
+            return [chunk]
+        if self.processed_elsewhere and self.processed_elsewhere.get(id(chunk)) is chunk:
+            del self.processed_elsewhere[id(chunk)]
             return [chunk]
         result = await self.pipeline(chunk)
         out = [] if result is None else result if isinstance(result, list) else [result]

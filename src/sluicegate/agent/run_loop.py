@@ -11,11 +11,12 @@ steps; retried attempts (finish reason `retry`) do not count.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sluicegate.agent.chunk_stream import Handover
 from sluicegate.agent.decisions import Decision
 from sluicegate.agent.hold import continue_step
 from sluicegate.agent.model_step import UnrecoveredError, model_step
@@ -37,6 +38,7 @@ from sluicegate.tools import normalize_tools
 
 if TYPE_CHECKING:
     from sluicegate.agent.held_step import HeldStep
+    from sluicegate.agent.observe import LogTap
     from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
@@ -50,29 +52,45 @@ class Resumption:
     decision: Decision
 
 
-async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGenerator[Chunk, None]:
+async def run_loop(
+    run: RunCore, resume: Resumption | None = None, tap: LogTap | None = None
+) -> AsyncGenerator[Chunk, None]:
     """The run's chunks, from `start` to `finish` (or `tripwire` / `error`, or the question of a
     run that suspends). A resumed run (`resume`) starts at its held step instead: no `start`,
-    no `process_input` (it ran once, in the first stream)."""
+    no `process_input` (it ran once, in the first stream). With a `tap`, each chunk also goes
+    to the run's log as it is handed on, here rather than in a generator layer of its own (one
+    generator resume less per chunk), and the log is closed with the run's status at the end."""
     runner = run.runner
     message_list = run.message_list
+    put: Callable[[Chunk], None] = _no_log
+    append: Callable[[Chunk], None] = _no_log
+    failure: BaseException | None = None
+    ended = False  # the run said its last chunk (or returned): not stopped by its consumer
     try:
+        if tap is not None:
+            await tap.open()
+            put, append = tap.put, tap.append
         run.pipeline = runner.stream_pipeline(message_list)
         if resume is None:
             # As in Mastra, input processors run before `start`: a tripwire there is the
             # stream's only chunk.
             await runner.run_input(message_list)
-            yield run.chunk("start", id=run.agent_id, message_id=run.message_id)
+            start = run.chunk("start", id=run.agent_id, message_id=run.message_id)
+            put(start)
+            yield start
             run.state.input_gate = runner.parallel_input(message_list)
             for chunk in await run.drain_processed():
+                put(chunk)
                 yield chunk
             run.state.system_base = message_list.system_snapshot()
             more_steps = True
         else:
             async for chunk in continue_step(run, resume.held, resume.decision):
+                put(chunk)
                 yield chunk
             if run.state.held is not None:
                 _suspended(run)
+                ended = True
                 return
             run.state.completed += 1
             run.state.step_number += 1
@@ -81,15 +99,39 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
             config = await _prepare_step(run, run.state.step_number)
             if config is None:  # an input-step retry: the attempt never reached the model
                 continue
-            step_chunks = model_step(run, run.state.step_number, config)
-            if run.state.input_gate is not None:  # held until the parallel input guards pass
-                step_chunks = gated(step_chunks, run.state.input_gate)
+            gate = run.state.input_gate
+            step_chunks = model_step(run, run.state.step_number, config, hand_over=gate is None)
+            if gate is not None:  # held until the parallel input guards pass
+                step_chunks = gated(step_chunks, gate)
             async with aclosing(step_chunks) as chunks:
-                async for chunk in chunks:
-                    yield chunk
+                thrown: Exception | None = None
+                while True:
+                    try:
+                        item = await (chunks.__anext__() if thrown is None else chunks.athrow(thrown))
+                    except StopAsyncIteration:
+                        break
+                    thrown = None
+                    if not isinstance(item, Handover):
+                        put(item)
+                        yield item
+                        continue
+                    try:
+                        if tap is None:
+                            async for chunk in item.chunks:  # the hot path's last hop
+                                yield chunk
+                        else:
+                            async for chunk in item.chunks:
+                                try:
+                                    append(chunk)
+                                except Exception:  # a failing log never breaks the run
+                                    put = append = tap.broken()
+                                yield chunk
+                    except Exception as exc:  # back into the step, which recovers or ends the run
+                        thrown = exc
             run.state.input_gate = None
             if run.state.held is not None:
                 _suspended(run)
+                ended = True
                 return
             step = run.state.current
             assert step is not None
@@ -106,69 +148,95 @@ async def run_loop(run: RunCore, resume: Resumption | None = None) -> AsyncGener
                     continue
                 break
             run.state.step_number += 1
-        run.state.finish_reason = run.state.steps[-1].finish_reason if run.state.steps else None
-        warnings = _steps_exhausted(run)
-        run.state.current = None  # its text is accepted: an abort from here on must not count it twice
-        run.state.finishing = True
-        try:
-            await _run_output_result(run)
-        finally:
-            run.state.finishing = False
-        for chunk in run.drain_pending():
+        for chunk in await _finish(run):
+            put(chunk)
             yield chunk
-        finish = run.chunk(
-            "finish",
-            step_result=Payload(reason=run.state.finish_reason, warnings=warnings),
-            output=Payload(usage=run.state.usage),
-            response=Payload(ui_messages=run.response().ui_messages),
-        )
-        summarize(finish.payload, run, final=True)
-        for chunk in await run.emit_processed(finish):
+        ended = True
+    except Exception as exc:  # a TripWire, an unrecovered model error, anything else
+        for chunk in _ending(run, exc):
+            put(chunk)
             yield chunk
-    except TripWire as tripwire:
-        for chunk in run.drain_pending():
-            yield chunk
-        run.state.tripwire = Tripwire(
-            tripwire.reason, tripwire.retry, tripwire.metadata, tripwire.processor_id
-        )
-        run.state.finish_reason = "other"
-        yield run.chunk(
-            "tripwire",
-            reason=tripwire.reason,
-            retry=tripwire.retry,
-            metadata=tripwire.metadata,
-            processor_id=tripwire.processor_id,
-        )
-    except UnrecoveredError as failed:
-        for chunk in run.drain_pending():
-            yield chunk
-        run.state.error = failed.error
-        run.state.finish_reason = "error"
-        if isinstance(failed.error, APICallError):
-            text = failed.error.log_text(details=run.provider_error_details)
-            log.warning("agent %r run %s: %s", run.agent_id, run.run_id, text)
-        yield run.chunk("error", error=failed.error)
-        yield run.chunk(
-            "step-finish",
-            step_result=Payload(reason="error", warnings=failed.step.warnings, is_continued=False),
-            output=Payload(usage=failed.step.usage),
-        )
-        yield run.chunk(
-            "finish",
-            step_result=Payload(reason="error", warnings=[]),
-            output=Payload(usage=run.state.usage),
-        )
-    except Exception as exc:
-        for chunk in run.drain_pending():
-            yield chunk
-        run.state.error = exc
-        run.state.finish_reason = "error"
-        yield run.chunk("error", error=exc)
+        ended = True
+    except BaseException as exc:  # GeneratorExit (the consumer stopped), a cancellation
+        failure = exc
+        raise
     finally:
         if run.claimed is not None:
             await _settle_claim(run)
         if run.trace is not None:
             run.trace.end_run(run)
+        if tap is not None:
+            await tap.close(ended, failure)  # after the run's own clean-up, which may give a claim back
+
+
+def _no_log(chunk: Chunk) -> None:
+    return None
+
+
+async def _finish(run: RunCore) -> list[Chunk]:
+    """The run's end after its last step: `process_output_result`, then `finish`."""
+    run.state.finish_reason = run.state.steps[-1].finish_reason if run.state.steps else None
+    warnings = _steps_exhausted(run)
+    run.state.current = None  # its text is accepted: an abort from here on must not count it twice
+    run.state.finishing = True
+    try:
+        await _run_output_result(run)
+    finally:
+        run.state.finishing = False
+    out = run.drain_pending()
+    finish = run.chunk(
+        "finish",
+        step_result=Payload(reason=run.state.finish_reason, warnings=warnings),
+        output=Payload(usage=run.state.usage),
+        response=Payload(ui_messages=run.response().ui_messages),
+    )
+    summarize(finish.payload, run, final=True)
+    return [*out, *await run.emit_processed(finish)]
+
+
+def _ending(run: RunCore, exc: BaseException) -> list[Chunk]:
+    """The chunks that end a run a `TripWire`, an unrecovered model error or another exception
+    stopped, after what processors had written."""
+    out = run.drain_pending()
+    if isinstance(exc, TripWire):
+        run.state.tripwire = Tripwire(exc.reason, exc.retry, exc.metadata, exc.processor_id)
+        run.state.finish_reason = "other"
+        out.append(
+            run.chunk(
+                "tripwire",
+                reason=exc.reason,
+                retry=exc.retry,
+                metadata=exc.metadata,
+                processor_id=exc.processor_id,
+            )
+        )
+        return out
+    if isinstance(exc, UnrecoveredError):
+        run.state.error = exc.error
+        run.state.finish_reason = "error"
+        if isinstance(exc.error, APICallError):
+            text = exc.error.log_text(details=run.provider_error_details)
+            log.warning("agent %r run %s: %s", run.agent_id, run.run_id, text)
+        out.append(run.chunk("error", error=exc.error))
+        out.append(
+            run.chunk(
+                "step-finish",
+                step_result=Payload(reason="error", warnings=exc.step.warnings, is_continued=False),
+                output=Payload(usage=exc.step.usage),
+            )
+        )
+        out.append(
+            run.chunk(
+                "finish",
+                step_result=Payload(reason="error", warnings=[]),
+                output=Payload(usage=run.state.usage),
+            )
+        )
+        return out
+    run.state.error = exc
+    run.state.finish_reason = "error"
+    out.append(run.chunk("error", error=exc))
+    return out
 
 
 def _steps_exhausted(run: RunCore) -> list[dict[str, str]]:

@@ -134,7 +134,7 @@ class DetectorModel(Generic[VerdictT]):
         durable run sends its judges' calls through an activity. The wire schema follows
         `model.provider`, so a stand-in for the embedded model must say `"local"`."""
         other = copy.copy(self)
-        other._model = model
+        other.use_model(model)
         return other
 
     @property

@@ -3,7 +3,6 @@ before the `regex` module's costlier partial search (see `guardrails.rule_matche
 
 from __future__ import annotations
 
-import importlib
 import re
 import string
 from collections.abc import Iterable
@@ -12,6 +11,7 @@ from typing import Any
 
 import regex
 
+from sluicegate.guardrails import re_syntax
 from sluicegate.guardrails.regex_rules import RegexRule
 
 # Most rules can only start where something specific stands: a literal (`sk-`, `AKIA`, `https://`),
@@ -23,8 +23,8 @@ from sluicegate.guardrails.regex_rules import RegexRule
 # hold no match of those rules, far cheaper than the `regex` module's partial search. A lead may
 # match where the rule cannot (it is only a screen) but never misses a place where the rule can.
 
-_sre: Any = importlib.import_module("re._parser")
-_sc: Any = importlib.import_module("re._constants")
+_sre = re_syntax.parser
+_sc = re_syntax.constants
 
 _MAX_LEADS = 64
 _MAX_ATOMS = 6

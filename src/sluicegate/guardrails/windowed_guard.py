@@ -33,7 +33,7 @@ def _member(processor: WindowedGuard, args: Any, position: int) -> Member:
         release=processor.release,
         chunk_window=processor.chunk_window,
         processor_id=str(getattr(processor, "id", type(processor).__name__)),
-        on_text_done=processor._prefetch,
+        on_text_done=processor.prefetch_response,
         max_value_chars=processor.max_value_chars,
         report=lambda message, detail: notify_violation(processor, message, detail),
     )
@@ -100,9 +100,10 @@ class WindowedGuard:
         """The verdict `process_output_result` wants on a whole response message's text."""
         raise NotImplementedError(f"{type(self).__name__} must implement judge_response")
 
-    def _prefetch(self, text: str, args: Any) -> None:
-        """A run of text is over: start the whole-response check on what was released now, so
-        `process_output_result` (and the other guardrails' checks) need not wait for it."""
+    def prefetch_response(self, text: str, args: Any) -> None:
+        """A run of text is over (the windowing calls this): start the whole-response check on
+        what was released now, so `process_output_result` (and the other guardrails' checks)
+        need not wait for it."""
         prefetched: dict[str, asyncio.Task[Any]] = args.state.setdefault(PREFETCH_KEY, {})
         key = text.strip()
         if not key or key in prefetched:

@@ -77,6 +77,13 @@ class ModelChain:
 
     __slots__ = ("_models", "_parent", "_retries", "breaker", "index")
 
+    processes_stream = False
+    """Whether the models' calls run the run's output stream processors themselves and hand
+    over processed chunks (a durable run's model activity does)."""
+    publishes_live = False
+    """Whether the models' calls publish their chunks to the run's log themselves as they
+    stream (a durable run's model activity does): the step must be announced before the call."""
+
     def __init__(self, models: Sequence[LanguageModel], retries: Sequence[int]) -> None:
         if not models or len(models) != len(retries):
             raise ValueError("a ModelChain needs one retry budget per model, and at least one model")

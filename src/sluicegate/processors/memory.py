@@ -7,7 +7,6 @@ another resource, and returns the memory processors and tools for that one reque
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -270,15 +269,13 @@ class Memory:
     ) -> Memory:
         """This memory (the same options) over other parts, the ones not given kept. A durable
         run's workflow gives it stand-ins whose calls are activities, and a cache of its own."""
-        other = copy.copy(self)
-        if storage is not None:
-            other.storage = storage
-        if vector is not None:
-            other._vector = vector
-        if embedder is not None:
-            other._embedder = embedder
-        if embedding_cache is not None:
-            other.embedding_cache = embedding_cache
+        other = type(self)(
+            storage=self.storage if storage is None else storage,
+            vector=self.vector if vector is None else vector,
+            embedder=self.embedder if embedder is None else embedder,
+            options=self.options,
+        )
+        other.embedding_cache = self.embedding_cache if embedding_cache is None else embedding_cache
         return other
 
     # ---------------------------------------------------------------- the agent contract

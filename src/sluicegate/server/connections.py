@@ -183,8 +183,8 @@ class _Cycle(Protocol):
 
 
 class _Guarded(Protocol):
-    """What the guards use of a uvicorn HTTP protocol, plus `_phase`: whether (and where) the
-    connection is waiting on its client."""
+    """What the guards use of a uvicorn HTTP protocol, plus `client_phase`, which the guarded
+    subclasses add: whether (and where) the connection is waiting on its client."""
 
     @property
     def limits(self) -> ConnectionLimits | None: ...
@@ -198,7 +198,7 @@ class _Guarded(Protocol):
     def connections(self) -> Sized: ...
     @property
     def cycle(self) -> _Cycle | None: ...
-    def _phase(self) -> Phase | None: ...
+    def client_phase(self) -> Phase | None: ...
 
 
 def _limits(protocol: _Guarded) -> ConnectionLimits:
@@ -242,7 +242,7 @@ class _Deadline:
         self.timer: asyncio.TimerHandle | None = None
 
     def sync(self) -> None:
-        waiting = self.protocol._phase() is not None
+        waiting = self.protocol.client_phase() is not None
         if waiting and self.timer is None:
             self.timer = self.protocol.loop.call_later(self.timeout, self._expire)
         elif not waiting and self.timer is not None:
@@ -257,7 +257,7 @@ class _Deadline:
         self.timer = None
         protocol = self.protocol
         transport = protocol.transport
-        phase = protocol._phase()
+        phase = protocol.client_phase()
         if phase is None or transport.is_closing():
             return
         cycle = protocol.cycle
@@ -269,14 +269,14 @@ class _Deadline:
 
 
 class _HasDeadline(Protocol):
-    _deadline: _Deadline | None
+    read_deadline: _Deadline | None
 
 
 def _stop(protocol: _HasDeadline) -> None:
     """No deadline after the connection is lost or handed to another protocol."""
-    if protocol._deadline is not None:
-        protocol._deadline.cancel()
-        protocol._deadline = None
+    if protocol.read_deadline is not None:
+        protocol.read_deadline.cancel()
+        protocol.read_deadline = None
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -285,24 +285,24 @@ class GuardedH11Protocol(H11Protocol):
     limits: ClassVar[ConnectionLimits | None] = None
     """None: from the environment (`ServerSettings.from_env`)."""
 
-    _deadline: _Deadline | None = None
+    read_deadline: _Deadline | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         if not _admit(self, transport):
             return
         super().connection_made(transport)
-        self._deadline = _Deadline(self, _limits(self).read_timeout)
-        self._deadline.sync()
+        self.read_deadline = _Deadline(self, _limits(self).read_timeout)
+        self.read_deadline.sync()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self._deadline is not None:
-            self._deadline.sync()
+        if self.read_deadline is not None:
+            self.read_deadline.sync()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()  # may start (and even finish reading) a pipelined request
-        if self._deadline is not None:
-            self._deadline.sync()
+        if self.read_deadline is not None:
+            self.read_deadline.sync()
 
     def connection_lost(self, exc: Exception | None) -> None:
         _stop(self)
@@ -312,7 +312,7 @@ class GuardedH11Protocol(H11Protocol):
         _stop(self)  # the transport now belongs to the WebSocket protocol
         super().handle_websocket_upgrade(event)
 
-    def _phase(self) -> Phase | None:
+    def client_phase(self) -> Phase | None:
         """h11 tracks the client's side: IDLE before a request (with bytes buffered once its
         headers have begun), SEND_BODY until the body is complete."""
         state = self.conn.their_state
@@ -332,7 +332,7 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
         """uvicorn's httptools protocol with the read deadline and the connection cap."""
 
         limits: ClassVar[ConnectionLimits | None] = None
-        _deadline: _Deadline | None = None
+        read_deadline: _Deadline | None = None
         _in_message = False  # between the parser's message-begin and message-complete
         _in_body = False  # past the headers of that message
 
@@ -340,13 +340,13 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
             if not _admit(self, transport):
                 return
             super().connection_made(transport)
-            self._deadline = _Deadline(self, _limits(self).read_timeout)
-            self._deadline.sync()
+            self.read_deadline = _Deadline(self, _limits(self).read_timeout)
+            self.read_deadline.sync()
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)  # the parser's callbacks below run inside this
-            if self._deadline is not None:
-                self._deadline.sync()
+            if self.read_deadline is not None:
+                self.read_deadline.sync()
 
         def on_message_begin(self) -> None:
             self._in_message, self._in_body = True, False
@@ -362,8 +362,8 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            if self._deadline is not None:
-                self._deadline.sync()
+            if self.read_deadline is not None:
+                self.read_deadline.sync()
 
         def connection_lost(self, exc: Exception | None) -> None:
             _stop(self)
@@ -373,7 +373,7 @@ def _httptools_protocol() -> type[asyncio.Protocol]:
             _stop(self)  # the transport now belongs to the WebSocket protocol
             super().handle_websocket_upgrade()
 
-        def _phase(self) -> Phase | None:
+        def client_phase(self) -> Phase | None:
             if self._in_message:
                 return "body" if self._in_body else "headers"
             if self.cycle is None or self.cycle.response_complete:

@@ -25,20 +25,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from sluicegate.agent.chunk_stream import DEADLINE, stream_chunks
 from sluicegate.agent.deadline_stream import with_deadlines
-from sluicegate.agent.model_parts import ModelStreamError, convert
+from sluicegate.agent.model_parts import ModelStreamError
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.tool_errors import error_text
 from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal.activity_streams import ActivityStreams, through
 from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
-from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.payloads import checked, json_value
 from sluicegate.durable.temporal.publish import Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
 from sluicegate.durable.temporal.trace_context import attached
@@ -47,10 +49,10 @@ from sluicegate.messages import MessageList
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.fallback import parse_model_option
 from sluicegate.models.registry import resolve_model
-from sluicegate.processors.base import implements, processor_id
-from sluicegate.processors.runner import ProcessorRunner, Writer
+from sluicegate.models.retries import is_retryable
+from sluicegate.processors.runner import Writer
 from sluicegate.request_context import RequestContext
-from sluicegate.stream.chunk import Chunk, TextPayload
+from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.run_log import RunStatus
 from sluicegate.tools import ToolContext
 
@@ -61,10 +63,30 @@ if TYPE_CHECKING:
 log = logging.getLogger("sluicegate.durable")
 
 _BOOKKEEPING = frozenset(("finish", "stream-start", "response-metadata"))
-_DEADLINE = {"type": "__deadline__"}
 _FAILED_ITEMS = 16
 """How many of a failed call's chunks go back to the workflow: the loop only needs to know
 what it showed (whether it went beyond its step-start), not all of it; all of it is in the log."""
+
+
+async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> AsyncIterator[Any]:
+    """The model's parts, with a heartbeat each; the bookkeeping ones (finish, stream-start,
+    response metadata) also go back to the workflow as they are, where the loop records them
+    into its step."""
+    heartbeat = activity.heartbeat
+    async for part in source:
+        heartbeat()
+        if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
+            items.append({"part": json_value(part)})
+        yield part
+
+
+def _falls_over(call: dict[str, Any], opened: bool, error: BaseException) -> bool:
+    """Whether this failed attempt moves the step to the next model: the model's last attempt
+    (`attempts`, its retry policy's), failing inside its open stream with a retryable error
+    (`model_step._falls_over`), with a model after it (`hasNext`)."""
+    attempts = int(call.get("attempts") or 0)
+    last = attempts > 0 and activity.info().attempt >= attempts
+    return bool(call.get("hasNext")) and opened and last and is_retryable(error)
 
 
 class _FailedCall(Exception):
@@ -252,22 +274,9 @@ class DurableActivities:
         request_context = RequestContext(call.get("requestContext") or {})
         options = CallOptions(**call["options"])
         model = model_at(agent, int(call.get("modelIndex", 0)))
-        processors = [
-            p
-            for p in await agent.resolve_processors("output_processors", {}, request_context)
-            if implements(p, "process_output_stream")
-        ]
-        pending: list[Chunk[Any]] = []
-        runner = ProcessorRunner(
-            input_processors=[],
-            output_processors=processors,
-            request_context=request_context,
-            run_id=run_id,
-            emit=pending.append,
-            processor_timeout=agent.processor_timeout,
-        )
-        for pid, saved in (call.get("states") or {}).items():
-            runner.state_for(pid).update(saved)
+        streams = await ActivityStreams.of(agent, call, request_context)
+        processors = streams.processors
+        runner = streams.runner
         if call["messages"] is None and processors:
             raise ApplicationError(
                 f"agent {agent_id!r} has output stream processors on this worker but not on the one "
@@ -297,7 +306,6 @@ class DurableActivities:
             batches.add(chunk)
             items.append({"chunk": chunk.to_dict()})
 
-        heartbeat = activity.heartbeat
         opened = False
         try:
             stream = (await model.do_stream(options)).stream
@@ -305,67 +313,46 @@ class DurableActivities:
             deadlines = pipeline is not None and runner.uses_stream_deadlines
             # As in one process: a stream processor's timed flush (`stream_deadline`, e.g.
             # `BatchPartsProcessor(max_wait_time=...)`) fires while the model is silent.
-            source = with_deadlines(stream, runner.next_stream_deadline, _DEADLINE) if deadlines else stream
+            source = with_deadlines(stream, runner.next_stream_deadline, DEADLINE) if deadlines else stream
+
+            async def drain() -> list[Chunk[Any]]:
+                return await streams.drained(pipeline)
+
+            # The same per-chunk pipeline as a run in one process (`chunk_stream`).
+            chunks = stream_chunks(
+                _watched(source, items), step, runner, pipeline, drain, pending=streams.pending
+            )
             try:
-                async for part in source:
-                    heartbeat()
-                    if part is _DEADLINE:
-                        for flushed in await runner.run_stream_deadlines():
-                            emit(flushed)
-                        while pending:
-                            emit(pending.pop(0))
-                        continue
-                    kind = part.get("type")
-                    if kind == "text-delta":
-                        chunk: Chunk[Any] | None = Chunk(
-                            "text-delta", run_id, TextPayload(part["id"], part["delta"])
-                        )
-                    elif kind in _BOOKKEEPING:
-                        items.append({"part": json_value(part)})
-                        continue
-                    else:
-                        chunk = convert(part, step, run_id)
-                        if chunk is None:
-                            continue
-                    assert chunk is not None
-                    if pipeline is None:
-                        emit(chunk)
-                    else:
-                        processed = await pipeline(chunk)
-                        if isinstance(processed, Chunk):
-                            emit(processed)
-                        elif processed is not None:
-                            for out in processed:
-                                emit(out)
-                    while pending:
-                        emit(pending.pop(0))
+                async for chunk in chunks:
+                    emit(chunk)
             finally:
-                for closable in (source, stream) if source is not stream else (stream,):
+                for closable in (chunks, source, stream) if source is not stream else (chunks, stream):
                     aclose = getattr(closable, "aclose", None)
                     if aclose is not None:
                         try:
                             await aclose()
                         except Exception:  # already closing (the deadline reader's), or the provider's own
                             log.debug("closing the model stream failed", exc_info=True)
-            if pipeline is not None and runner.flushes_stream:
-                for flushed in await runner.flush_stream():  # the step is over: held text goes out
-                    emit(flushed)
-                while pending:
-                    emit(pending.pop(0))
         except Exception as exc:
             # What already went past the processors is the attempt's output: it is published
-            # (the retry notice will clear it); what they held back dies with the attempt.
-            await batches.finish()
+            # (the retry notice will clear it). What they held back dies with an attempt that
+            # Temporal retries; the model's last attempt, when the step moves to the next model,
+            # releases it first, as a run in one process does (shown, and cleared with it).
             error = exc.error if isinstance(exc, ModelStreamError) else exc
+            if _falls_over(call, opened, error) and pipeline is not None and runner.flushes_stream:
+                for flushed in await runner.flush_stream():
+                    emit(flushed)
+                for extra in await streams.drained(pipeline):
+                    emit(extra)
+            await batches.finish()
             raise _FailedCall(error, opened, items) from exc
         except BaseException:
             batches.cancel()
             raise
         offset = await batches.finish()
-        states = {processor_id(p): json_state(runner.state_for(processor_id(p))) for p in processors}
         result: dict[str, Any] = checked(
             f"the model call of step {call['stepNumber']} (its streamed chunks)",
-            {"items": items, "states": states, "offset": offset},
+            {"items": items, "states": streams.states(), "offset": offset},
         )
         return result
 
@@ -424,16 +411,29 @@ class DurableActivities:
         # the result, for the workflow to publish after it.
         batches = _Batches(publisher, run_id, offset) if offset is not None else None
         data: list[Chunk[Any]] = []
+        request_context = RequestContext(call.get("requestContext") or {})
+        # The live call's data chunks pass through the stream processors that opted in to data
+        # parts before they are published, as in one process (the workflow sends their state).
+        streams = await ActivityStreams.of(agent, call, request_context) if "states" in call else None
+        pipeline = (
+            None
+            if streams is None
+            else streams.runner.stream_pipeline(MessageList.from_dict(call["messageList"]))
+        )
 
-        def write(chunk: Chunk[Any]) -> None:
-            data.append(chunk)
+        async def write(chunk: Chunk[Any]) -> None:
+            out = [chunk]
+            if streams is not None and pipeline is not None:
+                out = [*await through(pipeline, chunk), *await streams.drained(pipeline)]
+            data.extend(out)
             if batches is not None:
-                batches.add(chunk)
+                for processed in out:
+                    batches.add(processed)
 
         context = ToolContext(
             tool_call_id=call["toolCallId"],
             messages=list(call.get("messages") or []),
-            request_context=RequestContext(call.get("requestContext") or {}),
+            request_context=request_context,
             writer=Writer(run_id, write),
             tool_name=tool_name,
             resume_data=call.get("resumeData"),
@@ -459,6 +459,8 @@ class DurableActivities:
         finally:
             beating.cancel()
         out["data"] = [c.to_dict() for c in data]
+        if streams is not None:
+            out["states"] = streams.states()
         if batches is not None:
             out["offset"] = await batches.finish()
         what = f"the result of tool {tool_name!r} (call {call['toolCallId']})"

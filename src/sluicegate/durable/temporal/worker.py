@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import atexit
 import logging
-import os
-import sys
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.activities import DurableActivities
 from sluicegate.durable.temporal.checks import check_durable
+from sluicegate.durable.temporal.process_exit import exit_worker_process
 from sluicegate.durable.temporal.workflow import AgentWorkflow, install
 
 if TYPE_CHECKING:
@@ -23,6 +21,8 @@ if TYPE_CHECKING:
     from sluicegate.registry import Sluicegate
 
 log = logging.getLogger("sluicegate.durable")
+
+__all__ = ["create_worker", "exit_worker_process", "run_worker"]
 
 
 def create_worker(
@@ -72,20 +72,3 @@ async def run_worker(
         )
         await stop.wait()
         log.info("sluicegate worker: stopping; running activities finish first")
-
-
-def exit_worker_process(code: int = 0) -> NoReturn:
-    """End a worker process whose worker has shut down (its activities finished and reported).
-
-    The Temporal SDK's Rust threads outlive the event loop, and one taking the GIL while the
-    interpreter finalizes aborts the process ("Fatal Python error: PyGILState_Release",
-    temporalio/sdk-python#300), sometimes, after a clean stop. So the exit handlers run here
-    (span exporters flush in them), the streams are flushed, and the process ends without
-    finalizing the interpreter: nothing is left to clean up that another process could see."""
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass  # a closed pipe: there is no one left to read it
-    os._exit(code)

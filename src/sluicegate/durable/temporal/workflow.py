@@ -46,6 +46,8 @@ from sluicegate.durable.temporal.workflow_model import (
     Outbox,
     Settings,
     activity_models,
+    load_stream_states,
+    stream_states,
 )
 from sluicegate.errors import ConfigurationError, ToolError
 from sluicegate.ids import use_id_source
@@ -116,21 +118,25 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
         run = durable.run
         assert run is not None
 
-        def make_call(carry: dict[str, Any]) -> dict[str, Any]:
+        def make_call(carry: dict[str, Any], live: bool) -> dict[str, Any]:
+            body: dict[str, Any] = {
+                "runId": run.run_id,
+                "toolCallId": context.tool_call_id,
+                "carry": carry,
+                "idempotencyKey": context.idempotency_key,
+                "args": args,
+                "resumeData": context.resume_data,
+                "requestContext": json_context(context.request_context),
+                "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
+            }
+            if live and run.pipeline is not None and run.runner.has_data_part_processors:
+                # The live call's data chunks go through the stream processors that opted in to
+                # data parts before they are published: their state travels there and back.
+                body["states"] = stream_states(run)
+                body["messageList"] = run.message_list.to_dict()
             call: dict[str, Any] = checked(
                 f"the call of tool {name!r} ({context.tool_call_id})",
-                inject(
-                    {
-                        "runId": run.run_id,
-                        "toolCallId": context.tool_call_id,
-                        "carry": carry,
-                        "idempotencyKey": context.idempotency_key,
-                        "args": args,
-                        "resumeData": context.resume_data,
-                        "requestContext": json_context(context.request_context),
-                        "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
-                    }
-                ),  # the tool's `execute_tool` span is the current one here
+                inject(body),  # the tool's `execute_tool` span is the current one here
             )
             return call
 
@@ -144,23 +150,28 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
                 # to; it carries the workflow's pending chunks and streams right after them.
                 async with outbox.lock:
                     carry = outbox.carry()
-                    call = make_call(carry)
+                    call = make_call(carry, live=True)
                     call["offset"] = carry["end"]
                     result = await run_activity(call, carry)
                     outbox.offset = result["offset"]
+                    if "states" in result:
+                        load_stream_states(run, result["states"])
             finally:
                 tail.busy = False
         else:
             # It runs while the live call streams at the log's end: it carries nothing and
-            # hands its data chunks back with its result.
+            # hands its data chunks back with its result, which pass through the stream
+            # processors here once the live call is done with their state.
             empty = {"offset": outbox.offset, "chunks": [], "end": outbox.offset}
-            result = await run_activity(make_call(empty), empty)
+            result = await run_activity(make_call(empty, live=False), empty)
+            await workflow.wait_condition(lambda: not tail.busy)
         writer = context.writer
         for data in result.get("data", []):
             chunk = Chunk.from_dict(data)
             if live:
-                # Already in the log: handed to the loop as is, and not written again.
-                outbox.streamed.add(id(chunk))
+                # Already processed and in the log: handed to the loop as is, not written again.
+                outbox.streamed[id(chunk)] = chunk
+                run.processed_elsewhere[id(chunk)] = chunk
                 emitted = writer.emit(chunk)
                 if inspect.isawaitable(emitted):
                     await emitted
@@ -285,11 +296,11 @@ class _DurableRun:
         return proxied
 
     def bind(self, run: AgentRun) -> AgentRun:
-        """The run's wiring for the workflow: the activity model without client retries, no
-        stream pipeline here (it runs in the model activity), no log layer (the outbox is it)."""
+        """The run's wiring for the workflow: the activity model without client retries (whose
+        activity runs the stream processors on the model's chunks; the loop runs them on the
+        chunks the workflow makes, as in one process), no log layer (the outbox is it)."""
         run.models = DurableChain(self.models)
         run.run_log = None
-        run.runner.streams_here = False
         for model in self.models:
             model.run = run
         self.run = run
@@ -301,8 +312,8 @@ class _DurableRun:
         streamed = outbox.streamed
         async with aclosing(run.events()) as events:  # closed here, not by the GC, if the run is evicted
             async for chunk in events:
-                if id(chunk) in streamed:
-                    streamed.discard(id(chunk))
+                if streamed.get(id(chunk)) is chunk:
+                    del streamed[id(chunk)]
                     continue
                 outbox.pending.append(chunk)
         streamed.clear()

@@ -68,8 +68,9 @@ class Outbox:
         self.run_id = run_id
         self.offset = 0
         self.pending: list[Chunk[Any]] = []
-        self.streamed: set[int] = set()
-        """Chunks the model activity already published (by identity), not written twice."""
+        self.streamed: dict[int, Chunk[Any]] = {}
+        """Chunks an activity already published, by identity, not written twice (the chunk is
+        held, so its id cannot name another chunk while it is listed)."""
         self.carrying = 0
         """Activities in flight with chunks to write."""
         self.lock = asyncio.Lock()
@@ -155,6 +156,8 @@ class ActivityModel:
         self._outbox = outbox
         self._settings = settings
         self.index = index
+        self.has_next = False
+        """Whether a model follows this one in the fallback list (set by `activity_models`)."""
         self.run: AgentRun | None = None
         self.provider, self.model_id = model_names(agent.model if entry is None else entry.model)
         retries = None if entry is None else entry.max_retries
@@ -167,7 +170,7 @@ class ActivityModel:
         run = self.run
         assert run is not None
         carry = self._outbox.carry()
-        streams = [p for p in run.processors if implements(p, "process_output_stream")]
+        streams = run.pipeline is not None
         step_number = run.state.step_number
         call = checked(
             f"the model call of step {step_number} (prompt, tools and processor state)",
@@ -176,12 +179,12 @@ class ActivityModel:
                     "runId": run.run_id,
                     "stepNumber": step_number,
                     "modelIndex": self.index,
+                    "hasNext": self.has_next,
+                    "attempts": self.retry_policy.maximum_attempts,
                     "offset": carry["end"],
                     "carry": carry,
                     "options": vars(options),
-                    "states": {
-                        processor_id(p): json_state(run.runner.state_for(processor_id(p))) for p in streams
-                    },
+                    "states": stream_states(run),
                     # Only output stream processors read the message list (the prompt is in
                     # `options`): without them it would only double every call's input.
                     "messages": run.message_list.to_dict() if streams else None,
@@ -214,10 +217,7 @@ class ActivityModel:
             # process (the run's text keeps it).
             return StreamResult(iterate_items(self._items(attempt.get("items") or []), error))
         self._outbox.offset = result["offset"]
-        for pid, saved in result["states"].items():
-            state = run.runner.state_for(pid)
-            state.clear()
-            state.update(saved)
+        load_stream_states(run, result["states"])
         return StreamResult(iterate_items(self._items(result["items"])))
 
     def _items(self, raw: list[dict[str, Any]]) -> list[Any]:
@@ -226,7 +226,7 @@ class ActivityModel:
         for item in raw:
             if "chunk" in item:
                 chunk = Chunk.from_dict(item["chunk"])
-                self._outbox.streamed.add(id(chunk))
+                self._outbox.streamed[id(chunk)] = chunk
                 items.append(chunk)
             else:
                 items.append(item["part"])
@@ -234,6 +234,24 @@ class ActivityModel:
 
     async def do_generate(self, options: CallOptions) -> Any:
         raise NotImplementedError("a durable run streams its model calls")
+
+
+def stream_states(run: AgentRun) -> dict[str, dict[str, Any]]:
+    """The output stream processors' `state` (its JSON part), by processor id, for an activity
+    that runs them: the run's state is the workflow's, lent to one activity at a time."""
+    return {
+        processor_id(p): json_state(run.runner.state_for(processor_id(p)))
+        for p in run.processors
+        if implements(p, "process_output_stream")
+    }
+
+
+def load_stream_states(run: AgentRun, states: dict[str, dict[str, Any]]) -> None:
+    """The states an activity hands back replace the run's (in place: the hooks' args hold them)."""
+    for pid, saved in states.items():
+        state = run.runner.state_for(pid)
+        state.clear()
+        state.update(saved)
 
 
 def model_names(model: Any) -> tuple[str, str]:
@@ -263,27 +281,26 @@ def activity_models(agent: Agent[Any], outbox: Outbox, settings: Settings) -> li
     entries = parse_model_option(agent.model)
     if entries is None:
         return [ActivityModel(agent, outbox, settings)]
-    return [ActivityModel(agent, outbox, settings, index, entry) for index, entry in enumerate(entries)]
+    models = [ActivityModel(agent, outbox, settings, index, entry) for index, entry in enumerate(entries)]
+    for model in models[:-1]:
+        model.has_next = True
+    return models
 
 
 class DurableChain(ModelChain):
-    """The run's model activities, in order. Unlike a run in one process, each step is announced
-    (`step-start`) before its first model's activity: that activity publishes its chunks to the
-    log as they stream, right after the step's start, which must therefore be there first. The
-    circuit breaker is not consulted (its state is not the workflow's to read)."""
+    """The run's model activities, in order. Each activity publishes its chunks to the log as
+    they stream (`publishes_live`), right after the step's start, which must therefore be there
+    first: the loop announces each step before its first model's activity, where a run in one
+    process shows a step with a fallback model after it only once its stream opened. The circuit
+    breaker is not consulted (its state is not the workflow's to read). Each activity runs the
+    output stream processors on the model's stream (`processes_stream`): the loop passes only
+    the chunks the workflow makes through them."""
+
+    processes_stream = True
+    publishes_live = True
 
     def __init__(self, models: list[ActivityModel]) -> None:
         super().__init__(models, [0] * len(models))  # no client retries: Temporal's policy retries
-
-    @property
-    def is_last(self) -> bool:
-        return True  # read by the loop only to announce the step (see the class docstring)
-
-    def advance(self) -> bool:
-        if self.index + 1 >= len(self):
-            return False
-        self.index += 1
-        return True
 
     def with_chosen(self, model: Any, max_retries: int) -> ModelChain:
         """A model a processor chose serves its step alone in a durable run (the fallbacks are
