@@ -121,6 +121,7 @@ async def test_sub_agents_nested_too_deep_are_refused() -> None:
 
 
 async def test_the_sub_agents_spans_nest_under_the_parents_tool_span() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the `otel` extra is not installed")
     from sluicegate.tracing import configure
 
     telemetry = configure(in_memory=True, set_global=False)

@@ -29,19 +29,23 @@ from typing import Any
 
 import jsonschema
 import pydantic
-from mcp_types import (
-    CallToolResult,
-    ElicitRequest,
-    ElicitRequestFormParams,
-    ElicitRequestParams,
-    ElicitResult,
-    InputRequiredResult,
-)
 
-from sluicegate.errors import ToolError
+from sluicegate.errors import MissingExtraError, ToolError
 from sluicegate.mcp.connection import MCPTimeoutError, ServerConnection
 from sluicegate.tools import ToolContext
 from sluicegate.tools.tool import ToolInputError
+
+try:
+    from mcp_types import (
+        CallToolResult,
+        ElicitRequest,
+        ElicitRequestFormParams,
+        ElicitRequestParams,
+        ElicitResult,
+        InputRequiredResult,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError("mcp", extra="mcp", feature="sluicegate.mcp (elicitation)") from exc
 
 PAYLOAD_TYPE = "mcp-elicitation"
 """`suspend_payload["type"]` of a run suspended by a server's question."""

@@ -15,9 +15,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from mcp_types import CallToolResult
-
-from sluicegate.errors import ToolError
+from sluicegate.errors import MissingExtraError, ToolError
 from sluicegate.mcp.config import ServerConfig
 from sluicegate.mcp.connection import ServerConnection, describe
 from sluicegate.mcp.elicitation import (
@@ -29,6 +27,11 @@ from sluicegate.mcp.elicitation import (
     resumed,
 )
 from sluicegate.tools import Tool, ToolContext
+
+try:
+    from mcp_types import CallToolResult
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise MissingExtraError("mcp", extra="mcp", feature="sluicegate.mcp (MCP servers' tools)") from exc
 
 if TYPE_CHECKING:
     import mcp_types
