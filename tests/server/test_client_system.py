@@ -135,3 +135,17 @@ def test_a2a_takes_only_user_messages(strict: TestClient, lenient: TestClient) -
         body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
         error = client.post("/api/a2a/spy", json=body).json()["error"]
         assert error["code"] == -32602 and "params.message.role" in error["message"]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), ROUTES)
+def test_under_serve_temporal_it_is_refused_before_any_workflow_starts(
+    monkeypatch: pytest.MonkeyPatch, path: str, body: dict[str, Any], field: str
+) -> None:
+    """The durable routes read the body as the in-process ones do: the refusal comes before the
+    server reaches for Temporal (here at an address nothing answers on)."""
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL", "127.0.0.1:9")
+    registry = Sluicegate(agents={"spy": Agent(name="spy", model=SystemSpy())})
+    with TestClient(create_app(registry, ServerSettings())) as client:
+        answer = client.post(path, json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["field"] == field
