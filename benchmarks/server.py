@@ -380,7 +380,7 @@ async def main() -> None:
         report(args.url, *await load(args.url, args.agent, args.requests, args.concurrency, args.path))
         return
     plural = "s" if args.workers > 1 else ""
-    print(f"{args.requests} streamed requests, concurrency {args.concurrency}, 50 text deltas each")
+    print(f"{args.requests} streamed requests to {PATHS[args.path][0]}, concurrency {args.concurrency}")
     port = free_port()
     ours = await measure(
         f"sluicegate serve ({args.workers} worker{plural})", start_server(port, args.workers), port, args
