@@ -380,7 +380,8 @@ async def main() -> None:
         report(args.url, *await load(args.url, args.agent, args.requests, args.concurrency, args.path))
         return
     plural = "s" if args.workers > 1 else ""
-    print(f"{args.requests} streamed requests to {PATHS[args.path][0]}, concurrency {args.concurrency}")
+    route = PATHS[args.path][0].format(agent=args.agent)
+    print(f"{args.requests} streamed requests to {route}, concurrency {args.concurrency}")
     port = free_port()
     ours = await measure(
         f"sluicegate serve ({args.workers} worker{plural})", start_server(port, args.workers), port, args
