@@ -2,17 +2,19 @@
 
 Starts `sluicegate serve benchmarks/server_app.py` (one uvicorn worker, a mock model answering
 with 50 text deltas), sends `--requests` `POST /api/agents/bench/stream` requests from
-`--concurrency` concurrent clients, reads every stream to `data: [DONE]`, and prints requests
+`--concurrency` concurrent clients, reads every stream to its end, and prints requests
 per second, p50/p99 latency (request start to the end of the stream) and the server's CPU time
 per request. `--mastra` also measures Mastra's own server (`@mastra/deployer`, Node 22) on the
 same agent and mock model, with the same client: install it first with
 `npm ci --prefix benchmarks/mastra`. `--url URL --agent ID` measures any other server.
 `--adapters` measures what each front-end protocol adds per streamed chunk over `/stream`'s
-framing (`adapter_costs`), in-process, and `--path chat` loads `POST /chat/bench` (the AI
-SDK's UI message stream) instead of `/stream`.
+framing (`adapter_costs`), in-process, and `--path` loads another route than `/stream`:
+`chat` (`POST /chat/bench`, the AI SDK's UI message stream), `ag-ui`, `responses` (streamed)
+or `a2a` (`message/stream`).
 
     uv run python benchmarks/server.py [--requests 2000] [--concurrency 50] [--workers 1] [--mastra]
     uv run python benchmarks/server.py --adapters   # each protocol adapter's cost per chunk
+    uv run python benchmarks/server.py --path ag-ui --requests 400 --concurrency 20
 
 The load generator runs on the same 2-core machine as the server, so figures are a floor.
 """
@@ -75,20 +77,50 @@ async def wait_ready(url: str, seconds: float = 60) -> None:
     raise SystemExit(f"no server answered at {url}")
 
 
-PATHS = {
-    "stream": ("/api/agents/{agent}/stream", b'{"messages":[{"role":"user","content":"benchmark"}]}'),
+PATHS: dict[str, tuple[str, bytes, bytes, bytes]] = {
+    "stream": (
+        "/api/agents/{agent}/stream",
+        b'{"messages":[{"role":"user","content":"benchmark"}]}',
+        b"data: [DONE]",
+        b'"type":"text-delta"',
+    ),
     "chat": (
         "/chat/{agent}",
         b'{"messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"benchmark"}]}]}',
+        b"data: [DONE]",
+        b'"type":"text-delta"',
+    ),
+    "ag-ui": (
+        "/api/agents/{agent}/ag-ui",
+        b'{"threadId":"t","runId":"r","messages":[{"id":"u1","role":"user","content":"benchmark"}],'
+        b'"tools":[],"context":[],"state":{},"forwardedProps":{}}',
+        b'"type":"RUN_FINISHED"',
+        b'"type":"TEXT_MESSAGE_CONTENT"',
+    ),
+    "responses": (
+        "/api/v1/responses",
+        b'{"agent_id":"{agent}","input":"benchmark","stream":true}',
+        b'"type":"response.completed"',
+        b'"type":"response.output_text.delta"',
+    ),
+    "a2a": (
+        "/api/a2a/{agent}",
+        b'{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{"message":{"kind":"message",'
+        b'"messageId":"m","role":"user","parts":[{"kind":"text","text":"benchmark"}]}}}',
+        b'"final":true',
+        b'"kind":"artifact-update"',
     ),
 }
-"""The route `--path` loads, and its body."""
+"""The route `--path` loads: its path, its body, what its last event holds, and what marks one
+streamed text delta in it. Every stream is read to the end of the connection (`Connection:
+close`), so each route is timed alike."""
 
 
 def raw_request(url: str, agent: str, path: str = "stream") -> tuple[str, int, bytes]:
     """The bytes of one stream request (`Connection: close`, so the response ends at EOF)."""
     parsed = httpx.URL(url)
-    route, body = PATHS[path]
+    route, body, _, _ = PATHS[path]
+    body = body.replace(b"{agent}", agent.encode())
     head = (
         f"POST {route.format(agent=agent)} HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -96,22 +128,21 @@ def raw_request(url: str, agent: str, path: str = "stream") -> tuple[str, int, b
     return str(parsed.host), int(parsed.port or 80), head.encode() + body
 
 
-async def raw_stream(host: str, port: int, request: bytes) -> tuple[float, int]:
-    """Send one request over a fresh connection and read until `data: [DONE]`: a lean client,
-    so the load generator takes as little of the shared CPU as it can."""
+async def raw_stream(host: str, port: int, request: bytes, path: str = "stream") -> tuple[float, int]:
+    """Send one request over a fresh connection and read it to the end: a lean client, so the
+    load generator takes as little of the shared CPU as it can."""
+    _, _, done, delta = PATHS[path]
     start = time.perf_counter()
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(request)
-    data = b""
-    while b"data: [DONE]" not in data[-64:]:
-        piece = await reader.read(65536)
-        if not piece:
-            break
-        data += piece
+    pieces = []
+    while piece := await reader.read(65536):
+        pieces.append(piece)
     writer.close()
-    if not data.startswith(b"HTTP/1.1 200") or b"data: [DONE]" not in data:
+    data = b"".join(pieces)
+    if not data.startswith(b"HTTP/1.1 200") or done not in data:
         raise RuntimeError(f"bad stream response: {data[:200]!r}")
-    return time.perf_counter() - start, data.count(b'"type":"text-delta"')
+    return time.perf_counter() - start, data.count(delta)
 
 
 async def load(
@@ -122,13 +153,13 @@ async def load(
     deltas = 0
     remaining = requests
     for _ in range(min(concurrency, 20)):  # warm up code paths
-        await raw_stream(host, port, request)
+        await raw_stream(host, port, request, path)
 
     async def worker() -> None:
         nonlocal deltas, remaining
         while remaining > 0:
             remaining -= 1
-            latency, count = await raw_stream(host, port, request)
+            latency, count = await raw_stream(host, port, request, path)
             latencies.append(latency)
             deltas += count
 
@@ -349,7 +380,8 @@ async def main() -> None:
         report(args.url, *await load(args.url, args.agent, args.requests, args.concurrency, args.path))
         return
     plural = "s" if args.workers > 1 else ""
-    print(f"{args.requests} streamed requests, concurrency {args.concurrency}, 50 text deltas each")
+    route = PATHS[args.path][0].format(agent=args.agent)
+    print(f"{args.requests} streamed requests to {route}, concurrency {args.concurrency}")
     port = free_port()
     ours = await measure(
         f"sluicegate serve ({args.workers} worker{plural})", start_server(port, args.workers), port, args

@@ -28,6 +28,10 @@ from sluicegate.server.settings import ServerSettings
 
 RESERVED_CONTEXT_PREFIXES = ("mastra__", "sluicegate__")
 NO_OVERRIDES = "this server does not let clients replace the agent's model or instructions"
+NO_CLIENT_SYSTEM = (
+    "a system message from a client would override the agent's instructions: "
+    "this server refuses it (start it with --allow-client-overrides to accept one)"
+)
 
 
 class _Body(BaseModel):
@@ -146,6 +150,18 @@ def read_messages(value: str | list[Any]) -> list[Message]:
         raise bad_request("messages", f"unreadable message ({exc})") from None
 
 
+def refuse_client_system(roles: list[Any], settings: ServerSettings, field: str) -> None:
+    """A client's system (or developer) message replaces the agent's instructions as surely as
+    the `instructions` field does, so it needs the same `allow_client_overrides`: a 400 naming
+    `<field>.<index>.role` otherwise. Mastra passes such a message through; here it fails closed,
+    the same on every route and protocol."""
+    if settings.allow_client_overrides:
+        return
+    for index, role in enumerate(roles):
+        if role in ("system", "developer"):
+            raise bad_request(f"{field}.{index}.role", NO_CLIENT_SYSTEM)
+
+
 def request_context_from(value: dict[str, Any] | None, field: str = "requestContext") -> RequestContext:
     """A `RequestContext` from the client's dict; keys the runtime reserves are refused, so a
     client cannot pose as another resource or thread."""
@@ -162,6 +178,7 @@ def request_context_from(value: dict[str, Any] | None, field: str = "requestCont
 def call_options(body: AgentCallBody, settings: ServerSettings) -> tuple[list[Message], dict[str, Any]]:
     """The messages and the `generate`/`stream` keyword options a body asks for."""
     messages = _messages(body.messages)
+    refuse_client_system([message.role for message in messages], settings, "messages")
     options = tuning_options(body, settings)
     memory = _memory(body)
     if memory is not None:

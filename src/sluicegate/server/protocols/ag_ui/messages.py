@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from sluicegate.errors import ToolError
+from sluicegate.server.bodies import NO_CLIENT_SYSTEM
 from sluicegate.server.errors import bad_request
 from sluicegate.server.protocols.ag_ui.events import FRONTEND_SUSPEND
 from sluicegate.tools import Tool, ToolContext, create_tool
@@ -72,9 +73,7 @@ def to_messages(messages: list[Any], *, allow_system: bool) -> list[dict[str, An
         role = message.role
         if role in ("system", "developer"):
             if not allow_system:
-                raise bad_request(
-                    f"{where}.role", "this server does not let clients replace the agent's instructions"
-                )
+                raise bad_request(f"{where}.role", NO_CLIENT_SYSTEM)
             out.append({"id": message.id, "role": "system", "content": message.content})
         elif role == "user":
             out.append({"id": message.id, "role": "user", "content": _text_of(message.content, where)})

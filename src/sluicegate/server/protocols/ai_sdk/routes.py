@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from sluicegate.agent import Agent
 from sluicegate.server.agents import stream_response
-from sluicegate.server.bodies import AgentCallBody, MemoryBody
-from sluicegate.server.deps import ERRORS, agent_or_404
+from sluicegate.server.bodies import AgentCallBody, MemoryBody, refuse_client_system
+from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import bad_request
 from sluicegate.server.hitl_routes import decided_stream
 from sluicegate.server.identity import identity_of
@@ -63,6 +63,7 @@ async def chat(
     """Answer a `useChat` / `DefaultChatTransport` request with the agent's run as a UI message
     stream; a decision in the request continues the waiting run instead. A disconnect cancels it."""
     key, agent = agent_or_404(request, agentId)
+    refuse_client_system([m.get("role") for m in body.messages], settings_of(request), "messages")
     last = body.messages[-1]
     continues = last.get("id") if last.get("role") == "assistant" else None
     decision = decision_of(body)

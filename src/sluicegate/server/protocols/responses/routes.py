@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from sluicegate.agent import Agent
 from sluicegate.server.agents import run_to_end, span_attributes
-from sluicegate.server.bodies import AgentCallBody
+from sluicegate.server.bodies import AgentCallBody, refuse_client_system
 from sluicegate.server.deps import ERRORS, agent_or_404, registry_of, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import identity_of
@@ -186,6 +186,8 @@ async def create_response(body: ResponsesBody, request: Request) -> Any:
     if previous is not None and previous.agent_id != key:
         raise bad_request("agent_id", "previous_response_id was answered by another agent")
     messages, answers = read_input(body.input)
+    if isinstance(body.input, list):
+        refuse_client_system([item.get("role") for item in body.input], settings_of(request), "input")
     if answers and messages:
         raise bad_request("input", "send an mcp_approval_response alone, without messages")
     if answers and previous is None:
