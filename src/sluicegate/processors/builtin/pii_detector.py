@@ -8,20 +8,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, get_args
-
-import pydantic
 
 from sluicegate.errors import ConfigurationError
 from sluicegate.guardrails.data_parts import check_flag, guard_data_part
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
-    Verdict,
     judged,
-    restrict_enum,
 )
 from sluicegate.guardrails.guard_options import (
     ChecksInputOnly,
@@ -34,7 +29,6 @@ from sluicegate.guardrails.guard_options import (
     describe_detection,
     resolve_llm,
 )
-from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_MAX_VALUE_CHARS,
@@ -90,6 +84,14 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin.pii_masking import mask_value as mask_value
+from sluicegate.processors.builtin.pii_verdict import DEFAULT_DETECTION_TYPES as DEFAULT_DETECTION_TYPES
+from sluicegate.processors.builtin.pii_verdict import PIICategoryScore as PIICategoryScore
+from sluicegate.processors.builtin.pii_verdict import PIIDetection as PIIDetection
+from sluicegate.processors.builtin.pii_verdict import PIIVerdict as PIIVerdict
+from sluicegate.processors.builtin.pii_verdict import default_instructions as default_instructions
+from sluicegate.processors.builtin.pii_verdict import judge_json_schema
+from sluicegate.processors.builtin.pii_verdict import judge_limits as judge_limits
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
 from sluicegate.stream.chunk import Chunk, text_delta
 from sluicegate.tracing.findings import redacted
@@ -98,110 +100,6 @@ log = logging.getLogger(__name__)
 
 PIIStrategy = Literal["block", "warn", "filter", "redact", "pseudonymize"]
 RedactionMethod = Literal["mask", "hash", "remove", "placeholder"]
-
-DEFAULT_DETECTION_TYPES: tuple[str, ...] = (
-    "email",
-    "phone",
-    "credit-card",
-    "ssn",
-    "api-key",
-    "ip-address",
-    "name",
-    "address",
-    "date-of-birth",
-    "url",
-    "uuid",
-    "crypto-wallet",
-    "iban",
-)
-
-
-class PIICategoryScore(Verdict):
-    type: str = pydantic.Field(description="The type of PII detected, from the list of detection types")
-    score: float = pydantic.Field(
-        ge=0, le=1, description="Confidence between 0 and 1 indicating how certain the detection is"
-    )
-
-
-class PIIDetection(Verdict):
-    type: str = pydantic.Field(description="Type of PII detected")
-    value: str = pydantic.Field(description="The PII value found, exactly as it appears in the text")
-    confidence: float = pydantic.Field(ge=0, le=1, description="Confidence of this detection")
-    start: int = pydantic.Field(default=-1, description="Start position in the text")
-    end: int = pydantic.Field(default=-1, description="End position in the text")
-    redacted_value: str | None = pydantic.Field(default=None, description="Redacted version of the value")
-
-
-class PIIVerdict(Verdict):
-    categories: list[PIICategoryScore] | None = pydantic.Field(
-        default=None, description="Array of detected PII types with their confidence scores"
-    )
-    detections: list[PIIDetection] | None = pydantic.Field(
-        default=None, description="Array of specific PII detections with locations"
-    )
-    redacted_content: str | None = pydantic.Field(
-        default=None, description="The content with all PII redacted according to the redaction method"
-    )
-
-
-def default_instructions(detection_types: Sequence[str]) -> str:
-    listed = "\n".join(f"- {kind}" for kind in detection_types)
-    return (
-        "You are a PII (personally identifiable information) detection specialist. You identify and "
-        "locate sensitive personal information in text for privacy compliance.\n\n"
-        f"Detect and analyze these PII types:\n{listed}\n\n"
-        "IMPORTANT: include only PII types that are actually present. When there is no PII, return "
-        "empty arrays for categories and detections. List each PII value once, copied exactly "
-        "from the text."
-    )
-
-
-def judge_limits(detection_types: Sequence[str]) -> JudgeLimits:
-    """How the judge's schema is bounded (see `guardrails.judge_schema`): the detections decide and come
-    first; the redaction is sluicegate's own, so the redacted copies and the per-type scores
-    (read only when there are no detections) are not asked for."""
-    return JudgeLimits(
-        order=("detections", "categories", "redacted_content"),
-        findings={"detections": 16},
-        lengths={"value": 100},
-        enums={"type": detection_types},
-        null_only=("categories", "redacted_value", "redacted_content"),
-    )
-
-
-def _keep_last_four(value: str, mask: str) -> str:
-    """Mask each digit except those in the last four characters."""
-    cutoff = len(value) - 4
-    return "".join(mask if c.isdigit() and i < cutoff else c for i, c in enumerate(value))
-
-
-def mask_value(value: str, pii_type: str, preserve_format: bool) -> str:
-    """`value` masked with asterisks; with `preserve_format`, keeping the shape that makes a
-    masked value recognisable (`j******e@*******.com`, `***-**-6789`, `DE**************3000`)."""
-    if not preserve_format:
-        return "*" * min(len(value), 8)
-    if pii_type == "email":
-        local, at, domain = value.partition("@")
-        if at and "@" not in domain:
-            masked_local = local[0] + "*" * (len(local) - 2) + local[-1] if len(local) > 2 else "***"
-            head, dot, tail = domain.partition(".")
-            masked_domain = "*" * len(head) + "." + tail if dot else "***"
-            return f"{masked_local}@{masked_domain}"
-        return "*" * min(len(value), 8)
-    if pii_type == "phone":
-        return _keep_last_four(value, "X")
-    if pii_type in ("credit-card", "ssn"):
-        return _keep_last_four(value, "*")
-    if pii_type == "uuid":
-        return re.sub(r"[0-9a-fA-F]", "*", value)
-    if pii_type == "crypto-wallet":
-        return value[:4] + "*" * (len(value) - 8) + value[-4:] if len(value) > 8 else "*" * len(value)
-    if pii_type == "iban":
-        return value[:2] + "*" * (len(value) - 6) + value[-4:] if len(value) > 6 else "*" * len(value)
-    if len(value) <= 3:
-        return "*" * len(value)
-    return value[0] + "*" * (len(value) - 2) + value[-1]
-
 
 _PATTERN_TYPES = {
     kind: kind
@@ -378,10 +276,6 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         self.placeholder_text = placeholder_text
         self.preserve_format = preserve_format
         self.include_detections = include_detections
-        schema = PIIVerdict.model_json_schema()
-        if strategy != "redact":
-            schema["properties"].pop("redacted_content", None)
-            schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
         self.patterns = RegexFilterProcessor(
             rules=[*pii_rules(phone_regions), *SECRET_RULES, *URL_RULES],
             strategy="redact",
@@ -407,7 +301,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 model,
                 instructions=instructions or default_instructions(self.detection_types),
                 schema=PIIVerdict,
-                json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
+                json_schema=judge_json_schema(strategy, self.detection_types),
                 judge_limits=judge_limits(self.detection_types),
                 schema_name="pii_detection_result",
                 provider_options=provider_options,
