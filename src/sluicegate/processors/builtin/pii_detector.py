@@ -42,23 +42,15 @@ from sluicegate.guardrails.message_checks import (
     flagged_messages,
     flagged_text,
     input_ids,
-    message_text,
     replace_messages,
     response_ids,
     to_check,
     with_text,
 )
-from sluicegate.guardrails.pseudonym_tokens import HELD as _HELD
-from sluicegate.guardrails.pseudonym_tokens import HELD_AT as _HELD_AT
-from sluicegate.guardrails.pseudonym_tokens import release_held as _release_held
-from sluicegate.guardrails.pseudonym_tokens import tokens_of as _tokens_of
+from sluicegate.guardrails.pseudonym_tokens import release_held
 from sluicegate.guardrails.pseudonyms import (
     DEFAULT_MAX_PSEUDONYMS,
     Pseudonymizer,
-    hold_point,
-    is_token,
-    map_prompt,
-    value_pieces,
 )
 from sluicegate.guardrails.recognizer import Recognizer
 from sluicegate.guardrails.regex_rules import SECRET_RULES, URL_RULES, pii_rules
@@ -66,7 +58,7 @@ from sluicegate.guardrails.shown_arguments import DEFAULT_TOOL_ARGUMENTS, ToolAr
 from sluicegate.guardrails.shown_arguments import export as export_shown
 from sluicegate.guardrails.shown_arguments import forget as forget_shown
 from sluicegate.guardrails.shown_arguments import restore as restore_shown
-from sluicegate.guardrails.spans import locate, map_strings, map_texts, substitute, value_texts
+from sluicegate.guardrails.spans import locate, map_texts, substitute, value_texts
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held, refusal_for
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
@@ -74,8 +66,6 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import (
     ProcessInputArgs,
-    ProcessLLMRequestArgs,
-    ProcessLLMRequestResult,
     ProcessOutputResultArgs,
     ProcessOutputStreamArgs,
     ProcessToolCallArgs,
@@ -85,6 +75,7 @@ from sluicegate.processors.args import (
 )
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin.pii_masking import mask_value as mask_value
+from sluicegate.processors.builtin.pii_pseudonymize import PIIPseudonymization
 from sluicegate.processors.builtin.pii_verdict import DEFAULT_DETECTION_TYPES as DEFAULT_DETECTION_TYPES
 from sluicegate.processors.builtin.pii_verdict import PIICategoryScore as PIICategoryScore
 from sluicegate.processors.builtin.pii_verdict import PIIDetection as PIIDetection
@@ -93,7 +84,7 @@ from sluicegate.processors.builtin.pii_verdict import default_instructions as de
 from sluicegate.processors.builtin.pii_verdict import judge_json_schema
 from sluicegate.processors.builtin.pii_verdict import judge_limits as judge_limits
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.stream.chunk import Chunk
 from sluicegate.tracing.findings import redacted
 
 log = logging.getLogger(__name__)
@@ -228,6 +219,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         check_choice("strategy", strategy, get_args(PIIStrategy))
         self.process_data_parts = check_flag(process_data_parts)
         self.pseudonyms: Pseudonymizer | None = None
+        self.pseudonymization: PIIPseudonymization | None = None
         self.restore_output = restore_output
         if not isinstance(restore_output, bool):
             raise ConfigurationError(f"restore_output must be True or False, got {restore_output!r}")
@@ -235,10 +227,18 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             self.pseudonyms = Pseudonymizer(
                 key=pseudonym_key, store=pseudonym_store, max_values=max_pseudonyms
             )
+            self.pseudonymization = PIIPseudonymization(
+                self.pseudonyms,
+                threshold=threshold,
+                detect=self.detect,
+                is_flagged=self.is_flagged,
+                act=self._handle,
+                pattern_verdict=self.pattern_verdict,
+            )
             # Hooks only pseudonymization needs, set on this object alone: the other strategies
             # add no hook call per model call or per tool call.
-            setattr(self, "process_llm_request", self._conceal_prompt)  # noqa: B010
-            setattr(self, "process_tool_call", self._restore_tool_args)  # noqa: B010
+            setattr(self, "process_llm_request", self.pseudonymization.conceal_prompt)  # noqa: B010
+            setattr(self, "process_tool_call", self.pseudonymization.restore_tool_args)  # noqa: B010
         elif (
             restore_output
             or pseudonym_key is not None
@@ -343,16 +343,16 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
         checked = to_check(args.messages, input_ids(args))
-        if self.pseudonyms is not None:
-            return await self._pseudonymize_messages(args, args.messages, checked, self.detect)
+        if self.pseudonymization is not None:
+            return await self.pseudonymization.messages(args, args.messages, checked, self.detect)
         return await self._check_messages(args.messages, checked, args.abort)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         checked = to_check(args.messages, response_ids(args))
-        if self.pseudonyms is not None:
+        if self.pseudonymization is not None:
             if self.restore_output:
                 return None  # the answer was restored for the user and stored as they received it
-            return await self._pseudonymize_messages(
+            return await self.pseudonymization.messages(
                 args, args.messages, checked, self.response_detector(args)
             )
         return await self._check_messages(args.messages, checked, args.abort, self.response_detector(args))
@@ -363,8 +363,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
         """A tool's result, checked (one detector call for all its strings, keys and numbers)
         and redacted before the model, the history and the client see it."""
-        if self.pseudonyms is not None:
-            return await self._pseudonymize_tool_result(args)
+        if self.pseudonymization is not None:
+            return await self.pseudonymization.tool_result(args)
         verdict = await flagged_text("\n".join(value_texts(args.result)), self.detect, self.is_flagged)
         if verdict is None:
             return None
@@ -398,8 +398,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return export_shown(state)
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
-        if self.restore_output:
-            return await self._restore_stream(args)
+        if self.restore_output and self.pseudonymization is not None:
+            return await self.pseudonymization.restore_stream(args)
         if self._exact_stream is not None:
             return self._exact_stream.process_output_stream(args)
         part = args.part
@@ -423,7 +423,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
         if self.restore_output:
-            return _release_held(args.state)
+            return release_held(args.state)
         if self._exact_stream is not None:
             return self._exact_stream.flush_output_stream(args)
         drop_held(args.state)
@@ -439,12 +439,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
-        if self.pseudonyms is not None:
-            spans = locate(text, self._findings(verdict))
-            if not spans:
-                return Judgement(flagged=True, drop=True, reason="PII detected")
-            mapping = await self.pseudonyms.assign(args, [(text[s.start : s.end], s.type) for s in spans])
-            return Judgement(flagged=True, spans=spans, replace=_tokens_of(mapping), reason="PII detected")
+        if self.pseudonymization is not None:
+            return await self.pseudonymization.window_judgement(text, verdict, args)
         return redaction_judgement(
             self.strategy,
             lambda: locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold]),
@@ -585,128 +581,3 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 for d in verdict.detections
             ]
         enforce(self, self.strategy, message, detail, abort, label="PIIDetector", log=log)
-
-    # ------------------------------------------------------------------ pseudonymization
-
-    def _findings(self, verdict: PIIVerdict) -> list[PIIDetection]:
-        """The confident detections, minus what is a token already (a detector may report
-        `<EMAIL_1>` as an email): a value holding tokens counts as its other pieces."""
-        findings: list[PIIDetection] = []
-        for detection in verdict.detections or ():
-            if detection.confidence < self.threshold or is_token(detection.value.strip()):
-                continue
-            pieces = value_pieces(detection.value)
-            if pieces == [detection.value]:
-                findings.append(detection)
-            else:
-                findings.extend(
-                    detection.model_copy(update={"value": p, "start": -1, "end": -1}) for p in pieces
-                )
-        return findings
-
-    async def _pseudonymize_text(self, args: Any, text: str, verdict: PIIVerdict) -> str | None:
-        """`text` with each detected value replaced by its token (and known values too); None
-        when a detection cannot be located (the caller drops the text rather than pass it on)."""
-        findings = self._findings(verdict)
-        spans = locate(text, findings)
-        if not spans and (findings or not verdict.detections):
-            return None
-        assert self.pseudonyms is not None
-        mapping = await self.pseudonyms.assign(args, [(text[s.start : s.end], s.type) for s in spans])
-        return mapping.conceal(substitute(text, spans, _tokens_of(mapping)))
-
-    async def _pseudonymize_messages(
-        self,
-        args: Any,
-        messages: list[Message],
-        checked: list[Message],
-        detect: Callable[[str], Awaitable[PIIVerdict | None]],
-    ) -> list[Message] | None:
-        assert self.pseudonyms is not None
-        replaced: dict[str, Message | None] = {}
-        for message in checked:
-            text = message_text(message)
-            if not text:
-                continue
-            concealed = (await self.pseudonyms.current(args)).conceal(text)
-            verdict = await detect(concealed)
-            if verdict is not None and self.is_flagged(verdict):
-                self._handle(verdict, args.abort)
-                pseudonymized = await self._pseudonymize_text(args, concealed, verdict)
-                if pseudonymized is None:
-                    log.warning("[PIIDetector] a detection could not be located; dropping the message")
-                    replaced[message.id] = None
-                    continue
-                concealed = pseudonymized
-            if concealed != text:
-                replaced[message.id] = with_text(message, concealed)
-        return replace_messages(messages, replaced)
-
-    async def _pseudonymize_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
-        assert self.pseudonyms is not None
-        result = map_texts(args.result, (await self.pseudonyms.current(args)).conceal)
-        verdict = await flagged_text("\n".join(value_texts(result)), self.detect, self.is_flagged)
-        if verdict is not None:
-            self._handle(verdict, args.abort)
-            findings = [d.model_copy(update={"start": -1, "end": -1}) for d in self._findings(verdict)]
-            found = [
-                (leaf[s.start : s.end], s.type)
-                for leaf in value_texts(result)
-                for s in locate(leaf, findings)
-            ]
-            if not found and (findings or not verdict.detections):
-                return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
-            mapping = await self.pseudonyms.assign(args, found)
-            tokens = _tokens_of(mapping)
-            result = map_texts(
-                result, lambda leaf: mapping.conceal(substitute(leaf, locate(leaf, findings), tokens))
-            )
-        return None if result == args.result else ProcessToolResultResult(result)
-
-    async def _conceal_prompt(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | None:
-        """`process_llm_request` when pseudonymizing: every text of the prompt (remembered
-        history, system messages, tool calls and results) with known values and what the
-        pattern pass finds replaced by tokens, right before the model call (not stored)."""
-        assert self.pseudonyms is not None
-        found: list[tuple[str, str]] = []
-
-        def collect(text: str) -> str:
-            found.extend((d.value, d.type) for d in self.pattern_verdict(text).detections or ())
-            return text
-
-        map_prompt(args.prompt, collect)
-        mapping = await (self.pseudonyms.assign(args, found) if found else self.pseudonyms.current(args))
-        prompt = map_prompt(args.prompt, mapping.conceal)
-        return None if prompt == args.prompt else ProcessLLMRequestResult(prompt=prompt)
-
-    async def _restore_tool_args(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
-        """`process_tool_call` when pseudonymizing: the tool receives the real values of the
-        tokens in its arguments (tokens this conversation never issued stay as they are)."""
-        assert self.pseudonyms is not None
-        restored = map_strings(args.args, (await self.pseudonyms.current(args)).restore)
-        return None if restored == args.args else ProcessToolCallResult(restored)
-
-    async def _restore_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
-        """The answer text with tokens restored; a trailing part that may still grow into a
-        token (`<EMAIL_`) is held until the next chunk or the end of the step."""
-        part = args.part
-        state = args.state
-        if part.type != "text-delta":
-            held = _release_held(state)
-            return [*held, part] if held else part
-        if "<" not in part.payload.text and not state.get(_HELD):
-            return part  # no token in it, none being completed: as it is
-        assert self.pseudonyms is not None
-        mapping = await self.pseudonyms.current(args)
-        out: list[Chunk] = []
-        if state.get(_HELD) and state[_HELD_AT] != (part.run_id, part.payload.id):
-            out.extend(_release_held(state))  # a new text id: what was held cannot grow any more
-        text = state.pop(_HELD, "") + part.payload.text
-        cut = hold_point(text)
-        if cut < len(text):
-            state[_HELD], state[_HELD_AT] = text[cut:], (part.run_id, part.payload.id)
-        if cut:
-            out.append(text_delta(part.run_id, part.payload.id, mapping.restore(text[:cut])))
-        if not out:
-            return None
-        return out[0] if len(out) == 1 else out
