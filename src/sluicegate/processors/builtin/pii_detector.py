@@ -9,9 +9,8 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, get_args
+from typing import Any
 
-from sluicegate.errors import ConfigurationError
 from sluicegate.guardrails.data_parts import check_flag, guard_data_part
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -22,9 +21,7 @@ from sluicegate.guardrails.guard_options import (
     ChecksInputOnly,
     ErrorStrategy,
     LLMMode,
-    check_choice,
     check_parallel,
-    check_threshold,
     default_error_strategy,
     describe_detection,
     resolve_llm,
@@ -75,6 +72,9 @@ from sluicegate.processors.args import (
 )
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin.pii_masking import mask_value as mask_value
+from sluicegate.processors.builtin.pii_options import PIIStrategy as PIIStrategy
+from sluicegate.processors.builtin.pii_options import RedactionMethod as RedactionMethod
+from sluicegate.processors.builtin.pii_options import check_pii_options
 from sluicegate.processors.builtin.pii_pseudonymize import PIIPseudonymization
 from sluicegate.processors.builtin.pii_verdict import DEFAULT_DETECTION_TYPES as DEFAULT_DETECTION_TYPES
 from sluicegate.processors.builtin.pii_verdict import PIICategoryScore as PIICategoryScore
@@ -89,8 +89,6 @@ from sluicegate.tracing.findings import redacted
 
 log = logging.getLogger(__name__)
 
-PIIStrategy = Literal["block", "warn", "filter", "redact", "pseudonymize"]
-RedactionMethod = Literal["mask", "hash", "remove", "placeholder"]
 
 _PATTERN_TYPES = {
     kind: kind
@@ -205,56 +203,30 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     ) -> None:
         super().__init__()
         self.tool_arguments = check_tool_arguments(tool_arguments)
-        if strategy == "pseudonymize" and tool_arguments != DEFAULT_TOOL_ARGUMENTS:
-            raise ConfigurationError(
-                "tool_arguments='rewritten' does not apply to strategy='pseudonymize': its tools "
-                "receive the real values of the tokens in their arguments"
-            )
-        if recognizer is not None and not isinstance(recognizer, Recognizer):
-            raise ConfigurationError(
-                "recognizer must have an analyze(text) method (a PresidioRecognizer, for one), "
-                f"got {recognizer!r}"
-            )
+        check_pii_options(
+            strategy=strategy,
+            redaction_method=redaction_method,
+            threshold=threshold,
+            tool_arguments=tool_arguments,
+            recognizer=recognizer,
+            restore_output=restore_output,
+            pseudonym_key=pseudonym_key,
+            pseudonym_store=pseudonym_store,
+            max_pseudonyms=max_pseudonyms,
+        )
         self.recognizer = recognizer
-        check_choice("strategy", strategy, get_args(PIIStrategy))
         self.process_data_parts = check_flag(process_data_parts)
+        self.restore_output = restore_output
         self.pseudonyms: Pseudonymizer | None = None
         self.pseudonymization: PIIPseudonymization | None = None
-        self.restore_output = restore_output
-        if not isinstance(restore_output, bool):
-            raise ConfigurationError(f"restore_output must be True or False, got {restore_output!r}")
         if strategy == "pseudonymize":
             self.pseudonyms = Pseudonymizer(
                 key=pseudonym_key, store=pseudonym_store, max_values=max_pseudonyms
             )
-            self.pseudonymization = PIIPseudonymization(
-                self.pseudonyms,
-                threshold=threshold,
-                detect=self.detect,
-                is_flagged=self.is_flagged,
-                act=self._handle,
-                pattern_verdict=self.pattern_verdict,
-            )
-            # Hooks only pseudonymization needs, set on this object alone: the other strategies
-            # add no hook call per model call or per tool call.
-            setattr(self, "process_llm_request", self.pseudonymization.conceal_prompt)  # noqa: B010
-            setattr(self, "process_tool_call", self.pseudonymization.restore_tool_args)  # noqa: B010
-        elif (
-            restore_output
-            or pseudonym_key is not None
-            or pseudonym_store is not None
-            or max_pseudonyms != DEFAULT_MAX_PSEUDONYMS
-        ):
-            raise ConfigurationError(
-                "restore_output, pseudonym_key, pseudonym_store and max_pseudonyms only apply to "
-                "strategy='pseudonymize', "
-                f"not {strategy!r}"
-            )
+            self._pseudonymize_with(self.pseudonyms, threshold)
         if strategy == "redact" and tool_arguments == "shown":
             # A hook per tool call only where it can change what the tool receives.
             setattr(self, "process_tool_call", self._restore_for_tool)  # noqa: B010
-        check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
-        check_threshold(threshold)
         self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
         self.description = describe_detection(
             "PII detection and redaction", self.llm, "validated patterns", "input and output"
@@ -281,19 +253,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             strategy="redact",
             max_value_chars=max_value_chars,
         )
-        wanted = [
-            r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
-        ]
-        self._exact_stream: RegexFilterProcessor | None = None
-        if self.llm == "never" and strategy == "redact" and wanted and recognizer is None:
-            # Offline redaction streams like RegexFilter: exact hold-back, no windows (a
-            # recognizer judges windows: it needs words around a name to find it).
-            self._exact_stream = RegexFilterProcessor(
-                rules=wanted, strategy="redact", process_data_parts=True, tool_arguments=tool_arguments
-            )
-            self._exact_stream.replacement_for = lambda value, rule: self.redact_value(
-                value, _PATTERN_TYPES.get(rule.name, "api-key")
-            )
+        self._exact_stream = self._offline_stream(tool_arguments) if recognizer is None else None
         self.detector: DetectorModel[PIIVerdict] | None = (
             None
             if self.llm == "never"
@@ -318,26 +278,58 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             "redact" if strategy == "pseudonymize" else strategy, error_strategy
         )
         self.run_in_parallel = check_parallel(strategy, run_in_parallel)
-        # The model's tool-call arguments, judged whole before the call goes anywhere (the
-        # offline redaction stream does this itself; pseudonymized arguments hold tokens).
-        self._tool_calls: ToolCallJudge | None = (
-            None
-            if self.pseudonyms is not None or self._exact_stream is not None
-            else ToolCallJudge(
-                detect=self.detect,
-                is_flagged=self.is_flagged,
-                act=self._handle,
-                findings=self._confident,
-                redact_value=self.redact_value,
-                strategy=strategy,
-                hold=self.release == "vetted",
-                label="PIIDetector",
-                tool_arguments=tool_arguments,
-            )
-        )
+        self._tool_calls = self._tool_call_judge(tool_arguments)
         if strategy == "filter" and self._tool_calls is not None:
             # A call whose arguments the detector flagged is refused (`args.reject`), not dropped.
             setattr(self, "process_tool_call", self._refuse_flagged)  # noqa: B010
+
+    def _pseudonymize_with(self, pseudonyms: Pseudonymizer, threshold: float) -> None:
+        """Set up `strategy="pseudonymize"`: its helper and the hooks only it needs, set on
+        this object alone (the other strategies add no hook call per model or tool call)."""
+        self.pseudonymization = PIIPseudonymization(
+            pseudonyms,
+            threshold=threshold,
+            detect=self.detect,
+            is_flagged=self.is_flagged,
+            act=self._handle,
+            pattern_verdict=self.pattern_verdict,
+        )
+        setattr(self, "process_llm_request", self.pseudonymization.conceal_prompt)  # noqa: B010
+        setattr(self, "process_tool_call", self.pseudonymization.restore_tool_args)  # noqa: B010
+
+    def _offline_stream(self, tool_arguments: ToolArguments) -> RegexFilterProcessor | None:
+        """Offline redaction streams like RegexFilter: exact hold-back, no windows (a recognizer
+        judges windows: it needs words around a name to find it). None when the model is asked,
+        the strategy is not `"redact"` or no pattern finds a wanted type."""
+        wanted = [
+            r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
+        ]
+        if self.llm != "never" or self.strategy != "redact" or not wanted:
+            return None
+        stream = RegexFilterProcessor(
+            rules=wanted, strategy="redact", process_data_parts=True, tool_arguments=tool_arguments
+        )
+        stream.replacement_for = lambda value, rule: self.redact_value(
+            value, _PATTERN_TYPES.get(rule.name, "api-key")
+        )
+        return stream
+
+    def _tool_call_judge(self, tool_arguments: ToolArguments) -> ToolCallJudge | None:
+        """The model's tool-call arguments, judged whole before the call goes anywhere (the
+        offline redaction stream does this itself; pseudonymized arguments hold tokens)."""
+        if self.pseudonyms is not None or self._exact_stream is not None:
+            return None
+        return ToolCallJudge(
+            detect=self.detect,
+            is_flagged=self.is_flagged,
+            act=self._handle,
+            findings=self._confident,
+            redact_value=self.redact_value,
+            strategy=self.strategy,
+            hold=self.release == "vetted",
+            label="PIIDetector",
+            tool_arguments=tool_arguments,
+        )
 
     # ------------------------------------------------------------------ hooks
 
