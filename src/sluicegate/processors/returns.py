@@ -24,6 +24,7 @@ from sluicegate.processors.args import (
     ProcessToolCallResult,
     ProcessToolResultResult,
 )
+from sluicegate.processors.hook_call import HookEntry, wrong_return
 
 MESSAGE_KEYS: tuple[str, ...] = ("messages", "system_messages")
 """What a dict from `process_input`, `process_output_step` or `process_output_result` may set."""
@@ -138,3 +139,13 @@ def apply_message_fields(fields: dict[str, Any], message_list: MessageList) -> N
         message_list.reconcile(fields["messages"])
     if fields.get("system_messages") is not None:
         message_list.replace_system_messages(fields["system_messages"])
+
+
+def hook_result_fields(
+    entry: HookEntry, result: Any, result_type: type, expected: str
+) -> dict[str, Any] | None:
+    """A hook's result object or dict as its fields; None for None or `{}`. Anything else is
+    the hook's mistake: a `ProcessorError` naming the processor, the hook and `expected`."""
+    if result is not None and not isinstance(result, (result_type, dict)):
+        raise wrong_return(entry, result, expected)
+    return returned_fields(entry.pid, entry.hook, result, result_type)

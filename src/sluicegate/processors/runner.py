@@ -33,10 +33,6 @@ from sluicegate.processors.args import (
     ProcessOutputResultArgs,
     ProcessOutputStepArgs,
     ProcessOutputStreamArgs,
-    ProcessToolCallArgs,
-    ProcessToolCallResult,
-    ProcessToolResultArgs,
-    ProcessToolResultResult,
 )
 from sluicegate.processors.base import (
     TokenCap,
@@ -46,10 +42,15 @@ from sluicegate.processors.base import (
     optional_hook,
     processor_id,
 )
-from sluicegate.processors.hook_call import HookEntry, call_hook, wrong_return
+from sluicegate.processors.hook_call import HookEntry, call_hook
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, processor_timeout
 from sluicegate.processors.input_guards import all_or_first_failure, checks_only, groups, runs_in_parallel
-from sluicegate.processors.returns import apply_message_fields, apply_messages, returned_fields
+from sluicegate.processors.returns import (
+    apply_message_fields,
+    apply_messages,
+    hook_result_fields,
+    returned_fields,
+)
 from sluicegate.processors.step_config import PrepareStep, StepConfig
 from sluicegate.processors.stream_pipeline import (
     CountsFor,
@@ -58,6 +59,7 @@ from sluicegate.processors.stream_pipeline import (
     StreamPipeline,
     StreamResultType,
 )
+from sluicegate.processors.tool_hooks import ToolHooks
 from sluicegate.processors.writer import Writer, signal_message
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.chunk import Chunk
@@ -143,6 +145,12 @@ class ProcessorRunner:
         self._output_result = self._entries(output_processors, "process_output_result")
         self._tool_result = self._entries(output_processors, "process_tool_result")
         self._tool_call = self._entries(output_processors, "process_tool_call")
+        # The tool hooks' chains live in `tool_hooks`; callers reach them as the runner's own.
+        tools = ToolHooks(tool_call=self._tool_call, tool_result=self._tool_result, common=self._common)
+        self.handles_tool_call = bool(self._tool_call)
+        self.handles_tool_result = bool(self._tool_result)
+        self.run_tool_call = tools.run_tool_call
+        self.run_tool_result = tools.run_tool_result
         self._all = (
             self._input,
             self._input_step,
@@ -366,7 +374,7 @@ class ProcessorRunner:
                 max_output_tokens=max_output_tokens,
                 guard_input=self.input_guard(entry, message_list),
             )
-            fields = _returned(
+            fields = hook_result_fields(
                 entry,
                 await call_hook(entry, args),
                 ProcessLLMRequestResult,
@@ -531,92 +539,6 @@ class ProcessorRunner:
             apply_messages(
                 entry.pid, entry.hook, await call_hook(entry, args), message_list, empty_is_unchanged=True
             )
-
-    # ------------------------------------------------------------------ tools
-
-    @property
-    def handles_tool_result(self) -> bool:
-        return bool(self._tool_result)
-
-    async def run_tool_result(
-        self,
-        result: Any,
-        *,
-        tool_name: str,
-        tool_call_id: str,
-        tool_args: Any,
-        provider_executed: bool,
-        step_number: int,
-        steps: list[Any],
-        message_list: MessageList,
-    ) -> Any:
-        """A successful tool result through the `process_tool_result` chain; the result to use."""
-        for entry in self._tool_result:
-            args = ProcessToolResultArgs(
-                **self._common(entry),
-                tool_name=tool_name,
-                tool_call_id=tool_call_id,
-                tool_args=tool_args,
-                result=result,
-                provider_executed=provider_executed,
-                step_number=step_number,
-                messages=message_list.get.all.db(),
-                message_list=message_list,
-                system_messages=message_list.get_system_messages(),
-                steps=steps,
-            )
-            fields = _returned(
-                entry,
-                await call_hook(entry, args),
-                ProcessToolResultResult,
-                "{'result': ...}, ProcessToolResultResult or None",
-            )
-            if fields is not None:
-                result = fields["result"]
-        return result
-
-    @property
-    def handles_tool_call(self) -> bool:
-        return bool(self._tool_call)
-
-    async def run_tool_call(
-        self,
-        tool_args: Any,
-        *,
-        tool_name: str,
-        tool_call_id: str,
-        step_number: int,
-        steps: list[Any],
-        message_list: MessageList,
-    ) -> Any:
-        """A tool call's arguments through the `process_tool_call` chain; what the tool receives."""
-        for entry in self._tool_call:
-            args = ProcessToolCallArgs(
-                **self._common(entry),
-                tool_name=tool_name,
-                tool_call_id=tool_call_id,
-                args=tool_args,
-                step_number=step_number,
-                message_list=message_list,
-                steps=steps,
-                processor_id=entry.pid,
-            )
-            fields = _returned(
-                entry,
-                await call_hook(entry, args),
-                ProcessToolCallResult,
-                "{'args': ...}, ProcessToolCallResult or None",
-            )
-            if fields is not None:
-                tool_args = fields["args"]
-        return tool_args
-
-
-def _returned(entry: HookEntry, result: Any, result_type: type, expected: str) -> dict[str, Any] | None:
-    """A hook's result object or dict as its fields (`returns`); None for None or `{}`."""
-    if result is not None and not isinstance(result, (result_type, dict)):
-        raise wrong_return(entry, result, expected)
-    return returned_fields(entry.pid, entry.hook, result, result_type)
 
 
 def _token_cap(processor: Any) -> TokenCap | None:

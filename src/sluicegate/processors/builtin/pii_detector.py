@@ -8,33 +8,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, get_args
+from typing import Any
 
-import pydantic
-
-from sluicegate.errors import ConfigurationError
 from sluicegate.guardrails.data_parts import check_flag, guard_data_part
 from sluicegate.guardrails.detector import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     DetectorModel,
-    Verdict,
     judged,
-    restrict_enum,
 )
 from sluicegate.guardrails.guard_options import (
     ChecksInputOnly,
     ErrorStrategy,
     LLMMode,
-    check_choice,
     check_parallel,
-    check_threshold,
     default_error_strategy,
     describe_detection,
     resolve_llm,
 )
-from sluicegate.guardrails.judge_schema import JudgeLimits
 from sluicegate.guardrails.judgement import (
     DEFAULT_MAX_HOLD_MS,
     DEFAULT_MAX_VALUE_CHARS,
@@ -48,23 +39,15 @@ from sluicegate.guardrails.message_checks import (
     flagged_messages,
     flagged_text,
     input_ids,
-    message_text,
     replace_messages,
     response_ids,
     to_check,
     with_text,
 )
-from sluicegate.guardrails.pseudonym_tokens import HELD as _HELD
-from sluicegate.guardrails.pseudonym_tokens import HELD_AT as _HELD_AT
-from sluicegate.guardrails.pseudonym_tokens import release_held as _release_held
-from sluicegate.guardrails.pseudonym_tokens import tokens_of as _tokens_of
+from sluicegate.guardrails.pseudonym_tokens import release_held
 from sluicegate.guardrails.pseudonyms import (
     DEFAULT_MAX_PSEUDONYMS,
     Pseudonymizer,
-    hold_point,
-    is_token,
-    map_prompt,
-    value_pieces,
 )
 from sluicegate.guardrails.recognizer import Recognizer
 from sluicegate.guardrails.regex_rules import SECRET_RULES, URL_RULES, pii_rules
@@ -72,7 +55,7 @@ from sluicegate.guardrails.shown_arguments import DEFAULT_TOOL_ARGUMENTS, ToolAr
 from sluicegate.guardrails.shown_arguments import export as export_shown
 from sluicegate.guardrails.shown_arguments import forget as forget_shown
 from sluicegate.guardrails.shown_arguments import restore as restore_shown
-from sluicegate.guardrails.spans import locate, map_strings, map_texts, substitute, value_texts
+from sluicegate.guardrails.spans import locate, map_texts, substitute, value_texts
 from sluicegate.guardrails.tool_calls import ARGUMENT_KINDS, ToolCallJudge, drop_held, refusal_for
 from sluicegate.guardrails.violations import WITHHELD_TOOL_RESULT, enforce
 from sluicegate.guardrails.windowed_guard import WindowedGuard
@@ -80,8 +63,6 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import (
     ProcessInputArgs,
-    ProcessLLMRequestArgs,
-    ProcessLLMRequestResult,
     ProcessOutputResultArgs,
     ProcessOutputStreamArgs,
     ProcessToolCallArgs,
@@ -90,117 +71,23 @@ from sluicegate.processors.args import (
     ProcessToolResultResult,
 )
 from sluicegate.processors.base import Processor
+from sluicegate.processors.builtin.pii_masking import mask_value as mask_value
+from sluicegate.processors.builtin.pii_options import PIIStrategy as PIIStrategy
+from sluicegate.processors.builtin.pii_options import RedactionMethod as RedactionMethod
+from sluicegate.processors.builtin.pii_options import check_pii_options
+from sluicegate.processors.builtin.pii_pseudonymize import PIIPseudonymization
+from sluicegate.processors.builtin.pii_verdict import DEFAULT_DETECTION_TYPES as DEFAULT_DETECTION_TYPES
+from sluicegate.processors.builtin.pii_verdict import PIICategoryScore as PIICategoryScore
+from sluicegate.processors.builtin.pii_verdict import PIIDetection as PIIDetection
+from sluicegate.processors.builtin.pii_verdict import PIIVerdict as PIIVerdict
+from sluicegate.processors.builtin.pii_verdict import default_instructions as default_instructions
+from sluicegate.processors.builtin.pii_verdict import judge_json_schema
+from sluicegate.processors.builtin.pii_verdict import judge_limits as judge_limits
 from sluicegate.processors.builtin.regex_filter import RegexFilterProcessor
-from sluicegate.stream.chunk import Chunk, text_delta
+from sluicegate.stream.chunk import Chunk
 from sluicegate.tracing.findings import redacted
 
 log = logging.getLogger(__name__)
-
-PIIStrategy = Literal["block", "warn", "filter", "redact", "pseudonymize"]
-RedactionMethod = Literal["mask", "hash", "remove", "placeholder"]
-
-DEFAULT_DETECTION_TYPES: tuple[str, ...] = (
-    "email",
-    "phone",
-    "credit-card",
-    "ssn",
-    "api-key",
-    "ip-address",
-    "name",
-    "address",
-    "date-of-birth",
-    "url",
-    "uuid",
-    "crypto-wallet",
-    "iban",
-)
-
-
-class PIICategoryScore(Verdict):
-    type: str = pydantic.Field(description="The type of PII detected, from the list of detection types")
-    score: float = pydantic.Field(
-        ge=0, le=1, description="Confidence between 0 and 1 indicating how certain the detection is"
-    )
-
-
-class PIIDetection(Verdict):
-    type: str = pydantic.Field(description="Type of PII detected")
-    value: str = pydantic.Field(description="The PII value found, exactly as it appears in the text")
-    confidence: float = pydantic.Field(ge=0, le=1, description="Confidence of this detection")
-    start: int = pydantic.Field(default=-1, description="Start position in the text")
-    end: int = pydantic.Field(default=-1, description="End position in the text")
-    redacted_value: str | None = pydantic.Field(default=None, description="Redacted version of the value")
-
-
-class PIIVerdict(Verdict):
-    categories: list[PIICategoryScore] | None = pydantic.Field(
-        default=None, description="Array of detected PII types with their confidence scores"
-    )
-    detections: list[PIIDetection] | None = pydantic.Field(
-        default=None, description="Array of specific PII detections with locations"
-    )
-    redacted_content: str | None = pydantic.Field(
-        default=None, description="The content with all PII redacted according to the redaction method"
-    )
-
-
-def default_instructions(detection_types: Sequence[str]) -> str:
-    listed = "\n".join(f"- {kind}" for kind in detection_types)
-    return (
-        "You are a PII (personally identifiable information) detection specialist. You identify and "
-        "locate sensitive personal information in text for privacy compliance.\n\n"
-        f"Detect and analyze these PII types:\n{listed}\n\n"
-        "IMPORTANT: include only PII types that are actually present. When there is no PII, return "
-        "empty arrays for categories and detections. List each PII value once, copied exactly "
-        "from the text."
-    )
-
-
-def judge_limits(detection_types: Sequence[str]) -> JudgeLimits:
-    """How the judge's schema is bounded (see `guardrails.judge_schema`): the detections decide and come
-    first; the redaction is sluicegate's own, so the redacted copies and the per-type scores
-    (read only when there are no detections) are not asked for."""
-    return JudgeLimits(
-        order=("detections", "categories", "redacted_content"),
-        findings={"detections": 16},
-        lengths={"value": 100},
-        enums={"type": detection_types},
-        null_only=("categories", "redacted_value", "redacted_content"),
-    )
-
-
-def _keep_last_four(value: str, mask: str) -> str:
-    """Mask each digit except those in the last four characters."""
-    cutoff = len(value) - 4
-    return "".join(mask if c.isdigit() and i < cutoff else c for i, c in enumerate(value))
-
-
-def mask_value(value: str, pii_type: str, preserve_format: bool) -> str:
-    """`value` masked with asterisks; with `preserve_format`, keeping the shape that makes a
-    masked value recognisable (`j******e@*******.com`, `***-**-6789`, `DE**************3000`)."""
-    if not preserve_format:
-        return "*" * min(len(value), 8)
-    if pii_type == "email":
-        local, at, domain = value.partition("@")
-        if at and "@" not in domain:
-            masked_local = local[0] + "*" * (len(local) - 2) + local[-1] if len(local) > 2 else "***"
-            head, dot, tail = domain.partition(".")
-            masked_domain = "*" * len(head) + "." + tail if dot else "***"
-            return f"{masked_local}@{masked_domain}"
-        return "*" * min(len(value), 8)
-    if pii_type == "phone":
-        return _keep_last_four(value, "X")
-    if pii_type in ("credit-card", "ssn"):
-        return _keep_last_four(value, "*")
-    if pii_type == "uuid":
-        return re.sub(r"[0-9a-fA-F]", "*", value)
-    if pii_type == "crypto-wallet":
-        return value[:4] + "*" * (len(value) - 8) + value[-4:] if len(value) > 8 else "*" * len(value)
-    if pii_type == "iban":
-        return value[:2] + "*" * (len(value) - 6) + value[-4:] if len(value) > 6 else "*" * len(value)
-    if len(value) <= 3:
-        return "*" * len(value)
-    return value[0] + "*" * (len(value) - 2) + value[-1]
 
 
 _PATTERN_TYPES = {
@@ -316,47 +203,30 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     ) -> None:
         super().__init__()
         self.tool_arguments = check_tool_arguments(tool_arguments)
-        if strategy == "pseudonymize" and tool_arguments != DEFAULT_TOOL_ARGUMENTS:
-            raise ConfigurationError(
-                "tool_arguments='rewritten' does not apply to strategy='pseudonymize': its tools "
-                "receive the real values of the tokens in their arguments"
-            )
-        if recognizer is not None and not isinstance(recognizer, Recognizer):
-            raise ConfigurationError(
-                "recognizer must have an analyze(text) method (a PresidioRecognizer, for one), "
-                f"got {recognizer!r}"
-            )
+        check_pii_options(
+            strategy=strategy,
+            redaction_method=redaction_method,
+            threshold=threshold,
+            tool_arguments=tool_arguments,
+            recognizer=recognizer,
+            restore_output=restore_output,
+            pseudonym_key=pseudonym_key,
+            pseudonym_store=pseudonym_store,
+            max_pseudonyms=max_pseudonyms,
+        )
         self.recognizer = recognizer
-        check_choice("strategy", strategy, get_args(PIIStrategy))
         self.process_data_parts = check_flag(process_data_parts)
-        self.pseudonyms: Pseudonymizer | None = None
         self.restore_output = restore_output
-        if not isinstance(restore_output, bool):
-            raise ConfigurationError(f"restore_output must be True or False, got {restore_output!r}")
+        self.pseudonyms: Pseudonymizer | None = None
+        self.pseudonymization: PIIPseudonymization | None = None
         if strategy == "pseudonymize":
             self.pseudonyms = Pseudonymizer(
                 key=pseudonym_key, store=pseudonym_store, max_values=max_pseudonyms
             )
-            # Hooks only pseudonymization needs, set on this object alone: the other strategies
-            # add no hook call per model call or per tool call.
-            setattr(self, "process_llm_request", self._conceal_prompt)  # noqa: B010
-            setattr(self, "process_tool_call", self._restore_tool_args)  # noqa: B010
-        elif (
-            restore_output
-            or pseudonym_key is not None
-            or pseudonym_store is not None
-            or max_pseudonyms != DEFAULT_MAX_PSEUDONYMS
-        ):
-            raise ConfigurationError(
-                "restore_output, pseudonym_key, pseudonym_store and max_pseudonyms only apply to "
-                "strategy='pseudonymize', "
-                f"not {strategy!r}"
-            )
+            self._pseudonymize_with(self.pseudonyms, threshold)
         if strategy == "redact" and tool_arguments == "shown":
             # A hook per tool call only where it can change what the tool receives.
             setattr(self, "process_tool_call", self._restore_for_tool)  # noqa: B010
-        check_choice("redaction_method", redaction_method, get_args(RedactionMethod))
-        check_threshold(threshold)
         self.llm: LLMMode = resolve_llm("PIIDetector", model, llm)
         self.description = describe_detection(
             "PII detection and redaction", self.llm, "validated patterns", "input and output"
@@ -378,28 +248,12 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         self.placeholder_text = placeholder_text
         self.preserve_format = preserve_format
         self.include_detections = include_detections
-        schema = PIIVerdict.model_json_schema()
-        if strategy != "redact":
-            schema["properties"].pop("redacted_content", None)
-            schema["$defs"]["PIIDetection"]["properties"].pop("redacted_value", None)
         self.patterns = RegexFilterProcessor(
             rules=[*pii_rules(phone_regions), *SECRET_RULES, *URL_RULES],
             strategy="redact",
             max_value_chars=max_value_chars,
         )
-        wanted = [
-            r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
-        ]
-        self._exact_stream: RegexFilterProcessor | None = None
-        if self.llm == "never" and strategy == "redact" and wanted and recognizer is None:
-            # Offline redaction streams like RegexFilter: exact hold-back, no windows (a
-            # recognizer judges windows: it needs words around a name to find it).
-            self._exact_stream = RegexFilterProcessor(
-                rules=wanted, strategy="redact", process_data_parts=True, tool_arguments=tool_arguments
-            )
-            self._exact_stream.replacement_for = lambda value, rule: self.redact_value(
-                value, _PATTERN_TYPES.get(rule.name, "api-key")
-            )
+        self._exact_stream = self._offline_stream(tool_arguments) if recognizer is None else None
         self.detector: DetectorModel[PIIVerdict] | None = (
             None
             if self.llm == "never"
@@ -407,7 +261,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 model,
                 instructions=instructions or default_instructions(self.detection_types),
                 schema=PIIVerdict,
-                json_schema=restrict_enum(schema, "PIICategoryScore", "type", self.detection_types),
+                json_schema=judge_json_schema(strategy, self.detection_types),
                 judge_limits=judge_limits(self.detection_types),
                 schema_name="pii_detection_result",
                 provider_options=provider_options,
@@ -424,41 +278,73 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
             "redact" if strategy == "pseudonymize" else strategy, error_strategy
         )
         self.run_in_parallel = check_parallel(strategy, run_in_parallel)
-        # The model's tool-call arguments, judged whole before the call goes anywhere (the
-        # offline redaction stream does this itself; pseudonymized arguments hold tokens).
-        self._tool_calls: ToolCallJudge | None = (
-            None
-            if self.pseudonyms is not None or self._exact_stream is not None
-            else ToolCallJudge(
-                detect=self.detect,
-                is_flagged=self.is_flagged,
-                act=self._handle,
-                findings=self._confident,
-                redact_value=self.redact_value,
-                strategy=strategy,
-                hold=self.release == "vetted",
-                label="PIIDetector",
-                tool_arguments=tool_arguments,
-            )
-        )
+        self._tool_calls = self._tool_call_judge(tool_arguments)
         if strategy == "filter" and self._tool_calls is not None:
             # A call whose arguments the detector flagged is refused (`args.reject`), not dropped.
             setattr(self, "process_tool_call", self._refuse_flagged)  # noqa: B010
+
+    def _pseudonymize_with(self, pseudonyms: Pseudonymizer, threshold: float) -> None:
+        """Set up `strategy="pseudonymize"`: its helper and the hooks only it needs, set on
+        this object alone (the other strategies add no hook call per model or tool call)."""
+        self.pseudonymization = PIIPseudonymization(
+            pseudonyms,
+            threshold=threshold,
+            detect=self.detect,
+            is_flagged=self.is_flagged,
+            act=self._handle,
+            pattern_verdict=self.pattern_verdict,
+        )
+        setattr(self, "process_llm_request", self.pseudonymization.conceal_prompt)  # noqa: B010
+        setattr(self, "process_tool_call", self.pseudonymization.restore_tool_args)  # noqa: B010
+
+    def _offline_stream(self, tool_arguments: ToolArguments) -> RegexFilterProcessor | None:
+        """Offline redaction streams like RegexFilter: exact hold-back, no windows (a recognizer
+        judges windows: it needs words around a name to find it). None when the model is asked,
+        the strategy is not `"redact"` or no pattern finds a wanted type."""
+        wanted = [
+            r for r in self.patterns.rules if _PATTERN_TYPES.get(r.name, "api-key") in self.detection_types
+        ]
+        if self.llm != "never" or self.strategy != "redact" or not wanted:
+            return None
+        stream = RegexFilterProcessor(
+            rules=wanted, strategy="redact", process_data_parts=True, tool_arguments=tool_arguments
+        )
+        stream.replacement_for = lambda value, rule: self.redact_value(
+            value, _PATTERN_TYPES.get(rule.name, "api-key")
+        )
+        return stream
+
+    def _tool_call_judge(self, tool_arguments: ToolArguments) -> ToolCallJudge | None:
+        """The model's tool-call arguments, judged whole before the call goes anywhere (the
+        offline redaction stream does this itself; pseudonymized arguments hold tokens)."""
+        if self.pseudonyms is not None or self._exact_stream is not None:
+            return None
+        return ToolCallJudge(
+            detect=self.detect,
+            is_flagged=self.is_flagged,
+            act=self._handle,
+            findings=self._confident,
+            redact_value=self.redact_value,
+            strategy=self.strategy,
+            hold=self.release == "vetted",
+            label="PIIDetector",
+            tool_arguments=tool_arguments,
+        )
 
     # ------------------------------------------------------------------ hooks
 
     async def process_input(self, args: ProcessInputArgs) -> list[Message] | None:
         checked = to_check(args.messages, input_ids(args))
-        if self.pseudonyms is not None:
-            return await self._pseudonymize_messages(args, args.messages, checked, self.detect)
+        if self.pseudonymization is not None:
+            return await self.pseudonymization.messages(args, args.messages, checked, self.detect)
         return await self._check_messages(args.messages, checked, args.abort)
 
     async def process_output_result(self, args: ProcessOutputResultArgs) -> list[Message] | None:
         checked = to_check(args.messages, response_ids(args))
-        if self.pseudonyms is not None:
+        if self.pseudonymization is not None:
             if self.restore_output:
                 return None  # the answer was restored for the user and stored as they received it
-            return await self._pseudonymize_messages(
+            return await self.pseudonymization.messages(
                 args, args.messages, checked, self.response_detector(args)
             )
         return await self._check_messages(args.messages, checked, args.abort, self.response_detector(args))
@@ -469,8 +355,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
     async def process_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
         """A tool's result, checked (one detector call for all its strings, keys and numbers)
         and redacted before the model, the history and the client see it."""
-        if self.pseudonyms is not None:
-            return await self._pseudonymize_tool_result(args)
+        if self.pseudonymization is not None:
+            return await self.pseudonymization.tool_result(args)
         verdict = await flagged_text("\n".join(value_texts(args.result)), self.detect, self.is_flagged)
         if verdict is None:
             return None
@@ -504,8 +390,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         return export_shown(state)
 
     async def process_output_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
-        if self.restore_output:
-            return await self._restore_stream(args)
+        if self.restore_output and self.pseudonymization is not None:
+            return await self.pseudonymization.restore_stream(args)
         if self._exact_stream is not None:
             return self._exact_stream.process_output_stream(args)
         part = args.part
@@ -529,7 +415,7 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
 
     async def flush_output_stream(self, args: ProcessOutputStreamArgs) -> list[Chunk]:
         if self.restore_output:
-            return _release_held(args.state)
+            return release_held(args.state)
         if self._exact_stream is not None:
             return self._exact_stream.flush_output_stream(args)
         drop_held(args.state)
@@ -545,12 +431,8 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
         if verdict is None:
             return Judgement()
         self._handle(verdict, args.abort)
-        if self.pseudonyms is not None:
-            spans = locate(text, self._findings(verdict))
-            if not spans:
-                return Judgement(flagged=True, drop=True, reason="PII detected")
-            mapping = await self.pseudonyms.assign(args, [(text[s.start : s.end], s.type) for s in spans])
-            return Judgement(flagged=True, spans=spans, replace=_tokens_of(mapping), reason="PII detected")
+        if self.pseudonymization is not None:
+            return await self.pseudonymization.window_judgement(text, verdict, args)
         return redaction_judgement(
             self.strategy,
             lambda: locate(text, [d for d in verdict.detections or () if d.confidence >= self.threshold]),
@@ -691,128 +573,3 @@ class PIIDetector(ChecksInputOnly, WindowedGuard, Processor):
                 for d in verdict.detections
             ]
         enforce(self, self.strategy, message, detail, abort, label="PIIDetector", log=log)
-
-    # ------------------------------------------------------------------ pseudonymization
-
-    def _findings(self, verdict: PIIVerdict) -> list[PIIDetection]:
-        """The confident detections, minus what is a token already (a detector may report
-        `<EMAIL_1>` as an email): a value holding tokens counts as its other pieces."""
-        findings: list[PIIDetection] = []
-        for detection in verdict.detections or ():
-            if detection.confidence < self.threshold or is_token(detection.value.strip()):
-                continue
-            pieces = value_pieces(detection.value)
-            if pieces == [detection.value]:
-                findings.append(detection)
-            else:
-                findings.extend(
-                    detection.model_copy(update={"value": p, "start": -1, "end": -1}) for p in pieces
-                )
-        return findings
-
-    async def _pseudonymize_text(self, args: Any, text: str, verdict: PIIVerdict) -> str | None:
-        """`text` with each detected value replaced by its token (and known values too); None
-        when a detection cannot be located (the caller drops the text rather than pass it on)."""
-        findings = self._findings(verdict)
-        spans = locate(text, findings)
-        if not spans and (findings or not verdict.detections):
-            return None
-        assert self.pseudonyms is not None
-        mapping = await self.pseudonyms.assign(args, [(text[s.start : s.end], s.type) for s in spans])
-        return mapping.conceal(substitute(text, spans, _tokens_of(mapping)))
-
-    async def _pseudonymize_messages(
-        self,
-        args: Any,
-        messages: list[Message],
-        checked: list[Message],
-        detect: Callable[[str], Awaitable[PIIVerdict | None]],
-    ) -> list[Message] | None:
-        assert self.pseudonyms is not None
-        replaced: dict[str, Message | None] = {}
-        for message in checked:
-            text = message_text(message)
-            if not text:
-                continue
-            concealed = (await self.pseudonyms.current(args)).conceal(text)
-            verdict = await detect(concealed)
-            if verdict is not None and self.is_flagged(verdict):
-                self._handle(verdict, args.abort)
-                pseudonymized = await self._pseudonymize_text(args, concealed, verdict)
-                if pseudonymized is None:
-                    log.warning("[PIIDetector] a detection could not be located; dropping the message")
-                    replaced[message.id] = None
-                    continue
-                concealed = pseudonymized
-            if concealed != text:
-                replaced[message.id] = with_text(message, concealed)
-        return replace_messages(messages, replaced)
-
-    async def _pseudonymize_tool_result(self, args: ProcessToolResultArgs) -> ProcessToolResultResult | None:
-        assert self.pseudonyms is not None
-        result = map_texts(args.result, (await self.pseudonyms.current(args)).conceal)
-        verdict = await flagged_text("\n".join(value_texts(result)), self.detect, self.is_flagged)
-        if verdict is not None:
-            self._handle(verdict, args.abort)
-            findings = [d.model_copy(update={"start": -1, "end": -1}) for d in self._findings(verdict)]
-            found = [
-                (leaf[s.start : s.end], s.type)
-                for leaf in value_texts(result)
-                for s in locate(leaf, findings)
-            ]
-            if not found and (findings or not verdict.detections):
-                return ProcessToolResultResult(WITHHELD_TOOL_RESULT.format(label="PIIDetector"))
-            mapping = await self.pseudonyms.assign(args, found)
-            tokens = _tokens_of(mapping)
-            result = map_texts(
-                result, lambda leaf: mapping.conceal(substitute(leaf, locate(leaf, findings), tokens))
-            )
-        return None if result == args.result else ProcessToolResultResult(result)
-
-    async def _conceal_prompt(self, args: ProcessLLMRequestArgs) -> ProcessLLMRequestResult | None:
-        """`process_llm_request` when pseudonymizing: every text of the prompt (remembered
-        history, system messages, tool calls and results) with known values and what the
-        pattern pass finds replaced by tokens, right before the model call (not stored)."""
-        assert self.pseudonyms is not None
-        found: list[tuple[str, str]] = []
-
-        def collect(text: str) -> str:
-            found.extend((d.value, d.type) for d in self.pattern_verdict(text).detections or ())
-            return text
-
-        map_prompt(args.prompt, collect)
-        mapping = await (self.pseudonyms.assign(args, found) if found else self.pseudonyms.current(args))
-        prompt = map_prompt(args.prompt, mapping.conceal)
-        return None if prompt == args.prompt else ProcessLLMRequestResult(prompt=prompt)
-
-    async def _restore_tool_args(self, args: ProcessToolCallArgs) -> ProcessToolCallResult | None:
-        """`process_tool_call` when pseudonymizing: the tool receives the real values of the
-        tokens in its arguments (tokens this conversation never issued stay as they are)."""
-        assert self.pseudonyms is not None
-        restored = map_strings(args.args, (await self.pseudonyms.current(args)).restore)
-        return None if restored == args.args else ProcessToolCallResult(restored)
-
-    async def _restore_stream(self, args: ProcessOutputStreamArgs) -> Chunk | list[Chunk] | None:
-        """The answer text with tokens restored; a trailing part that may still grow into a
-        token (`<EMAIL_`) is held until the next chunk or the end of the step."""
-        part = args.part
-        state = args.state
-        if part.type != "text-delta":
-            held = _release_held(state)
-            return [*held, part] if held else part
-        if "<" not in part.payload.text and not state.get(_HELD):
-            return part  # no token in it, none being completed: as it is
-        assert self.pseudonyms is not None
-        mapping = await self.pseudonyms.current(args)
-        out: list[Chunk] = []
-        if state.get(_HELD) and state[_HELD_AT] != (part.run_id, part.payload.id):
-            out.extend(_release_held(state))  # a new text id: what was held cannot grow any more
-        text = state.pop(_HELD, "") + part.payload.text
-        cut = hold_point(text)
-        if cut < len(text):
-            state[_HELD], state[_HELD_AT] = text[cut:], (part.run_id, part.payload.id)
-        if cut:
-            out.append(text_delta(part.run_id, part.payload.id, mapping.restore(text[:cut])))
-        if not out:
-            return None
-        return out[0] if len(out) == 1 else out

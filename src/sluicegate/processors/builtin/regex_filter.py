@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from sluicegate.guardrails.holdback import CONTEXT as _CONTEXT
 from sluicegate.guardrails.holdback import MARKERS as _MARKERS
@@ -48,6 +48,10 @@ from sluicegate.processors.args import (
 )
 from sluicegate.processors.base import Processor, notify_violation
 from sluicegate.processors.builtin.regex_filter_arguments import ToolArgumentChecks
+from sluicegate.processors.builtin.regex_filter_options import Phase as Phase
+from sluicegate.processors.builtin.regex_filter_options import Preset as Preset
+from sluicegate.processors.builtin.regex_filter_options import Strategy as Strategy
+from sluicegate.processors.builtin.regex_filter_options import check_regex_filter_options, collect_rules
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 from sluicegate.tracing.findings import redacted
@@ -69,10 +73,6 @@ __all__ = [
     "luhn_valid",
     "required_char",
 ]
-
-Strategy = Literal["block", "redact", "warn"]
-Phase = Literal["input", "output", "all"]
-Preset = Literal["pii", "secrets", "urls"]
 
 _SPACE = re.compile(r"\s")
 DEFAULT_CARRYOVER = 128
@@ -145,32 +145,19 @@ class RegexFilterProcessor(ToolArgumentChecks, Processor):
     ) -> None:
         super().__init__()
         self.tool_arguments = check_tool_arguments(tool_arguments)
-        collected: list[RegexRule] = []
-        for preset in presets or ():
-            if preset not in PRESETS:
-                raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-            collected.extend(PRESETS[preset])
-        collected.extend(RegexRule.of(rule) for rule in rules or ())
-        if not collected:
-            raise ValueError("RegexFilter needs at least one rule or preset")
-        if strategy not in ("block", "redact", "warn"):
-            raise ValueError(f"strategy must be 'block', 'redact' or 'warn', got {strategy!r}")
-        if phase not in ("input", "output", "all"):
-            raise ValueError(f"phase must be 'input', 'output' or 'all', got {phase!r}")
-        if stream_carryover_size is not None and stream_carryover_size < 1:
-            raise ValueError("stream_carryover_size must be a positive number of characters")
-        self.rules: tuple[RegexRule, ...] = tuple(collected)
+        self.rules: tuple[RegexRule, ...] = collect_rules(rules, presets)
+        check_regex_filter_options(
+            strategy=strategy,
+            phase=phase,
+            stream_carryover_size=stream_carryover_size,
+            max_value_chars=max_value_chars,
+            process_data_parts=process_data_parts,
+        )
         self.strategy: Strategy = strategy
         self.phase: Phase = phase
         self.include_redacted_values = include_redacted_values
         self.stream_carryover_size = stream_carryover_size
-        if isinstance(max_value_chars, bool) or not isinstance(max_value_chars, int) or max_value_chars < 1:
-            raise ValueError(
-                f"max_value_chars must be a positive number of characters, got {max_value_chars!r}"
-            )
         self.max_value_chars = max_value_chars
-        if not isinstance(process_data_parts, bool):
-            raise ValueError(f"process_data_parts must be True or False, got {process_data_parts!r}")
         self.process_data_parts = process_data_parts
         self.replacement_for: Callable[[str, RegexRule], str] | None = None
         """When set, what replaces a match (from its text and rule) instead of `rule.replacement`."""
