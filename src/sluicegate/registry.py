@@ -17,12 +17,14 @@ any number of server processes can serve the same registry.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent import Agent
+from sluicegate.agent.tool_sources import DEFAULT_LIST_TIMEOUT
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.base import processor_id
 from sluicegate.processors.validation import check_processor
@@ -143,6 +145,26 @@ class Sluicegate:
 
     def __repr__(self) -> str:
         return f"Sluicegate(agents={sorted(self._agents)})"
+
+    # ---------------------------------------------------------------- tool sources
+
+    async def load_tools(self, timeout: float | None = DEFAULT_LIST_TIMEOUT) -> None:
+        """List every agent's tool sources (the `MCPClient`s in their `tools=`), concurrently,
+        each agent within `timeout` seconds: what a worker and the server do at their start, so
+        an app module never awaits. Raises `ConfigurationError` naming the agent and the source."""
+        await asyncio.gather(*(agent.load_tools(timeout) for agent in self._agents.values()))
+
+    async def close_tool_sources(self) -> None:
+        """Close every agent's tool sources once (stopping the MCP servers they started); what a
+        worker and the server do when they stop. Failures are raised after all were closed."""
+        sources: dict[int, Any] = {}
+        for agent in self._agents.values():
+            for source in agent.tool_sources.sources:
+                sources.setdefault(id(source), source)
+        results = await asyncio.gather(*(s.close() for s in sources.values()), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     # ---------------------------------------------------------------- agents
 
