@@ -148,11 +148,11 @@ class Sluicegate:
 
     # ---------------------------------------------------------------- tool sources
 
-    async def load_tools(self, timeout: float | None = DEFAULT_LIST_TIMEOUT) -> None:
+    async def load_tools(self, within: float | None = DEFAULT_LIST_TIMEOUT) -> None:
         """List every agent's tool sources (the `MCPClient`s in their `tools=`), concurrently,
-        each agent within `timeout` seconds: what a worker and the server do at their start, so
+        each agent within `within` seconds: what a worker and the server do at their start, so
         an app module never awaits. Raises `ConfigurationError` naming the agent and the source."""
-        await asyncio.gather(*(agent.load_tools(timeout) for agent in self._agents.values()))
+        await asyncio.gather(*(agent.load_tools(within) for agent in self._agents.values()))
 
     async def close_tool_sources(self) -> None:
         """Close every agent's tool sources once (stopping the MCP servers they started); what a

@@ -52,7 +52,9 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
 
 
-async def test_the_cli_worker_lists_mcp_tools_at_its_start_and_stops_their_server(temporal_server: Any) -> None:
+async def test_the_cli_worker_lists_mcp_tools_at_its_start_and_stops_their_server(
+    temporal_server: Any,
+) -> None:
     from tests.durable import mcp_app
 
     queue = f"mcp-{uuid.uuid4()}"
@@ -104,3 +106,16 @@ async def test_the_cli_worker_names_the_server_that_could_not_list(temporal_serv
     assert "sluicegate worker: agent 'mcp-echo'" in text
     assert "MCP server 'fx'" in text
     assert "Traceback" not in text
+
+
+def test_create_worker_refuses_an_app_whose_tools_are_not_listed_yet() -> None:
+    from sluicegate import Agent, Sluicegate
+    from sluicegate.durable.temporal import create_worker
+    from sluicegate.errors import ConfigurationError
+    from sluicegate.mcp import MCPClient
+    from sluicegate.testing import MockModel
+
+    mcp = MCPClient(servers={"fx": {"command": "true"}})
+    app = Sluicegate(agents=[Agent("a", model=MockModel(), tools=[mcp])])
+    with pytest.raises(ConfigurationError, match=r"agent 'a' takes tools from MCPClient.*use `open_worker`"):
+        create_worker(None, app)  # type: ignore[arg-type]

@@ -217,10 +217,10 @@ class Agent(Generic[Out]):
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
 
-    async def load_tools(self, timeout: float | None = DEFAULT_LIST_TIMEOUT) -> None:
+    async def load_tools(self, within: float | None = DEFAULT_LIST_TIMEOUT) -> None:
         """List the agent's tool sources (an `MCPClient` in `tools=`) into `tools`, once. The
         first run does it when nothing did; a worker or server does it at its start."""
-        await self.tool_sources.load(self.tools, timeout)
+        await self.tool_sources.load(self.tools, within)
 
     # ------------------------------------------------------------------ public calls
 

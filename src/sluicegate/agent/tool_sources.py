@@ -41,18 +41,18 @@ class ToolSources:
         self.loaded = not self.sources
         self._lock: asyncio.Lock | None = None
 
-    async def load(self, tools: dict[str, Tool], timeout: float | None = DEFAULT_LIST_TIMEOUT) -> None:
-        """List every source (concurrently, within `timeout` seconds) into `tools`, once."""
+    async def load(self, tools: dict[str, Tool], within: float | None = DEFAULT_LIST_TIMEOUT) -> None:
+        """List every source (concurrently, within `within` seconds) into `tools`, once."""
         if self.loaded:
             return
-        if timeout is not None and not 0 < timeout < float("inf"):
-            raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if within is not None and not 0 < within < float("inf"):
+            raise ConfigurationError(f"within must be a positive number of seconds, got {within!r}")
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
             if self.loaded:
                 return
-            listed = await asyncio.gather(*(self._list(s, timeout) for s in self.sources))
+            listed = await asyncio.gather(*(self._list(s, within) for s in self.sources))
             merged: dict[str, Tool] = {}
             for source, found in zip(self.sources, listed, strict=True):
                 for name in found:
@@ -65,13 +65,13 @@ class ToolSources:
             tools.update(merged)
             self.loaded = True
 
-    async def _list(self, source: ToolSource, timeout: float | None) -> dict[str, Tool]:
+    async def _list(self, source: ToolSource, within: float | None) -> dict[str, Tool]:
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(within):
                 found = await source.list_tools()
         except TimeoutError as exc:
             raise ConfigurationError(
-                f"agent {self.agent_id!r}: listing the tools of {source!r} took over {timeout:g} s"
+                f"agent {self.agent_id!r}: listing the tools of {source!r} took over {within:g} s"
             ) from exc
         except ConfigurationError:
             raise

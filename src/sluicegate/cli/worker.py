@@ -21,7 +21,9 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     if not 0 < args.list_timeout < float("inf"):
-        print(f"--list-timeout must be a positive number of seconds, got {args.list_timeout}", file=sys.stderr)
+        print(
+            f"--list-timeout must be a positive number of seconds, got {args.list_timeout}", file=sys.stderr
+        )
         return 2
     app = load_registry(args.app)
 

@@ -91,7 +91,12 @@ async def run_worker(
 
     from temporalio.client import Client
 
-    client = await Client.connect(target, namespace=namespace)
+    try:  # the tools first: a server that cannot list them fails before anything connects
+        await app.load_tools(list_timeout)
+        client = await Client.connect(target, namespace=namespace)
+    except BaseException:
+        await app.close_tool_sources()  # the servers that did start
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
