@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent import Agent
-from sluicegate.agent.tool_sources import DEFAULT_LIST_TIMEOUT
+from sluicegate.agent.tool_sources import DEFAULT_LIST_TIMEOUT, all_or_none
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.base import processor_id
 from sluicegate.processors.validation import check_processor
@@ -152,7 +152,7 @@ class Sluicegate:
         """List every agent's tool sources (the `MCPClient`s in their `tools=`), concurrently,
         each agent within `within` seconds: what a worker and the server do at their start, so
         an app module never awaits. Raises `ConfigurationError` naming the agent and the source."""
-        await asyncio.gather(*(agent.load_tools(within) for agent in self._agents.values()))
+        await all_or_none([agent.load_tools(within) for agent in self._agents.values()])
 
     async def close_tool_sources(self) -> None:
         """Close every agent's tool sources once (stopping the MCP servers they started); what a

@@ -106,3 +106,17 @@ async def test_the_app_lists_every_agent_and_closes_a_shared_source_once() -> No
     assert all("fx_echo" in agent.tools for agent in app.agents.values())
     await app.close_tool_sources()
     assert source.closes == 1
+
+
+async def test_the_first_failure_cancels_the_listings_still_running() -> None:
+    hanging = Source({"fx_echo": _echo()}, delay=30)
+    broken = Source({}, error=RuntimeError("MCP server 'fx' could not start"))
+    app = Sluicegate(
+        agents=[Agent("a", model=MockModel(), tools=[hanging]), Agent("b", model=MockModel(), tools=[broken])]
+    )
+    before = set(asyncio.all_tasks())
+    with pytest.raises(ConfigurationError, match="agent 'b': could not list"):
+        await asyncio.wait_for(app.load_tools(), 5)
+    await asyncio.sleep(0)
+    assert set(asyncio.all_tasks()) - before == set()  # the hanging listing is not left running
+    assert not app.agents["a"].tool_sources.loaded

@@ -10,11 +10,13 @@ name the agent already has is refused rather than silently shadowing one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from sluicegate.errors import ConfigurationError
 from sluicegate.tools import Tool, ToolSource, normalize_tools
+
+T = TypeVar("T")
 
 DEFAULT_LIST_TIMEOUT = 60.0
 """Seconds for listing all of an agent's sources (an MCP server also has its own per-request
@@ -52,7 +54,7 @@ class ToolSources:
         async with self._lock:
             if self.loaded:
                 return
-            listed = await asyncio.gather(*(self._list(s, within) for s in self.sources))
+            listed = await all_or_none([self._list(s, within) for s in self.sources])
             merged: dict[str, Tool] = {}
             for source, found in zip(self.sources, listed, strict=True):
                 for name in found:
@@ -85,3 +87,18 @@ class ToolSources:
             raise ConfigurationError(
                 f"agent {self.agent_id!r}: {source!r} listed something that is not tools: {exc}"
             ) from exc
+
+
+async def all_or_none(calls: Sequence[Awaitable[T]]) -> list[T]:
+    """Every call's result, concurrently; the first failure cancels the others (no listing goes
+    on starting servers after the start has failed) and is raised as itself."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(_awaited(call)) for call in calls]
+    except BaseExceptionGroup as failed:
+        raise failed.exceptions[0] from None
+    return [task.result() for task in tasks]
+
+
+async def _awaited(call: Awaitable[T]) -> T:
+    return await call
