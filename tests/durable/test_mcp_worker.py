@@ -13,10 +13,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from temporalio.client import Client
 
-from sluicegate.durable.temporal import TemporalRuns
+from sluicegate.server import ServerSettings, create_app
 
 pytestmark = pytest.mark.integration
 
@@ -52,36 +53,49 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
 
 
-async def test_the_cli_worker_lists_mcp_tools_at_its_start_and_stops_their_server(
-    temporal_server: Any,
+async def test_serve_temporal_and_the_cli_worker_run_an_mcp_tool_end_to_end(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The documented path: `sluicegate worker app.py` (a real process) runs the MCP call; the
+    server (`serve --temporal`, here in process with its lifespan) lists the same tools at its
+    start, starts the run, and stops its own server when it stops."""
     from tests.durable import mcp_app
+    from tests.mcp.helpers import children
 
     queue = f"mcp-{uuid.uuid4()}"
     proc = _worker(temporal_server.target, queue)
+    ours = children()
     try:
         assert proc.stdout is not None
         line = await asyncio.to_thread(proc.stdout.readline)
         assert b"sluicegate worker: 1 agent(s)" in line, proc.stderr.read() if proc.stderr else b""
         servers = _children(proc.pid)
         assert len(servers) == 1  # the fixture MCP server, started to list its tools
-        # The process that starts runs lists the same tools (names only; it never calls them).
-        await mcp_app.app.load_tools()
-        try:
-            runs = TemporalRuns(await Client.connect(temporal_server.target), task_queue=queue)
-            run_id = await runs.start(mcp_app.agent, "echo something")
-            result = await asyncio.wait_for(runs.result(run_id), 60)
-        finally:
-            await mcp_app.app.close_tool_sources()
-        assert "hello over MCP" in result["text"]
-        history = await runs.client.get_workflow_handle(run_id).fetch_history()
+        monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
+        monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
+        server = create_app(mcp_app.app, ServerSettings())
+        transport = httpx.ASGITransport(app=server)
+        async with (
+            server.router.lifespan_context(server),
+            httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http,
+        ):
+            assert len(children() - ours) == 1  # the server listed the tools with its own client
+            tools = (await http.get("/api/agents/mcp-echo")).json()["tools"]
+            assert "fx_echo" in tools
+            answer = await http.post("/api/agents/mcp-echo/generate", json={"messages": "echo something"})
+            assert answer.status_code == 200, answer.text
+        assert children() - ours == set()  # the server's lifespan stopped its MCP server
+        assert "hello over MCP" in answer.json()["text"]
+        run_id = answer.headers["x-sluicegate-workflow-id"]
+        client = await Client.connect(temporal_server.target)
+        history = await client.get_workflow_handle(run_id).fetch_history()
         activities = {
             e.activity_task_scheduled_event_attributes.activity_type.name
             for e in history.events
             if e.HasField("activity_task_scheduled_event_attributes")
         }
         assert "sluicegate.mcp-echo.tool.fx_echo" in activities
-        assert _children(proc.pid) == servers  # the same server served the call
+        assert _children(proc.pid) == servers  # the worker's own server made the call
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 30) == 0
     finally:
