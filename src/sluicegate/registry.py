@@ -148,17 +148,28 @@ class Sluicegate:
 
     # ---------------------------------------------------------------- tool sources
 
+    def _running_agents(self) -> list[Agent]:
+        """The agents this app runs: its own and its MCP servers' (each once)."""
+        found: dict[int, Agent] = {}
+        for agent in [
+            *self._agents.values(),
+            *(a for s in self._mcp_servers.values() for a in s.agents.values()),
+        ]:
+            found.setdefault(id(agent), agent)
+        return list(found.values())
+
     async def load_tools(self, within: float | None = DEFAULT_LIST_TIMEOUT) -> None:
-        """List every agent's tool sources (the `MCPClient`s in their `tools=`), concurrently,
-        each agent within `within` seconds: what a worker and the server do at their start, so
-        an app module never awaits. Raises `ConfigurationError` naming the agent and the source."""
-        await all_or_none([agent.load_tools(within) for agent in self._agents.values()])
+        """List every agent's tool sources (the `MCPClient`s in their `tools=`; the app's agents
+        and its MCP servers' agents), concurrently, each agent within `within` seconds: what a
+        worker and the server do at their start, so an app module never awaits. Raises
+        `ConfigurationError` naming the agent and the source (the first failure stops the rest)."""
+        await all_or_none([agent.load_tools(within) for agent in self._running_agents()])
 
     async def close_tool_sources(self) -> None:
         """Close every agent's tool sources once (stopping the MCP servers they started); what a
         worker and the server do when they stop. Failures are raised after all were closed."""
         sources: dict[int, Any] = {}
-        for agent in self._agents.values():
+        for agent in self._running_agents():
             for source in agent.tool_sources.sources:
                 sources.setdefault(id(source), source)
         results = await asyncio.gather(*(s.close() for s in sources.values()), return_exceptions=True)
