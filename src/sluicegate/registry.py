@@ -17,12 +17,14 @@ any number of server processes can serve the same registry.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent import Agent
+from sluicegate.agent.tool_sources import DEFAULT_LIST_TIMEOUT, all_or_none
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.base import processor_id
 from sluicegate.processors.validation import check_processor
@@ -143,6 +145,37 @@ class Sluicegate:
 
     def __repr__(self) -> str:
         return f"Sluicegate(agents={sorted(self._agents)})"
+
+    # ---------------------------------------------------------------- tool sources
+
+    def _running_agents(self) -> list[Agent]:
+        """The agents this app runs: its own and its MCP servers' (each once)."""
+        found: dict[int, Agent] = {}
+        for agent in [
+            *self._agents.values(),
+            *(a for s in self._mcp_servers.values() for a in s.agents.values()),
+        ]:
+            found.setdefault(id(agent), agent)
+        return list(found.values())
+
+    async def load_tools(self, within: float | None = DEFAULT_LIST_TIMEOUT) -> None:
+        """List every agent's tool sources (the `MCPClient`s in their `tools=`; the app's agents
+        and its MCP servers' agents), concurrently, each agent within `within` seconds: what a
+        worker and the server do at their start, so an app module never awaits. Raises
+        `ConfigurationError` naming the agent and the source (the first failure stops the rest)."""
+        await all_or_none([agent.load_tools(within) for agent in self._running_agents()])
+
+    async def close_tool_sources(self) -> None:
+        """Close every agent's tool sources once (stopping the MCP servers they started); what a
+        worker and the server do when they stop. Failures are raised after all were closed."""
+        sources: dict[int, Any] = {}
+        for agent in self._running_agents():
+            for source in agent.tool_sources.sources:
+                sources.setdefault(id(source), source)
+        results = await asyncio.gather(*(s.close() for s in sources.values()), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     # ---------------------------------------------------------------- agents
 

@@ -22,6 +22,11 @@ def test_worker_refuses_a_bad_sticky_timeout(capsys: pytest.CaptureFixture[str])
     assert "--sticky-timeout must be a positive number" in capsys.readouterr().err
 
 
+def test_worker_refuses_a_bad_list_timeout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["worker", "app.py", "--temporal", "127.0.0.1:1", "--list-timeout", "nan"]) == 2
+    assert "--list-timeout must be a positive number" in capsys.readouterr().err
+
+
 def test_serve_temporal_becomes_the_servers_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # A private copy of the environment: what the command sets must not outlive this test (a
     # leaked SLUICEGATE_TEMPORAL would turn every later app's runs into workflows).

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -307,3 +308,55 @@ def test_the_endpoint_is_stateless_each_request_with_its_own_identity() -> None:
             assert "mcp-session-id" not in answer.headers
             data = next(line[5:] for line in answer.text.splitlines() if line.startswith("data:"))
             assert json.loads(data)["result"]["structuredContent"] == {"resource": user}
+
+
+RELAY_APP = """
+from sluicegate import Sluicegate
+from sluicegate.mcp import MCPServer
+from tests.durable.mcp_app import agent  # its tools come from an MCPClient, listed by the command
+
+app = Sluicegate(mcp_servers={"main": MCPServer(name="main", version="1.0.0", agents={"relay": agent})})
+"""
+
+
+def _grandchildren(parents: set[int]) -> set[int]:
+    found = set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) in parents and fields[0] != "Z":
+            found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+
+
+async def test_sluicegate_mcp_lists_an_agents_mcp_tools_and_stops_their_server(tmp_path: Path) -> None:
+    """An agent served over stdio whose own tools come from an MCP server: the command lists
+    them at its start, and stops that server when the client hangs up."""
+    (tmp_path / "app.py").write_text(RELAY_APP, encoding="utf-8")
+    before = children()
+    command = [sys.executable, "-m", "sluicegate", "mcp", str(tmp_path / "app.py"), "--server", "main"]
+    definition = {
+        "command": command[0],
+        "args": command[1:],
+        "cwd": str(ROOT),
+        "env": {"PYTHONPATH": str(ROOT)},
+    }
+    async with MCPClient(servers={"main": definition}, timeout=30) as mcp:
+        tools = await mcp.list_tools()
+        inner = _grandchildren(children() - before)
+        assert len(inner) == 1  # the agent's MCP server, started by the command at its start
+        answer = await tools["main_ask_relay"].execute({"message": "echo"}, ToolContext(tool_call_id="c"))
+    assert "hello over MCP" in str(answer)
+    assert children() == before
+    assert not [pid for pid in inner if _alive(pid)]  # no MCP server left behind

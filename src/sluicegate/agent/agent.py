@@ -41,6 +41,7 @@ from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_ret
 from sluicegate.agent.sub_agents import checked_agents, sub_agent_tools
 from sluicegate.agent.sync_loop import run_sync
 from sluicegate.agent.sync_output import SyncModelOutput
+from sluicegate.agent.tool_sources import DEFAULT_LIST_TIMEOUT, ToolSources, split_tools
 from sluicegate.errors import AbortError, ConfigurationError, InvalidInputError, SluicegateError
 from sluicegate.memory.binding import AgentMemory, MemoryBinding
 from sluicegate.messages import MessageList
@@ -60,7 +61,7 @@ from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_
 from sluicegate.processors.option_check import unknown_options
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
-from sluicegate.tools import Tool, normalize_tools
+from sluicegate.tools import Tool, ToolSource, normalize_tools
 
 if TYPE_CHECKING:
     from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
@@ -129,7 +130,7 @@ class Agent(Generic[Out]):
         id: str | None = None,
         instructions: str | Sequence[str] | Callable[[RequestContext], Any] = "",
         model: str | LanguageModel | Sequence[Any],
-        tools: Sequence[Tool] | dict[str, Tool] | None = None,
+        tools: Sequence[Tool | ToolSource] | dict[str, Tool] | ToolSource | None = None,
         input_processors: ProcessorArray | None = None,
         output_processors: ProcessorArray | None = None,
         error_processors: ProcessorArray | None = None,
@@ -160,7 +161,10 @@ class Agent(Generic[Out]):
         # A fallback list is checked here and its models resolved per call, like a model string.
         fallback = parse_model_option(model)
         self.model = model if fallback is not None or isinstance(model, str) else resolve_model(model)
+        tools, sources = split_tools(tools)
         self.tools = normalize_tools(tools)
+        self.tool_sources = ToolSources(self.id, sources)
+        """Sources whose tools join `tools` when listed (`load_tools`), e.g. an `MCPClient`."""
         self.agents = checked_agents(agents)
         """Sub-agents by name: each is the tool `agent-<name>` (see `sub_agents`)."""
         if not isinstance(propagate_tripwire, bool):
@@ -212,6 +216,11 @@ class Agent(Generic[Out]):
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
+
+    async def load_tools(self, within: float | None = DEFAULT_LIST_TIMEOUT) -> None:
+        """List the agent's tool sources (an `MCPClient` in `tools=`) into `tools`, once. The
+        first run does it when nothing did; a worker or server does it at its start."""
+        await self.tool_sources.load(self.tools, within)
 
     # ------------------------------------------------------------------ public calls
 
@@ -444,6 +453,7 @@ class Agent(Generic[Out]):
         output_array = await self.resolve_processors("output_processors", options, request_context)
         error_array = await self.resolve_processors("error_processors", options, request_context)
 
+        await self.tool_sources.load(self.tools)
         tools = dict(self.tools)
         if "tools" in options:
             tools.update(normalize_tools(options["tools"]))

@@ -388,6 +388,14 @@ def _add_worker_parser(sub: Any) -> None:
         help="how long a run cached by a dead worker waits before another worker takes it "
         "(default 3; e.g. --sticky-timeout 10)",
     )
+    worker.add_argument(
+        "--list-timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long the agents' MCP servers may take to list their tools at the start "
+        "(default 60; e.g. --list-timeout 20)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

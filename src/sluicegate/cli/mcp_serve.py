@@ -32,5 +32,13 @@ def serve_mcp(target: str, server_id: str | None) -> int:
     if server is None:
         raise ConfigurationError(f"{target} has no MCP server {server_id!r} (its servers: {known})")
     print(f"sluicegate: serving MCP server {server_id!r} over stdio", file=sys.stderr)
-    asyncio.run(server.run_stdio())
+
+    async def serve() -> None:
+        try:  # the agents' own MCP tools (`tools=[mcp]`): listed first, their servers stopped after
+            await registry.load_tools()
+            await server.run_stdio()
+        finally:
+            await registry.close_tool_sources()
+
+    asyncio.run(serve())
     return 0

@@ -124,8 +124,12 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
                 await spans.sync()
             except Exception:
                 log.exception("could not read the studio's stored runs; they will be read later")
-        async with mcp_endpoints.run():  # the MCP servers' streamable HTTP sessions
-            yield
+        try:  # the agents' MCP tools (`tools=[mcp]`), listed before the first request
+            await registry.load_tools()
+            async with mcp_endpoints.run():  # the MCP servers' streamable HTTP sessions
+                yield
+        finally:
+            await registry.close_tool_sources()  # the MCP servers those clients started
         if spans is not None:
             await spans.aclose()  # the spans not yet written
             if isinstance(spans.store, SQLiteStore) and spans.store is not registry.storage_for(None):

@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import PayloadTooLargeError
 from sluicegate.durable.temporal.runs import TemporalRuns
-from sluicegate.durable.temporal.worker import create_worker
+from sluicegate.durable.temporal.worker import create_worker, open_worker
 from sluicegate.durable.temporal.workflow import AgentWorkflow
 
-__all__ = ["AgentWorkflow", "PayloadTooLargeError", "TemporalRuns", "create_worker", "names"]
+__all__ = ["AgentWorkflow", "PayloadTooLargeError", "TemporalRuns", "create_worker", "names", "open_worker"]
