@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -403,7 +404,15 @@ class CostGuardProcessor(Processor):
                     "output_tokens": usage.output_tokens,
                     "total_tokens": usage.total_tokens,
                 }
-                await self.store.record(key, cost, record, datetime.now(UTC))
+                if isinstance(self.store, ReservingUsageStore):
+                    # A reservation that is never refused: in a durable run it carries the
+                    # run's next reservation key, so a retried store call is charged once (a
+                    # finite limit: its arguments cross the workflow boundary as JSON).
+                    await self.store.reserve(
+                        key, cost, limit=sys.float_info.max, since=None, usage=record, at=datetime.now(UTC)
+                    )
+                else:
+                    await self.store.record(key, cost, record, datetime.now(UTC))
 
         sinks = usage_sinks(context.get(USAGE_SINKS_KEY))
         context.set(USAGE_SINKS_KEY, (*sinks, UsageSink(charge)))
