@@ -89,3 +89,81 @@ def _owner(resource: str) -> Any:
     from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 
     return RequestContext({RESOURCE_ID_KEY: resource})
+
+
+def _three_levels(deleted: list[Any], guard: CostGuardProcessor) -> Agent[Any]:
+    """boss › researcher › clerk › delete_record, which waits for an approval; the clerk's
+    answer costs $2,000, every other call $15."""
+    from sluicegate import create_tool
+
+    def delete(args: Any, context: Any) -> str:
+        deleted.append(args)
+        return "deleted"
+
+    delete_record = create_tool(
+        id="delete_record",
+        description="Delete a record",
+        input_schema={"type": "object", "properties": {"id": {"type": "integer"}}},
+        execute=delete,
+        require_approval=True,
+    )
+    clerk_model = MockModel(
+        [
+            tool_call_step(("d1", "delete_record", {"id": 7})),
+            text_step("Deleted record 7.", input_tokens=1000, output_tokens=1000),
+        ],
+        model_id="sub-model",
+    )
+    clerk = Agent("clerk", model=clerk_model, tools=[delete_record])
+    researcher = Agent(
+        "researcher",
+        model=MockModel(
+            [tool_call_step(("r1", "agent-clerk", {"prompt": "delete 7"})), text_step("The clerk replied.")]
+        ),
+        agents={"clerk": clerk},
+    )
+    return Agent(
+        "boss",
+        model=MockModel(
+            [tool_call_step(("b1", "agent-researcher", {"prompt": "get 7 deleted"})), text_step("Done.")]
+        ),
+        agents={"researcher": researcher},
+        input_processors=[guard],
+    )
+
+
+async def test_an_approval_two_levels_down_suspends_the_workflow_and_an_update_resumes_it(
+    temporal_server: Any, tmp_path: Any
+) -> None:
+    deleted: list[Any] = []
+    storage = SQLiteStore(str(tmp_path / "usage.db"))
+    guard = CostGuardProcessor(max_cost=1e9, scope="resource", store=storage, pricing=PRICING)
+    boss = _three_levels(deleted, guard)
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(boss, "delete record 7", request_context=_owner("u1"))
+        first = [
+            c async for c in (await runs.observe(boss, run_id, request_context=_owner("u1"))).full_stream
+        ]
+        assert first[-1].type == "tool-call-suspended" and deleted == []
+        waiting = first[-1].payload.suspend_payload  # what the card shows: the path to the call
+        assert waiting["path"] == "researcher › clerk › delete_record" and waiting["kind"] == "suspend"
+        pending = await runs.pending_tool_call(run_id)
+        assert pending is not None and pending["toolCallId"] == "b1"
+        resumed = await runs.resume_stream(run_id, {"approved": True}, "b1", request_context=_owner("u1"))
+        rest = [
+            c
+            async for c in (
+                await runs.observe(boss, run_id, offset=resumed["offset"], request_context=_owner("u1"))
+            ).full_stream
+        ]
+        result = await runs.result(run_id)
+        assert deleted == [{"id": 7}]
+        results = {c.payload.tool_call_id: c.payload.result for c in rest if c.type == "tool-result"}
+        assert results["b1"] == {"text": "The clerk replied."}
+        assert result["text"] == "Done." and result["finishReason"] == "stop"
+        # Every level's calls once, those made after the approval included: boss 2 x 15,
+        # researcher 2 x 15, clerk 15 + 2,000.
+        assert await storage.total("resource:u1", None) == pytest.approx(2075.0)
+
+    await _run(temporal_server, [boss], body)

@@ -347,8 +347,7 @@ class CostGuardProcessor(Processor):
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         state = args.state
         state["output_cap"] = None
-        if not state.get("offered"):
-            self._offer(args, state)
+        self.offer_usage_sink(state, args.request_context)
         guess = self.estimate(args.model, args.prompt, args.tools, args.max_output_tokens)
         amount = self.cost_of(model_id_of(args.model), guess)
         usage = {
@@ -382,11 +381,14 @@ class CostGuardProcessor(Processor):
         if self.strategy == "warn" and reservation.spent >= self.max_cost:
             await self._violation(args, reservation.spent, key)
 
-    def _offer(self, args: ProcessLLMRequestArgs, state: dict[str, Any]) -> None:
+    def offer_usage_sink(self, state: dict[str, Any], request_context: Any) -> None:
         """Offer this run's budget to be charged for its sub-agents' spend (`UsageSink`): the
-        run's own request context gets a new tuple (the caller's object is never changed)."""
+        run's own request context gets a new tuple (the caller's object is never changed). Made
+        before the run's first model call, and again by a resumed run (`budget.OffersUsageSink`)."""
+        if state.get("offered"):
+            return
         state["offered"] = True
-        context = args.request_context
+        context = request_context
         key = self._scope_key(context)
 
         async def charge(model_id: str | None, usage: Any) -> None:
