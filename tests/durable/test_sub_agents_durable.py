@@ -167,3 +167,19 @@ async def test_an_approval_two_levels_down_suspends_the_workflow_and_an_update_r
         assert await storage.total("resource:u1", None) == pytest.approx(2075.0)
 
     await _run(temporal_server, [boss], body)
+
+
+def test_a_worker_warns_of_sub_agent_runs_that_wait_in_one_process(caplog: Any, tmp_path: Any) -> None:
+    from sluicegate.durable.temporal.checks import waiting_sub_agents, warn_local_sub_agent_runs
+
+    boss = _three_levels([], CostGuardProcessor(max_cost=1.0))
+    clerk = boss.agents["researcher"].agents["clerk"]  # type: ignore[attr-defined]
+    assert waiting_sub_agents(boss) == [("researcher › clerk", "delete_record", clerk)]
+    with caplog.at_level("WARNING", logger="sluicegate.durable"):
+        warn_local_sub_agent_runs(boss)
+    assert "sub-agent researcher › clerk" in caplog.text and "'delete_record'" in caplog.text
+    caplog.clear()
+    clerk.suspended_run_store = SQLiteStore(str(tmp_path / "runs.db"))  # what every worker reaches
+    with caplog.at_level("WARNING", logger="sluicegate.durable"):
+        warn_local_sub_agent_runs(boss)
+    assert "sub-agent" not in caplog.text

@@ -11,7 +11,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.activities import DurableActivities
-from sluicegate.durable.temporal.checks import check_durable
+from sluicegate.durable.temporal.checks import check_durable, warn_local_sub_agent_runs
 from sluicegate.durable.temporal.process_exit import exit_worker_process
 from sluicegate.durable.temporal.workflow import AgentWorkflow, install
 
@@ -33,6 +33,7 @@ def create_worker(
     application's own code, and its ids come from `workflow.uuid4()` (see `workflow`)."""
     for agent in app.agents.values():
         check_durable(agent)
+        warn_local_sub_agent_runs(agent)
     install(app.agents)
     # A dead worker's cached runs move to another worker after this (Temporal's default is 10 s).
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=3))
