@@ -91,9 +91,12 @@ def _owner(resource: str) -> Any:
     return RequestContext({RESOURCE_ID_KEY: resource})
 
 
-def _three_levels(deleted: list[Any], guard: CostGuardProcessor) -> Agent[Any]:
+def _three_levels(
+    deleted: list[Any], guard: CostGuardProcessor, *, after_approval: bool = False
+) -> Agent[Any]:
     """boss › researcher › clerk › delete_record, which waits for an approval; the clerk's
-    answer costs $2,000, every other call $15."""
+    answer costs $2,000, every other call $15. `after_approval`: the agents as a worker that
+    only serves the run after the approval has them (each model's second answer first)."""
     from sluicegate import create_tool
 
     def delete(args: Any, context: Any) -> str:
@@ -107,26 +110,21 @@ def _three_levels(deleted: list[Any], guard: CostGuardProcessor) -> Agent[Any]:
         execute=delete,
         require_approval=True,
     )
-    clerk_model = MockModel(
-        [
-            tool_call_step(("d1", "delete_record", {"id": 7})),
-            text_step("Deleted record 7.", input_tokens=1000, output_tokens=1000),
-        ],
-        model_id="sub-model",
-    )
-    clerk = Agent("clerk", model=clerk_model, tools=[delete_record])
-    researcher = Agent(
-        "researcher",
-        model=MockModel(
-            [tool_call_step(("r1", "agent-clerk", {"prompt": "delete 7"})), text_step("The clerk replied.")]
-        ),
-        agents={"clerk": clerk},
-    )
+    skip = 1 if after_approval else 0
+    clerk_steps = [
+        tool_call_step(("d1", "delete_record", {"id": 7})),
+        text_step("Deleted record 7.", input_tokens=1000, output_tokens=1000),
+    ]
+    clerk = Agent("clerk", model=MockModel(clerk_steps[skip:], model_id="sub-model"), tools=[delete_record])
+    researcher_steps = [
+        tool_call_step(("r1", "agent-clerk", {"prompt": "delete 7"})),
+        text_step("The clerk replied."),
+    ]
+    researcher = Agent("researcher", model=MockModel(researcher_steps[skip:]), agents={"clerk": clerk})
+    boss_steps = [tool_call_step(("b1", "agent-researcher", {"prompt": "get 7 deleted"})), text_step("Done.")]
     return Agent(
         "boss",
-        model=MockModel(
-            [tool_call_step(("b1", "agent-researcher", {"prompt": "get 7 deleted"})), text_step("Done.")]
-        ),
+        model=MockModel(boss_steps[skip:]),
         agents={"researcher": researcher},
         input_processors=[guard],
     )
@@ -173,13 +171,60 @@ def test_a_worker_warns_of_sub_agent_runs_that_wait_in_one_process(caplog: Any, 
     from sluicegate.durable.temporal.checks import waiting_sub_agents, warn_local_sub_agent_runs
 
     boss = _three_levels([], CostGuardProcessor(max_cost=1.0))
-    clerk = boss.agents["researcher"].agents["clerk"]  # type: ignore[attr-defined]
-    assert waiting_sub_agents(boss) == [("researcher › clerk", "delete_record", clerk)]
+    researcher = boss.agents["researcher"]
+    clerk = researcher.agents["clerk"]  # type: ignore[attr-defined]
+    path = "researcher › clerk › delete_record"
+    # The researcher keeps a waiting run too: its own call waits on the clerk's.
+    assert waiting_sub_agents(boss) == [(path, researcher), (path, clerk)]
     with caplog.at_level("WARNING", logger="sluicegate.durable"):
         warn_local_sub_agent_runs(boss)
-    assert "sub-agent researcher › clerk" in caplog.text and "'delete_record'" in caplog.text
+    assert "sub-agent 'researcher'" in caplog.text and "sub-agent 'clerk'" in caplog.text
+    assert path in caplog.text
     caplog.clear()
-    clerk.suspended_run_store = SQLiteStore(str(tmp_path / "runs.db"))  # what every worker reaches
+    shared = SQLiteStore(str(tmp_path / "runs.db"))  # what every worker reaches
+    researcher.suspended_run_store = clerk.suspended_run_store = shared  # type: ignore[attr-defined]
     with caplog.at_level("WARNING", logger="sluicegate.durable"):
         warn_local_sub_agent_runs(boss)
     assert "sub-agent" not in caplog.text
+
+
+async def test_a_waiting_sub_agent_run_in_a_shared_store_resumes_on_another_worker(
+    temporal_server: Any, tmp_path: Any
+) -> None:
+    """The worker that ran the run up to the approval is gone; a fresh one (new agent objects,
+    the same application) takes the decision: the sub-agents' waiting runs come from the store
+    both reach, and the budget is charged once."""
+    storage = SQLiteStore(str(tmp_path / "shared.db"))
+
+    def app(deleted: list[Any], *, after_approval: bool) -> Agent[Any]:
+        guard = CostGuardProcessor(max_cost=1e9, scope="resource", store=storage, pricing=PRICING)
+        boss = _three_levels(deleted, guard, after_approval=after_approval)
+        researcher = boss.agents["researcher"]
+        researcher.suspended_run_store = storage  # type: ignore[attr-defined]
+        researcher.agents["clerk"].suspended_run_store = storage  # type: ignore[attr-defined]
+        return boss
+
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    settings = {"heartbeatTimeout": 2, "retryInterval": 0.05}
+    before: list[Any] = []
+    first = app(before, after_approval=False)
+    runs = TemporalRuns(client, task_queue=queue, settings=settings)
+    async with create_worker(client, Sluicegate(agents={"boss": first}), task_queue=queue):
+        run_id = await runs.start(first, "delete record 7", request_context=_owner("u1"))
+        for _ in range(400):
+            output = await runs.output(run_id)
+            if output is not None:
+                break
+            await asyncio.sleep(0.025)
+        assert output is not None and output["finishReason"] == "suspended" and before == []
+    after: list[Any] = []
+    second = app(after, after_approval=True)
+    async with create_worker(client, Sluicegate(agents={"boss": second}), task_queue=queue):
+        await runs.resume_stream(run_id, {"approved": True}, "b1", request_context=_owner("u1"))
+        result = await asyncio.wait_for(runs.result(run_id), 60)
+    assert after == [{"id": 7}] and before == []
+    assert result["text"] == "Done." and result["finishReason"] == "stop"
+    tool_results = [r for step in result["steps"] for r in step["toolResults"]]
+    assert tool_results[-1]["payload"]["result"] == {"text": "The clerk replied."}
+    assert await storage.total("resource:u1", None) == pytest.approx(2075.0)

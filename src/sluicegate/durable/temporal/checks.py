@@ -69,13 +69,14 @@ def check_returned(agent_id: str, array: str, processor: Any, *, needs_activitie
         )
 
 
-def waiting_sub_agents(agent: Any, path: str = "") -> list[tuple[str, str, Any]]:
-    """The sub-agents of `agent` (at any depth) with a tool that may wait for a person
-    (`require_approval`, or a `suspend_schema`/`resume_schema`): `(path, tool, sub-agent)`,
-    the path as an approval card names it (`researcher › clerk`)."""
-    out: list[tuple[str, str, Any]] = []
+def waiting_sub_agents(agent: Any, chain: tuple[tuple[str, Any], ...] = ()) -> list[tuple[str, Any]]:
+    """The sub-agents of `agent` (at any depth) that keep a waiting run when a tool below them
+    waits for a person (`require_approval`, or a `suspend_schema`/`resume_schema`): the one
+    whose tool it is and every sub-agent on the way to it, each once, as `(path, sub-agent)`
+    (the path as an approval card names it: `researcher › clerk › delete_record`)."""
+    out: list[tuple[str, Any]] = []
     for name, sub in (getattr(agent, "agents", None) or {}).items():
-        where = f"{path} › {name}" if path else name
+        here = (*chain, (name, sub))
         own = getattr(sub, "agents", None) or {}
         for tool_name, tool in (getattr(sub, "tools", None) or {}).items():
             if tool_name.startswith(TOOL_PREFIX) and tool_name[len(TOOL_PREFIX) :] in own:
@@ -84,24 +85,25 @@ def waiting_sub_agents(agent: Any, path: str = "") -> list[tuple[str, str, Any]]
                 getattr(tool, schema, None) is not None for schema in ("suspend_schema", "resume_schema")
             )
             if waits:
-                out.append((where, tool_name, sub))
-        out.extend(waiting_sub_agents(sub, where))
+                path = " › ".join([*(n for n, _ in here), tool_name])
+                out.extend((path, holder) for _, holder in here if all(holder is not s for _, s in out))
+        out.extend(p for p in waiting_sub_agents(sub, here) if all(p[1] is not seen for _, seen in out))
     return out
 
 
 def warn_local_sub_agent_runs(agent: Any) -> None:
-    """A sub-agent whose tool waits for a person keeps its waiting run in its own
+    """A sub-agent that keeps a waiting run (see `waiting_sub_agents`) keeps it in its own
     `suspended_run_store`; the parent's workflow resumes it from whichever worker runs the
     resumed tool activity. A store in one process's memory fails that resume on any other
     worker, or after a restart (the call ends with an error the model reads; nothing runs):
     said once, at the worker's start."""
-    for path, tool_name, sub in waiting_sub_agents(agent):
+    for path, sub in waiting_sub_agents(agent):
         if isinstance(sub.suspended_run_store, InMemorySuspendedRunStore):
             log.warning(
-                "agent %r: sub-agent %s keeps its runs waiting on %r in this process's memory; "
+                "agent %r: sub-agent %r keeps its runs waiting on %s in this process's memory; "
                 "with several workers or a restart, resuming them fails: give it a Memory with "
                 "SQLite/PostgreSQL storage or suspended_runs= a shared store",
                 agent.id,
+                sub.name,
                 path,
-                tool_name,
             )
