@@ -43,6 +43,11 @@ log = logging.getLogger(__name__)
 DEFAULT_OUTPUT_TOKENS = 256
 """Output tokens reserved for (and the cap of) a call whose request sets no `max_output_tokens`."""
 
+NO_LIMIT = sys.float_info.max
+"""The limit of a reservation that is never refused (a `"warn"` budget's, a sub-agent's charge):
+finite, as a durable run's store calls cross the workflow boundary as JSON, which has no
+infinity."""
+
 Scope = Literal["run", "thread", "resource"]
 Strategy = Literal["block", "warn"]
 
@@ -359,7 +364,7 @@ class CostGuardProcessor(Processor):
         key = self._scope_key(args.request_context)
         if self.scope == "thread" and key is not None:
             await self._check_thread_owner(args)
-        limit = self.max_cost if self.strategy == "block" else math.inf
+        limit = self.max_cost if self.strategy == "block" else NO_LIMIT
         if key is None:
             spent = state.get("run_cost", 0.0)
             reservation = Reservation(None if spent >= limit else "run", spent)
@@ -408,10 +413,9 @@ class CostGuardProcessor(Processor):
                 }
                 if isinstance(self.store, ReservingUsageStore):
                     # A reservation that is never refused: in a durable run it carries the
-                    # run's next reservation key, so a retried store call is charged once (a
-                    # finite limit: its arguments cross the workflow boundary as JSON).
+                    # run's next reservation key, so a retried store call is charged once.
                     await self.store.reserve(
-                        key, cost, limit=sys.float_info.max, since=None, usage=record, at=datetime.now(UTC)
+                        key, cost, limit=NO_LIMIT, since=None, usage=record, at=datetime.now(UTC)
                     )
                 else:
                     await self.store.record(key, cost, record, datetime.now(UTC))
