@@ -228,3 +228,28 @@ async def test_a_waiting_sub_agent_run_in_a_shared_store_resumes_on_another_work
     tool_results = [r for step in result["steps"] for r in step["toolResults"]]
     assert tool_results[-1]["payload"]["result"] == {"text": "The clerk replied."}
     assert await storage.total("resource:u1", None) == pytest.approx(2075.0)
+
+
+async def test_what_a_tool_activity_spent_is_summed_per_model() -> None:
+    from sluicegate.budget import USAGE_SINKS_KEY, usage_sinks
+    from sluicegate.durable.temporal.spend import collect
+    from sluicegate.request_context import RequestContext
+    from sluicegate.stream.usage import Usage
+
+    context = RequestContext({USAGE_SINKS_KEY: "a client's value"})
+    spent = collect(context)
+    (sink,) = usage_sinks(context.get(USAGE_SINKS_KEY))
+    for _ in range(1000):  # a sub-agent's many calls: the result stays one entry per model
+        await sink.charge("openai/gpt-4o", Usage(10, 5))
+    await sink.charge("anthropic/claude-sonnet-4", Usage(1, 2))
+    await sink.charge("openai/gpt-4o", Usage.from_v2({"inputTokens": -5}))  # unusable: left out
+    assert spent.entries() == [
+        {
+            "model": "openai/gpt-4o",
+            "usage": {"inputTokens": 10_000, "outputTokens": 5_000, "totalTokens": 15_000},
+        },
+        {
+            "model": "anthropic/claude-sonnet-4",
+            "usage": {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+        },
+    ]

@@ -462,8 +462,8 @@ class DurableActivities:
         finally:
             beating.cancel()
         out["data"] = [c.to_dict() for c in data]
-        if spent:
-            out["spent"] = spent
+        if entries := spent.entries():
+            out["spent"] = entries
         if streams is not None:
             out["states"] = streams.states()
         if batches is not None:

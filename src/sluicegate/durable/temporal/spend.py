@@ -20,24 +20,31 @@ from sluicegate.budget import USAGE_SINKS_KEY, UsageSink, usage_sinks
 from sluicegate.request_context import RequestContext
 from sluicegate.stream.usage import Usage
 
-MAX_ENTRIES = 10_000
-"""Model calls of one tool activity's spend at most: more is refused, not silently dropped."""
 
+class Spent:
+    """What the model calls inside one tool activity used, summed per model (a price is per
+    token, so one sum costs what its calls cost; the result stays small however many calls a
+    sub-agent made). Usage a provider reported unusably is left out, as a cost guard leaves it."""
 
-def collect(request_context: RequestContext) -> list[dict[str, Any]]:
-    """Offer a collecting sink in the activity's request context (replacing whatever the
-    caller's JSON had under the key: only `UsageSink` instances count anyway); the list it fills
-    with `{"model", "usage"}` (usage in the AI SDK V2 shape), one entry per model call."""
-    spent: list[dict[str, Any]] = []
+    def __init__(self) -> None:
+        self._by_model: dict[str | None, Usage] = {}
 
-    async def charge(model_id: str | None, usage: Any) -> None:
-        if not isinstance(usage, Usage):
+    async def add(self, model_id: str | None, usage: Any) -> None:
+        if not isinstance(usage, Usage) or usage.unusable:
             return
-        if len(spent) >= MAX_ENTRIES:
-            raise RuntimeError(f"a tool call spent on more than {MAX_ENTRIES} model calls")
-        spent.append({"model": model_id, "usage": usage.to_v2()})
+        known = self._by_model.get(model_id)
+        self._by_model[model_id] = usage if known is None else known + usage
 
-    request_context.set(USAGE_SINKS_KEY, (UsageSink(charge),))
+    def entries(self) -> list[dict[str, Any]]:
+        """`[{"model", "usage"}]` (usage in the AI SDK V2 shape), for the activity's result."""
+        return [{"model": model, "usage": usage.to_v2()} for model, usage in self._by_model.items()]
+
+
+def collect(request_context: RequestContext) -> Spent:
+    """Offer a collecting sink in the activity's request context (replacing whatever the
+    caller's JSON had under the key: only `UsageSink` instances count anyway)."""
+    spent = Spent()
+    request_context.set(USAGE_SINKS_KEY, (UsageSink(spent.add),))
     return spent
 
 
