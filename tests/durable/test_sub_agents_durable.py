@@ -188,6 +188,24 @@ def test_a_worker_warns_of_sub_agent_runs_that_wait_in_one_process(caplog: Any, 
     assert "sub-agent" not in caplog.text
 
 
+async def test_declining_two_levels_down_on_temporal_runs_nothing(temporal_server: Any) -> None:
+    deleted: list[Any] = []
+    boss = _three_levels(deleted, CostGuardProcessor(max_cost=1e9, pricing=PRICING))
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(boss, "delete record 7")
+        first = [c async for c in (await runs.observe(boss, run_id)).full_stream]
+        assert first[-1].type == "tool-call-suspended"
+        await runs.resume_stream(run_id, {"approved": False, "reason": "keep it"}, "b1")
+        result = await runs.result(run_id)
+        assert deleted == [] and result["text"] == "Done." and result["finishReason"] == "stop"
+        # The sub-agents went on with the refusal (the call is not an error of the parent's).
+        tool_results = [r for step in result["steps"] for r in step["toolResults"]]
+        assert tool_results[-1]["payload"]["result"] == {"text": "The clerk replied."}
+
+    await _run(temporal_server, [boss], body)
+
+
 async def test_a_waiting_sub_agent_run_in_a_shared_store_resumes_on_another_worker(
     temporal_server: Any, tmp_path: Any
 ) -> None:
