@@ -271,3 +271,12 @@ async def test_what_a_tool_activity_spent_is_summed_per_model() -> None:
             "usage": {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
         },
     ]
+
+
+def test_the_worker_check_ends_on_a_cycle_of_sub_agents() -> None:
+    from sluicegate.durable.temporal.checks import waiting_sub_agents
+
+    boss = _three_levels([], CostGuardProcessor(max_cost=1.0))
+    clerk = boss.agents["researcher"].agents["clerk"]  # type: ignore[attr-defined]
+    clerk.agents["boss"] = boss  # a cycle made after construction
+    assert ("researcher › clerk › delete_record", clerk) in waiting_sub_agents(boss)

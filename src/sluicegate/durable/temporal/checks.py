@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sluicegate.agent.sub_agents import TOOL_PREFIX
+from sluicegate.agent.sub_agents import MAX_DEPTH, TOOL_PREFIX
 from sluicegate.embeddings.base import Embedder
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.base import processor_id
@@ -73,8 +73,11 @@ def waiting_sub_agents(agent: Any, chain: tuple[tuple[str, Any], ...] = ()) -> l
     """The sub-agents of `agent` (at any depth) that keep a waiting run when a tool below them
     waits for a person (`require_approval`, or a `suspend_schema`/`resume_schema`): the one
     whose tool it is and every sub-agent on the way to it, each once, as `(path, sub-agent)`
-    (the path as an approval card names it: `researcher › clerk › delete_record`)."""
+    (the path as an approval card names it: `researcher › clerk › delete_record`). No deeper
+    than sub-agents run (`MAX_DEPTH`): a cycle of sub-agents ends there."""
     out: list[tuple[str, Any]] = []
+    if len(chain) >= MAX_DEPTH:
+        return out
     for name, sub in (getattr(agent, "agents", None) or {}).items():
         here = (*chain, (name, sub))
         own = getattr(sub, "agents", None) or {}
