@@ -280,3 +280,49 @@ def test_the_worker_check_ends_on_a_cycle_of_sub_agents() -> None:
     clerk = boss.agents["researcher"].agents["clerk"]  # type: ignore[attr-defined]
     clerk.agents["boss"] = boss  # a cycle made after construction
     assert ("researcher › clerk › delete_record", clerk) in waiting_sub_agents(boss)
+
+
+async def test_an_approval_two_levels_down_round_trips_over_the_temporal_routes(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`sluicegate serve --temporal`: the stream ends with the parent's suspension naming the
+    path, and `resume-stream` with the decision streams the rest of the run."""
+    import json
+
+    import httpx
+
+    from sluicegate.server.app import create_app
+    from sluicegate.server.settings import ServerSettings
+
+    deleted: list[Any] = []
+    boss = _three_levels(deleted, CostGuardProcessor(max_cost=1e9, pricing=PRICING))
+    app = Sluicegate(agents={"boss": boss})
+    queue = f"q-{uuid.uuid4()}"
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
+    monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
+    server = create_app(app, ServerSettings())
+    client = await Client.connect(temporal_server.target)
+
+    def chunks(body: str) -> list[dict[str, Any]]:
+        return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
+
+    transport = httpx.ASGITransport(app=server)
+    async with (
+        create_worker(client, app, task_queue=queue),
+        httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as http,
+    ):
+        first = await http.post("/api/agents/boss/stream", json={"messages": "delete record 7"})
+        assert first.status_code == 200, first.text
+        last = chunks(first.text)[-1]
+        assert last["type"] == "tool-call-suspended"
+        assert last["payload"]["suspendPayload"]["path"] == "researcher › clerk › delete_record"
+        run_id = last["runId"]
+        resumed = await http.post(
+            "/api/agents/boss/resume-stream",
+            json={"runId": run_id, "toolCallId": "b1", "resumeData": {"approved": True}},
+        )
+        assert resumed.status_code == 200, resumed.text
+        rest = chunks(resumed.text)
+    assert deleted == [{"id": 7}]
+    assert "".join(c["payload"]["text"] for c in rest if c["type"] == "text-delta") == "Done."
+    assert rest[-1]["type"] == "finish"
