@@ -326,3 +326,49 @@ async def test_an_approval_two_levels_down_round_trips_over_the_temporal_routes(
     assert deleted == [{"id": 7}]
     assert "".join(c["payload"]["text"] for c in rest if c["type"] == "text-delta") == "Done."
     assert rest[-1]["type"] == "finish"
+
+
+class _SlowFirst:
+    """A sub-agent model whose first call hangs past the tool activity's timeout (the attempt
+    is abandoned, as a dead worker's would be); the next answers at once, for $2,000."""
+
+    specification_version = "v2"
+    provider = "mock-provider"
+    model_id = "sub-model"
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.inner = MockModel(
+            [text_step("found it", input_tokens=1000, output_tokens=1000)], model_id="sub-model"
+        )
+
+    async def do_stream(self, options: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            await asyncio.sleep(30)
+        return await self.inner.do_stream(options)
+
+    async def do_generate(self, options: Any) -> Any:
+        raise NotImplementedError
+
+
+async def test_a_retried_sub_agent_activity_is_charged_once(temporal_server: Any, tmp_path: Any) -> None:
+    storage = SQLiteStore(str(tmp_path / "usage.db"))
+    slow = _SlowFirst()
+    guard = CostGuardProcessor(max_cost=1e9, scope="resource", store=storage, pricing=PRICING)
+    model = MockModel(
+        [tool_call_step(("c1", "agent-researcher", {"prompt": "look it up"})), text_step("Done.")]
+    )
+    boss = Agent(
+        "boss", model=model, agents={"researcher": Agent("researcher", model=slow)}, input_processors=[guard]
+    )
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    settings = {"heartbeatTimeout": 2, "retryInterval": 0.05, "toolTimeout": 1, "toolAttempts": 3}
+    async with create_worker(client, Sluicegate(agents={"boss": boss}), task_queue=queue):
+        runs = TemporalRuns(client, task_queue=queue, settings=settings)
+        run_id = await runs.start(boss, "go", request_context=_owner("u1"))
+        result = await asyncio.wait_for(runs.result(run_id), 60)
+    assert slow.calls == 2  # the first attempt timed out, the second answered
+    assert result["text"] == "Done."
+    assert await storage.total("resource:u1", None) == pytest.approx(2030.0)
