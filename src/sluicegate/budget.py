@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -83,3 +83,13 @@ def usage_sinks(value: Any) -> tuple[UsageSink, ...]:
     if not isinstance(value, tuple):
         return ()
     return tuple(sink for sink in value if isinstance(sink, UsageSink))
+
+
+@runtime_checkable
+class OffersUsageSink(Protocol):
+    """A processor that offers a `UsageSink` in its run's request context (the cost guard).
+    It does so before the run's first model call, and a resumed run asks it again right after
+    restoring its state: a call held for a person (a sub-agent waiting on an approval) runs
+    before any model call of the resumed run, and what it spends must still be charged."""
+
+    def offer_usage_sink(self, state: dict[str, Any], request_context: Any) -> None: ...

@@ -263,6 +263,26 @@ async def test_an_approval_two_levels_down_suspends_the_parent_and_approving_res
     assert "".join(c.payload.text for c in chunks if c.type == "text-delta") == "Done."
 
 
+async def test_what_sub_agents_spend_after_an_approval_counts_in_the_parents_cost_guard() -> None:
+    from sluicegate.processors import CostGuardProcessor
+
+    guard = CostGuardProcessor(
+        max_cost=1e9, scope="resource", pricing={"mock-model-id": {"input": 1e6, "output": 1e6}}
+    )
+    boss = three_levels([])
+    boss.input_processors = [guard]
+    owner = RequestContext({RESOURCE_ID_KEY: "u1"})
+    first = await boss.generate("delete record 7", request_context=owner)
+    assert first.finish_reason == "suspended"
+    second = await boss.resume_generate(
+        {"approved": True}, run_id=first.run_id, tool_call_id="b1", request_context=owner
+    )
+    assert second.text == "Done."
+    # Six calls of $15, two per level, each counted once: the held call ran before any model
+    # call of the resumed run, and its sub-agents' calls are charged all the same.
+    assert await guard.store.total("resource:u1", None) == pytest.approx(90.0)
+
+
 async def test_declining_two_levels_down_tells_the_sub_agent_and_nothing_runs() -> None:
     deleted: list[Any] = []
     boss = three_levels(deleted, clerk_answer="I was not allowed to delete it.")

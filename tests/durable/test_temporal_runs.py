@@ -475,6 +475,35 @@ async def test_memory_and_budget_go_through_storage_activities(temporal_server: 
     await _run(temporal_server, [agent], body)
 
 
+async def test_a_warning_budget_over_a_resource_runs_durably(temporal_server: Any, tmp_path: Any) -> None:
+    """A `strategy="warn"` guard reserves with no limit; the reservation crosses the workflow
+    boundary as JSON, which has no infinity."""
+    from sluicegate.processors.builtin.cost_guard import CostGuardProcessor
+    from sluicegate.storage import SQLiteStore
+
+    storage = SQLiteStore(str(tmp_path / "usage.db"))
+    seen: list[Any] = []
+    guard = CostGuardProcessor(
+        max_cost=1.0,
+        scope="resource",
+        store=storage,
+        strategy="warn",
+        on_violation=seen.append,
+        pricing={"mock-model-id": {"input": 1_000_000.0, "output": 1_000_000.0}},
+    )
+    agent = Agent(
+        "warned", model=MockModel([text_step("over budget, still answered")]), input_processors=[guard]
+    )
+
+    async def body(runs: TemporalRuns) -> None:
+        run_id = await runs.start(agent, "hi", request_context=RequestContext({RESOURCE_ID_KEY: "u1"}))
+        result = await runs.result(run_id)
+        assert result["text"] == "over budget, still answered" and result["error"] is None
+        assert await storage.total("resource:u1", None) == pytest.approx(15.0)
+
+    await _run(temporal_server, [agent], body)
+
+
 async def test_durable_memory_options_are_checked(temporal_server: Any) -> None:
     agent = Agent("forgetful", model=MockModel([text_step("x")]))
 

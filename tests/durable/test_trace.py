@@ -207,3 +207,28 @@ async def test_start_refuses_a_trace_context_that_is_not_one(bad: Any) -> None:
     runs = TemporalRuns(client=None, task_queue="unused")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="trace_context"):
         await runs.start(_echo_agent("echo"), "hi", trace_context=bad)
+
+
+async def test_a_sub_agents_spans_nest_under_the_parents_tool_span(
+    temporal_server: Any, telemetry: Telemetry
+) -> None:
+    """The sub-agent runs inside the tool activity, in its `execute_tool` span's context: one
+    trace, one tree, as in one process."""
+    researcher = Agent("researcher", model=MockModel([text_step("found it")]))
+    boss = Agent(
+        "boss",
+        model=MockModel([tool_call_step(("c1", "agent-researcher", {"prompt": "look"})), text_step("done")]),
+        agents={"researcher": researcher},
+    )
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    async with create_worker(client, Sluicegate(agents={boss.id: boss}), task_queue=queue):
+        runs = TemporalRuns(client, task_queue=queue, settings={"heartbeatTimeout": 2})
+        run_id = await runs.start(boss, "go")
+        result = await asyncio.wait_for(runs.result(run_id), 30)
+    assert result["text"] == "done"
+    spans = telemetry.spans()
+    by_id = {s.context.span_id: s for s in spans}
+    assert len({s.context.trace_id for s in spans}) == 1, telemetry.span_tree()
+    (sub_run,) = [s for s in spans if s.name == "invoke_agent researcher"]
+    assert _ancestors(sub_run, by_id) == ["execute_tool agent-researcher", "invoke_agent boss"]

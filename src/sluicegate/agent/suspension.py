@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from sluicegate.agent.held_step import HeldStep, json_value
 from sluicegate.agent.results import StepResult, Tripwire
+from sluicegate.budget import OffersUsageSink
 from sluicegate.errors import ConfigurationError
 from sluicegate.messages import MessageList
 from sluicegate.processors.base import StateExport, optional_hook, processor_id
@@ -242,6 +243,10 @@ def restore_state(run: RunCore, snapshot: RunSnapshot | dict[str, Any]) -> HeldS
     run.runner.retry_count = snapshot.get("retry_count", 0)
     for pid, saved in (snapshot.get("processor_state") or {}).items():
         run.runner.state_for(pid).update(saved)
+    for processor in run.processors:
+        if isinstance(processor, OffersUsageSink):
+            # Before the held calls run: what a sub-agent among them spends is charged.
+            processor.offer_usage_sink(run.runner.state_for(processor_id(processor)), run.request_context)
     from sluicegate.storage.suspended_runs import PendingToolCall
 
     held = snapshot.get("held")

@@ -36,7 +36,7 @@ from sluicegate.agent.deadline_stream import with_deadlines
 from sluicegate.agent.model_parts import ModelStreamError
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.tool_errors import error_text
-from sluicegate.durable.temporal import names
+from sluicegate.durable.temporal import names, spend
 from sluicegate.durable.temporal.activity_streams import ActivityStreams, through
 from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
@@ -412,6 +412,7 @@ class DurableActivities:
         batches = _Batches(publisher, run_id, offset) if offset is not None else None
         data: list[Chunk[Any]] = []
         request_context = RequestContext(call.get("requestContext") or {})
+        spent = spend.collect(request_context)  # a sub-agent's model calls, charged by the workflow
         # The live call's data chunks pass through the stream processors that opted in to data
         # parts before they are published, as in one process (the workflow sends their state).
         streams = await ActivityStreams.of(agent, call, request_context) if "states" in call else None
@@ -437,6 +438,8 @@ class DurableActivities:
             writer=Writer(run_id, write),
             tool_name=tool_name,
             resume_data=call.get("resumeData"),
+            # From the run's stored snapshot (the workflow's), never from a caller.
+            suspended_with=call.get("suspendedWith"),
             suspend_schema=tool.context_schema(),
             idempotency_key=call["idempotencyKey"],
         )
@@ -459,6 +462,8 @@ class DurableActivities:
         finally:
             beating.cancel()
         out["data"] = [c.to_dict() for c in data]
+        if entries := spent.entries():
+            out["spent"] = entries
         if streams is not None:
             out["states"] = streams.states()
         if batches is not None:

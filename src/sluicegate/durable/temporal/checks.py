@@ -16,12 +16,17 @@ uses a store is refused when the function returns it (`check_returned`); list it
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from sluicegate.agent.sub_agents import MAX_DEPTH, TOOL_PREFIX
 from sluicegate.embeddings.base import Embedder
 from sluicegate.errors import ConfigurationError
 from sluicegate.processors.base import processor_id
 from sluicegate.processors.builtin.model_router import ModelRouterProcessor
+from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
+
+log = logging.getLogger("sluicegate.durable")
 
 
 def check_durable(agent: Any) -> None:
@@ -62,3 +67,46 @@ def check_returned(agent_id: str, array: str, processor: Any, *, needs_activitie
             "registered at the worker's start for listed processors only: list it in the agent's "
             f"{array}"
         )
+
+
+def waiting_sub_agents(agent: Any, chain: tuple[tuple[str, Any], ...] = ()) -> list[tuple[str, Any]]:
+    """The sub-agents of `agent` (at any depth) that keep a waiting run when a tool below them
+    waits for a person (`require_approval`, or a `suspend_schema`/`resume_schema`): the one
+    whose tool it is and every sub-agent on the way to it, each once, as `(path, sub-agent)`
+    (the path as an approval card names it: `researcher › clerk › delete_record`). No deeper
+    than sub-agents run (`MAX_DEPTH`): a cycle of sub-agents ends there."""
+    out: list[tuple[str, Any]] = []
+    if len(chain) >= MAX_DEPTH:
+        return out
+    for name, sub in (getattr(agent, "agents", None) or {}).items():
+        here = (*chain, (name, sub))
+        own = getattr(sub, "agents", None) or {}
+        for tool_name, tool in (getattr(sub, "tools", None) or {}).items():
+            if tool_name.startswith(TOOL_PREFIX) and tool_name[len(TOOL_PREFIX) :] in own:
+                continue  # its own sub-agent: looked at below
+            waits = getattr(tool, "require_approval", False) is True or any(
+                getattr(tool, schema, None) is not None for schema in ("suspend_schema", "resume_schema")
+            )
+            if waits:
+                path = " › ".join([*(n for n, _ in here), tool_name])
+                out.extend((path, holder) for _, holder in here if all(holder is not s for _, s in out))
+        out.extend(p for p in waiting_sub_agents(sub, here) if all(p[1] is not seen for _, seen in out))
+    return out
+
+
+def warn_local_sub_agent_runs(agent: Any) -> None:
+    """A sub-agent that keeps a waiting run (see `waiting_sub_agents`) keeps it in its own
+    `suspended_run_store`; the parent's workflow resumes it from whichever worker runs the
+    resumed tool activity. A store in one process's memory fails that resume on any other
+    worker, or after a restart (the call ends with an error the model reads; nothing runs):
+    said once, at the worker's start."""
+    for path, sub in waiting_sub_agents(agent):
+        if isinstance(sub.suspended_run_store, InMemorySuspendedRunStore):
+            log.warning(
+                "agent %r: sub-agent %r keeps its runs waiting on %s in this process's memory; "
+                "with several workers or a restart, resuming them fails: give it a Memory with "
+                "SQLite/PostgreSQL storage or suspended_runs= a shared store",
+                agent.id,
+                sub.name,
+                path,
+            )

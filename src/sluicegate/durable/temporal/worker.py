@@ -14,7 +14,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from sluicegate.agent.tool_sources import DEFAULT_LIST_TIMEOUT
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.activities import DurableActivities
-from sluicegate.durable.temporal.checks import check_durable
+from sluicegate.durable.temporal.checks import check_durable, warn_local_sub_agent_runs
 from sluicegate.durable.temporal.process_exit import exit_worker_process
 from sluicegate.durable.temporal.workflow import AgentWorkflow, install
 from sluicegate.errors import ConfigurationError
@@ -43,6 +43,7 @@ def create_worker(
                 "a worker registers one activity per tool at its start; use `open_worker` "
                 "(which lists them), or `await app.load_tools()` before `create_worker`"
             )
+        warn_local_sub_agent_runs(agent)
     install(app.agents)
     # A dead worker's cached runs move to another worker after this (Temporal's default is 10 s).
     options.setdefault("sticky_queue_schedule_to_start_timeout", timedelta(seconds=3))

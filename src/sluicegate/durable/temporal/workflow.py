@@ -33,7 +33,7 @@ from sluicegate.agent.decisions import (
 )
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import json_context
-from sluicegate.durable.temporal import names, workflow_spans
+from sluicegate.durable.temporal import names, spend, workflow_spans
 from sluicegate.durable.temporal.checks import check_returned
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor, judges_in_workflow
@@ -126,6 +126,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
                 "idempotencyKey": context.idempotency_key,
                 "args": args,
                 "resumeData": context.resume_data,
+                "suspendedWith": context.suspended_with,
                 "requestContext": json_context(context.request_context),
                 "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
             }
@@ -165,6 +166,9 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
             empty = {"offset": outbox.offset, "chunks": [], "end": outbox.offset}
             result = await run_activity(make_call(empty, live=False), empty)
             await workflow.wait_condition(lambda: not tail.busy)
+        # What it spent (a sub-agent's model calls), charged to this run's cost guards, once:
+        # the result is recorded in the run's history, whatever the tool did next.
+        await spend.charge(context.request_context, result.get("spent"))
         writer = context.writer
         for data in result.get("data", []):
             chunk = Chunk.from_dict(data)

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import re
+import sys
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +42,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_TOKENS = 256
 """Output tokens reserved for (and the cap of) a call whose request sets no `max_output_tokens`."""
+
+NO_LIMIT = sys.float_info.max
+"""The limit of a reservation that is never refused (a `"warn"` budget's, a sub-agent's charge):
+finite, as a durable run's store calls cross the workflow boundary as JSON, which has no
+infinity."""
 
 Scope = Literal["run", "thread", "resource"]
 Strategy = Literal["block", "warn"]
@@ -346,8 +352,7 @@ class CostGuardProcessor(Processor):
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         state = args.state
         state["output_cap"] = None
-        if not state.get("offered"):
-            self._offer(args, state)
+        self.offer_usage_sink(state, args.request_context)
         guess = self.estimate(args.model, args.prompt, args.tools, args.max_output_tokens)
         amount = self.cost_of(model_id_of(args.model), guess)
         usage = {
@@ -359,7 +364,7 @@ class CostGuardProcessor(Processor):
         key = self._scope_key(args.request_context)
         if self.scope == "thread" and key is not None:
             await self._check_thread_owner(args)
-        limit = self.max_cost if self.strategy == "block" else math.inf
+        limit = self.max_cost if self.strategy == "block" else NO_LIMIT
         if key is None:
             spent = state.get("run_cost", 0.0)
             reservation = Reservation(None if spent >= limit else "run", spent)
@@ -381,11 +386,14 @@ class CostGuardProcessor(Processor):
         if self.strategy == "warn" and reservation.spent >= self.max_cost:
             await self._violation(args, reservation.spent, key)
 
-    def _offer(self, args: ProcessLLMRequestArgs, state: dict[str, Any]) -> None:
+    def offer_usage_sink(self, state: dict[str, Any], request_context: Any) -> None:
         """Offer this run's budget to be charged for its sub-agents' spend (`UsageSink`): the
-        run's own request context gets a new tuple (the caller's object is never changed)."""
+        run's own request context gets a new tuple (the caller's object is never changed). Made
+        before the run's first model call, and again by a resumed run (`budget.OffersUsageSink`)."""
+        if state.get("offered"):
+            return
         state["offered"] = True
-        context = args.request_context
+        context = request_context
         key = self._scope_key(context)
 
         async def charge(model_id: str | None, usage: Any) -> None:
@@ -403,7 +411,14 @@ class CostGuardProcessor(Processor):
                     "output_tokens": usage.output_tokens,
                     "total_tokens": usage.total_tokens,
                 }
-                await self.store.record(key, cost, record, datetime.now(UTC))
+                if isinstance(self.store, ReservingUsageStore):
+                    # A reservation that is never refused: in a durable run it carries the
+                    # run's next reservation key, so a retried store call is charged once.
+                    await self.store.reserve(
+                        key, cost, limit=NO_LIMIT, since=None, usage=record, at=datetime.now(UTC)
+                    )
+                else:
+                    await self.store.record(key, cost, record, datetime.now(UTC))
 
         sinks = usage_sinks(context.get(USAGE_SINKS_KEY))
         context.set(USAGE_SINKS_KEY, (*sinks, UsageSink(charge)))
