@@ -299,7 +299,7 @@ class _DurableRun:
         """The run's wiring for the workflow: the activity model without client retries (whose
         activity runs the stream processors on the model's chunks; the loop runs them on the
         chunks the workflow makes, as in one process), no log layer (the outbox is it)."""
-        run.models = DurableChain(self.models)
+        run.models = DurableChain(self.models, self.outbox)
         run.run_log = None
         for model in self.models:
             model.run = run
