@@ -5,11 +5,11 @@
   stream processors (their hold-back and timed flushes included), and each chunk is published
   to the run log as it is produced, so readers see it live (after the step's `step-start`,
   when the workflow handed it to the call: published once the stream opened). The provider
-  client does not retry (`max_retries` 0): Temporal's retry policy does. A retried attempt that finds text of the
-  failed attempt in the log first publishes a `data-stream-retry` chunk; what the processors
-  held back of the failed attempt dies with it (nothing is flushed on failure). A failed call
-  tells the workflow whether its stream had opened, so the loop moves to the next model
-  exactly when a run in one process would.
+  client does not retry (`max_retries` 0): Temporal's retry policy does. A retried attempt
+  that finds text of the failed attempt in the log first publishes a `data-stream-retry`
+  chunk; what the processors held back of the failed attempt dies with it (nothing is flushed
+  on failure). A failed call tells the workflow whether its stream had opened, so the loop
+  moves to the next model exactly when a run in one process would.
 - `sluicegate.<agent>.tool.<name>`: one tool call, with `context.idempotency_key`; its
   `context.writer.custom(...)` chunks are published as the tool writes them (at the offset the
   workflow gave), after a `data-tool-retry` notice when an earlier attempt had published some.
