@@ -28,7 +28,6 @@ from sluicegate.errors import APICallError, ProcessorError, TripWire
 from sluicegate.ids import new_uuid
 from sluicegate.messages.part import now_ms
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
-from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import is_retryable, open_stream
 from sluicegate.processors.runner import StepConfig
@@ -36,6 +35,7 @@ from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 
 if TYPE_CHECKING:
+    from sluicegate.agent.ports import ModelCaller
     from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
@@ -193,7 +193,7 @@ async def _recover(
     exc: Exception,
     step: StepRecorder,
     model: LanguageModel,
-    chain: ModelChain,
+    chain: ModelCaller,
     opened: bool,
     replayed: bool,
     pipeline: Any,

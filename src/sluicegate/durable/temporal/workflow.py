@@ -295,11 +295,15 @@ class _DurableRun:
         proxied.store = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
         return proxied
 
+    def chain(self) -> DurableChain:
+        """How a run of this workflow calls its model (the run's `ModelCaller` port): the model
+        activities without client retries, whose activity runs the stream processors on the
+        model's chunks (the loop runs them on the chunks the workflow makes, as in one process)."""
+        return DurableChain(self.models, self.outbox)
+
     def bind(self, run: AgentRun) -> AgentRun:
-        """The run's wiring for the workflow: the activity model without client retries (whose
-        activity runs the stream processors on the model's chunks; the loop runs them on the
-        chunks the workflow makes, as in one process), no log layer (the outbox is it)."""
-        run.models = DurableChain(self.models, self.outbox)
+        """The run built with `chain()`, wired to the workflow: its activity models read it, and
+        it has no log layer (the outbox is it)."""
         run.run_log = None
         for model in self.models:
             model.run = run
@@ -405,7 +409,9 @@ class AgentWorkflow:
                 options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
                     start[key]
                 )
-        run = durable.bind(await durable.agent.prepare_run(start["messages"], options, run_id=run_id))
+        run = durable.bind(
+            await durable.agent.prepare_run(start["messages"], options, run_id=run_id, models=durable.chain())
+        )
         await durable.outbox.resync(run)
         while True:
             await durable.drive(run)
@@ -434,6 +440,7 @@ class AgentWorkflow:
                 options=_owner(run),
                 reason=value if action == "decline" else None,
                 resume_data=value if action == "resume" else None,
+                models=durable.chain(),
             )
             durable.bind(run)
             await durable.outbox.resync(run)
