@@ -21,6 +21,7 @@ from sluicegate.agent.decisions import Decision
 from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
+from sluicegate.agent.ports import IN_PROCESS_TOOLS
 from sluicegate.agent.preflight import check_processor_models
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
@@ -63,7 +64,7 @@ from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, THREAD_ID_
 from sluicegate.tools import Tool, normalize_tools
 
 if TYPE_CHECKING:
-    from sluicegate.agent.ports import ModelCaller
+    from sluicegate.agent.ports import ModelCaller, ToolRunner
     from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
     from sluicegate.stream.run_log import RunLog
 
@@ -403,12 +404,14 @@ class Agent(Generic[Out]):
         resumed: tuple[SuspendedRun, Decision] | None = None,
         run_id: str | None = None,
         models: ModelCaller | None = None,
+        tool_runner: ToolRunner | None = None,
     ) -> AgentRun:
         """The run one call makes, not started: options checked, processor arrays resolved,
         memory bound, the message list built. `resumed` rebuilds a stored run with the decision
         about it (`resume`); `run_id` names the run (the durable workflow passes its own);
         `models` is how the run calls its model (the durable workflow passes its activity
-        models; default: the call's `model`, else the agent's, as a `ModelChain`)."""
+        models; default: the call's `model`, else the agent's, as a `ModelChain`) and
+        `tool_runner` how it runs its tools (default: in this process); see `agent.ports`."""
         if models is not None and options.get("model") is not None:
             raise SluicegateError("a run given its model caller (models=) takes no model= option")
         unknown = [name for name in options if name not in _CALL_OPTIONS]
@@ -506,6 +509,7 @@ class Agent(Generic[Out]):
             options=run_options,
             prepare_step=prepare_step,
             run_id=run_id if resumed is None else resumed[0].run_id,
+            tool_runner=IN_PROCESS_TOOLS if tool_runner is None else tool_runner,
         )
         run.provider_error_details = self.provider_error_details
         run.suspended_runs = lambda: self.suspended_run_store

@@ -6,7 +6,9 @@ built (`Agent.prepare_run`), so the same loop runs in one process and in a Tempo
   models, whose streams the loop runs through the per-chunk pipeline; in a workflow
   `durable.temporal.workflow_model.DurableChain` of `ActivityModel`s, whose model activity
   runs the same pipeline, `agent.chunk_stream.stream_chunks`, and hands over its chunks);
-- running a tool: `Tool.execute` (in a workflow, the tool activity);
+- running a tool: `ToolRunner` (in one process `InProcessTools`, the tool's
+  own `validate` and `execute`; in a workflow `durable.temporal.workflow.ActivityTools`, the
+  tool activity);
 - loading and saving a snapshot: `SnapshotStore` (`storage.suspended_runs.SuspendedRunStore`;
   in a workflow an in-memory store: the waiting workflow keeps the run);
 - ids: `IdSource` (`sluicegate.ids`: `uuid.uuid4`, or `workflow.uuid4` installed for the
@@ -25,8 +27,9 @@ from sluicegate.ids import IdSource
 if TYPE_CHECKING:
     from sluicegate.models.base import LanguageModel
     from sluicegate.storage.suspended_runs import SuspendedRunStore as SnapshotStore
+    from sluicegate.tools import Tool, ToolContext
 
-__all__ = ["IdSource", "ModelCaller", "SnapshotStore"]
+__all__ = ["IdSource", "InProcessTools", "ModelCaller", "SnapshotStore", "ToolRunner"]
 
 
 def __getattr__(name: str) -> Any:
@@ -85,3 +88,31 @@ class ModelCaller(Protocol):
     def with_chosen(self, model: LanguageModel, max_retries: int) -> ModelCaller:
         """The step's caller when a processor chose its model."""
         ...
+
+
+class ToolRunner(Protocol):
+    """Running a tool the model called: its arguments checked first (a bad call fails before
+    anything runs), then the call, whose `context` carries its writer, resume data and
+    suspension."""
+
+    def validate(self, tool: Tool, args: Any) -> Any:
+        """What `execute` is given for `args` (`ToolInputError` when they do not fit)."""
+        ...
+
+    async def execute(self, tool: Tool, args: Any, context: ToolContext) -> Any: ...
+
+
+class InProcessTools:
+    """Tools run in this process: the tool's own `validate` and `execute`."""
+
+    __slots__ = ()
+
+    def validate(self, tool: Tool, args: Any) -> Any:
+        return tool.validate(args)
+
+    async def execute(self, tool: Tool, args: Any, context: ToolContext) -> Any:
+        return await tool.execute(args, context)
+
+
+IN_PROCESS_TOOLS: ToolRunner = InProcessTools()
+"""The default `ToolRunner` of a run (it keeps no state: one serves every run)."""

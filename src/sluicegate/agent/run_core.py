@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sluicegate.agent.ports import ModelCaller
+from sluicegate.agent.ports import IN_PROCESS_TOOLS, ModelCaller, ToolRunner
 from sluicegate.agent.results import FullOutput, Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema
@@ -71,6 +71,7 @@ class RunCore:
         options: RunOptions,
         prepare_step: Any = None,
         run_id: str | None = None,
+        tool_runner: ToolRunner = IN_PROCESS_TOOLS,
     ) -> None:
         self.agent_id = agent_id
         self.message_id = str(new_uuid())
@@ -82,6 +83,8 @@ class RunCore:
         )
         self.message_list = message_list
         self.tools = tools
+        self.tool_runner = tool_runner
+        """How the run's tools run (see `agent.ports`)."""
         self.options = options
         self.request_context = request_context
         self.pending: list[Chunk] = []
