@@ -10,14 +10,15 @@ import pytest
 
 from sluicegate import Agent
 from sluicegate.agent.output import ModelOutput
-from sluicegate.agent.ports import ModelCaller, SnapshotStore
+from sluicegate.agent.ports import InProcessTools, ModelCaller, SnapshotStore
 from sluicegate.errors import APICallError, SluicegateError
 from sluicegate.models.base import LanguageModel
 from sluicegate.models.fallback import ModelChain
 from sluicegate.storage.suspended_runs import SuspendedRunStore
-from sluicegate.testing import MockModel, text_step
+from sluicegate.testing import MockModel, text_step, tool_call_step
+from sluicegate.tools import Tool, ToolContext
 
-from .helpers import collect, types
+from .helpers import collect, types, weather_tool
 
 
 class RecordingCaller:
@@ -116,6 +117,40 @@ async def test_a_model_option_beside_a_model_caller_is_refused() -> None:
         await agent.prepare_run(
             "hi", {"model": MockModel([text_step("y")])}, models=RecordingCaller([MockModel([])])
         )
+
+
+class RemoteTools:
+    """A `ToolRunner` that runs every call elsewhere (here: answers for the tool)."""
+
+    def __init__(self) -> None:
+        self.validated: list[Any] = []
+        self.executed: list[tuple[str, Any, str]] = []
+
+    def validate(self, tool: Tool, args: Any) -> Any:
+        tool.validate(args)
+        self.validated.append(args)
+        return args
+
+    async def execute(self, tool: Tool, args: Any, context: ToolContext) -> Any:
+        self.executed.append((tool.id, args, context.tool_call_id))
+        return {"forecast": "ran elsewhere"}
+
+
+async def test_the_loop_runs_its_tools_through_the_runner_it_was_given() -> None:
+    runner = RemoteTools()
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "Oslo"})), text_step("done")])
+    agent = Agent("ports-tools", model=model, tools={"weather": weather_tool()})
+    result = await ModelOutput(await agent.prepare_run("hi", {}, tool_runner=runner)).tool_results
+    assert runner.validated == [{"city": "Oslo"}]
+    assert runner.executed == [("weather", {"city": "Oslo"}, "c1")]
+    assert [r.payload.result for r in result] == [{"forecast": "ran elsewhere"}]
+
+
+async def test_a_run_without_a_runner_runs_its_tools_here() -> None:
+    model = MockModel([tool_call_step(("c1", "weather", {"city": "Oslo"})), text_step("done")])
+    agent = Agent("ports-local", model=model, tools={"weather": weather_tool()})
+    run = await agent.prepare_run("hi", {})
+    assert isinstance(run.tool_runner, InProcessTools)
 
 
 def test_the_in_process_implementations_are_the_ports() -> None:
