@@ -158,3 +158,12 @@ def test_the_in_process_implementations_are_the_ports() -> None:
     assert isinstance(RecordingCaller([MockModel([])]), ModelCaller)
     assert not isinstance(MockModel([]), ModelCaller)  # a model is not a caller of models
     assert SnapshotStore is SuspendedRunStore  # the suspended-run store is the snapshot port
+
+
+def test_a_chain_that_does_not_publish_its_calls_refuses_the_steps_opening() -> None:
+    # Only a caller whose calls publish their chunks themselves takes the step's start; for the
+    # others the loop yields it, and handing it over would lose it.
+    chain = ModelChain.single(MockModel([]), 0)
+    assert chain.publishes_live is False
+    with pytest.raises(TypeError, match="does not publish"):
+        chain.announce_on_open([])
