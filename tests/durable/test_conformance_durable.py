@@ -43,14 +43,6 @@ NOT_APPLICABLE: dict[str, str] = {
         "per-call prepare_step (a callable) and tool_choice: TemporalRuns.start takes only "
         "JSON options (max_steps, require_tool_approval, request_context, memory)"
     ),
-    "fallback_after_error_processor_declines": (
-        "each step's step-start is announced before its first model's activity (the chain "
-        "publishes_live: the activity writes its chunks to the log as they stream, right after "
-        "the step's start, which must be there first), so a step an error processor retries "
-        "after its model failed to open "
-        "keeps a step-start before the data-api-error chunk, where a run in one process shows "
-        "the step only once a model's stream opened"
-    ),
 }
 """Scenarios that cannot run on Temporal, with why. The goal is an empty table."""
 

@@ -21,6 +21,7 @@ from sluicegate.agent.decisions import Decision
 from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
 from sluicegate.agent.options import AgentCallOptions, JSONSchema, Out
 from sluicegate.agent.output import ModelOutput
+from sluicegate.agent.ports import IN_PROCESS_TOOLS
 from sluicegate.agent.preflight import check_processor_models
 from sluicegate.agent.reserved_keys import apply_reserved_keys
 from sluicegate.agent.results import FullOutput
@@ -64,6 +65,7 @@ from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, THREAD_ID_
 from sluicegate.tools import Tool, ToolSource, normalize_tools
 
 if TYPE_CHECKING:
+    from sluicegate.agent.ports import ModelCaller, ToolRunner
     from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
     from sluicegate.stream.run_log import RunLog
 
@@ -410,10 +412,17 @@ class Agent(Generic[Out]):
         *,
         resumed: tuple[SuspendedRun, Decision] | None = None,
         run_id: str | None = None,
+        models: ModelCaller | None = None,
+        tool_runner: ToolRunner | None = None,
     ) -> AgentRun:
         """The run one call makes, not started: options checked, processor arrays resolved,
         memory bound, the message list built. `resumed` rebuilds a stored run with the decision
-        about it (`resume`); `run_id` names the run (the durable workflow passes its own)."""
+        about it (`resume`); `run_id` names the run (the durable workflow passes its own);
+        `models` is how the run calls its model (the durable workflow passes its activity
+        models; default: the call's `model`, else the agent's, as a `ModelChain`) and
+        `tool_runner` how it runs its tools (default: in this process); see `agent.ports`."""
+        if models is not None and options.get("model") is not None:
+            raise SluicegateError("a run given its model caller (models=) takes no model= option")
         unknown = [name for name in options if name not in _CALL_OPTIONS]
         if unknown:
             raise unknown_options(f"agent {self.name!r} call", unknown, set(_CALL_OPTIONS))
@@ -492,13 +501,15 @@ class Agent(Generic[Out]):
             structured_output=options.get("structured_output", self.structured_output),
             output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
         )
-        model = model_chain(
-            options["model"] if options.get("model") is not None else self.model, run_options.max_retries
-        )
-        model.breaker = self.circuit_breaker
+        if models is None:
+            chain = model_chain(
+                options["model"] if options.get("model") is not None else self.model, run_options.max_retries
+            )
+            chain.breaker = self.circuit_breaker
+            models = chain
         run = AgentRun(
             agent_id=self.id,
-            model=model,
+            models=models,
             message_list=message_list,
             tools=tools,
             input_processors=input_array,
@@ -508,6 +519,7 @@ class Agent(Generic[Out]):
             options=run_options,
             prepare_step=prepare_step,
             run_id=run_id if resumed is None else resumed[0].run_id,
+            tool_runner=IN_PROCESS_TOOLS if tool_runner is None else tool_runner,
         )
         run.provider_error_details = self.provider_error_details
         run.suspended_runs = lambda: self.suspended_run_store

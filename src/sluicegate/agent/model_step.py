@@ -28,7 +28,6 @@ from sluicegate.errors import APICallError, ProcessorError, TripWire
 from sluicegate.ids import new_uuid
 from sluicegate.messages.part import now_ms
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
-from sluicegate.models.fallback import ModelChain
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import is_retryable, open_stream
 from sluicegate.processors.runner import StepConfig
@@ -36,6 +35,7 @@ from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 
 if TYPE_CHECKING:
+    from sluicegate.agent.ports import ModelCaller
     from sluicegate.agent.run_core import RunCore
 
 log = logging.getLogger("sluicegate.agent")
@@ -83,6 +83,7 @@ async def model_step(
         await provider_tool_result(run, chunk, step)
 
     announced = False  # whether this step's `step-start` went out
+    opening: list[Chunk] | None = None  # the step's processed `step-start`, made once
     # The `step-start` chunk's messageId is the id the step's assistant message is stored
     # under, so a client that reloads the thread finds the message it streamed, not a twin.
     message_id = str(new_uuid())
@@ -92,12 +93,18 @@ async def model_step(
         step = StepRecorder(step_number)
         run.state.current = step
         # As Mastra: a model with a fallback after it shows its step only once its stream opened,
-        # so a call that fails before that and moves on leaves no trace in the stream; a call that
-        # publishes its chunks itself needs the step announced before it.
+        # so a call that fails before that and moves on leaves no trace in the stream. A call that
+        # publishes its chunks itself (`publishes_live`) is handed the step's start to publish
+        # when its stream opens; the loop yields the same chunks then (already in the log).
         if not announced and (chain.is_last or chain.publishes_live):
-            announced = True
-            for chunk in await run.emit_processed(_step_start(run, message_id)):
-                yield chunk
+            if opening is None:
+                opening = await run.emit_processed(_step_start(run, message_id))
+            if chain.is_last:
+                announced = True
+                for chunk in opening:
+                    yield chunk
+            else:
+                chain.announce_on_open(opening)
         closables: list[Any] = []
         opened = False
         try:
@@ -112,7 +119,9 @@ async def model_step(
             opened = True
             if not announced:
                 announced = True
-                for chunk in await run.emit_processed(_step_start(run, message_id)):
+                if opening is None:
+                    opening = await run.emit_processed(_step_start(run, message_id))
+                for chunk in opening:
                     yield chunk
             chunks = stream_chunks(
                 source,
@@ -184,7 +193,7 @@ async def _recover(
     exc: Exception,
     step: StepRecorder,
     model: LanguageModel,
-    chain: ModelChain,
+    chain: ModelCaller,
     opened: bool,
     replayed: bool,
     pipeline: Any,

@@ -26,6 +26,7 @@ from sluicegate.errors import InvalidInputError, SluicegateError
 from sluicegate.request_context import RESOURCE_ID_KEY, RequestContext
 
 if TYPE_CHECKING:
+    from sluicegate.agent.ports import ModelCaller, ToolRunner
     from sluicegate.agent.run import AgentRun
     from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
     from sluicegate.tools import Tool
@@ -41,7 +42,13 @@ class ResumableAgent(Protocol):
     def suspended_run_store(self) -> SuspendedRunStore: ...
 
     async def prepare_run(
-        self, messages: Any, options: dict[str, Any], *, resumed: tuple[SuspendedRun, Decision] | None = None
+        self,
+        messages: Any,
+        options: dict[str, Any],
+        *,
+        resumed: tuple[SuspendedRun, Decision] | None = None,
+        models: ModelCaller | None = None,
+        tool_runner: ToolRunner | None = None,
     ) -> AgentRun: ...
 
 
@@ -101,8 +108,11 @@ async def resumed_run(
     options: dict[str, Any],
     reason: Any = None,
     resume_data: Any = None,
+    models: ModelCaller | None = None,
+    tool_runner: ToolRunner | None = None,
 ) -> AgentRun:
-    """The run to continue, claimed; see the module docstring for what is refused."""
+    """The run to continue, claimed; see the module docstring for what is refused. `models`,
+    `tool_runner`: the run's ports (see `Agent.prepare_run`)."""
     from sluicegate.storage.errors import SuspendedRunNotFoundError
     from sluicegate.storage.suspended_runs import resolve_tool_call
 
@@ -138,7 +148,9 @@ async def resumed_run(
     )
     claimed = await store.claim_suspended_run(run_id, call.tool_call_id, resource_id=resource)
     try:
-        return await agent.prepare_run(None, options, resumed=(claimed, decision))
+        return await agent.prepare_run(
+            None, options, resumed=(claimed, decision), models=models, tool_runner=tool_runner
+        )
     except BaseException:
         await store.release_suspended_run(run_id, version=claimed.version)
         raise

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from sluicegate.agent.ports import IN_PROCESS_TOOLS, ModelCaller, ToolRunner
 from sluicegate.agent.results import FullOutput, Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, OutputSchema, output_schema
@@ -21,7 +22,6 @@ from sluicegate.ids import new_uuid
 from sluicegate.messages import MessageList
 from sluicegate.messages.convert import to_ui_messages
 from sluicegate.models.base import LanguageModel
-from sluicegate.models.fallback import ModelChain
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT
 from sluicegate.processors.runner import ProcessorRunner
@@ -33,7 +33,8 @@ from sluicegate.tools import Tool
 from sluicegate.tracing.run_start import begin_run
 
 if TYPE_CHECKING:
-    from sluicegate.storage.suspended_runs import SuspendedRun, SuspendedRunStore
+    from sluicegate.agent.ports import SnapshotStore
+    from sluicegate.storage.suspended_runs import SuspendedRun
 
 DEFAULT_MAX_STEPS = 5
 
@@ -60,7 +61,7 @@ class RunCore:
         self,
         *,
         agent_id: str,
-        model: LanguageModel | ModelChain,
+        models: ModelCaller,
         message_list: MessageList,
         tools: dict[str, Tool],
         input_processors: list[Any],
@@ -70,19 +71,20 @@ class RunCore:
         options: RunOptions,
         prepare_step: Any = None,
         run_id: str | None = None,
+        tool_runner: ToolRunner = IN_PROCESS_TOOLS,
     ) -> None:
         self.agent_id = agent_id
         self.message_id = str(new_uuid())
         """The response's message id, as `start` and `finish` name it."""
-        self.models = (
-            model if isinstance(model, ModelChain) else ModelChain.single(model, options.max_retries)
-        )
+        self.models = models
         """The run's model(s): a fallback list moves `current` on when a model fails."""
         self.run_id, self.trace_id, self.trace = begin_run(
             agent_id, run_id or str(new_uuid()), self.models.current
         )
         self.message_list = message_list
         self.tools = tools
+        self.tool_runner = tool_runner
+        """How the run's tools run (see `agent.ports`)."""
         self.options = options
         self.request_context = request_context
         self.pending: list[Chunk] = []
@@ -109,7 +111,7 @@ class RunCore:
         self.processors: list[Any] = [*input_processors, *output_processors, *error_processors]
         self.require_approval: Any = None
         """`require_tool_approval`: None/False, True, or `(tool_name, args, request_context) -> bool`."""
-        self.suspended_runs: Callable[[], SuspendedRunStore] | None = None
+        self.suspended_runs: Callable[[], SnapshotStore] | None = None
         """Where the run is stored when it waits on a person (set by `Agent`; a getter, so a run
         that never waits never loads the storage package)."""
         self.suspended_run_ttl = timedelta(days=7)

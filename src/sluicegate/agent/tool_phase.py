@@ -136,7 +136,7 @@ async def call_tool(
             except ToolCallRefused as exc:  # this call only: the model reads why, the run goes on
                 return refused_call(run, call, step, exc)
         try:
-            validated = tool.validate(tool_args)
+            validated = run.tool_runner.validate(tool, tool_args)
             context = ToolContext(
                 tool_call_id=payload.tool_call_id,
                 messages=run.message_list.get.all.db(),
@@ -148,7 +148,7 @@ async def call_tool(
                 suspend_schema=tool.context_schema(),
                 idempotency_key=f"{run.run_id}:{payload.tool_call_id}",
             )
-            result = await tool.execute(validated, context)
+            result = await run.tool_runner.execute(tool, validated, context)
             if context.suspended:
                 return Chunk(
                     "tool-call-suspended",

@@ -82,7 +82,8 @@ class ModelChain:
     over processed chunks (a durable run's model activity does)."""
     publishes_live = False
     """Whether the models' calls publish their chunks to the run's log themselves as they
-    stream (a durable run's model activity does): the step must be announced before the call."""
+    stream (a durable run's model activity does): the step's opening chunks are then handed to
+    the call (`announce_on_open`), which publishes them once its stream opened, before its own."""
 
     def __init__(self, models: Sequence[LanguageModel], retries: Sequence[int]) -> None:
         if not models or len(models) != len(retries):
@@ -95,6 +96,13 @@ class ModelChain:
         self._parent: tuple[ModelChain, int] | None = None
         """For a step's chain whose first model a processor chose: the run's chain and where in
         it this chain's second model is (see `with_chosen`)."""
+
+    def announce_on_open(self, chunks: list[Any]) -> None:
+        """The step's opening chunks (its processed `step-start`), for the next call to publish
+        as soon as its stream opened, before its own chunks: a call that fails to open leaves no
+        trace, as a run in one process shows a step only once a model's stream opened. Only a
+        chain that `publishes_live` takes them; for the others the loop yields them itself."""
+        raise TypeError(f"{type(self).__name__} does not publish its calls' chunks: the loop yields them")
 
     def with_chosen(self, model: LanguageModel, max_retries: int) -> ModelChain:
         """The step's chain when a processor chose its model (`ModelRouterProcessor`,

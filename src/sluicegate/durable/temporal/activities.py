@@ -3,12 +3,13 @@
 - `sluicegate.<agent>.model`: one model call, to the model of the agent's (fallback) list at
   `modelIndex`. The provider stream is read here, chunk by chunk through the agent's output
   stream processors (their hold-back and timed flushes included), and each chunk is published
-  to the run log as it is produced, so readers see it live. The provider client does not retry
-  (`max_retries` 0): Temporal's retry policy does. A retried attempt that finds text of the
-  failed attempt in the log first publishes a `data-stream-retry` chunk; what the processors
-  held back of the failed attempt dies with it (nothing is flushed on failure). A failed call
-  tells the workflow whether its stream had opened, so the loop moves to the next model
-  exactly when a run in one process would.
+  to the run log as it is produced, so readers see it live (after the step's `step-start`,
+  when the workflow handed it to the call: published once the stream opened). The provider
+  client does not retry (`max_retries` 0): Temporal's retry policy does. A retried attempt
+  that finds text of the failed attempt in the log first publishes a `data-stream-retry`
+  chunk; what the processors held back of the failed attempt dies with it (nothing is flushed
+  on failure). A failed call tells the workflow whether its stream had opened, so the loop
+  moves to the next model exactly when a run in one process would.
 - `sluicegate.<agent>.tool.<name>`: one tool call, with `context.idempotency_key`; its
   `context.writer.custom(...)` chunks are published as the tool writes them (at the offset the
   workflow gave), after a `data-tool-retry` notice when an earlier attempt had published some.
@@ -310,6 +311,10 @@ class DurableActivities:
         try:
             stream = (await model.do_stream(options)).stream
             opened = True
+            # The step's start, when the workflow left it to this call: published now that the
+            # stream opened, before its chunks (the workflow yields its own copy: not returned).
+            for opening in call.get("opening") or ():
+                batches.add(Chunk.from_dict(opening))
             deadlines = pipeline is not None and runner.uses_stream_deadlines
             # As in one process: a stream processor's timed flush (`stream_deadline`, e.g.
             # `BatchPartsProcessor(max_wait_time=...)`) fires while the model is silent.

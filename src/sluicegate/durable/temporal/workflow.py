@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import inspect
 import weakref
+from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -83,15 +84,34 @@ class _Tail:
 _TAILS: weakref.WeakKeyDictionary[Outbox, _Tail] = weakref.WeakKeyDictionary()
 
 
-def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRun) -> Tool:
-    """The tool inside the workflow: validated here (a bad call costs no activity), run by the
-    tool activity (which publishes its data chunks as the tool writes them), its suspension
-    handed back to the loop."""
-    wrapped = copy.copy(real)
+class ActivityTools:
+    """How a run of this workflow runs its tools (the run's `ToolRunner` port): the agent's own
+    tools are validated here (a bad call costs no activity) and run by the tool activity (which
+    publishes their data chunks as the tool writes them), a suspension handed back to the loop;
+    the tools a run adds (its memory's) run here, as in one process."""
 
-    def validate(args: Any) -> Any:
-        real.validate(args)
-        return args
+    def __init__(self, agent: Agent[Any], durable: _DurableRun) -> None:
+        self._activities = {
+            id(tool): _activity_execute(agent, name, durable) for name, tool in agent.tools.items()
+        }
+        self._held = list(agent.tools.values())  # the ids above name these tools while they are held
+
+    def validate(self, tool: Tool, args: Any) -> Any:
+        checked_args = tool.validate(args)
+        # The activity validates again, with the worker's tool: it gets the arguments as given.
+        return args if id(tool) in self._activities else checked_args
+
+    async def execute(self, tool: Tool, args: Any, context: ToolContext) -> Any:
+        activity_call = self._activities.get(id(tool))
+        if activity_call is None:
+            return await tool.execute(args, context)
+        return await activity_call(args, context)
+
+
+def _activity_execute(
+    agent: Agent[Any], name: str, durable: _DurableRun
+) -> Callable[[Any, ToolContext], Awaitable[Any]]:
+    """The call of the agent's tool `name` as the tool activity."""
 
     async def run_activity(call: dict[str, Any], carry: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -189,9 +209,7 @@ def _activity_tool(agent: Agent[Any], name: str, real: Tool, durable: _DurableRu
             raise ToolError(result["error"])
         return result.get("result")
 
-    wrapped.validate = validate  # type: ignore[method-assign]
-    wrapped.execute = execute  # type: ignore[method-assign, assignment]
-    return wrapped
+    return execute
 
 
 def _checked_function(agent_id: str, array: str, function: Any) -> Any:
@@ -225,7 +243,7 @@ class _DurableRun:
         self.output: dict[str, Any] | None = None
         """The run's output when it last stopped (ended, or suspended): `names.OUTPUT`."""
         durable = copy.copy(agent)
-        durable.tools = {name: _activity_tool(agent, name, tool, self) for name, tool in agent.tools.items()}
+        self.tools = ActivityTools(agent, self)
         if agent.memory is not None:
             durable.memory = durable_memory(agent.memory, agent.id, self._storage, self._judge_options())
         self._wire_processors(durable)
@@ -299,11 +317,15 @@ class _DurableRun:
         proxied.store = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
         return proxied
 
+    def chain(self) -> DurableChain:
+        """How a run of this workflow calls its model (the run's `ModelCaller` port): the model
+        activities without client retries, whose activity runs the stream processors on the
+        model's chunks (the loop runs them on the chunks the workflow makes, as in one process)."""
+        return DurableChain(self.models, self.outbox)
+
     def bind(self, run: AgentRun) -> AgentRun:
-        """The run's wiring for the workflow: the activity model without client retries (whose
-        activity runs the stream processors on the model's chunks; the loop runs them on the
-        chunks the workflow makes, as in one process), no log layer (the outbox is it)."""
-        run.models = DurableChain(self.models)
+        """The run built with `chain()`, wired to the workflow: its activity models read it, and
+        it has no log layer (the outbox is it)."""
         run.run_log = None
         for model in self.models:
             model.run = run
@@ -409,7 +431,11 @@ class AgentWorkflow:
                 options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
                     start[key]
                 )
-        run = durable.bind(await durable.agent.prepare_run(start["messages"], options, run_id=run_id))
+        run = durable.bind(
+            await durable.agent.prepare_run(
+                start["messages"], options, run_id=run_id, models=durable.chain(), tool_runner=durable.tools
+            )
+        )
         await durable.outbox.resync(run)
         while True:
             await durable.drive(run)
@@ -438,6 +464,8 @@ class AgentWorkflow:
                 options=_owner(run),
                 reason=value if action == "decline" else None,
                 resume_data=value if action == "resume" else None,
+                models=durable.chain(),
+                tool_runner=durable.tools,
             )
             durable.bind(run)
             await durable.outbox.resync(run)

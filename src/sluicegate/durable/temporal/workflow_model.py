@@ -73,6 +73,9 @@ class Outbox:
         held, so its id cannot name another chunk while it is listed)."""
         self.carrying = 0
         """Activities in flight with chunks to write."""
+        self.opening: list[Chunk[Any]] = []
+        """The step's opening chunks, for the next model activity to publish once its stream
+        opened, before its own (`DurableChain.announce_on_open`); taken by that activity."""
         self.lock = asyncio.Lock()
 
     def carry(self) -> dict[str, Any]:
@@ -170,6 +173,7 @@ class ActivityModel:
         run = self.run
         assert run is not None
         carry = self._outbox.carry()
+        opening, self._outbox.opening = self._outbox.opening, []
         streams = run.pipeline is not None
         step_number = run.state.step_number
         call = checked(
@@ -183,6 +187,7 @@ class ActivityModel:
                     "attempts": self.retry_policy.maximum_attempts,
                     "offset": carry["end"],
                     "carry": carry,
+                    "opening": [json_value(c.to_dict()) for c in opening],
                     "options": vars(options),
                     "states": stream_states(run),
                     # Only output stream processors read the message list (the prompt is in
@@ -211,6 +216,7 @@ class ActivityModel:
             attempt = failed_attempt(exc)
             if attempt is None or not attempt.get("opened"):
                 raise error from None
+            self._published(opening)
             # It failed inside an open stream: the loop sees what it streamed, then the error,
             # and moves to the next model exactly when a run in one process would. A stream
             # processor's tripwire too: what went out before it is the step's text, as in one
@@ -218,7 +224,14 @@ class ActivityModel:
             return StreamResult(iterate_items(self._items(attempt.get("items") or []), error))
         self._outbox.offset = result["offset"]
         load_stream_states(run, result["states"])
+        self._published(opening)
         return StreamResult(iterate_items(self._items(result["items"])))
+
+    def _published(self, opening: list[Chunk[Any]]) -> None:
+        """The opening chunks the activity published once its stream opened: the loop yields
+        them next, and they are not written again."""
+        for chunk in opening:
+            self._outbox.streamed[id(chunk)] = chunk
 
     def _items(self, raw: list[dict[str, Any]]) -> list[Any]:
         """The call's chunks (already in the log: not written again) and bookkeeping parts."""
@@ -289,18 +302,22 @@ def activity_models(agent: Agent[Any], outbox: Outbox, settings: Settings) -> li
 
 class DurableChain(ModelChain):
     """The run's model activities, in order. Each activity publishes its chunks to the log as
-    they stream (`publishes_live`), right after the step's start, which must therefore be there
-    first: the loop announces each step before its first model's activity, where a run in one
-    process shows a step with a fallback model after it only once its stream opened. The circuit
-    breaker is not consulted (its state is not the workflow's to read). Each activity runs the
-    output stream processors on the model's stream (`processes_stream`): the loop passes only
-    the chunks the workflow makes through them."""
+    they stream (`publishes_live`); a model with a fallback after it is handed the step's start
+    (`announce_on_open`) and publishes it once its stream opened, before its own chunks, so, as
+    in one process, a call that fails to open and moves on leaves no trace. The circuit breaker
+    is not consulted (its state is not the workflow's to read). Each activity runs the output
+    stream processors on the model's stream (`processes_stream`): the loop passes only the
+    chunks the workflow makes through them."""
 
     processes_stream = True
     publishes_live = True
 
-    def __init__(self, models: list[ActivityModel]) -> None:
+    def __init__(self, models: list[ActivityModel], outbox: Outbox) -> None:
         super().__init__(models, [0] * len(models))  # no client retries: Temporal's policy retries
+        self.outbox = outbox
+
+    def announce_on_open(self, chunks: list[Any]) -> None:
+        self.outbox.opening = list(chunks)
 
     def with_chosen(self, model: Any, max_retries: int) -> ModelChain:
         """A model a processor chose serves its step alone in a durable run (the fallbacks are
