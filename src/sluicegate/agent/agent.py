@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Generic, overload
 
 from typing_extensions import TypeVar, Unpack
 
-from sluicegate.agent.abort import check_abort_signal
 from sluicegate.agent.auto_processors import auto_error_processors
 from sluicegate.agent.decisions import Decision
 from sluicegate.agent.observe import ObservedOutput, check_run_log, observe_run
@@ -37,7 +36,8 @@ from sluicegate.agent.resume_setup import (
     resumed_memory,
     suspended_run_store,
 )
-from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun, RunOptions, normalize_tool_choice
+from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun
+from sluicegate.agent.run_options import check_call_options, check_retries, checked_run_options
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
 from sluicegate.agent.sub_agents import checked_agents, sub_agent_tools
 from sluicegate.agent.sync_loop import run_sync
@@ -57,9 +57,7 @@ from sluicegate.models.circuit_breaker import CircuitBreaker
 from sluicegate.models.fallback import model_chain, parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
-from sluicegate.models.settings import check_provider_options, normalize_model_settings
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
-from sluicegate.processors.option_check import unknown_options
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.tools import Tool, ToolSource, normalize_tools
@@ -80,43 +78,6 @@ DEFAULT_LOG_CHUNKS = 4_000
 DEFAULT_LOG_RUNS = 200
 """The bounds of an agent's own run log: a kept chunk costs about 230 bytes, so at most about
 190 MB however long or many the runs (about 25 MB for 200 runs of 500 chunks)."""
-
-
-_CALL_OPTIONS = frozenset(
-    {
-        "require_tool_approval",
-        "output_retries",
-        "max_steps",
-        "input_processors",
-        "output_processors",
-        "error_processors",
-        "max_processor_retries",
-        "prepare_step",
-        "request_context",
-        "tool_choice",
-        "active_tools",
-        "memory",
-        "model_settings",
-        "provider_options",
-        "structured_output",
-        "instructions",
-        "tools",
-        "model",
-        "processor_timeout",
-        "max_retries",
-        "abort_signal",
-        "max_input_chars",
-    }
-)
-"""The options one call (`generate`, `stream`, ...) takes."""
-
-
-def _checked_prepare_step(prepare_step: Any) -> Any:
-    if prepare_step is not None and not callable(prepare_step):
-        raise ConfigurationError(
-            f"prepare_step must be a function (def or async def), got {type(prepare_step).__name__}"
-        )
-    return prepare_step
 
 
 class Agent(Generic[Out]):
@@ -183,7 +144,7 @@ class Agent(Generic[Out]):
         self.input_processors = _check_array("input_processors", input_processors)
         self.output_processors = _check_array("output_processors", output_processors)
         self.error_processors = _check_array("error_processors", error_processors)
-        _check_retries(max_processor_retries)
+        check_retries(max_processor_retries)
         self.max_processor_retries = max_processor_retries
         self.memory = memory
         self.default_max_steps = default_max_steps
@@ -423,9 +384,7 @@ class Agent(Generic[Out]):
         `tool_runner` how it runs its tools (default: in this process); see `agent.ports`."""
         if models is not None and options.get("model") is not None:
             raise SluicegateError("a run given its model caller (models=) takes no model= option")
-        unknown = [name for name in options if name not in _CALL_OPTIONS]
-        if unknown:
-            raise unknown_options(f"agent {self.name!r} call", unknown, set(_CALL_OPTIONS))
+        check_call_options(self.name, options)
         caller_context = options.get("request_context")
         if caller_context is not None and not isinstance(caller_context, RequestContext):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")
@@ -443,20 +402,7 @@ class Agent(Generic[Out]):
             if request_context.get(key) is not None:
                 check_id(request_context.get(key), f"request_context[{key!r}]")
 
-        max_steps = options.get("max_steps", self.default_max_steps)
-        if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
-            raise SluicegateError(f"max_steps must be a positive integer, got {max_steps!r}")
-        retries = options.get("max_processor_retries", self.max_processor_retries)
-        _check_retries(retries)
-        tool_choice = options.get("tool_choice")
-        normalize_tool_choice(tool_choice)  # fail early on a bad value
-        abort_signal = options.get("abort_signal")
-        check_abort_signal(abort_signal)
-        prepare_step = _checked_prepare_step(options.get("prepare_step"))
-        if options.get("structured_output") is not None:
-            output_schema(options["structured_output"])  # fail early on a bad value
-        model_settings = normalize_model_settings(options.get("model_settings"))
-        check_provider_options(options.get("provider_options"))
+        run_options, prepare_step = checked_run_options(self, options)
 
         input_array = await self.resolve_processors("input_processors", options, request_context)
         output_array = await self.resolve_processors("output_processors", options, request_context)
@@ -486,21 +432,6 @@ class Agent(Generic[Out]):
         message_list.add(input_messages, "input")
         check_processor_models([*input_array, *output_array, *error_array])
 
-        run_options = RunOptions(
-            max_steps=max_steps,
-            max_processor_retries=retries,
-            tool_choice=tool_choice,
-            active_tools=options.get("active_tools"),
-            model_settings=model_settings or None,
-            provider_options=options.get("provider_options"),
-            processor_timeout=check_timeout(
-                "processor_timeout", options.get("processor_timeout", self.processor_timeout)
-            ),
-            max_retries=check_max_retries(options.get("max_retries", self.max_retries)),
-            abort_signal=abort_signal,
-            structured_output=options.get("structured_output", self.structured_output),
-            output_retries=check_output_retries(options.get("output_retries", self.output_retries)),
-        )
         if models is None:
             chain = model_chain(
                 options["model"] if options.get("model") is not None else self.model, run_options.max_retries
@@ -596,10 +527,3 @@ def _check_array(name: str, value: Any) -> Any:
     ):
         return value
     return check_processor_array(value, name)
-
-
-def _check_retries(value: Any) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        raise ConfigurationError(
-            f"max_processor_retries must be a non-negative integer or None, got {value!r}"
-        )
