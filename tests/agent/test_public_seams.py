@@ -95,3 +95,23 @@ async def test_the_run_log_setter_checks_what_it_is_given() -> None:
     with pytest.raises(Exception, match="run_log"):
         agent.run_log = object()  # type: ignore[assignment]
     await asyncio.sleep(0)
+
+
+async def test_copy_with_changes_the_copy_only_and_refuses_what_it_does_not_know() -> None:
+    from sluicegate.errors import ConfigurationError
+    from sluicegate.processors import RegexFilter
+    from sluicegate.storage import InMemorySuspendedRunStore
+
+    guard = RegexFilter(presets=["pii"], strategy="redact", phase="output")
+    agent = Agent("a", model=MockModel([text_step("mail ada@example.com")]))
+    store = InMemorySuspendedRunStore()
+    copied = agent.copy_with(output_processors=[guard], suspended_run_store=store, run_log=None)
+    assert copied.output_processors == [guard] and copied.suspended_run_store is store
+    assert copied.run_log is None
+    assert agent.output_processors != [guard] and agent.suspended_run_store is not store
+    assert agent.run_log is not None
+    assert (await copied.generate("hi")).text == "mail [EMAIL]"
+    with pytest.raises(ConfigurationError, match="model_id"):
+        agent.copy_with(model_id="x")
+    with pytest.raises(ConfigurationError):
+        agent.copy_with(input_processors="not processors")

@@ -8,6 +8,7 @@ option of the call.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
@@ -58,6 +59,7 @@ from sluicegate.models.fallback import model_chain, parse_model_option
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import DEFAULT_MAX_RETRIES, check_max_retries
 from sluicegate.processors.hook_timeout import DEFAULT_PROCESSOR_TIMEOUT, check_timeout
+from sluicegate.processors.option_check import unknown_options
 from sluicegate.processors.validation import check_processor_array
 from sluicegate.request_context import AGENT_ID_KEY, RESOURCE_ID_KEY, THREAD_ID_KEY, RequestContext
 from sluicegate.tools import Tool, ToolSource, normalize_tools
@@ -255,6 +257,37 @@ class Agent(Generic[Out]):
         plain `for`, read `text`, `object`, ... as plain attributes (they finish the run)."""
         output: ModelOutput[Any] = run_sync(self.stream(messages, **options))
         return SyncModelOutput(output)
+
+    COPY_WITH = frozenset(
+        {
+            "memory",
+            "input_processors",
+            "output_processors",
+            "error_processors",
+            "suspended_run_store",
+            "run_log",
+        }
+    )
+    """What `copy_with` may change."""
+
+    def copy_with(self, **changes: Any) -> Agent[Out]:
+        """A shallow copy of this agent with `changes` (names in `COPY_WITH`) made: how another
+        executor runs the agent with its own stores, judges or memory (the durable workflow's
+        activities) while this agent keeps serving other runs unchanged."""
+        unknown = [name for name in changes if name not in self.COPY_WITH]
+        if unknown:
+            raise unknown_options(f"agent {self.name!r} copy_with", unknown, set(self.COPY_WITH))
+        other = copy.copy(self)
+        for name in ("input_processors", "output_processors", "error_processors"):
+            if name in changes:
+                setattr(other, name, _check_array(name, changes[name]))
+        if "memory" in changes:
+            other.memory = changes["memory"]
+        if "suspended_run_store" in changes:
+            other.suspended_run_store = changes["suspended_run_store"]
+        if "run_log" in changes:
+            other.run_log = changes["run_log"]
+        return other
 
     # ------------------------------------------------------------------ human in the loop
 

@@ -242,14 +242,11 @@ class _DurableRun:
         self.run: AgentRun | None = None
         self.output: dict[str, Any] | None = None
         """The run's output when it last stopped (ended, or suspended): `names.OUTPUT`."""
-        durable = copy.copy(agent)
         self.tools = ActivityTools(agent, self)
+        changes: dict[str, Any] = self._wired_processors(agent)
         if agent.memory is not None:
-            durable.memory = durable_memory(agent.memory, agent.id, self._storage, self._judge_options())
-        self._wire_processors(durable)
-        durable.suspended_run_store = InMemorySuspendedRunStore()
-        durable.run_log = None
-        self.agent = durable
+            changes["memory"] = durable_memory(agent.memory, agent.id, self._storage, self._judge_options())
+        self.agent = agent.copy_with(**changes, suspended_run_store=InMemorySuspendedRunStore(), run_log=None)
 
     def _storage(self, locator: list[str]) -> Call:
         agent_id = self.outbox.agent_id
@@ -289,14 +286,15 @@ class _DurableRun:
         settings = self.settings
         return ActivityOptions(settings.model_timeout, settings.heartbeat, settings.model_retry)
 
-    def _wire_processors(self, durable: Agent[Any]) -> None:
-        """The processors as the workflow runs them: their stores and judges are activities. A
-        processor listed twice (input and output) stays one object."""
+    def _wired_processors(self, agent: Agent[Any]) -> dict[str, Any]:
+        """The agent's processor arrays as the workflow runs them: their stores and judges are
+        activities. A processor listed twice (input and output) stays one object."""
         copies: dict[int, Any] = {}
+        arrays: dict[str, Any] = {}
         for array in ("input_processors", "output_processors", "error_processors"):
-            processors = getattr(durable, array)
+            processors = getattr(agent, array)
             if callable(processors) and not isinstance(processors, (list, tuple)):
-                setattr(durable, array, _checked_function(durable.id, array, processors))
+                arrays[array] = _checked_function(agent.id, array, processors)
                 continue
             if not isinstance(processors, (list, tuple)):
                 continue
@@ -304,11 +302,10 @@ class _DurableRun:
             for processor in processors:
                 if id(processor) not in copies:
                     proxied = self._with_store_proxy(processor)
-                    copies[id(processor)] = judged_processor(
-                        proxied, durable.id, array, self._judge_options()
-                    )
+                    copies[id(processor)] = judged_processor(proxied, agent.id, array, self._judge_options())
                 wired.append(copies[id(processor)])
-            setattr(durable, array, wired)
+            arrays[array] = wired
+        return arrays
 
     def _with_store_proxy(self, processor: Any) -> Any:
         if not has_store(processor):
