@@ -228,7 +228,10 @@ def test_memory_lists_the_agents_own_threads_with_tool_calls(
     _send(page, "a sales question")
 
     page.goto(studio_url + "/studio#/memory")
-    page.get_by_label("Resource id").fill("ada")
+    # The chat view's "Resource id (whose threads)" field stays on the page until the memory
+    # view renders: wait for the memory view, and name its field exactly.
+    page.locator("#memory-agent").wait_for()
+    page.get_by_label("Resource id", exact=True).fill("ada")
     page.get_by_role("button", name="List threads").click()
     page.locator('button.thread[data-thread="support-thread"]').wait_for()
     assert [b.get_attribute("data-thread") for b in page.locator("button.thread").all()] == ["support-thread"]
