@@ -17,7 +17,6 @@ live in storage.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -53,7 +52,7 @@ from sluicegate.server.protocols.a2a import routes as a2a_routes
 from sluicegate.server.protocols.ag_ui import routes as ag_ui_routes
 from sluicegate.server.protocols.ai_sdk import routes as ai_sdk_routes
 from sluicegate.server.protocols.responses import routes as responses_routes
-from sluicegate.server.settings import ServerSettings, cors_options
+from sluicegate.server.settings import ServerSettings, cors_options, durable_runs
 from sluicegate.server.traces import RecentSpans, install_recent_spans
 from sluicegate.storage.span_store import SpanStore
 from sluicegate.storage.sqlite import SQLiteStore
@@ -153,7 +152,7 @@ def create_app(registry: Sluicegate, settings: ServerSettings | None = None) -> 
     declare_bearer_auth(app, required=bool(settings.api_token or registry.resolve_identity))
     for mastra_router in mastra_routers():  # before `/api/agents/{agentId}` can claim their paths
         app.include_router(mastra_router)
-    if os.environ.get("SLUICEGATE_TEMPORAL"):  # `serve --temporal`: runs are workflows (first match wins)
+    if durable_runs():  # `serve --temporal`: runs are workflows (first match wins)
         from sluicegate.server.durable_routes import install
 
         install(app)

@@ -35,6 +35,7 @@ from sluicegate.server.bodies import (
 from sluicegate.server.deps import ERRORS, agent_or_404, settings_of
 from sluicegate.server.errors import ApiError, bad_request
 from sluicegate.server.identity import bind_run, identity_of
+from sluicegate.server.settings import TEMPORAL_ENV
 from sluicegate.server.streaming import ChunkStreamResponse, StreamEncoder
 from sluicegate.server.wire_events import events_for
 from sluicegate.storage.errors import SuspendedRunNotFoundError
@@ -42,7 +43,6 @@ from sluicegate.stream.run_log import RunLogUnavailableError, RunNotFoundError
 from sluicegate.tracing.attributes import DURABLE_NAMESPACE, DURABLE_TASK_QUEUE, DURABLE_WORKFLOW_ID
 from sluicegate.tracing.state import opentelemetry_in_use
 
-TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
 TASK_QUEUE_ENV = "SLUICEGATE_TEMPORAL_TASK_QUEUE"
 NAMESPACE_ENV = "SLUICEGATE_TEMPORAL_NAMESPACE"
 OPEN_TIMEOUT_ENV = "SLUICEGATE_TEMPORAL_OPEN_TIMEOUT"

@@ -14,6 +14,15 @@ from sluicegate.errors import ConfigurationError
 from sluicegate.server.hosts import ENV as HOSTS_ENV
 from sluicegate.server.hosts import allowed_names
 
+TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
+"""Set by `sluicegate serve --temporal` to the Temporal address: runs are workflows."""
+
+
+def durable_runs() -> bool:
+    """Whether this server runs agents as Temporal workflows (`serve --temporal`), read through
+    the run log; every route and protocol adapter asks here (no Temporal import needed)."""
+    return bool(os.environ.get(TEMPORAL_ENV))
+
 
 def _float(name: str, default: float | None) -> float | None:
     raw = os.environ.get(name)

@@ -35,6 +35,7 @@ from sluicegate.server.plain_json import find_problem
 from sluicegate.server.protocols.a2a.events import TaskEvents, agent_message
 from sluicegate.server.protocols.a2a.tasks import TERMINAL, TaskBook, TaskRecord
 from sluicegate.server.protocols.responses import runs
+from sluicegate.server.settings import durable_runs
 from sluicegate.server.streaming import ChunkStreamResponse, EncodedFrames, sse
 from sluicegate.server.traces import run_span, start_request_span, trace_headers
 
@@ -347,7 +348,7 @@ async def _start(request: Request, agent: Agent, task: TaskRecord, text: str) ->
         first = exc.errors()[0]
         where = _RUN_FIELDS.get(".".join(str(p) for p in first["loc"]), "params.message")
         raise RpcError(INVALID_PARAMS, f"{where}: {first['msg']}", {"field": where}) from None
-    abort = None if runs.durable() else asyncio.Event()
+    abort = None if durable_runs() else asyncio.Event()
     try:
         output = await runs.start(agent, call, request, abort_signal=abort)
     except BaseException:
@@ -362,7 +363,7 @@ async def _decide(
 ) -> Any:
     """The waiting run continued by the answer (for the resource the run is bound to)."""
     assert task.run_id is not None and task.pending is not None
-    abort = None if runs.durable() else asyncio.Event()
+    abort = None if durable_runs() else asyncio.Event()
     try:
         output = await runs.decide(
             request,

@@ -15,7 +15,6 @@ A client that disconnects cancels the run, as on `/stream`.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any
@@ -45,6 +44,7 @@ from sluicegate.server.identity import bind_context, bind_run, bound_resource, b
 from sluicegate.server.plain_json import find_problem
 from sluicegate.server.protocols.ag_ui.events import EventStream
 from sluicegate.server.protocols.ag_ui.messages import frontend_tools, to_messages, trailing_results
+from sluicegate.server.settings import durable_runs
 from sluicegate.server.streaming import ChunkStreamResponse, EncodedFrames
 from sluicegate.server.traces import (
     AGENT_ID,
@@ -59,8 +59,6 @@ from sluicegate.tools import Tool
 router = APIRouter(prefix="/api/agents", tags=["AG-UI"])
 
 MAX_ID_CHARS = 256
-TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
-"""Set by `sluicegate serve --temporal` (`durable_routes.TEMPORAL_ENV`, which imports Temporal)."""
 CONTEXT_KEY = "ag-ui"
 """The request-context key holding the input's `state` and `context` (for tools and processors)."""
 
@@ -136,11 +134,6 @@ class Caller:
         return context
 
 
-def durable() -> bool:
-    """`sluicegate serve --temporal`: runs are workflows, read through the run log."""
-    return bool(os.environ.get(TEMPORAL_ENV))
-
-
 async def _start_run(
     request: Request, agent: Agent, given: Any, caller: Caller, tools: dict[str, Tool]
 ) -> Any:
@@ -154,7 +147,7 @@ async def _start_run(
         memory=memory,
         requestContext={CONTEXT_KEY: caller.context_data} if caller.context_data else None,
     )
-    if durable():
+    if durable_runs():
         from sluicegate.server.durable_routes import start_observed
 
         output, _ = await start_observed(request, agent, body)
@@ -232,7 +225,7 @@ def _decision(
     run_id, call_id, index = at
 
     async def start() -> Any:
-        if durable():
+        if durable_runs():
             return await _durable_decision(request, agent, entry, at, caller)
         # The kind of call picks the decision; whether the caller may make it is the agent's to
         # say (an unknown run and another's answer alike: 404).
@@ -374,7 +367,7 @@ async def ag_ui_run(agentId: str, request: Request) -> Any:
     core = protocol()
     given = await read_input(request, core)
     tools = frontend_tools(given.tools, agent.tools)
-    if tools and durable():
+    if tools and durable_runs():
         raise bad_request(
             "tools", "frontend tools are not supported in durable runs (sluicegate serve --temporal)"
         )

@@ -13,7 +13,6 @@ the identity hook too.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -29,6 +28,7 @@ from sluicegate.server.hitl_routes import decided_stream
 from sluicegate.server.identity import identity_of
 from sluicegate.server.protocols.ai_sdk.chat_request import ChatBody, Decision, decision_of, run_messages
 from sluicegate.server.protocols.ai_sdk.ui_stream import UIMessageStream
+from sluicegate.server.settings import durable_runs
 
 router = APIRouter(tags=["AI SDK"])
 
@@ -73,7 +73,7 @@ async def chat(
         error_details=agent.provider_error_details,
         declined=decision.tool_call_id if decision is not None and decision.kind == "decline" else None,
     )
-    durable = bool(os.environ.get("SLUICEGATE_TEMPORAL"))
+    durable = durable_runs()
     if decision is not None:
         return await _decide(request, agentId, agent, body, decision, encoder, durable=durable)
     call = _call_body(agent, body, request)

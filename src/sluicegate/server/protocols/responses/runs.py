@@ -8,7 +8,6 @@ come from differs."""
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 from fastapi import Request
@@ -19,13 +18,7 @@ from sluicegate.server.agents import start_stream
 from sluicegate.server.bodies import AgentCallBody, ToolDecisionBody, request_context_from
 from sluicegate.server.hitl_routes import decision_error
 from sluicegate.server.identity import bind_context
-
-TEMPORAL_ENV = "SLUICEGATE_TEMPORAL"
-
-
-def durable() -> bool:
-    """Runs are Temporal workflows (`serve --temporal`)."""
-    return bool(os.environ.get(TEMPORAL_ENV))
+from sluicegate.server.settings import durable_runs
 
 
 async def start(
@@ -33,7 +26,7 @@ async def start(
 ) -> Any:
     """The started run's output (`full_stream`, `run_id`). A durable run takes no
     `abort_signal`: it outlives its request, and Temporal stops it."""
-    if durable():
+    if durable_runs():
         from sluicegate.server.durable_routes import start_observed
 
         output, _ = await start_observed(request, agent, body)
@@ -56,7 +49,7 @@ async def decide(
 ) -> Any:
     """The waiting run continued by a decision on its pending call, made for `resource` (the
     resource the run is bound to); the rest of its output."""
-    if durable():
+    if durable_runs():
         from sluicegate.server.durable_routes import decided_output, decision
 
         decide = decision("approve" if approve else "decline", run_id, tool_call_id, reason=reason)
