@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 from weakref import WeakKeyDictionary
 
-from sluicegate.errors import UnknownOptionError
+from sluicegate.errors import ConfigurationError, UnknownOptionError
 
 _known: WeakKeyDictionary[type, frozenset[str] | None] = WeakKeyDictionary()
 
@@ -73,3 +73,10 @@ def unknown_options(label: str, unknown: Iterable[str], known: Iterable[str]) ->
     return UnknownOptionError(
         f"{label}: {kind} {', '.join(hints)}; its options are: {', '.join(choices) or 'none'}"
     )
+
+
+def checked_id(owner: str, value: object) -> str:
+    """A processor's `id=` option: a non-empty string, or a `ConfigurationError` naming `owner`."""
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{owner}: id must be a non-empty string, got {value!r}")
+    return value

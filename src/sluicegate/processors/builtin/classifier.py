@@ -28,6 +28,7 @@ from sluicegate.messages import Message
 from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs
 from sluicegate.processors.base import Processor
+from sluicegate.processors.option_check import checked_id
 
 log = logging.getLogger(__name__)
 
@@ -117,9 +118,7 @@ class ClassifierProcessor(Processor):
     ) -> None:
         super().__init__()
         if id is not None:
-            if not isinstance(id, str) or not id:
-                raise ConfigurationError(f"ClassifierProcessor: id must be a non-empty string, got {id!r}")
-            self.id = id
+            self.id = checked_id("ClassifierProcessor", id)
         self.result_type, self.categories = _result_type(categories)
         if rule is None and classifier is None:
             raise ConfigurationError("ClassifierProcessor needs a `rule`, a `classifier`, or both")

@@ -31,6 +31,7 @@ from sluicegate.models.base import LanguageModel
 from sluicegate.models.registry import known_providers
 from sluicegate.processors.args import ProcessInputStepArgs, ProcessInputStepResult
 from sluicegate.processors.base import Processor
+from sluicegate.processors.option_check import checked_id
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +123,7 @@ class ModelRouterProcessor(Processor):
     ) -> None:
         super().__init__()
         if id is not None:
-            if not isinstance(id, str) or not id:
-                raise ConfigurationError(f"ModelRouterProcessor: id must be a non-empty string, got {id!r}")
-            self.id = id
+            self.id = checked_id("ModelRouterProcessor", id)
         self.routes: dict[str, str | LanguageModel] = _check_routes(routes)
         if rule is None and classifier is None:
             raise ConfigurationError("ModelRouterProcessor needs a `rule`, a `classifier`, or both")

@@ -24,6 +24,7 @@ from sluicegate.models.base import LanguageModel
 from sluicegate.processors.args import ProcessInputArgs, ProcessInputStepArgs, ProcessInputStepResult
 from sluicegate.processors.base import Processor
 from sluicegate.processors.builtin.model_router import fell_back, latest_user_text
+from sluicegate.processors.option_check import checked_id
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +118,7 @@ class ModelSelectionProcessor(Processor):
     ) -> None:
         super().__init__()
         if id is not None:
-            if not isinstance(id, str) or not id:
-                raise ConfigurationError(
-                    f"ModelSelectionProcessor: id must be a non-empty string, got {id!r}"
-                )
-            self.id = id
+            self.id = checked_id("ModelSelectionProcessor", id)
         if scope not in ("run", "first-step"):
             raise ConfigurationError(
                 f"ModelSelectionProcessor: scope must be 'run' or 'first-step', got {scope!r}"
