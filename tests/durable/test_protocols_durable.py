@@ -4,18 +4,13 @@ from the run log, approvals included (the decision is a workflow update)."""
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
-import httpx
 import pytest
-from temporalio.client import Client
+from tests.durable.served import served_durably
 
 from sluicegate import Agent, Sluicegate, tool
-from sluicegate.durable.temporal import create_worker
 from sluicegate.memory import Memory
-from sluicegate.server.app import create_app
-from sluicegate.server.settings import ServerSettings
 from sluicegate.storage import SQLiteStore
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
@@ -48,17 +43,7 @@ async def test_responses_and_a2a_through_the_run_log(
     )
     agent = Agent("shop", model=model, tools=[refund], memory=Memory(storage=storage))
     app = Sluicegate(agents={"shop": agent}, storage=storage)
-    queue = f"q-{uuid.uuid4()}"
-    monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
-    monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
-    server = create_app(app, ServerSettings())
-    client = await Client.connect(temporal_server.target)
-    async with (
-        create_worker(client, app, task_queue=queue),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=server), base_url="http://test", timeout=60
-        ) as http,
-    ):
+    async with served_durably(app, temporal_server, monkeypatch) as (http, _, _):
         streamed = await http.post(
             "/api/v1/responses", json={"agent_id": "shop", "input": "hi", "stream": True}
         )

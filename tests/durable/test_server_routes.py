@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
-import httpx
 import pytest
-from temporalio.client import Client
+from tests.durable.served import served_durably
 
 from sluicegate import Agent, Sluicegate, tool
-from sluicegate.durable.temporal import create_worker
-from sluicegate.server.app import create_app
-from sluicegate.server.settings import ServerSettings
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
 pytestmark = pytest.mark.integration
@@ -38,17 +33,7 @@ async def test_stream_and_approve_through_the_routes(
     agent = Agent("shop", model=model, tools=[refund])
     echo = Agent("echo", model=MockModel([text_step("hello")]))
     app = Sluicegate(agents={"shop": agent, "echo": echo})
-    queue = f"q-{uuid.uuid4()}"
-    monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
-    monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
-    server = create_app(app, ServerSettings())
-    client = await Client.connect(temporal_server.target)
-    async with (
-        create_worker(client, app, task_queue=queue),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=server), base_url="http://test", timeout=60
-        ) as http,
-    ):
+    async with served_durably(app, temporal_server, monkeypatch) as (http, client, _):
         refused = await http.post(
             "/api/agents/shop/stream", json={"messages": "hi", "modelSettings": {"temperature": 0.5}}
         )

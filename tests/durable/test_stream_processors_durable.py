@@ -13,18 +13,14 @@ from __future__ import annotations
 import base64
 import json
 import re
-import uuid
 from typing import Any
 
-import httpx
 import pytest
-from temporalio.client import Client
+from tests.durable.served import served_durably
 
 from sluicegate import Agent, Sluicegate, tool
-from sluicegate.durable.temporal import TemporalRuns, create_worker
+from sluicegate.durable.temporal import TemporalRuns
 from sluicegate.processors import Processor
-from sluicegate.server.app import create_app
-from sluicegate.server.settings import ServerSettings
 from sluicegate.stream.chunk import Chunk
 from sluicegate.testing import MockModel, text_step, tool_call_step
 from sluicegate.tools import ToolContext
@@ -140,17 +136,7 @@ async def test_no_raw_value_leaves_a_durable_run(
 ) -> None:
     agent = _agent("pii-durable")
     app = Sluicegate(agents={agent.id: agent})
-    queue = f"q-{uuid.uuid4()}"
-    monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
-    monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
-    server = create_app(app, ServerSettings())
-    client = await Client.connect(temporal_server.target)
-    async with (
-        create_worker(client, app, task_queue=queue),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=server), base_url="http://test", timeout=60
-        ) as http,
-    ):
+    async with served_durably(app, temporal_server, monkeypatch) as (http, client, queue):
         response = await http.post(f"/api/agents/{agent.id}/stream", json={"messages": "who is Jane?"})
         assert response.status_code == 200, response.text
         streamed = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: {")]
