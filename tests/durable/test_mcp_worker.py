@@ -31,28 +31,6 @@ def _worker(target: str, queue: str, **env: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
 
 
-def _children(pid: int) -> set[int]:
-    """Live (not zombie) processes whose parent is `pid`."""
-    found = set()
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.add(int(entry))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
-
-
 async def test_serve_temporal_and_the_cli_worker_run_an_mcp_tool_end_to_end(
     temporal_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -60,7 +38,7 @@ async def test_serve_temporal_and_the_cli_worker_run_an_mcp_tool_end_to_end(
     server (`serve --temporal`, here in process with its lifespan) lists the same tools at its
     start, starts the run, and stops its own server when it stops."""
     from tests.durable import mcp_app
-    from tests.mcp.helpers import children
+    from tests.mcp.helpers import alive, children
 
     queue = f"mcp-{uuid.uuid4()}"
     proc = _worker(temporal_server.target, queue)
@@ -69,7 +47,7 @@ async def test_serve_temporal_and_the_cli_worker_run_an_mcp_tool_end_to_end(
         assert proc.stdout is not None
         line = await asyncio.to_thread(proc.stdout.readline)
         assert b"sluicegate worker: 1 agent(s)" in line, proc.stderr.read() if proc.stderr else b""
-        servers = _children(proc.pid)
+        servers = children(proc.pid)
         assert len(servers) == 1  # the fixture MCP server, started to list its tools
         monkeypatch.setenv("SLUICEGATE_TEMPORAL", temporal_server.target)
         monkeypatch.setenv("SLUICEGATE_TEMPORAL_TASK_QUEUE", queue)
@@ -95,14 +73,14 @@ async def test_serve_temporal_and_the_cli_worker_run_an_mcp_tool_end_to_end(
             if e.HasField("activity_task_scheduled_event_attributes")
         }
         assert "sluicegate.mcp-echo.tool.fx_echo" in activities
-        assert _children(proc.pid) == servers  # the worker's own server made the call
+        assert children(proc.pid) == servers  # the worker's own server made the call
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(proc.wait, 30) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert not [pid for pid in servers if _alive(pid)]  # no MCP server left behind
+    assert not [pid for pid in servers if alive(pid)]  # no MCP server left behind
 
 
 async def test_the_cli_worker_names_the_server_that_could_not_list(temporal_server: Any) -> None:

@@ -22,8 +22,9 @@ def time_server(**extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": ["-m", "mcp_server_time"], **extra}
 
 
-def children() -> set[int]:
-    """Live (not zombie) processes whose parent is this one."""
+def children(*parents: int) -> set[int]:
+    """Live (not zombie) processes whose parent is one of `parents` (default: this process)."""
+    wanted = set(parents or (os.getpid(),))
     found = set()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -33,9 +34,18 @@ def children() -> set[int]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == os.getpid() and fields[0] != "Z":
+        if int(fields[1]) in wanted and fields[0] != "Z":
             found.add(int(entry))
     return found
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live (not zombie) process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
 
 
 def open_fds() -> int:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from tests.mcp.helpers import ROOT, children
+from tests.mcp.helpers import ROOT, alive, children
 from tests.mcp.sluicegate_server import adder, server, support, wipe
 from tests.server.live import serve_in_thread
 
@@ -319,27 +318,6 @@ app = Sluicegate(mcp_servers={"main": MCPServer(name="main", version="1.0.0", ag
 """
 
 
-def _grandchildren(parents: set[int]) -> set[int]:
-    found = set()
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) in parents and fields[0] != "Z":
-            found.add(int(entry))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
-
-
 async def test_sluicegate_mcp_lists_an_agents_mcp_tools_and_stops_their_server(tmp_path: Path) -> None:
     """An agent served over stdio whose own tools come from an MCP server: the command lists
     them at its start, and stops that server when the client hangs up."""
@@ -354,9 +332,9 @@ async def test_sluicegate_mcp_lists_an_agents_mcp_tools_and_stops_their_server(t
     }
     async with MCPClient(servers={"main": definition}, timeout=30) as mcp:
         tools = await mcp.list_tools()
-        inner = _grandchildren(children() - before)
+        inner = children(*(children() - before))
         assert len(inner) == 1  # the agent's MCP server, started by the command at its start
         answer = await tools["main_ask_relay"].execute({"message": "echo"}, ToolContext(tool_call_id="c"))
     assert "hello over MCP" in str(answer)
     assert children() == before
-    assert not [pid for pid in inner if _alive(pid)]  # no MCP server left behind
+    assert not [pid for pid in inner if alive(pid)]  # no MCP server left behind
