@@ -20,9 +20,10 @@ import logging
 from typing import Any
 
 from sluicegate.agent.sub_agents import MAX_DEPTH, TOOL_PREFIX
+from sluicegate.durable.temporal.stores import has_store
 from sluicegate.embeddings.base import Embedder
 from sluicegate.errors import ConfigurationError
-from sluicegate.processors.base import processor_id
+from sluicegate.processors.base import KeepsStore, processor_id
 from sluicegate.processors.builtin.model_router import ModelRouterProcessor
 from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
 
@@ -47,6 +48,12 @@ def check_processor(agent_id: str, processor: Any) -> None:
         raise ConfigurationError(
             f"agent {agent_id!r}: processor {processor_id(processor)!r} picks each step's model, "
             "which a durable run cannot do yet (it calls the agent's own model)"
+        )
+    if has_store(processor) and not isinstance(processor, KeepsStore):
+        raise ConfigurationError(
+            f"agent {agent_id!r}: processor {processor_id(processor)!r} keeps a store but has no "
+            "with_store(store) method, by which a durable run gives it a store whose calls are "
+            "activities: subclass Processor (its with_store copies the processor) or define one"
         )
     if isinstance(getattr(processor, "embedder", None), Embedder):
         raise ConfigurationError(

@@ -15,7 +15,6 @@ A run that waits for a person stays a waiting workflow: `approve_tool_call`,
 
 from __future__ import annotations
 
-import copy
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable
@@ -308,11 +307,12 @@ class _DurableRun:
         return arrays
 
     def _with_store_proxy(self, processor: Any) -> Any:
+        """A processor keeping a store, as a copy whose store's calls are activities (its
+        `with_store`; `checks.check_processor` refused one without it at the worker's start)."""
         if not has_store(processor):
             return processor
-        proxied = copy.copy(processor)
-        proxied.store = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
-        return proxied
+        stand_in = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
+        return processor.with_store(stand_in)
 
     def chain(self) -> DurableChain:
         """How a run of this workflow calls its model (the run's `ModelCaller` port): the model
