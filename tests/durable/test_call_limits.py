@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from temporalio.client import Client
@@ -27,7 +27,7 @@ FAST = {"heartbeatTimeout": 2, "retryInterval": 0.05}
 class WatchedLimit(ModelCallLimit):
     """A model call limit that notes the stores a durable run gives it (`with_store`)."""
 
-    given: list[str] = []
+    given: ClassVar[list[str]] = []
 
     def with_store(self, store: Any) -> WatchedLimit:
         self.given.append(type(store).__name__)

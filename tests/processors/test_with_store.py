@@ -62,7 +62,11 @@ def test_a_copy_keeps_the_rest_of_the_processors_settings() -> None:
 
 @pytest.mark.parametrize(
     "processor",
-    [ModelCallLimit(thread=1), ToolCallLimit(limits={"*": 1}), ContextCompactor(model=MockModel([]), trigger_tokens=9)],
+    [
+        ModelCallLimit(thread=1),
+        ToolCallLimit(limits={"*": 1}),
+        ContextCompactor(model=MockModel([]), trigger_tokens=9),
+    ],
     ids=lambda v: type(v).__name__,
 )
 def test_a_store_of_the_wrong_kind_is_refused_by_name(processor: Any) -> None:

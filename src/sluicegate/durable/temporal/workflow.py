@@ -7,7 +7,8 @@ tool call, the workflow's own chunks into the run log. A crashed worker's run co
 another from its history: finished activities are not run again, the interrupted one is
 retried. The run id is the workflow id, and the ids the loop makes (messages, tool calls) come
 from `workflow.uuid4()` (installed for the workflow's context with `sluicegate.ids`, nowhere
-else in the process), so a replay rebuilds the same messages.
+else in the process) and the times it stamps from `workflow.time_ns()` (`sluicegate.clock`,
+likewise), so a replay rebuilds the same messages.
 
 A run that waits for a person stays a waiting workflow: `approve_tool_call`,
 `decline_tool_call` and `resume_stream` are updates, validated before anything changes.
@@ -33,6 +34,7 @@ from sluicegate.agent.decisions import (
 )
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import json_context
+from sluicegate.clock import use_time_source
 from sluicegate.durable.temporal import names, spend, workflow_spans
 from sluicegate.durable.temporal.checks import check_returned
 from sluicegate.durable.temporal.failures import from_activity_error
@@ -414,6 +416,7 @@ class AgentWorkflow:
         if agent is None:
             raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
         use_id_source(workflow.uuid4)  # this workflow's context only: ids replay identically
+        use_time_source(workflow.time_ns)  # and times: parts are stamped with the task's time
         run_id = workflow.info().workflow_id
         durable = self._durable = _DurableRun(agent, run_id, Settings(start.get("settings") or {}))
         continue_caller(start)
