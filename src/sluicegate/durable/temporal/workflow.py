@@ -64,6 +64,14 @@ if TYPE_CHECKING:
     from sluicegate.agent.results import StepResult
     from sluicegate.agent.run import AgentRun
 
+_START_OPTIONS = {
+    "maxSteps": "max_steps",
+    "requireToolApproval": "require_tool_approval",
+    "toolChoice": "tool_choice",
+    "maxProcessorRetries": "max_processor_retries",
+}
+"""The run options a start carries (`TemporalRuns.start`), as the agent's call takes them."""
+
 _AGENTS: dict[str, Agent[Any]] = {}
 """The agents this worker runs (set by `worker.install`)."""
 
@@ -426,11 +434,9 @@ class AgentWorkflow:
         }
         if start.get("memory") is not None:
             options["memory"] = start["memory"]
-        for key in ("maxSteps", "requireToolApproval"):
+        for key, option in _START_OPTIONS.items():
             if start.get(key) is not None:
-                options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
-                    start[key]
-                )
+                options[option] = start[key]
         run = durable.bind(
             await durable.agent.prepare_run(
                 start["messages"], options, run_id=run_id, models=durable.chain(), tool_runner=durable.tools
