@@ -76,6 +76,7 @@ def test_an_unknown_option_is_named_with_its_closest_spelling() -> None:
         ({"request_context": None}, "request_context"),
         ({"abort_signal": None}, "abort_signal"),
         ({"model": "openai/gpt-4o"}, "model"),
+        ({"memory": {"thread": "t", "resource": "u"}}, "memory"),
         ({"max_steps": 0}, "max_steps"),
         ({"tool_choice": "sometimes"}, "tool_choice"),
         ({"prepare_step": "note"}, "prepare_step"),

@@ -67,6 +67,10 @@ PER_CALL_ONLY = {
     "request_context": "it is the caller's (who calls, for which thread)",
     "abort_signal": "it cancels one call",
     "model": "the agent's own model= is its default",
+    "memory": (
+        "it names one conversation and its owner; as a default every caller would share it "
+        "(a call's thread would merge with the default's resource)"
+    ),
 }
 """Call options an agent's `default_options` cannot set, with why."""
 
