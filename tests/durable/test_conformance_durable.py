@@ -172,7 +172,7 @@ class DurableScenario:
     def _variant(self, call: dict[str, Any]) -> Agent[Any]:
         """The agent a call with `VARIANT_KEYS` options runs as: a variant with them, under its
         own id (the worker registers it as it would any agent)."""
-        given = [key for key in VARIANT_KEYS if key in call]
+        given = self.variant_keys = [key for key in VARIANT_KEYS if key in call]
         if not given:
             return self.agent
         options = self.runner.call_options(call, self.ctx)
@@ -325,7 +325,8 @@ async def test_every_conformance_scenario_passes_on_temporal(
             difference = runner.first_difference(expected, actual)
             if difference is None:
                 outcomes[name] = "PASS"
-                report.append(f"PASS {name}")
+                variant = f" (as a variant agent with {', '.join(durable.variant_keys)})"
+                report.append(f"PASS {name}" + (variant if durable.variant_keys else ""))
             else:
                 where, want, got = difference
                 outcomes[name] = "FAIL"
