@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from temporalio.client import Client
@@ -22,6 +22,16 @@ from sluicegate.tools import ToolContext
 pytestmark = pytest.mark.integration
 
 FAST = {"heartbeatTimeout": 2, "retryInterval": 0.05}
+
+
+class WatchedLimit(ModelCallLimit):
+    """A model call limit that notes the stores a durable run gives it (`with_store`)."""
+
+    given: ClassVar[list[str]] = []
+
+    def with_store(self, store: Any) -> WatchedLimit:
+        self.given.append(type(store).__name__)
+        return super().with_store(store)
 
 
 async def test_thread_limits_and_a_wrapped_tools_retries_hold_in_durable_runs(
@@ -52,7 +62,7 @@ async def test_thread_limits_and_a_wrapped_tools_retries_hold_in_durable_runs(
         model=model,
         tools=[email],
         memory=Memory(storage=storage),
-        input_processors=[ModelCallLimit(thread=4, store=storage)],
+        input_processors=[WatchedLimit(thread=4, store=storage)],
         output_processors=[
             ToolCallLimit(limits={"send_email": 1}, scope="thread", store=storage, on_limit="answer")
         ],
@@ -72,6 +82,10 @@ async def test_thread_limits_and_a_wrapped_tools_retries_hold_in_durable_runs(
         assert len(model.calls) == 4
         counts = await storage.call_counts(["tool-calls:2:t1:send_email", "model-calls:2:t1:thread"])
         assert counts == {"tool-calls:2:t1:send_email": 1, "model-calls:2:t1:thread": 4}
+        # The workflow's copy counts through the storage activity's stand-in; the agent's own
+        # processor keeps the real store.
+        assert WatchedLimit.given and set(WatchedLimit.given) == {"DurableSQLiteStore"}
+        assert agent.input_processors[0].store is storage
 
     try:
         async with create_worker(client, Sluicegate(agents={agent.id: agent}), task_queue=queue):

@@ -11,8 +11,10 @@ tripwire. Follow-ups decide through the workflow's updates (`approve_tool_call`,
 `decline_tool_call`, `resume_stream`) and read the rest from `continuation`.
 
 Other scenario sets run the same way: `--conformance-scenarios DIR --conformance-expected DIR`.
-A scenario this executor cannot run is listed in `NOT_APPLICABLE` with the reason; a listed
-scenario that passes, or that the suite no longer has, fails the test, so the table stays true.
+A call's options that are objects of the application (processor arrays, `prepare_step`) run
+through a variant of the agent that has them (`VARIANT_KEYS`, with why). A scenario this
+executor cannot run is listed in `NOT_APPLICABLE` with the reason; a listed scenario that
+passes, or that the suite no longer has, fails the test, so the table stays true.
 """
 
 from __future__ import annotations
@@ -33,21 +35,34 @@ from sluicegate.durable.temporal import TemporalRuns, create_worker
 from sluicegate.durable.temporal.checks import check_durable
 from sluicegate.errors import ConfigurationError
 
-NOT_APPLICABLE: dict[str, str] = {
-    "per_call_overrides": (
-        "per-call processor arrays and max_processor_retries: a durable run's input is JSON that "
-        "every worker replays from, and processors are objects of the worker's application; "
-        "TemporalRuns.start takes the agent's own arrays only"
-    ),
-    "input_step_tool_choice_and_prepare_step": (
-        "per-call prepare_step (a callable) and tool_choice: TemporalRuns.start takes only "
-        "JSON options (max_steps, require_tool_approval, request_context, memory)"
-    ),
-}
+NOT_APPLICABLE: dict[str, str] = {}
 """Scenarios that cannot run on Temporal, with why. The goal is an empty table."""
 
-CALL_KEYS = frozenset({"method", "input", "max_steps", "require_tool_approval", "request_context", "repeat"})
+CALL_KEYS = frozenset(
+    {
+        "method",
+        "input",
+        "max_steps",
+        "require_tool_approval",
+        "request_context",
+        "repeat",
+        "tool_choice",
+        "max_processor_retries",
+    }
+)
 """What a scenario's call may set for a durable run (`TemporalRuns.start`'s options)."""
+
+VARIANT_KEYS: dict[str, str] = {
+    "input_processors": "copy_with(input_processors=...)",
+    "output_processors": "copy_with(output_processors=...)",
+    "error_processors": "copy_with(error_processors=...)",
+    "prepare_step": "copy_with(default_options={'prepare_step': ...})",
+}
+"""Per-call options that are objects of the application (processors, a function), not JSON: a
+durable run's input is what every worker replays from, so they cannot travel with the call.
+The durable way (docs/durable.md) is a variant of the agent, registered with the worker under
+its own id, that has them; a scenario whose call sets them runs as a call of that variant
+(built here, with the option named on the right), and its records must match exactly."""
 FOLLOW_UP_KEYS = frozenset({"method", "tool_call_id", "reason", "resume_data", "request_context"})
 """What a follow-up may set (the decisions of `TemporalRuns`)."""
 
@@ -57,7 +72,7 @@ STREAM_WAIT = 60.0
 
 def _durable_options(scenario: dict[str, Any]) -> set[str]:
     """The options of `scenario` a durable run cannot take (empty: it can run)."""
-    extra = set(scenario["call"]) - CALL_KEYS
+    extra = set(scenario["call"]) - CALL_KEYS - set(VARIANT_KEYS)
     for follow_up in scenario.get("then", []):
         extra |= set(follow_up) - FOLLOW_UP_KEYS
     return extra
@@ -152,6 +167,19 @@ class DurableScenario:
         # from the error object; a durable run's error crosses Temporal's history, where that
         # text goes only with the agent's opt-in (failures.to_application_error).
         self.agent.provider_error_details = True
+        self.agent = self._variant(scenario["call"])
+
+    def _variant(self, call: dict[str, Any]) -> Agent[Any]:
+        """The agent a call with `VARIANT_KEYS` options runs as: a variant with them, under its
+        own id (the worker registers it as it would any agent)."""
+        given = self.variant_keys = [key for key in VARIANT_KEYS if key in call]
+        if not given:
+            return self.agent
+        options = self.runner.call_options(call, self.ctx)
+        changes: dict[str, Any] = {key: options[key] for key in given if key != "prepare_step"}
+        if "prepare_step" in given:
+            changes["default_options"] = {"prepare_step": options["prepare_step"]}
+        return self.agent.copy_with(id=f"{self.agent.id}-variant", **changes)
 
     async def start(self, runs: TemporalRuns, call: dict[str, Any]) -> tuple[str, Any]:
         options = self.runner.call_options(call, self.ctx)
@@ -161,6 +189,8 @@ class DurableScenario:
             request_context=options["request_context"],
             max_steps=options.get("max_steps"),
             require_tool_approval=options.get("require_tool_approval"),
+            tool_choice=options.get("tool_choice"),
+            max_processor_retries=options.get("max_processor_retries"),
         )
         return run_id, await runs.observe(self.agent, run_id, wait=STREAM_WAIT)
 
@@ -295,7 +325,8 @@ async def test_every_conformance_scenario_passes_on_temporal(
             difference = runner.first_difference(expected, actual)
             if difference is None:
                 outcomes[name] = "PASS"
-                report.append(f"PASS {name}")
+                variant = f" (as a variant agent with {', '.join(durable.variant_keys)})"
+                report.append(f"PASS {name}" + (variant if durable.variant_keys else ""))
             else:
                 where, want, got = difference
                 outcomes[name] = "FAIL"

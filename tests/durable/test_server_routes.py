@@ -9,6 +9,7 @@ import pytest
 from tests.durable.served import served_durably
 
 from sluicegate import Agent, Sluicegate, tool
+from sluicegate.processors import Processor
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
 pytestmark = pytest.mark.integration
@@ -76,3 +77,52 @@ async def test_stream_and_approve_through_the_routes(
         assert (await client.get_workflow_handle(generated.json()["runId"]).result())["text"] == "hello"
         # The run was a workflow (its id is the run id), not a run in the server's process.
         assert (await client.get_workflow_handle(run_id).result())["text"] == "refunded 7"
+
+
+class RetryOnce(Processor):
+    """Asks the model again the first time (allowed only with max_processor_retries)."""
+
+    id = "retry-once"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def process_output_step(self, args: Any) -> None:
+        self.asked += 1
+        if self.asked == 1:
+            args.abort("try again", retry=True)
+
+
+async def test_tool_choice_and_max_processor_retries_reach_a_durable_run(
+    temporal_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    @tool
+    async def lookup(city: str) -> str:
+        """Look a city up."""
+        return "sunny"
+
+    model = MockModel([text_step("a bad answer"), text_step("a good answer")])
+    agent = Agent("tuned", model=model, tools=[lookup], output_processors=[RetryOnce()])
+    async with served_durably(Sluicegate(agents={"tuned": agent}), temporal_server, monkeypatch) as (
+        http,
+        client,
+        _,
+    ):
+        refused = await http.post(
+            "/api/agents/tuned/generate", json={"messages": "hi", "toolChoice": "never"}
+        )
+        assert refused.status_code == 400 and "toolChoice" in refused.text
+        answer = await http.post(
+            "/api/agents/tuned/generate",
+            json={
+                "messages": "hi",
+                "toolChoice": {"type": "tool", "toolName": "lookup"},
+                "maxProcessorRetries": 1,
+            },
+        )
+        assert answer.status_code == 200, answer.text
+        run_id = answer.json()["runId"]
+        result = await client.get_workflow_handle(run_id).result()
+    assert result["text"] == "a good answer" and result["tripwire"] is None
+    assert [call.tool_choice for call in model.calls] == [{"type": "tool", "toolName": "lookup"}] * 2

@@ -10,7 +10,7 @@ import pytest
 
 from sluicegate.budget import Reservation
 from sluicegate.durable.temporal.stores import store_proxy, takes_idempotency_key
-from sluicegate.processors import InMemoryUsageStore
+from sluicegate.processors import CostGuardProcessor, InMemoryUsageStore
 
 
 class LegacyStore:
@@ -78,3 +78,39 @@ async def test_call_counters_cross_the_workflow_boundary() -> None:
     assert granted == CallReservation(True, {"tool-calls:2:t1:*": 1})
     assert refused == CallReservation(False, {"tool-calls:2:t1:*": 1}, "tool-calls:2:t1:*")
     assert await proxy.call_counts(["tool-calls:2:t1:*"]) == {"tool-calls:2:t1:*": 1}
+
+
+def test_a_worker_refuses_a_processor_with_a_store_and_no_with_store() -> None:
+    from sluicegate.durable.temporal.checks import check_processor
+    from sluicegate.errors import ConfigurationError
+
+    class Duck:
+        """A processor by its hooks alone, keeping a store it cannot be given another of."""
+
+        id = "duck"
+        store = InMemoryUsageStore()
+
+        def process_input(self, args: Any) -> None:
+            return None
+
+    with pytest.raises(ConfigurationError, match="'duck' keeps a store but has no with_store"):
+        check_processor("a", Duck())
+    check_processor("a", CostGuardProcessor(max_cost=1))  # a Processor has one
+
+
+def test_a_worker_refuses_default_arrays_whose_processors_need_activities() -> None:
+    from sluicegate import Agent
+    from sluicegate.durable.temporal.checks import check_durable
+    from sluicegate.errors import ConfigurationError
+    from sluicegate.processors import RegexFilter
+    from sluicegate.testing import MockModel
+
+    guard = CostGuardProcessor(max_cost=1)
+    with pytest.raises(ConfigurationError, match="'cost-guard' in default_options output_processors"):
+        check_durable(Agent("a", model=MockModel([]), default_options={"output_processors": [guard]}))
+    with pytest.raises(ConfigurationError, match="default_options input_processors is a function"):
+        check_durable(Agent("a", model=MockModel([]), default_options={"input_processors": lambda rc: []}))
+    check_durable(
+        Agent("a", model=MockModel([]), default_options={"output_processors": [RegexFilter(presets=["pii"])]})
+    )
+    check_durable(Agent("a", model=MockModel([]), output_processors=[guard]))  # its own array: wired

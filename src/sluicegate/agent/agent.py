@@ -38,7 +38,13 @@ from sluicegate.agent.resume_setup import (
     suspended_run_store,
 )
 from sluicegate.agent.run import DEFAULT_MAX_STEPS, AgentRun
-from sluicegate.agent.run_options import check_call_options, check_retries, checked_run_options
+from sluicegate.agent.run_options import (
+    check_call_options,
+    check_retries,
+    checked_default_options,
+    checked_run_options,
+    with_defaults,
+)
 from sluicegate.agent.structured import DEFAULT_OUTPUT_RETRIES, check_output_retries, output_schema
 from sluicegate.agent.sub_agents import checked_agents, sub_agent_tools
 from sluicegate.agent.sync_loop import run_sync
@@ -116,6 +122,7 @@ class Agent(Generic[Out]):
         run_log: RunLog | None = _UNSET,
         agents: Mapping[str, Agent[Any]] | None = None,
         propagate_tripwire: bool = False,
+        default_options: AgentCallOptions | Mapping[str, Any] | None = None,
     ) -> None:
         if not name:
             raise ConfigurationError("an agent needs a name")
@@ -178,6 +185,17 @@ class Agent(Generic[Out]):
         self.suspended_run_ttl = check_ttl(suspended_run_ttl)
         self._run_log: RunLog | None = None if run_log is _UNSET else check_run_log(run_log)
         self._own_run_log = run_log is _UNSET
+        self.default_options = self._checked_defaults(default_options)
+        """Options every call takes unless it sets them itself (Mastra's `defaultOptions`): a
+        call's value wins, a mapping (`model_settings`, `provider_options`) merges key by key.
+        A durable run takes them from the worker's agent (`prepare_step`, processor arrays)."""
+
+    def _checked_defaults(self, defaults: Any) -> dict[str, Any]:
+        checked = checked_default_options(self, self.name, defaults)
+        for name in ("input_processors", "output_processors", "error_processors"):
+            if name in checked:
+                checked[name] = _check_array(name, checked[name])
+        return checked
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -266,9 +284,13 @@ class Agent(Generic[Out]):
             "error_processors",
             "suspended_run_store",
             "run_log",
+            "id",
+            "max_processor_retries",
+            "default_options",
         }
     )
-    """What `copy_with` may change."""
+    """What `copy_with` may change: with `id`, a variant of the agent that a durable worker
+    registers beside it (its own processor arrays, retries, default options)."""
 
     def copy_with(self, **changes: Any) -> Agent[Out]:
         """A shallow copy of this agent with `changes` (names in `COPY_WITH`) made: how another
@@ -287,6 +309,15 @@ class Agent(Generic[Out]):
             other.suspended_run_store = changes["suspended_run_store"]
         if "run_log" in changes:
             other.run_log = changes["run_log"]
+        if "id" in changes:
+            if not isinstance(changes["id"], str) or not changes["id"]:
+                raise ConfigurationError(f"copy_with: id must be a non-empty string, got {changes['id']!r}")
+            other.id = changes["id"]
+        if "max_processor_retries" in changes:
+            check_retries(changes["max_processor_retries"])
+            other.max_processor_retries = changes["max_processor_retries"]
+        if "default_options" in changes:
+            other.default_options = other._checked_defaults(changes["default_options"])
         return other
 
     # ------------------------------------------------------------------ human in the loop
@@ -418,6 +449,7 @@ class Agent(Generic[Out]):
         if models is not None and options.get("model") is not None:
             raise SluicegateError("a run given its model caller (models=) takes no model= option")
         check_call_options(self.name, options)
+        options = with_defaults(self.default_options, options)
         caller_context = options.get("request_context")
         if caller_context is not None and not isinstance(caller_context, RequestContext):
             raise SluicegateError("request_context must be a sluicegate.RequestContext")

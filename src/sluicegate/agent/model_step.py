@@ -24,9 +24,9 @@ from sluicegate.agent.run_summary import summarize
 from sluicegate.agent.step import StepRecorder
 from sluicegate.agent.step_retry import DEFAULT_RETRY_CAP, add_feedback, can_retry, step_retry_cap
 from sluicegate.agent.tool_phase import provider_tool_result, run_tools
+from sluicegate.clock import now_ms
 from sluicegate.errors import APICallError, ProcessorError, TripWire
 from sluicegate.ids import new_uuid
-from sluicegate.messages.part import now_ms
 from sluicegate.models.base import CallOptions, LanguageModel, model_label
 from sluicegate.models.registry import resolve_model
 from sluicegate.models.retries import is_retryable, open_stream

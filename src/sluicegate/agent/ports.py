@@ -12,7 +12,10 @@ built (`Agent.prepare_run`), so the same loop runs in one process and in a Tempo
 - loading and saving a snapshot: `SnapshotStore` (`storage.suspended_runs.SuspendedRunStore`;
   in a workflow an in-memory store: the waiting workflow keeps the run);
 - ids: `IdSource` (`sluicegate.ids`: `uuid.uuid4`, or `workflow.uuid4` installed for the
-  workflow's context only, so a replay makes the same ids).
+  workflow's context only, so a replay makes the same ids);
+- time: `TimeSource` (`sluicegate.clock`: the system clock, or `workflow.time_ns` installed for
+  the workflow's context only, so a replay stamps parts, messages and a step's `started_at`
+  with the same times).
 
 The ports are structural (`typing.Protocol`): mypy checks each implementation where it is
 handed to the run, and nothing below the agent layer imports this module.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from sluicegate.clock import TimeSource
 from sluicegate.ids import IdSource
 
 if TYPE_CHECKING:
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
     from sluicegate.storage.suspended_runs import SuspendedRunStore as SnapshotStore
     from sluicegate.tools import Tool, ToolContext
 
-__all__ = ["IdSource", "InProcessTools", "ModelCaller", "SnapshotStore", "ToolRunner"]
+__all__ = ["IdSource", "InProcessTools", "ModelCaller", "SnapshotStore", "TimeSource", "ToolRunner"]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,6 +3,7 @@ turned into the run's `RunOptions`: a bad value fails the call by name, never mi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from sluicegate.agent.abort import check_abort_signal
@@ -60,6 +61,62 @@ def check_call_options(agent_name: str, options: dict[str, Any]) -> None:
     unknown = [name for name in options if name not in CALL_OPTIONS]
     if unknown:
         raise unknown_options(f"agent {agent_name!r} call", unknown, set(CALL_OPTIONS))
+
+
+PER_CALL_ONLY = {
+    "request_context": "it is the caller's (who calls, for which thread)",
+    "abort_signal": "it cancels one call",
+    "model": "the agent's own model= is its default",
+    "memory": (
+        "it names one conversation and its owner; as a default every caller would share it "
+        "(a call's thread would merge with the default's resource)"
+    ),
+}
+"""Call options an agent's `default_options` cannot set, with why."""
+
+
+def checked_default_options(agent: CallDefaults, agent_name: str, defaults: Any) -> dict[str, Any]:
+    """An agent's `default_options`: a mapping of call options (Mastra's `defaultOptions`),
+    each name and value checked as a call's are (`UnknownOptionError`, `ConfigurationError`)."""
+    if defaults is None:
+        return {}
+    if not isinstance(defaults, Mapping):
+        raise ConfigurationError(
+            f"default_options must be a mapping of call options, got {type(defaults).__name__}"
+        )
+    options = dict(defaults)
+    unknown = [name for name in options if name not in CALL_OPTIONS]
+    if unknown:
+        raise unknown_options(f"agent {agent_name!r} default_options", unknown, set(CALL_OPTIONS))
+    for name, why in PER_CALL_ONLY.items():
+        if name in options:
+            raise ConfigurationError(f"default_options cannot set {name!r}: {why}")
+    try:
+        checked_run_options(agent, options)
+    except SluicegateError as exc:
+        raise ConfigurationError(f"default_options: {exc}") from None
+    return options
+
+
+def with_defaults(defaults: Mapping[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """A call's options over the agent's defaults: the call's value wins (None too: a call
+    given `prepare_step=None` runs without the default's), and a dict merges into the
+    default's key by key (as Mastra's deep merge)."""
+    if not defaults:
+        return options
+    merged = dict(defaults)
+    for name, value in options.items():
+        merged[name] = _merged(merged.get(name), value)
+    return merged
+
+
+def _merged(default: Any, value: Any) -> Any:
+    if type(default) is dict and type(value) is dict:
+        out = dict(default)
+        for key, item in value.items():
+            out[key] = _merged(out.get(key), item)
+        return out
+    return value
 
 
 def checked_run_options(agent: CallDefaults, options: dict[str, Any]) -> tuple[RunOptions, Any]:

@@ -11,10 +11,10 @@ log, `observe` and durable runs carry them as the stream did; `generate` bodies
 from __future__ import annotations
 
 import weakref
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.results import FullOutput, StepResult
+from sluicegate.clock import utc_now
 from sluicegate.ids import new_uuid
 from sluicegate.messages import Message
 from sluicegate.messages.convert import to_prompt_messages
@@ -124,7 +124,7 @@ def response_metadata(
     timestamp = response.get("timestamp")
     return {
         "id": str(response.get("id") or fallback_id or new_uuid()),
-        "timestamp": to_json(timestamp) if timestamp is not None else (now or datetime.now(UTC).isoformat()),
+        "timestamp": to_json(timestamp) if timestamp is not None else (now or utc_now().isoformat()),
         **model_metadata(provider, model_id),
     }
 
@@ -214,7 +214,7 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
     if summary is None:
         summary = _summaries[run] = RunSummary()
     model = _model(run)
-    now = datetime.now(UTC).isoformat()
+    now = utc_now().isoformat()
     summary.update(run, model, now)
     steps = run.state.steps
     last = steps[-1] if steps else None

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sluicegate.clock import now_ms
 from sluicegate.messages import Message
 from sluicegate.messages.message import MessageContent
-from sluicegate.messages.part import Part, now_ms, stamped
+from sluicegate.messages.part import Part, stamped
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.usage import Usage
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from sluicegate import clock
+from sluicegate.clock import now_ms
 from sluicegate.errors import InvalidMessageError
 from sluicegate.ids import new_uuid
-from sluicegate.messages.part import Part, as_part, now_ms, stamped
+from sluicegate.messages.part import Part, as_part, stamped
 
 Role = Literal["user", "assistant", "system", "tool"]
 ROLES: frozenset[str] = frozenset(("user", "assistant", "system", "tool"))
@@ -27,7 +29,8 @@ def new_id() -> str:
 
 
 def utc_now() -> datetime:
-    return datetime.now(UTC)
+    """Now, from the run's clock (`sluicegate.clock`)."""
+    return clock.utc_now()
 
 
 def parse_datetime(value: Any) -> datetime:

@@ -7,9 +7,10 @@ the wire need no conversion. Attribute access accepts the snake_case spelling to
 
 from __future__ import annotations
 
-import time
 from functools import lru_cache
 from typing import Any
+
+from sluicegate.clock import now_ms
 
 
 @lru_cache(maxsize=512)
@@ -54,11 +55,6 @@ class Part(dict[str, Any]):
             del self[name if name in self else to_camel(name)]
         except KeyError:
             raise AttributeError(name) from None
-
-
-def now_ms() -> int:
-    """Now, in epoch milliseconds: a part's `createdAt`, as Mastra stamps it."""
-    return time.time_ns() // 1_000_000
 
 
 def stamped(part: Part) -> Part:

@@ -22,6 +22,10 @@ model call), `suspend_state` (what of `state` survives a human-in-the-loop suspe
 flags `counts_redactions`, `checks_input_only`, `run_in_parallel`, `judges_windows()` and
 `transforms_text()`. `implements(processor, name)` tells an override from the base's no-op.
 
+A processor that keeps a store (`store`: the cost guard's budget, the call limits' counters,
+the compactor's summaries) is given another one with `with_store(store)`, a copy that uses
+it (a durable run hands it a stand-in whose calls are activities); `KeepsStore` types it.
+
 Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run; see
 `sluicegate.errors.TripWire`.
 """
@@ -29,11 +33,12 @@ Any hook may call `args.abort(reason, retry=..., metadata=...)` to stop the run;
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
-from typing import Any, ClassVar, NoReturn, Self
+from typing import Any, ClassVar, NoReturn, Protocol, Self, runtime_checkable
 
 from sluicegate.errors import TripWire
 from sluicegate.processors.args import (
@@ -224,6 +229,28 @@ class Processor:
     def transforms_text(self) -> bool:
         """True when the stream hook rewrites text deterministically (see `guardrails.shadow`)."""
         return False
+
+    def with_store(self, store: Any) -> Self:
+        """A copy of this processor that keeps `store` as its `store`; this one is unchanged
+        (runs using it go on with its own store). A processor that checks its store's type or
+        derives other fields from it overrides this (and calls it for the copy)."""
+        if getattr(self, "store", None) is None:
+            raise TypeError(f"{type(self).__name__} keeps no store: with_store() has nothing to replace")
+        if store is None:
+            raise TypeError(f"{type(self).__name__}.with_store() needs a store, got None")
+        made = copy.copy(self)
+        made.store = store  # type: ignore[attr-defined]  # the copy's own field
+        return made
+
+
+@runtime_checkable
+class KeepsStore(Protocol):
+    """A processor that keeps a store and is given another one through `with_store` (every
+    `Processor` subclass with a `store` is one)."""
+
+    store: Any
+
+    def with_store(self, store: Any) -> Any: ...
 
 
 def implements(processor: Any, hook: str) -> bool:

@@ -58,7 +58,16 @@ _STREAM_ERRORS: dict[int | str, dict[str, Any]] = {
     | {"description": "No worker opened (or, after a decision, continued) the run in time; see `runId`."},
 }
 
-_DURABLE_OPTIONS = frozenset(("request_context", "max_steps", "require_tool_approval", "memory"))
+_DURABLE_OPTIONS = frozenset(
+    (
+        "request_context",
+        "max_steps",
+        "require_tool_approval",
+        "memory",
+        "tool_choice",
+        "max_processor_retries",
+    )
+)
 
 
 def install(app: FastAPI) -> None:
@@ -130,6 +139,8 @@ async def _begin(
             require_tool_approval=options.get("require_tool_approval"),
             memory=memory,
             trace_context=from_headers(request.headers),
+            tool_choice=options.get("tool_choice"),
+            max_processor_retries=options.get("max_processor_retries"),
         )
     except (InvalidInputError, PayloadTooLargeError) as exc:
         raise ApiError(400, str(exc)) from exc

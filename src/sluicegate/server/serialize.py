@@ -117,7 +117,7 @@ async def agent_json(key: str, agent: Agent) -> dict[str, Any]:
         "modelId": model_id,
         "modelVersion": "v2",
         "supportsMemory": agent.memory is not None,
-        "defaultOptions": {"maxSteps": agent.default_max_steps},
+        "defaultOptions": {"maxSteps": agent.default_options.get("max_steps", agent.default_max_steps)},
         "source": "code",
     }
 

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from sluicegate import clock
 from sluicegate.messages.message import format_datetime, parse_datetime
 
 
 def utc_now() -> datetime:
-    return datetime.now(UTC)
+    """Now, from the run's clock (`sluicegate.clock`)."""
+    return clock.utc_now()
 
 
 def to_micros(value: datetime) -> int:

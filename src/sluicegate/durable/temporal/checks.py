@@ -20,9 +20,11 @@ import logging
 from typing import Any
 
 from sluicegate.agent.sub_agents import MAX_DEPTH, TOOL_PREFIX
+from sluicegate.durable.temporal.judges import judges_in_workflow
+from sluicegate.durable.temporal.stores import has_store
 from sluicegate.embeddings.base import Embedder
 from sluicegate.errors import ConfigurationError
-from sluicegate.processors.base import processor_id
+from sluicegate.processors.base import KeepsStore, processor_id
 from sluicegate.processors.builtin.model_router import ModelRouterProcessor
 from sluicegate.storage.suspended_runs import InMemorySuspendedRunStore
 
@@ -39,6 +41,33 @@ def check_durable(agent: Any) -> None:
             continue  # a function: its processors are checked when it returns them
         for processor in array:
             check_processor(agent.id, processor)
+    check_default_arrays(agent)
+
+
+def check_default_arrays(agent: Any) -> None:
+    """Processor arrays in the agent's `default_options`: the worker gives stores and judges
+    activities for the agent's own arrays only, so a default array with a processor that
+    keeps a store or asks a judge (or given as a function, whose processors it cannot see) is
+    refused; set it as the agent's array, or on a variant agent (`copy_with`)."""
+    defaults = getattr(agent, "default_options", None) or {}
+    for name in ("input_processors", "output_processors", "error_processors"):
+        array = defaults.get(name)
+        if array is None:
+            continue
+        if not isinstance(array, (list, tuple)):
+            raise ConfigurationError(
+                f"agent {agent.id!r}: default_options {name} is a function; a durable worker runs "
+                f"listed default arrays only: set {name}= on the agent (or on a variant, copy_with)"
+            )
+        for processor in array:
+            check_processor(agent.id, processor)
+            if has_store(processor) or judges_in_workflow(processor):
+                raise ConfigurationError(
+                    f"agent {agent.id!r}: processor {processor_id(processor)!r} in default_options "
+                    f"{name} asks a judge or uses a store, whose calls a durable run makes as "
+                    f"activities for the agent's own arrays only: set {name}= on the agent (or on "
+                    "a variant, copy_with)"
+                )
 
 
 def check_processor(agent_id: str, processor: Any) -> None:
@@ -47,6 +76,12 @@ def check_processor(agent_id: str, processor: Any) -> None:
         raise ConfigurationError(
             f"agent {agent_id!r}: processor {processor_id(processor)!r} picks each step's model, "
             "which a durable run cannot do yet (it calls the agent's own model)"
+        )
+    if has_store(processor) and not isinstance(processor, KeepsStore):
+        raise ConfigurationError(
+            f"agent {agent_id!r}: processor {processor_id(processor)!r} keeps a store but has no "
+            "with_store(store) method, by which a durable run gives it a store whose calls are "
+            "activities: subclass Processor (its with_store copies the processor) or define one"
         )
     if isinstance(getattr(processor, "embedder", None), Embedder):
         raise ConfigurationError(

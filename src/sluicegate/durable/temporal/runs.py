@@ -18,6 +18,8 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from sluicegate.agent.call_options import normalize_tool_choice
+from sluicegate.agent.run_options import check_retries
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.payloads import checked
 from sluicegate.durable.temporal.trace_context import KEY, checked_carrier, inject
@@ -55,6 +57,22 @@ def check_durable_memory(agent: Agent[Any], memory: Any) -> None:
         raise InvalidInputError('memory must be {"thread": ..., "resource": ...} in a durable run')
     if not all(isinstance(v, str) and v for v in memory.values()):
         raise InvalidInputError("memory: thread and resource must be non-empty strings")
+
+
+def check_tuning(tool_choice: Any, max_processor_retries: Any) -> None:
+    """A durable run's `tool_choice` and `max_processor_retries`, checked as a call in one
+    process checks them (`InvalidInputError` naming the option)."""
+    try:
+        normalize_tool_choice(tool_choice)
+        check_retries(max_processor_retries)
+    except SluicegateError as exc:
+        raise InvalidInputError(str(exc)) from None
+    if isinstance(tool_choice, dict):
+        name = tool_choice.get("tool_name", tool_choice.get("toolName"))
+        if set(tool_choice) - {"type", "tool_name", "toolName"} or not isinstance(name, str | None):
+            raise InvalidInputError(
+                "tool_choice must be 'auto', 'none', 'required' or {'type': 'tool', 'tool_name': <str>}"
+            )
 
 
 def _seconds(settings: dict[str, Any], name: str) -> timedelta | None:
@@ -118,8 +136,16 @@ class TemporalRuns:
         memory: dict[str, str] | None = None,
         run_id: str | None = None,
         trace_context: Mapping[str, str] | None = None,
+        tool_choice: str | dict[str, Any] | None = None,
+        max_processor_retries: int | None = None,
     ) -> str:
         """Start a run; its id (the workflow id). Bad input is refused here, before Temporal.
+
+        The run's options are JSON the workers replay from: `max_steps`, `require_tool_approval`,
+        `memory`, `tool_choice`, `max_processor_retries`, checked as `agent.stream` checks them.
+        What is an object of the worker's application (processor arrays, `prepare_step`) is the
+        worker's agent's: its arrays, its `default_options`; a variant is an agent of its own
+        registered with the worker (see docs/durable.md).
 
         The run's trace continues the caller's: `trace_context` (`{"traceparent": ...,
         "tracestate"?: ...}`, W3C), else the span current here; its `invoke_agent` span is a
@@ -133,6 +159,7 @@ class TemporalRuns:
             raise InvalidInputError("require_tool_approval must be True or False in a durable run")
         if memory is not None:
             check_durable_memory(agent, memory)
+        check_tuning(tool_choice, max_processor_retries)
         caller: dict[str, str] | None = None
         if trace_context is not None:
             caller = checked_carrier(trace_context)
@@ -151,6 +178,10 @@ class TemporalRuns:
             "memory": memory,
             "settings": self.settings,
         }
+        if tool_choice is not None:
+            start["toolChoice"] = tool_choice
+        if max_processor_retries is not None:
+            start["maxProcessorRetries"] = max_processor_retries
         if caller is not None:
             start[KEY] = caller
         else:

@@ -183,7 +183,8 @@ def real_store(agent: Any, locator: list[str]) -> Any:
 
 
 def has_store(processor: Any) -> bool:
-    """A processor that keeps a store (the cost guard's `store`): its calls become activities."""
+    """A processor that keeps a store (the cost guard's `store`): its calls become activities,
+    through a copy the processor makes with that store's stand-in (`Processor.with_store`)."""
     store = getattr(processor, "store", None)
     return store is not None and bool(store_methods(store))
 

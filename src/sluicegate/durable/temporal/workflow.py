@@ -7,7 +7,8 @@ tool call, the workflow's own chunks into the run log. A crashed worker's run co
 another from its history: finished activities are not run again, the interrupted one is
 retried. The run id is the workflow id, and the ids the loop makes (messages, tool calls) come
 from `workflow.uuid4()` (installed for the workflow's context with `sluicegate.ids`, nowhere
-else in the process), so a replay rebuilds the same messages.
+else in the process) and the times it stamps from `workflow.time_ns()` (`sluicegate.clock`,
+likewise), so a replay rebuilds the same messages.
 
 A run that waits for a person stays a waiting workflow: `approve_tool_call`,
 `decline_tool_call` and `resume_stream` are updates, validated before anything changes.
@@ -15,7 +16,6 @@ A run that waits for a person stays a waiting workflow: `approve_tool_call`,
 
 from __future__ import annotations
 
-import copy
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable
@@ -34,6 +34,7 @@ from sluicegate.agent.decisions import (
 )
 from sluicegate.agent.resume import resumed_run
 from sluicegate.agent.suspension import json_context
+from sluicegate.clock import use_time_source
 from sluicegate.durable.temporal import names, spend, workflow_spans
 from sluicegate.durable.temporal.checks import check_returned
 from sluicegate.durable.temporal.failures import from_activity_error
@@ -62,6 +63,14 @@ if TYPE_CHECKING:
     from sluicegate.agent import Agent
     from sluicegate.agent.results import StepResult
     from sluicegate.agent.run import AgentRun
+
+_START_OPTIONS = {
+    "maxSteps": "max_steps",
+    "requireToolApproval": "require_tool_approval",
+    "toolChoice": "tool_choice",
+    "maxProcessorRetries": "max_processor_retries",
+}
+"""The run options a start carries (`TemporalRuns.start`), as the agent's call takes them."""
 
 _AGENTS: dict[str, Agent[Any]] = {}
 """The agents this worker runs (set by `worker.install`)."""
@@ -308,11 +317,12 @@ class _DurableRun:
         return arrays
 
     def _with_store_proxy(self, processor: Any) -> Any:
+        """A processor keeping a store, as a copy whose store's calls are activities (its
+        `with_store`; `checks.check_processor` refused one without it at the worker's start)."""
         if not has_store(processor):
             return processor
-        proxied = copy.copy(processor)
-        proxied.store = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
-        return proxied
+        stand_in = store_proxy(processor.store, self._storage(["processor", processor_id(processor)]))
+        return processor.with_store(stand_in)
 
     def chain(self) -> DurableChain:
         """How a run of this workflow calls its model (the run's `ModelCaller` port): the model
@@ -414,6 +424,7 @@ class AgentWorkflow:
         if agent is None:
             raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
         use_id_source(workflow.uuid4)  # this workflow's context only: ids replay identically
+        use_time_source(workflow.time_ns)  # and times: parts are stamped with the task's time
         run_id = workflow.info().workflow_id
         durable = self._durable = _DurableRun(agent, run_id, Settings(start.get("settings") or {}))
         continue_caller(start)
@@ -423,11 +434,9 @@ class AgentWorkflow:
         }
         if start.get("memory") is not None:
             options["memory"] = start["memory"]
-        for key in ("maxSteps", "requireToolApproval"):
+        for key, option in _START_OPTIONS.items():
             if start.get(key) is not None:
-                options[{"maxSteps": "max_steps", "requireToolApproval": "require_tool_approval"}[key]] = (
-                    start[key]
-                )
+                options[option] = start[key]
         run = durable.bind(
             await durable.agent.prepare_run(
                 start["messages"], options, run_id=run_id, models=durable.chain(), tool_runner=durable.tools

@@ -11,7 +11,7 @@ trimming as the last resort). The prompt work is in `compaction`.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Self
 
 import tiktoken
 
@@ -123,12 +123,9 @@ class ContextCompactor(Processor):
             else _positive("clear_tool_results_after", clear_tool_results_after, zero=True)
         )
         self.clip_chars = _positive("clip_chars", clip_chars)
-        if store is not None and not isinstance(store, ContextSummaryStore):
-            raise TypeError(
-                "store must have load_context_summary and save_context_summary "
-                f"(SQLiteStore, PostgresStore, InMemoryContextSummaryStore), got {type(store).__name__}"
-            )
-        self.store: ContextSummaryStore = store if store is not None else InMemoryContextSummaryStore()
+        self.store: ContextSummaryStore = (
+            _checked_store(store) if store is not None else InMemoryContextSummaryStore()
+        )
         self.summarizer: DetectorModel[SummaryVerdict] = DetectorModel(
             model,
             instructions=instructions or INSTRUCTIONS,
@@ -148,6 +145,10 @@ class ContextCompactor(Processor):
         self._counters: dict[str, PartTokenCounter] = {}
         if on_violation is not None:
             self.on_violation = on_violation
+
+    def with_store(self, store: Any) -> Self:
+        """A copy keeping its summaries in `store` (checked as the constructor checks it)."""
+        return super().with_store(_checked_store(store))
 
     # ------------------------------------------------------------------ counting
 
@@ -344,3 +345,12 @@ def _covered_ids(
 
 
 __all__ = ["SUMMARY_HEADER", "ContextCompactor", "SummaryVerdict"]
+
+
+def _checked_store(store: object) -> ContextSummaryStore:
+    if not isinstance(store, ContextSummaryStore):
+        raise TypeError(
+            "store must have load_context_summary and save_context_summary "
+            f"(SQLiteStore, PostgresStore, InMemoryContextSummaryStore), got {type(store).__name__}"
+        )
+    return store

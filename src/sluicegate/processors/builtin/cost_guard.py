@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from sluicegate.budget import (
@@ -28,6 +28,7 @@ from sluicegate.budget import (
     checked_settlement,
     usage_sinks,
 )
+from sluicegate.clock import utc_now
 from sluicegate.processors.args import (
     ProcessLLMRequestArgs,
     ProcessLLMResponseArgs,
@@ -333,7 +334,7 @@ class CostGuardProcessor(Processor):
         return f"{self.scope}:{value}" if value else None
 
     def _since(self) -> datetime | None:
-        return datetime.now(UTC) - self.window if self.window is not None else None
+        return utc_now() - self.window if self.window is not None else None
 
     def estimate(
         self, model: Any, prompt: list[dict[str, Any]], tools: list[dict[str, Any]], max_output: int | None
@@ -370,13 +371,13 @@ class CostGuardProcessor(Processor):
             reservation = Reservation(None if spent >= limit else "run", spent)
         elif isinstance(self.store, ReservingUsageStore):
             reservation = await self.store.reserve(
-                key, amount, limit=limit, since=self._since(), usage=usage, at=datetime.now(UTC)
+                key, amount, limit=limit, since=self._since(), usage=usage, at=utc_now()
             )
         else:
             spent = await self.store.total(key, self._since())
             reservation = Reservation(None if spent >= limit else "unreserved", spent)
             if reservation.id is not None:
-                await self.store.record(key, amount, usage, datetime.now(UTC))
+                await self.store.record(key, amount, usage, utc_now())
         if reservation.id is None:
             await self._violation(args, reservation.spent, key)  # aborts (block strategy)
             return
@@ -415,10 +416,10 @@ class CostGuardProcessor(Processor):
                     # A reservation that is never refused: in a durable run it carries the
                     # run's next reservation key, so a retried store call is charged once.
                     await self.store.reserve(
-                        key, cost, limit=NO_LIMIT, since=None, usage=record, at=datetime.now(UTC)
+                        key, cost, limit=NO_LIMIT, since=None, usage=record, at=utc_now()
                     )
                 else:
-                    await self.store.record(key, cost, record, datetime.now(UTC))
+                    await self.store.record(key, cost, record, utc_now())
 
         sinks = usage_sinks(context.get(USAGE_SINKS_KEY))
         context.set(USAGE_SINKS_KEY, (*sinks, UsageSink(charge)))
@@ -511,7 +512,7 @@ class CostGuardProcessor(Processor):
         if isinstance(self.store, ReservingUsageStore):
             await self.store.settle(key, reservation_id, cost, record)
         elif cost != reserved:
-            await self.store.record(key, cost - reserved, record, datetime.now(UTC))
+            await self.store.record(key, cost - reserved, record, utc_now())
 
     def _untrusted_usage(self, args: ProcessLLMResponseArgs, problem: str) -> None:
         self._report(

@@ -7,7 +7,7 @@ refused by its limit is never sent. Every request this processor sees counts: a 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from sluicegate.processors.args import ProcessLLMRequestArgs
 from sluicegate.processors.base import Processor
@@ -52,6 +52,10 @@ class ModelCallLimit(Processor):
         self.counter = CallCounter("model")
         if on_violation is not None:
             self.on_violation = on_violation
+
+    def with_store(self, store: Any) -> Self:
+        """A copy counting in `store` (checked as the constructor checks it)."""
+        return super().with_store(checked_store(store))
 
     async def process_llm_request(self, args: ProcessLLMRequestArgs) -> None:
         limits: dict[str, tuple[Scope, int]] = {}

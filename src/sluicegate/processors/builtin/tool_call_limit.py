@@ -11,7 +11,7 @@ unparseable arguments, and a call this limit refused.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from sluicegate.processors.args import ProcessToolCallArgs
 from sluicegate.processors.base import Processor, report_violation
@@ -82,6 +82,10 @@ class ToolCallLimit(Processor):
         self.counter = CallCounter("tool")
         if on_violation is not None:
             self.on_violation = on_violation
+
+    def with_store(self, store: Any) -> Self:
+        """A copy counting in `store` (checked as the constructor checks it)."""
+        return super().with_store(checked_store(store))
 
     async def process_tool_call(self, args: ProcessToolCallArgs) -> None:
         limits = {
