@@ -312,7 +312,7 @@ async def test_memory_append_without_readers_allocates_no_waiter() -> None:
     run = log._runs["run-1"]
     for i in range(100):
         writer.append(delta(i))
-    assert run.waiters == [] and len(run.chunks) == 100
+    assert run.waiters == [] and len(run.held) == 100
 
 
 def test_memory_rejects_bad_bounds() -> None:
