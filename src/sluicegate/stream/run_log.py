@@ -188,9 +188,6 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-_SLACK = 256
-"""How many chunks past its bound a run may hold before `append` trims it: one trim (a move of
-the list) per this many chunks, instead of one per chunk."""
 
 
 class _Run:
@@ -208,6 +205,7 @@ class _Run:
         "capacity",
         "closed_at",
         "held",
+        "limit",
         "lock",
         "mark_offsets",
         "marks",
@@ -230,6 +228,9 @@ class _Run:
         self.capacity = capacity
         self.held: list[Chunk[Any] | str] = []
         self.base = 0
+        # `append` trims past this: one move of the list per quarter of the bound, not per chunk
+        # (it is the moves that cost, not the memory of the few chunks more held meanwhile).
+        self.limit = capacity + capacity // 4 + 64
         # Held only to trim and to read an entry by offset, so that a reader on another thread
         # never pairs a trimmed list with the old base (appends do not move entries).
         self.lock = threading.Lock()
@@ -307,8 +308,9 @@ class _MemoryWriter:
         run = self._run
         if run.status is not None:
             raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
-        run.held.append(chunk)
-        if len(run.held) > run.capacity + _SLACK:
+        held = run.held
+        held.append(chunk)
+        if len(held) > run.limit:
             run.trim()
         if run.waiters:
             run.wake()
@@ -369,11 +371,13 @@ class InMemoryRunLog:
     past that), at most `max_runs` runs (the longest-closed are forgotten first, then the oldest
     open ones), and each closed run is forgotten `retention` seconds after its close.
 
-    Readers read the run's ring at their own pace, so a slow reader never holds the writer back;
-    one that falls more than `max_chunks` behind gets `OffsetExpiredError`. A waiting reader
-    costs one future per wait, and a cancelled one leaves nothing behind. `clock` (seconds,
-    monotonic) is injectable for tests. Use it from one event loop's thread; readers on other
-    loops are woken thread-safely.
+    Readers read the run's chunks at their own pace, so a slow reader never holds the writer
+    back; one that falls more than `max_chunks` behind gets `OffsetExpiredError`. The bound is
+    exact for offsets; in memory a run may hold a quarter more chunks until its next trim, and
+    a text written through a `TextSink` (the agent's own text deltas) is held as its text until
+    the next chunk of another kind. A waiting reader costs one future per wait, and a cancelled
+    one leaves nothing behind. `clock` (seconds, monotonic) is injectable for tests. Use it from
+    one event loop's thread; readers on other loops are woken thread-safely.
     """
 
     def __init__(
