@@ -188,8 +188,6 @@ def _resolve(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-
-
 class _Run:
     """One run in memory: the chunks it holds (`held`, from offset `base`), the readers waiting
     for the next one, and what the texts among them stand for.
