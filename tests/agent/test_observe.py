@@ -522,6 +522,47 @@ async def test_a_failing_log_never_breaks_the_run(fail: str, caplog: pytest.LogC
     assert "run log" in caplog.text
 
 
+class SinkFailingWriter:
+    """An in-process writer whose text sink cannot be had (`text_sink`) or fails on its first
+    text (`begin`)."""
+
+    def __init__(self, inner: Any, fail: str) -> None:
+        self.inner, self.fail = inner, fail
+        self.run_id, self.append = inner.run_id, inner.append
+
+    async def close(self, status: Any) -> None:
+        await self.inner.close(status)
+
+    def text_sink(self, run_id: str) -> Any:
+        if self.fail == "text_sink":
+            raise RuntimeError("no sink")
+        return BrokenSink(self.inner.text_sink(run_id))
+
+
+class BrokenSink:
+    def __init__(self, sink: Any) -> None:
+        self.put, self.waiters, self.text_id, self.wake = sink.put, sink.waiters, None, sink.wake
+
+    def begin(self, text_id: str) -> None:
+        raise RuntimeError("sink down")
+
+
+@pytest.mark.parametrize("fail", ["text_sink", "begin"])
+async def test_a_failing_text_sink_never_breaks_the_run(fail: str, caplog: pytest.LogCaptureFixture):
+    class Log(InMemoryRunLog):
+        async def open(self, run_id: str, **kwargs: Any) -> Any:
+            return SinkFailingWriter(await super().open(run_id, **kwargs), fail)
+
+    agent = chatty_agent(run_log=Log())
+    with caplog.at_level(logging.WARNING, logger="sluicegate.run_log"):
+        output = await agent.stream("hi")
+        seen = await collect(output)
+    assert types(seen)[-1] == "finish" and await output.text == "one two three four five six"
+    assert "appending to the run log failed" in caplog.text
+    logged = types(await observed(agent, output.run_id))
+    assert "text-delta" not in logged and logged == types(seen)[: len(logged)]  # stopped there
+
+
 async def test_a_run_id_open_in_the_log_is_not_taken_over():
     shared = InMemoryRunLog()
     agent = chatty_agent(run_log=shared)

@@ -67,9 +67,9 @@ async def stream_chunks(
     text alone."""
     run_id = runner.run_id
     record = step.record
-    # The log, bound once: None when there is none (or once it failed).
-    append = tap.append if tap is not None else None
+    # The log, bound once (the sink first: the log stops if it cannot be had); None: no log.
     sink = tap.text_sink(run_id) if tap is not None and pipeline is None else None
+    append = tap.append if tap is not None else None
     put_text: Callable[[str], None] = _no_text
     waiting: list[Any] = []
     if sink is not None:

@@ -101,10 +101,14 @@ class LogTap:
     def text_sink(self, run_id: str) -> TextSink | None:
         """Where the hot path writes the text deltas it builds, when the writer has such a
         sink (the in-process log's `TextSink`); None: it appends their chunks instead."""
-        if self.append is _skip:
-            return None
         make = getattr(self.writer, "text_sink", None)
-        return None if make is None else make(run_id)
+        if make is None or self.append is _skip:
+            return None
+        try:
+            return make(run_id)  # type: ignore[no-any-return]
+        except Exception:
+            self.broken()
+            return None
 
     async def close(self, ended: bool, failure: BaseException | None) -> None:
         if self.writer is not None:
