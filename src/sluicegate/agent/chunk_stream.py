@@ -76,19 +76,14 @@ async def stream_chunks(
         put_text, waiting = sink.put, sink.waiters
     if tap is not None:
         drain = _putting(drain, tap)
-    text_id = text = ""
     async for part in source:
         # ---- the hot path: one model part -> one chunk -> processors -> client
         if part.__class__ is dict and part["type"] == "text-delta":
-            text_id, text = part["id"], part["delta"]
-            chunk = Chunk("text-delta", run_id, TextPayload(text_id, text))
-            built = True
+            chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
         elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
             part.run_id = run_id
             chunk = part
-            built = False
         else:
-            built = False
             if part is DEADLINE:
                 for flushed in _put_all(await runner.run_stream_deadlines(), tap):
                     record_chunk(flushed, step)
@@ -130,12 +125,12 @@ async def stream_chunks(
             record(chunk)
         if append is not None:
             try:
-                if built and sink is not None:
-                    # The chunk as built from its part: the sink keeps its text alone, with
-                    # the held list's own append (see `TextSink`).
-                    if text_id != sink.text_id:
-                        sink.begin(text_id)
-                    put_text(text)
+                if sink is not None and part.__class__ is dict and part["type"] == "text-delta":
+                    # Built from its part, with no processors: the sink keeps the text alone,
+                    # with the held list's own append (see `TextSink`).
+                    if part["id"] != sink.text_id:
+                        sink.begin(part["id"])
+                    put_text(part["delta"])
                     if waiting:
                         sink.wake()
                 else:
