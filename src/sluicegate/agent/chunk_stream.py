@@ -79,7 +79,32 @@ async def stream_chunks(
     async for part in source:
         # ---- the hot path: one model part -> one chunk -> processors -> client
         if part.__class__ is dict and part["type"] == "text-delta":
-            chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
+            text_id, text = part["id"], part["delta"]
+            chunk = Chunk("text-delta", run_id, TextPayload(text_id, text))
+            if sink is not None:
+                # No processors and a log that keeps texts: this delta's whole way out, inline
+                # (what the end of the loop does, without the checks that do not apply). The
+                # sink keeps the text alone, with the held list's own append (see `TextSink`).
+                if keep is not None:
+                    keep(chunk)
+                pieces = step.open_text
+                if pieces is None:
+                    pieces = step.start_text()
+                pieces.append(text)
+                try:
+                    if text_id != sink.text_id:
+                        sink.begin(text_id)
+                    put_text(text)
+                    if waiting:
+                        sink.wake()
+                except Exception:  # a failing log never breaks the run
+                    append = sink = None
+                    tap.broken()  # type: ignore[union-attr]  # a sink comes only with a tap
+                yield chunk
+                if pending:
+                    for extra in await drain():
+                        yield extra
+                continue
         elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
             part.run_id = run_id
             chunk = part
@@ -125,16 +150,7 @@ async def stream_chunks(
             record(chunk)
         if append is not None:
             try:
-                if sink is not None and part.__class__ is dict and part["type"] == "text-delta":
-                    # Built from its part, with no processors: the sink keeps the text alone,
-                    # with the held list's own append (see `TextSink`).
-                    if part["id"] != sink.text_id:
-                        sink.begin(part["id"])
-                    put_text(part["delta"])
-                    if waiting:
-                        sink.wake()
-                else:
-                    append(chunk)
+                append(chunk)
             except Exception:  # a failing log never breaks the run
                 append = sink = None
                 tap.broken()  # type: ignore[union-attr]  # `append` is set only with a tap
