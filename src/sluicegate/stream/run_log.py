@@ -10,8 +10,8 @@ The contract, shared by `InMemoryRunLog` and `RedisRunLog`:
 - `writer.append(chunk)` records the next chunk: its offset is its index in the run's stream,
   from 0. It is synchronous and cheap, because it runs once per streamed chunk. Chunks are kept
   by reference (the in-process log) or serialized when flushed (Redis): no copy on append.
-  The in-process writer also has `append_text(run_id, text_id, text)`, the same as appending
-  `text_delta(run_id, text_id, text)` but kept as the text alone (see `_MemoryWriter`).
+  The in-process writer also has `text_sink(run_id)`: a `TextSink`, where the streaming loop
+  writes the text deltas it built itself as their text alone.
 - `await writer.close(status)`: the run ended (`finished`, `suspended`, `error`, `aborted`).
   Closing twice is a no-op; appending after close is a `RunStateError`.
 - `log.read(run_id, offset=0)` replays the run from `offset`, then follows it live until it is
