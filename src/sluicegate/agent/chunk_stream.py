@@ -79,21 +79,22 @@ async def stream_chunks(
     async for part in source:
         # ---- the hot path: one model part -> one chunk -> processors -> client
         if part.__class__ is dict and part["type"] == "text-delta":
-            text_id, text = part["id"], part["delta"]
-            chunk = Chunk("text-delta", run_id, TextPayload(text_id, text))
+            chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
             if sink is not None:
                 # No processors and a log that keeps texts: this delta's whole way out, inline
                 # (what the end of the loop does, without the checks that do not apply). The
                 # sink keeps the text alone, with the held list's own append (see `TextSink`).
                 if keep is not None:
                     keep(chunk)
+                payload = chunk.payload
+                text = payload.text
                 pieces = step.open_text
                 if pieces is None:
                     pieces = step.start_text()
                 pieces.append(text)
                 try:
-                    if text_id != sink.text_id:
-                        sink.begin(text_id)
+                    if payload.id != sink.text_id:
+                        sink.begin(payload.id)
                     put_text(text)
                     if waiting:
                         sink.wake()
