@@ -360,13 +360,28 @@ async def test_memory_text_sink_texts_follow_the_bound_and_keep_their_text_id() 
         await anext(log.read("run-1", 5))
     assert expired.value.first_offset == 7
     writer.append(delta(10))
-    sink.begin("t2")  # trims what is past the bound; the mark of t1 (offset 0) stays for w9
+    sink.begin("t2")
     sink.put("x")
-    assert len(log._runs["run-1"].held) == 3 + 1
-    await writer.close("finished")
+    await writer.close("finished")  # trims to the bound; the mark of t1 (offset 0) stays for w9
+    run = log._runs["run-1"]
+    assert len(run.held) == 3 and run.mark_offsets == [0, 11]
     got = await collect(log, "run-1", 9)
     assert [(c.payload.id, c.payload.text) for c in got] == [("t1", "w9"), ("t1", "w10"), ("t2", "x")]
-    assert len(log._runs["run-1"].held) == 3
+
+
+async def test_memory_text_sink_a_text_id_per_delta_keeps_each_id_and_few_marks() -> None:
+    log = InMemoryRunLog(max_chunks=50)
+    writer = await log.open("run-1", agent_id="a")
+    sink = writer.text_sink("run-1")
+    for i in range(1000):  # a new text id on every delta: a mark each, let go with its text
+        sink.begin(f"t{i}")
+        sink.put(f"w{i}")
+    run = log._runs["run-1"]
+    assert len(run.held) <= run.limit + 1 and len(run.marks) == len(run.mark_offsets) <= run.limit + 1
+    await writer.close("finished")
+    got = await collect(log, "run-1", 950)
+    assert [(c.payload.id, c.payload.text) for c in got] == [(f"t{i}", f"w{i}") for i in range(950, 1000)]
+    assert len(run.marks) == 50
 
 
 async def test_memory_text_sink_wakes_a_waiting_reader_and_takes_nothing_after_close() -> None:

@@ -270,9 +270,9 @@ class _Run:
             with self.lock:
                 del self.held[:excess]
                 self.base += excess
-        offsets, marks, first = self.mark_offsets, self.marks, self.base
-        while len(offsets) > 1 and offsets[1] <= first:
-            del offsets[0], marks[0]
+        cut = bisect_right(self.mark_offsets, self.base) - 1  # the mark the first held text needs
+        if cut > 0:
+            del self.mark_offsets[:cut], self.marks[:cut]
 
     def wake(self) -> None:
         if self.waiters:
@@ -338,8 +338,8 @@ class TextSink:
             sink.wake()  # a reader waits for this chunk
 
     Only while it is the run's only writer, between its other appends and until it closes (a
-    text put after the close is not kept); the held texts are trimmed to the bound at the next
-    `append`, `begin` or close."""
+    text put after the close is not kept). Its texts count against the bound at once, and are
+    let go (trimmed) at an `append` or `begin` that finds a quarter more held, and at close."""
 
     __slots__ = ("_run", "put", "run_id", "text_id", "waiters")
 
@@ -355,7 +355,8 @@ class TextSink:
         run = self._run
         if run.status is not None:
             raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
-        run.trim()
+        if len(run.held) > run.limit:  # as `append` does: a text id per delta costs no more
+            run.trim()
         run.mark_offsets.append(run.next)
         run.marks.append((self.run_id, text_id))
         self.text_id = text_id
