@@ -230,7 +230,7 @@ class _Run:
         # (it is the moves that cost, not the memory of the few chunks more held meanwhile).
         self.limit = capacity + capacity // 4 + 64
         # Held only to trim and to read an entry by offset, so that a reader on another thread
-        # never pairs a trimmed list with the old base (appends do not move entries).
+        # never pairs a trimmed list (or marks) with the old base (appends move no entry).
         self.lock = threading.Lock()
         self.mark_offsets: list[int] = []
         self.marks: list[tuple[str, str]] = []
@@ -258,21 +258,21 @@ class _Run:
             if position < self.first:
                 return None
             entry = self.held[position - self.base]
-        if isinstance(entry, Chunk):
-            return entry
-        run_id, text_id = self.marks[bisect_right(self.mark_offsets, position) - 1]
+            if isinstance(entry, Chunk):
+                return entry
+            run_id, text_id = self.marks[bisect_right(self.mark_offsets, position) - 1]
         return text_delta(run_id, text_id, entry)
 
     def trim(self) -> None:
         """Let go of what is past the bound, and of the marks no held text needs any more."""
         excess = len(self.held) - self.capacity
-        if excess > 0:
-            with self.lock:
+        with self.lock:
+            if excess > 0:
                 del self.held[:excess]
                 self.base += excess
-        cut = bisect_right(self.mark_offsets, self.base) - 1  # the mark the first held text needs
-        if cut > 0:
-            del self.mark_offsets[:cut], self.marks[:cut]
+            cut = bisect_right(self.mark_offsets, self.base) - 1  # the mark the first text needs
+            if cut > 0:
+                del self.mark_offsets[:cut], self.marks[:cut]
 
     def wake(self) -> None:
         if self.waiters:
