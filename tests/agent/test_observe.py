@@ -5,6 +5,7 @@ runs across a suspension keep one offset sequence; only the run's own resource m
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from typing import Any
 
@@ -70,7 +71,9 @@ async def test_a_finished_run_replays_from_zero_and_from_any_offset():
 
     replay = await observed(agent, output.run_id)
     assert replay == seen
-    assert all(a is b for a, b in zip(replay, seen, strict=True))  # kept by reference, no copy
+    # Kept by reference, no copy; the model's own text deltas as their text, built back equal.
+    kept = [a is b for a, b in zip(replay, seen, strict=True)]
+    assert kept == [c.type != "text-delta" for c in seen]
     assert await observed(agent, output.run_id, offset=4) == seen[4:]
     assert await observed(agent, output.run_id, offset=len(seen)) == []
     info = await status(agent, output.run_id)
@@ -139,6 +142,87 @@ async def test_an_observer_started_at_zero_mid_run_sees_the_whole_run():
     follower = asyncio.create_task(observed(agent, output.run_id))
     rest = [chunk async for chunk in stream]
     assert await asyncio.wait_for(follower, 5) == first + rest
+
+
+class GatedModel(MockModel):
+    """Streams one text delta per `release()`, so a test sees what happens between two."""
+
+    def __init__(self, words: list[str]) -> None:
+        super().__init__([])
+        self.words = words
+        self.gate: asyncio.Queue[None] = asyncio.Queue()
+
+    async def do_stream(self, options: Any) -> StreamResult:
+        async def parts() -> Any:
+            step = text_step("".join(self.words), pieces=1)
+            yield step[0]
+            yield step[1]
+            for word in self.words:
+                await self.gate.get()
+                yield {"type": "text-delta", "id": "t1", "delta": word}
+            for part in step[-2:]:  # text-end, finish
+                yield part
+
+        return StreamResult(stream=parts())
+
+
+async def test_a_waiting_observer_gets_each_text_delta_before_the_model_sends_the_next():
+    words = ["one ", "two ", "three"]
+    model = GatedModel(words)
+    agent = Agent("gated", model=model)
+    output = await agent.stream("hi")
+    consumer = asyncio.create_task(collect(output))
+    observer = (await _observe_when_open(agent, output.run_id)).full_stream
+    while (await asyncio.wait_for(observer.__anext__(), 5)).type != "text-start":
+        pass
+    assert isinstance(agent.run_log, InMemoryRunLog)
+    for word in words:
+        reading = asyncio.ensure_future(observer.__anext__())
+        for _ in range(100):  # caught up: waiting for the model's next chunk
+            if agent.run_log.waiting_readers(output.run_id) == 1:
+                break
+            await asyncio.sleep(0)
+        assert agent.run_log.waiting_readers(output.run_id) == 1 and not reading.done()
+        model.gate.put_nowait(None)  # the model sends one delta, then waits for the test again
+        chunk = await asyncio.wait_for(reading, 5)
+        assert (chunk.type, chunk.payload.text, chunk.payload.id) == ("text-delta", word, "t1")
+    seen = await asyncio.wait_for(consumer, 5)
+    assert [chunk async for chunk in observer] == seen[seen.index(chunk) + 1 :]
+
+
+async def test_every_offset_replays_the_same_chunks_the_consumer_got():
+    agent = chatty_agent(pieces=6)
+    output = await agent.stream("hi")
+    seen = await collect(output)
+    assert types(seen).count("text-delta") == 6
+    for offset in range(len(seen) + 1):
+        replay = await observed(agent, output.run_id, offset=offset)
+        assert [c.to_dict() for c in replay] == [c.to_dict() for c in seen[offset:]]
+
+
+async def test_the_log_holds_no_chunk_object_per_model_text_delta():
+    """A run's text deltas are kept as their text: the chunks the consumer let go are freed
+    (a chunk object per token, held until the ring wraps, is what the collector walked)."""
+    agent = Agent("long", model=MockModel([text_step("x" * 500, pieces=500)]))
+    output = await agent.stream("hi")
+    deltas = total = 0
+    async for chunk in output.full_stream:
+        deltas += chunk.type == "text-delta"
+        total += 1
+    del chunk
+    gc.collect()
+    alive = sum(1 for o in gc.get_objects() if type(o) is Chunk and o.type == "text-delta")
+    assert deltas == 500 and alive < 5
+    assert (await status(agent, output.run_id)).next_offset == total
+
+
+async def _observe_when_open(agent: Agent, run_id: str) -> Any:
+    for _ in range(1000):
+        try:
+            return await agent.observe(run_id=run_id)
+        except RunNotFoundError:
+            await asyncio.sleep(0)
+    raise AssertionError(f"run {run_id} never opened in the log")
 
 
 async def test_a_run_is_observable_from_its_first_chunk_not_before():
@@ -436,6 +520,47 @@ async def test_a_failing_log_never_breaks_the_run(fail: str, caplog: pytest.LogC
         seen = await collect(output)
     assert types(seen)[-1] == "finish" and await output.text == "one two three four five six"
     assert "run log" in caplog.text
+
+
+class SinkFailingWriter:
+    """An in-process writer whose text sink cannot be had (`text_sink`) or fails on its first
+    text (`begin`)."""
+
+    def __init__(self, inner: Any, fail: str) -> None:
+        self.inner, self.fail = inner, fail
+        self.run_id, self.append = inner.run_id, inner.append
+
+    async def close(self, status: Any) -> None:
+        await self.inner.close(status)
+
+    def text_sink(self, run_id: str) -> Any:
+        if self.fail == "text_sink":
+            raise RuntimeError("no sink")
+        return BrokenSink(self.inner.text_sink(run_id))
+
+
+class BrokenSink:
+    def __init__(self, sink: Any) -> None:
+        self.put, self.waiters, self.text_id, self.wake = sink.put, sink.waiters, None, sink.wake
+
+    def begin(self, text_id: str) -> None:
+        raise RuntimeError("sink down")
+
+
+@pytest.mark.parametrize("fail", ["text_sink", "begin"])
+async def test_a_failing_text_sink_never_breaks_the_run(fail: str, caplog: pytest.LogCaptureFixture):
+    class Log(InMemoryRunLog):
+        async def open(self, run_id: str, **kwargs: Any) -> Any:
+            return SinkFailingWriter(await super().open(run_id, **kwargs), fail)
+
+    agent = chatty_agent(run_log=Log())
+    with caplog.at_level(logging.WARNING, logger="sluicegate.run_log"):
+        output = await agent.stream("hi")
+        seen = await collect(output)
+    assert types(seen)[-1] == "finish" and await output.text == "one two three four five six"
+    assert "appending to the run log failed" in caplog.text
+    logged = types(await observed(agent, output.run_id))
+    assert "text-delta" not in logged and logged == types(seen)[: len(logged)]  # stopped there
 
 
 async def test_a_run_id_open_in_the_log_is_not_taken_over():

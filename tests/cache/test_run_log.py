@@ -17,6 +17,7 @@ from sluicegate.stream import (
     InMemoryRunLog,
     OffsetExpiredError,
     OffsetOutOfRangeError,
+    Payload,
     RedisRunLog,
     RunLog,
     RunLogUnavailableError,
@@ -24,6 +25,7 @@ from sluicegate.stream import (
     RunStateError,
     text_delta,
 )
+from sluicegate.stream.chunk import tag_run_id
 
 from .redis_server import RedisServer
 
@@ -312,7 +314,96 @@ async def test_memory_append_without_readers_allocates_no_waiter() -> None:
     run = log._runs["run-1"]
     for i in range(100):
         writer.append(delta(i))
-    assert run.waiters == [] and len(run.chunks) == 100
+    assert run.waiters == [] and len(run.held) == 100
+
+
+async def test_memory_text_sink_texts_read_back_as_their_chunks_at_their_offsets() -> None:
+    log = InMemoryRunLog()
+    writer = await log.open("run-1", agent_id="a")
+    traced = tag_run_id("run-1", {"traceId": "t-1"})
+    sink = writer.text_sink(traced)
+    writer.append(Chunk("text-start", "run-1", Payload(id="t1")))
+    sink.begin("t1")
+    sink.put("a")
+    sink.put("b")
+    writer.append(delta(9))  # a chunk between two texts of the same text
+    sink.put("c")
+    sink.begin("t2")
+    sink.put("d")
+    await writer.close("finished")
+    expected = [
+        Chunk("text-start", "run-1", Payload(id="t1")),
+        text_delta(traced, "t1", "a"),
+        text_delta(traced, "t1", "b"),
+        delta(9),
+        text_delta(traced, "t1", "c"),
+        text_delta(traced, "t2", "d"),
+    ]
+    got = await collect(log, "run-1")
+    assert [c.to_dict() for c in got] == [c.to_dict() for c in expected]
+    assert got[1].metadata == {"traceId": "t-1"}
+    for offset in range(len(expected)):
+        assert await collect(log, "run-1", offset) == expected[offset:]
+    assert (await log.info("run-1")).next_offset == 6
+
+
+async def test_memory_text_sink_texts_follow_the_bound_and_keep_their_text_id() -> None:
+    log = InMemoryRunLog(max_chunks=3)
+    writer = await log.open("run-1", agent_id="a")
+    sink = writer.text_sink("run-1")
+    sink.begin("t1")
+    for i in range(10):
+        sink.put(f"w{i}")
+    info = await log.info("run-1")
+    assert (info.first_offset, info.next_offset) == (7, 10)  # exact before any trim
+    with pytest.raises(OffsetExpiredError) as expired:
+        await anext(log.read("run-1", 5))
+    assert expired.value.first_offset == 7
+    writer.append(delta(10))
+    sink.begin("t2")
+    sink.put("x")
+    await writer.close("finished")  # trims to the bound; the mark of t1 (offset 0) stays for w9
+    run = log._runs["run-1"]
+    assert len(run.held) == 3 and run.mark_offsets == [0, 11]
+    got = await collect(log, "run-1", 9)
+    assert [(c.payload.id, c.payload.text) for c in got] == [("t1", "w9"), ("t1", "w10"), ("t2", "x")]
+
+
+async def test_memory_text_sink_a_text_id_per_delta_keeps_each_id_and_few_marks() -> None:
+    log = InMemoryRunLog(max_chunks=50)
+    writer = await log.open("run-1", agent_id="a")
+    sink = writer.text_sink("run-1")
+    for i in range(1000):  # a new text id on every delta: a mark each, let go with its text
+        sink.begin(f"t{i}")
+        sink.put(f"w{i}")
+    run = log._runs["run-1"]
+    assert len(run.held) <= run.limit + 1 and len(run.marks) == len(run.mark_offsets) <= run.limit + 1
+    await writer.close("finished")
+    got = await collect(log, "run-1", 950)
+    assert [(c.payload.id, c.payload.text) for c in got] == [(f"t{i}", f"w{i}") for i in range(950, 1000)]
+    assert len(run.marks) == 50
+
+
+async def test_memory_text_sink_wakes_a_waiting_reader_and_takes_nothing_after_close() -> None:
+    log = InMemoryRunLog()
+    writer = await log.open("run-1", agent_id="a")
+    sink = writer.text_sink("run-1")
+    reader = log.read("run-1")
+    reading = asyncio.ensure_future(anext(reader))
+    await asyncio.sleep(0)
+    assert log.waiting_readers("run-1") == 1 and sink.waiters
+    sink.begin("t1")
+    sink.put("a")
+    sink.wake()
+    assert texts([await asyncio.wait_for(reading, 1)]) == ["a"]
+    await writer.close("finished")
+    sink.put("late")  # after the close: not kept
+    with pytest.raises(RunStateError):
+        sink.begin("t2")
+    with pytest.raises(RunStateError):
+        writer.text_sink("run-1")
+    assert [c async for c in reader] == []
+    assert (await log.info("run-1")).next_offset == 1
 
 
 def test_memory_rejects_bad_bounds() -> None:

@@ -13,13 +13,16 @@ validation or copying, a text delta built straight from its part.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.model_parts import convert
 from sluicegate.agent.step import StepRecorder
 from sluicegate.processors.runner import ProcessorRunner
 from sluicegate.processors.stream_pipeline import StreamPipeline
 from sluicegate.stream.chunk import Chunk, TextPayload
+
+if TYPE_CHECKING:
+    from sluicegate.agent.observe import LogTap
 
 
 class Handover:
@@ -50,6 +53,7 @@ async def stream_chunks(
     keep: Callable[[Chunk], None] | None = None,
     on_tool_result: Callable[[Chunk, StepRecorder], Awaitable[None]] | None = None,
     before_flush: Awaitable[Any] | None = None,
+    tap: LogTap | None = None,
 ) -> AsyncGenerator[Chunk, None]:
     """The chunks of one model call's `source` (model parts, or a replayed response's chunks).
 
@@ -57,19 +61,57 @@ async def stream_chunks(
     that made them; `keep` receives each model-level chunk before the processors see it (for
     `process_llm_response`; a copy when processors may change it); `on_tool_result` sees a
     provider-executed tool's result first; `before_flush` is awaited before the end-of-stream
-    flush (the parallel input guards: no tool runs before they pass)."""
+    flush (the parallel input guards: no tool runs before they pass). With a `tap`, each chunk
+    is appended to the run's log as it is yielded; a text delta that goes out as it was built
+    from its part (no processors) is written to the log's `TextSink` when it has one, as its
+    text alone."""
     run_id = runner.run_id
     record = step.record
+    # The log, bound once (the sink first: the log stops if it cannot be had); None: no log.
+    sink = tap.text_sink(run_id) if tap is not None and pipeline is None else None
+    append = tap.append if tap is not None else None
+    put_text: Callable[[str], None] = _no_text
+    waiting: list[Any] = []
+    if sink is not None:
+        put_text, waiting = sink.put, sink.waiters
+    if tap is not None:
+        drain = _putting(drain, tap)
     async for part in source:
         # ---- the hot path: one model part -> one chunk -> processors -> client
         if part.__class__ is dict and part["type"] == "text-delta":
             chunk = Chunk("text-delta", run_id, TextPayload(part["id"], part["delta"]))
+            if sink is not None:
+                # No processors and a log that keeps texts: this delta's whole way out, inline
+                # (what the end of the loop does, without the checks that do not apply). The
+                # sink keeps the text alone, with the held list's own append (see `TextSink`).
+                if keep is not None:
+                    keep(chunk)
+                payload = chunk.payload
+                text = payload.text
+                pieces = step.open_text
+                if pieces is None:
+                    pieces = step.start_text()
+                pieces.append(text)
+                try:
+                    if payload.id != sink.text_id:
+                        sink.begin(payload.id)
+                    put_text(text)
+                    if waiting:
+                        sink.wake()
+                except Exception:  # a failing log never breaks the run
+                    append = sink = None
+                    tap.broken()  # type: ignore[union-attr]  # a sink comes only with a tap
+                yield chunk
+                if pending:
+                    for extra in await drain():
+                        yield extra
+                continue
         elif part.__class__ is Chunk and part.type == "text-delta":  # a replayed response
             part.run_id = run_id
             chunk = part
         else:
             if part is DEADLINE:
-                for flushed in await runner.run_stream_deadlines():
+                for flushed in _put_all(await runner.run_stream_deadlines(), tap):
                     record_chunk(flushed, step)
                     yield flushed
                 if pending:
@@ -92,7 +134,7 @@ async def stream_chunks(
                         yield extra
                 continue
             if result.__class__ is not Chunk:
-                for out in result:  # type: ignore[union-attr]  # a list: checked by class, cheaper
+                for out in _put_all(result, tap):  # type: ignore[arg-type]  # a list: checked by class, cheaper
                     record_chunk(out, step)
                     yield out
                 if pending:
@@ -107,6 +149,12 @@ async def stream_chunks(
             pieces.append(chunk.payload.text)
         else:
             record(chunk)
+        if append is not None:
+            try:
+                append(chunk)
+            except Exception:  # a failing log never breaks the run
+                append = sink = None
+                tap.broken()  # type: ignore[union-attr]  # `append` is set only with a tap
         yield chunk
         if pending:
             for extra in await drain():
@@ -115,11 +163,34 @@ async def stream_chunks(
         await before_flush
     if pipeline is not None and runner.flushes_stream:
         # The step's text is over: processors holding some back release it now.
-        for flushed in await runner.flush_stream():
+        for flushed in _put_all(await runner.flush_stream(), tap):
             record_chunk(flushed, step)
             yield flushed
         for extra in await drain():
             yield extra
+
+
+def _no_text(text: str) -> None:
+    return None
+
+
+def _put_all(chunks: list[Chunk], tap: LogTap | None) -> list[Chunk]:
+    """`chunks` (emitted off the inline path), each appended to the run's log first."""
+    if tap is not None:
+        for chunk in chunks:
+            tap.put(chunk)
+    return chunks
+
+
+def _putting(
+    drain: Callable[[], Awaitable[list[Chunk]]], tap: LogTap
+) -> Callable[[], Awaitable[list[Chunk]]]:
+    """`drain`, its chunks appended to the run's log as they are drained."""
+
+    async def drained() -> list[Chunk]:
+        return _put_all(await drain(), tap)
+
+    return drained
 
 
 def record_chunk(chunk: Chunk, step: StepRecorder) -> None:

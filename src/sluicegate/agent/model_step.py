@@ -35,6 +35,7 @@ from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.payload import Payload
 
 if TYPE_CHECKING:
+    from sluicegate.agent.observe import LogTap
     from sluicegate.agent.ports import ModelCaller
     from sluicegate.agent.run_core import RunCore
 
@@ -58,11 +59,17 @@ class UnrecoveredError(Exception):
 
 
 async def model_step(
-    run: RunCore, step_number: int, config: StepConfig, *, hand_over: bool = False
+    run: RunCore,
+    step_number: int,
+    config: StepConfig,
+    *,
+    hand_over: bool = False,
+    tap: LogTap | None = None,
 ) -> AsyncGenerator[Chunk | Handover, None]:
     """One model call and its tools. Leaves the outcome in `run.state.current`. With
     `hand_over`, the model call's chunks are handed to the caller (`Handover`), who iterates
-    them and throws a failure back in.
+    them and throws a failure back in; with a `tap` too, their stream writes them to the run's
+    log itself (the caller appends the rest).
 
     With fallback models a failed call moves to the next model inside this step (see
     `_falls_over`): the loop below runs once per model, the hot path inside it unchanged."""
@@ -133,6 +140,7 @@ async def model_step(
                 keep=step.model_chunks.append if keeps_model_chunks else None,
                 on_tool_result=on_tool_result if runner.handles_tool_result else None,
                 before_flush=run.state.input_gate,
+                tap=tap if hand_over else None,
             )
             closables.append(chunks)
             if hand_over:

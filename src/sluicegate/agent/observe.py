@@ -30,6 +30,7 @@ from sluicegate.stream.run_log import (
     RunNotFoundError,
     RunStatus,
     RunWriter,
+    TextSink,
 )
 
 if TYPE_CHECKING:
@@ -96,6 +97,18 @@ class LogTap:
         log.warning("run %s: appending to the run log failed; its log stops here", run_id, exc_info=True)
         self.append = _skip
         return self.put
+
+    def text_sink(self, run_id: str) -> TextSink | None:
+        """Where the hot path writes the text deltas it builds, when the writer has such a
+        sink (the in-process log's `TextSink`); None: it appends their chunks instead."""
+        make = getattr(self.writer, "text_sink", None)
+        if make is None or self.append is _skip:
+            return None
+        try:
+            return make(run_id)  # type: ignore[no-any-return]
+        except Exception:
+            self.broken()
+            return None
 
     async def close(self, ended: bool, failure: BaseException | None) -> None:
         if self.writer is not None:
@@ -185,7 +198,8 @@ def run_status(run: RunCore, last: Chunk | None, ended: bool, failure: BaseExcep
 class ObservedOutput:
     """A run read from the log: `full_stream` replays from the offset asked for and follows the
     run until it closes (finished, suspended, error or aborted). The chunks are the run's own
-    (from an in-process log, the very objects its consumer got): read them, do not change them."""
+    (from an in-process log, the very objects its consumer got, but for the model's own text
+    deltas, kept as their text and built back equal): read them, do not change them."""
 
     def __init__(self, run_id: str, offset: int, chunks: AsyncIterator[Chunk]) -> None:
         self.run_id = run_id

@@ -59,17 +59,17 @@ async def run_loop(
     run that suspends). A resumed run (`resume`) starts at its held step instead: no `start`,
     no `process_input` (it ran once, in the first stream). With a `tap`, each chunk also goes
     to the run's log as it is handed on, here rather than in a generator layer of its own (one
-    generator resume less per chunk), and the log is closed with the run's status at the end."""
+    generator resume less per chunk; a handed-over step's chunks by the step's stream itself),
+    and the log is closed with the run's status at the end."""
     runner = run.runner
     message_list = run.message_list
     put: Callable[[Chunk], None] = _no_log
-    append: Callable[[Chunk], None] = _no_log
     failure: BaseException | None = None
     ended = False  # the run said its last chunk (or returned): not stopped by its consumer
     try:
         if tap is not None:
             await tap.open()
-            put, append = tap.put, tap.append
+            put = tap.put
         run.pipeline = runner.stream_pipeline(message_list)
         if resume is None:
             # As in Mastra, input processors run before `start`: a tripwire there is the
@@ -100,7 +100,7 @@ async def run_loop(
             if config is None:  # an input-step retry: the attempt never reached the model
                 continue
             gate = run.state.input_gate
-            step_chunks = model_step(run, run.state.step_number, config, hand_over=gate is None)
+            step_chunks = model_step(run, run.state.step_number, config, hand_over=gate is None, tap=tap)
             if gate is not None:  # held until the parallel input guards pass
                 step_chunks = gated(step_chunks, gate)
             async with aclosing(step_chunks) as chunks:
@@ -116,16 +116,9 @@ async def run_loop(
                         yield item
                         continue
                     try:
-                        if tap is None:
-                            async for chunk in item.chunks:  # the hot path's last hop
-                                yield chunk
-                        else:
-                            async for chunk in item.chunks:
-                                try:
-                                    append(chunk)
-                                except Exception:  # a failing log never breaks the run
-                                    put = append = tap.broken()
-                                yield chunk
+                        # The hot path's last hop (its stream wrote them to the log).
+                        async for chunk in item.chunks:
+                            yield chunk
                     except Exception as exc:  # back into the step, which recovers or ends the run
                         thrown = exc
             run.state.input_gate = None

@@ -10,6 +10,8 @@ The contract, shared by `InMemoryRunLog` and `RedisRunLog`:
 - `writer.append(chunk)` records the next chunk: its offset is its index in the run's stream,
   from 0. It is synchronous and cheap, because it runs once per streamed chunk. Chunks are kept
   by reference (the in-process log) or serialized when flushed (Redis): no copy on append.
+  The in-process writer also has `text_sink(run_id)`: a `TextSink`, where the streaming loop
+  writes the text deltas it built itself as their text alone.
 - `await writer.close(status)`: the run ended (`finished`, `suspended`, `error`, `aborted`).
   Closing twice is a no-op; appending after close is a `RunStateError`.
 - `log.read(run_id, offset=0)` replays the run from `offset`, then follows it live until it is
@@ -35,14 +37,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, get_args
 
 from sluicegate.errors import SluicegateError
-from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.chunk import Chunk, text_delta
 
 logger = logging.getLogger("sluicegate.run_log")
 
@@ -185,14 +189,24 @@ def _resolve(future: asyncio.Future[None]) -> None:
 
 
 class _Run:
-    """One run in memory: a ring of at most `capacity` chunks and the readers waiting on it."""
+    """One run in memory: the chunks it holds (`held`, from offset `base`), the readers waiting
+    for the next one, and what the texts among them stand for.
+
+    `held` grows at its end and is trimmed from its start; `first` applies the bound to offsets
+    exactly, whatever the list still holds. An entry is a chunk, or the text alone of a text
+    delta written through a `TextSink`: from `mark_offsets[i]` on, a text is a delta of text
+    `marks[i] = (run_id, text_id)`."""
 
     __slots__ = (
         "agent_id",
+        "base",
         "capacity",
-        "chunks",
         "closed_at",
-        "next",
+        "held",
+        "limit",
+        "lock",
+        "mark_offsets",
+        "marks",
         "resource_id",
         "run_id",
         "status",
@@ -210,18 +224,61 @@ class _Run:
     ) -> None:
         self.run_id = run_id
         self.capacity = capacity
-        self.chunks: list[Chunk[Any]] = []
-        self.next = 0
+        self.held: list[Chunk[Any] | str] = []
+        self.base = 0
+        # `append` trims past this: one move of the list per quarter of the bound, not per chunk
+        # (it is the moves that cost, not the memory of the few chunks more held meanwhile).
+        self.limit = capacity + capacity // 4 + 64
+        # Held only to trim and to read an entry by offset, so that a reader on another thread
+        # never pairs a trimmed list (or marks) with the old base (appends move no entry).
+        self.lock = threading.Lock()
+        self.mark_offsets: list[int] = []
+        self.marks: list[tuple[str, str]] = []
         self.status: RunStatus | None = None
         self.closed_at = 0.0
         self.waiters: list[asyncio.Future[None]] = []
+        """The readers waiting: emptied in place, never replaced (a `TextSink` holds it)."""
         self.agent_id = agent_id
         self.resource_id = resource_id
         self.thread_id = thread_id
 
     @property
+    def next(self) -> int:
+        return self.base + len(self.held)
+
+    @property
     def first(self) -> int:
-        return self.next - self.capacity if self.next > self.capacity else 0
+        end = self.base + len(self.held)
+        return end - self.capacity if end > self.capacity else 0
+
+    def entry(self, position: int) -> Chunk[Any] | None:
+        """The chunk at `position`, or None if the bound dropped it; a text is built back into
+        its chunk. The caller checked `position < next`."""
+        with self.lock:
+            if position < self.first:
+                return None
+            entry = self.held[position - self.base]
+            if isinstance(entry, Chunk):
+                return entry
+            run_id, text_id = self.marks[bisect_right(self.mark_offsets, position) - 1]
+        return text_delta(run_id, text_id, entry)
+
+    def trim(self) -> None:
+        """Let go of what is past the bound, and of the marks no held text needs any more."""
+        excess = len(self.held) - self.capacity
+        with self.lock:
+            if excess > 0:
+                del self.held[:excess]
+                self.base += excess
+            cut = bisect_right(self.mark_offsets, self.base) - 1  # the mark the first text needs
+            if cut > 0:
+                del self.mark_offsets[:cut], self.marks[:cut]
+
+    def wake(self) -> None:
+        if self.waiters:
+            waiters = list(self.waiters)
+            self.waiters.clear()
+            _wake(waiters)
 
     def info(self) -> RunInfo:
         return RunInfo(
@@ -249,19 +306,63 @@ class _MemoryWriter:
         run = self._run
         if run.status is not None:
             raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
-        position = run.next
-        if position < run.capacity:
-            run.chunks.append(chunk)
-        else:
-            run.chunks[position % run.capacity] = chunk
-        run.next = position + 1
+        held = run.held
+        held.append(chunk)
+        if len(held) > run.limit:
+            run.trim()
         if run.waiters:
-            waiters, run.waiters = run.waiters, []
-            _wake(waiters)
+            run.wake()
+
+    def text_sink(self, run_id: str) -> TextSink:
+        """Where a caller that builds text-delta chunks itself writes them (see `TextSink`)."""
+        run = self._run
+        if run.status is not None:
+            raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
+        return TextSink(run, run_id)
 
     async def close(self, status: RunStatus) -> None:
         check_status(status)
         self._log._close(self._run, status)
+
+
+class TextSink:
+    """The hot path's way to write text deltas to an in-process run: the chunk
+    `text_delta(run_id, text_id, text)` is kept as its text alone, appended by the held list's
+    own `put` (no Python frame, no chunk object held per token for the garbage collector to
+    walk; readers get an equal chunk, built when read). Per delta, the caller does:
+
+        if text_id != sink.text_id:
+            sink.begin(text_id)  # a new text: marks what the texts from here stand for
+        sink.put(text)
+        if sink.waiters:
+            sink.wake()  # a reader waits for this chunk
+
+    Only while it is the run's only writer, between its other appends and until it closes (a
+    text put after the close is not kept). Its texts count against the bound at once, and are
+    let go (trimmed) at an `append` or `begin` that finds a quarter more held, and at close."""
+
+    __slots__ = ("_run", "put", "run_id", "text_id", "waiters")
+
+    def __init__(self, run: _Run, run_id: str) -> None:
+        self._run = run
+        self.run_id = run_id
+        self.put: Callable[[str], None] = run.held.append
+        self.waiters = run.waiters
+        self.text_id: str | None = None
+        """The text the deltas put now belong to (None: `begin` first)."""
+
+    def begin(self, text_id: str) -> None:
+        run = self._run
+        if run.status is not None:
+            raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
+        if len(run.held) > run.limit:  # as `append` does: a text id per delta costs no more
+            run.trim()
+        run.mark_offsets.append(run.next)
+        run.marks.append((self.run_id, text_id))
+        self.text_id = text_id
+
+    def wake(self) -> None:
+        self._run.wake()
 
 
 class InMemoryRunLog:
@@ -269,11 +370,13 @@ class InMemoryRunLog:
     past that), at most `max_runs` runs (the longest-closed are forgotten first, then the oldest
     open ones), and each closed run is forgotten `retention` seconds after its close.
 
-    Readers read the run's ring at their own pace, so a slow reader never holds the writer back;
-    one that falls more than `max_chunks` behind gets `OffsetExpiredError`. A waiting reader
-    costs one future per wait, and a cancelled one leaves nothing behind. `clock` (seconds,
-    monotonic) is injectable for tests. Use it from one event loop's thread; readers on other
-    loops are woken thread-safely.
+    Readers read the run's chunks at their own pace, so a slow reader never holds the writer
+    back; one that falls more than `max_chunks` behind gets `OffsetExpiredError`. The bound is
+    exact for offsets; in memory a run may hold a quarter more chunks until its next trim, and
+    a text written through a `TextSink` (the agent's own text deltas) is held as its text until
+    the next chunk of another kind. A waiting reader costs one future per wait, and a cancelled
+    one leaves nothing behind. `clock` (seconds, monotonic) is injectable for tests. Use it from
+    one event loop's thread; readers on other loops are woken thread-safely.
     """
 
     def __init__(
@@ -330,10 +433,13 @@ class InMemoryRunLog:
             # Re-read `next` before every yield: the writer may have appended meanwhile, and a
             # reader lapped by the ring must not be handed a newer chunk under an old offset.
             while position < run.next:
-                first = run.first
-                if position < first:
-                    raise OffsetExpiredError(run_id, position, first)
-                yield run.chunks[position % run.capacity]
+                # One entry at a time, the bound checked with it: the writer may append (or trim)
+                # between two yields, and a reader lapped by the bound must not be handed a
+                # newer chunk under an old offset.
+                chunk = run.entry(position)
+                if chunk is None:
+                    raise OffsetExpiredError(run_id, position, run.first)
+                yield chunk
                 position += 1
             if run.status is not None:
                 if position > run.next:
@@ -341,6 +447,9 @@ class InMemoryRunLog:
                 return
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             run.waiters.append(future)
+            if position < run.next:  # appended, on the writer's thread, since the check above
+                run.waiters.remove(future)
+                continue
             try:
                 await future
             finally:
@@ -366,11 +475,12 @@ class InMemoryRunLog:
             return
         run.status = status
         run.closed_at = self._clock()
+        run.trim()
+        with run.lock:
+            run.held = list(run.held)  # a text sink's late `put` lands in the old list: not kept
         if self._runs.get(run.run_id) is run:
             self._closed[run.run_id] = run
-        if run.waiters:
-            waiters, run.waiters = run.waiters, []
-            _wake(waiters)
+        run.wake()
 
     def _sweep(self) -> None:
         """Forget the runs whose retention has passed (the closed map is in close order)."""
