@@ -153,6 +153,10 @@ async def run_loop(
             yield chunk
         ended = True
     except Exception as exc:  # a TripWire, an unrecovered model error, anything else
+        closing = _closing(exc)
+        if closing is not None:  # raised while the loop was being closed: it may not yield again
+            failure = closing
+            raise closing from None
         for chunk in _ending(run, exc):
             put(chunk)
             yield chunk
@@ -170,6 +174,21 @@ async def run_loop(
 
 
 def _no_log(chunk: Chunk) -> None:
+    return None
+
+
+def _closing(exc: BaseException) -> GeneratorExit | None:
+    """The `GeneratorExit` that `exc` interrupted, if any. A loop closed while it awaits (a
+    dropped consumer's generator collected, an evicted workflow's coroutine closed) gets it at
+    that await; what the clean-up of its inner generators raises then (e.g. "aclose(): already
+    running") is not the run's ending: a generator that yields while closing is a RuntimeError."""
+    seen: set[int] = set()
+    context = exc.__context__
+    while context is not None and id(context) not in seen:
+        if isinstance(context, GeneratorExit):
+            return context
+        seen.add(id(context))
+        context = context.__context__
     return None
 
 

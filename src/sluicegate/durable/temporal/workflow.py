@@ -19,7 +19,6 @@ import copy
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -333,12 +332,19 @@ class _DurableRun:
         """The run's chunks into the log, its model's own chunks (already published) skipped."""
         outbox = self.outbox
         streamed = outbox.streamed
-        async with aclosing(run.events()) as events:  # closed here, not by the GC, if the run is evicted
+        events = run.events()
+        try:
             async for chunk in events:
                 if streamed.get(id(chunk)) is chunk:
                     del streamed[id(chunk)]
                     continue
                 outbox.pending.append(chunk)
+        finally:
+            # Closed here, not by the GC, if the run is evicted (cancelled); a workflow dropped
+            # while the loop awaits (its coroutine closed by the GC) leaves the loop mid-await,
+            # where it cannot be closed from here: the GC closes it too.
+            if not getattr(events, "ag_running", False):
+                await events.aclose()
         streamed.clear()
         # Recorded before the log closes: a reader that saw the close finds the output it ended with.
         self.output = _result(run)
