@@ -40,6 +40,7 @@ from sluicegate.agent.tool_errors import error_text
 from sluicegate.durable.temporal import names, spend
 from sluicegate.durable.temporal.activity_streams import ActivityStreams, through
 from sluicegate.durable.temporal.failures import to_application_error
+from sluicegate.durable.temporal.heartbeats import Pacer, beating
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
 from sluicegate.durable.temporal.payloads import checked, json_value
 from sluicegate.durable.temporal.publish import Publisher
@@ -70,12 +71,12 @@ what it showed (whether it went beyond its step-start), not all of it; all of it
 
 
 async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> AsyncIterator[Any]:
-    """The model's parts, with a heartbeat each; the bookkeeping ones (finish, stream-start,
-    response metadata) also go back to the workflow as they are, where the loop records them
-    into its step."""
-    heartbeat = activity.heartbeat
+    """The model's parts, paced heartbeats with them (`heartbeats.Pacer`: a stalled stream times
+    out); the bookkeeping ones (finish, stream-start, response metadata) also go back to the
+    workflow as they are, where the loop records them into its step."""
+    beat = Pacer().beat
     async for part in source:
-        heartbeat()
+        beat()
         if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
             items.append({"part": json_value(part)})
         yield part
@@ -448,9 +449,9 @@ class DurableActivities:
             suspend_schema=tool.context_schema(),
             idempotency_key=call["idempotencyKey"],
         )
-        beating = asyncio.ensure_future(_heartbeats())
         try:
-            result = await tool.execute(validated, context)
+            with beating():  # a tool does not heartbeat itself
+                result = await tool.execute(validated, context)
         except Exception as exc:
             # As in one process: the model reads the failure as the call's result. Only a crash
             # or a timeout retries a tool.
@@ -464,8 +465,6 @@ class DurableActivities:
             out = {"result": result}
             if context.suspended:
                 out = {"suspended": True, "suspendPayload": context.suspend_payload}
-        finally:
-            beating.cancel()
         out["data"] = [c.to_dict() for c in data]
         if entries := spent.entries():
             out["spent"] = entries
@@ -476,13 +475,3 @@ class DurableActivities:
         what = f"the result of tool {tool_name!r} (call {call['toolCallId']})"
         checked_out: dict[str, Any] = checked(what, out)
         return checked_out
-
-
-async def _heartbeats() -> None:
-    """A tool does not heartbeat itself: this does, so a dead worker is noticed within the
-    heartbeat timeout however long the tool runs."""
-    timeout = activity.info().heartbeat_timeout
-    interval = timeout.total_seconds() / 3 if timeout else 1.0
-    while True:
-        activity.heartbeat()
-        await asyncio.sleep(interval)
