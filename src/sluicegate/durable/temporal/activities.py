@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from sluicegate.agent.chunk_stream import DEADLINE, stream_chunks
@@ -42,7 +43,7 @@ from sluicegate.durable.temporal.activity_streams import ActivityStreams, throug
 from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.heartbeats import Pacer, beating
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
-from sluicegate.durable.temporal.payloads import checked, json_value
+from sluicegate.durable.temporal.payloads import encoded, json_value
 from sluicegate.durable.temporal.publish import Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
 from sluicegate.durable.temporal.trace_context import attached
@@ -256,7 +257,7 @@ class DurableActivities:
     # ------------------------------------------------------------------ model calls
 
     def _model_activity(self, agent_id: str) -> Callable[..., Any]:
-        async def model_call(call: dict[str, Any]) -> dict[str, Any]:
+        async def model_call(call: dict[str, Any]) -> RawValue:
             try:
                 with attached(call):
                     await self._write_carried(agent_id, call)
@@ -269,7 +270,7 @@ class DurableActivities:
 
         return activity.defn(name=names.model_activity(agent_id))(model_call)
 
-    async def _model_call(self, agent_id: str, call: dict[str, Any]) -> dict[str, Any]:
+    async def _model_call(self, agent_id: str, call: dict[str, Any]) -> RawValue:
         agent = self.agent(agent_id)
         run_id: str = call["runId"]
         info = activity.info()
@@ -356,11 +357,10 @@ class DurableActivities:
             batches.cancel()
             raise
         offset = await batches.finish()
-        result: dict[str, Any] = checked(
+        return encoded(
             f"the model call of step {call['stepNumber']} (its streamed chunks)",
             {"items": items, "states": streams.states(), "offset": offset},
         )
-        return result
 
     # ------------------------------------------------------------------ storage
 
@@ -381,7 +381,7 @@ class DurableActivities:
     # ------------------------------------------------------------------ tool calls
 
     def _tool_activity(self, agent_id: str, tool_name: str) -> Callable[..., Any]:
-        async def tool_call(call: dict[str, Any]) -> dict[str, Any]:
+        async def tool_call(call: dict[str, Any]) -> RawValue:
             try:
                 with attached(call):
                     await self._write_carried(agent_id, call)
@@ -391,7 +391,7 @@ class DurableActivities:
 
         return activity.defn(name=names.tool_activity(agent_id, tool_name))(tool_call)
 
-    async def _tool_call(self, agent_id: str, tool_name: str, call: dict[str, Any]) -> dict[str, Any]:
+    async def _tool_call(self, agent_id: str, tool_name: str, call: dict[str, Any]) -> RawValue:
         agent = self.agent(agent_id)
         tool = agent.tools[tool_name]
         validated = tool.validate(call["args"])  # ToolInputError: not retried
@@ -473,5 +473,4 @@ class DurableActivities:
         if batches is not None:
             out["offset"] = await batches.finish()
         what = f"the result of tool {tool_name!r} (call {call['toolCallId']})"
-        checked_out: dict[str, Any] = checked(what, out)
-        return checked_out
+        return encoded(what, out)

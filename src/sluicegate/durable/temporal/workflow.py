@@ -37,7 +37,7 @@ from sluicegate.durable.temporal import names, spend, workflow_spans
 from sluicegate.durable.temporal.checks import check_returned
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor, judges_in_workflow
-from sluicegate.durable.temporal.payloads import checked
+from sluicegate.durable.temporal.payloads import checked, encoded
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.durable.temporal.trace_context import continue_caller, inject
 from sluicegate.durable.temporal.vectors import durable_memory
@@ -118,7 +118,7 @@ def _activity_execute(
                 carry,
                 workflow.execute_activity(
                     names.tool_activity(agent.id, name),
-                    call,
+                    encoded(f"the call of tool {name!r} ({call['toolCallId']})", call),
                     start_to_close_timeout=durable.settings.tool_timeout,
                     heartbeat_timeout=durable.settings.heartbeat,
                     retry_policy=durable.settings.tool_retry,
@@ -154,11 +154,7 @@ def _activity_execute(
                 # data parts before they are published: their state travels there and back.
                 body["states"] = stream_states(run)
                 body["messageList"] = run.message_list.to_dict()
-            call: dict[str, Any] = checked(
-                f"the call of tool {name!r} ({context.tool_call_id})",
-                inject(body),  # the tool's `execute_tool` span is the current one here
-            )
-            return call
+            return inject(body)  # the tool's `execute_tool` span is the current one here
 
         outbox = durable.outbox
         tail = _TAILS.setdefault(outbox, _Tail())

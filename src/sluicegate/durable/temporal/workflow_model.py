@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import from_activity_error
-from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.payloads import encoded, json_state
 from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
@@ -84,7 +84,7 @@ class Outbox:
         in order, so a second one (a parallel tool call) could write past chunks the first has
         not written yet; while one is in flight, new chunks wait for the next activity or the
         run's close."""
-        chunks = [] if self.carrying else [json_value(c.to_dict()) for c in self.pending]
+        chunks = [] if self.carrying else [c.to_dict() for c in self.pending]
         return {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
 
     async def landing(self, carry: dict[str, Any], call: Awaitable[Any]) -> Any:
@@ -111,7 +111,7 @@ class Outbox:
             if not self.pending and close is None:
                 return
             chunks, self.pending = self.pending, []
-            self.offset = await self._publish(self.offset, [json_value(c.to_dict()) for c in chunks], close)
+            self.offset = await self._publish(self.offset, [c.to_dict() for c in chunks], close)
 
     async def _publish(self, offset: int, chunks: list[dict[str, Any]], close: str | None) -> int:
         call = {
@@ -122,7 +122,9 @@ class Outbox:
             "close": close,
         }
         written: int = await workflow.execute_local_activity(
-            names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
+            names.PUBLISH,
+            encoded(f"the run's chunks from offset {offset}", call),
+            start_to_close_timeout=timedelta(seconds=30),
         )
         return written
 
@@ -176,7 +178,7 @@ class ActivityModel:
         opening, self._outbox.opening = self._outbox.opening, []
         streams = run.pipeline is not None
         step_number = run.state.step_number
-        call = checked(
+        call = encoded(
             f"the model call of step {step_number} (prompt, tools and processor state)",
             inject(
                 {
@@ -187,7 +189,7 @@ class ActivityModel:
                     "attempts": self.retry_policy.maximum_attempts,
                     "offset": carry["end"],
                     "carry": carry,
-                    "opening": [json_value(c.to_dict()) for c in opening],
+                    "opening": [c.to_dict() for c in opening],
                     "options": vars(options),
                     "states": stream_states(run),
                     # Only output stream processors read the message list (the prompt is in
