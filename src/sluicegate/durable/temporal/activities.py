@@ -117,6 +117,14 @@ class _FailedCall(Exception):
         return ApplicationError(str(self.error), attempt, type=type(self.error).__name__)
 
 
+async def _open(publisher: Publisher, agent_id: str, run_id: str, owner: dict[str, Any]) -> int:
+    """The run open in the log, for its owner (`resourceId`, `threadId`); the offset after what
+    it holds (a log another owner's run holds is refused: `Publisher.open`)."""
+    return await publisher.open(
+        run_id, agent_id=agent_id, resource_id=owner.get("resourceId"), thread_id=owner.get("threadId")
+    )
+
+
 def model_at(agent: Agent[Any], index: int) -> LanguageModel:
     """The model at `index` of the agent's fallback list (a single model is a list of one)."""
     entries = parse_model_option(agent.model, where=f"agent {agent.id!r} model")
@@ -222,10 +230,15 @@ class DurableActivities:
             publisher = self.publishers.for_agent(self.agent(call["agentId"]))
             if publisher is None:
                 return int(call["offset"]) + len(call["chunks"])
-            offset = await publisher.write(call["runId"], call["offset"], call["chunks"])
-            status: RunStatus | None = call.get("close")
-            if status is not None:
-                await publisher.close(call["runId"], offset, status)
+            try:
+                if "open" in call:
+                    await _open(publisher, call["agentId"], call["runId"], call["open"])
+                offset = await publisher.write(call["runId"], call["offset"], call["chunks"])
+                status: RunStatus | None = call.get("close")
+                if status is not None:
+                    await publisher.close(call["runId"], offset, status)
+            except Exception as exc:  # a refused opening (another owner's run) is not retried
+                raise to_application_error(exc) from exc
             return offset
 
         return activity.defn(name=names.PUBLISH)(publish)
@@ -234,10 +247,14 @@ class DurableActivities:
         """The workflow's chunks that `call` carries, into the log before anything the call
         writes (a retried attempt finds them there and skips them)."""
         carry = call.get("carry")
-        if not carry or not carry["chunks"]:
+        if not carry:
             return
         publisher = self.publishers.for_agent(self.agent(agent_id))
-        if publisher is not None:
+        if publisher is None:
+            return
+        if "open" in carry:  # the run's first write: its log is opened first (`Outbox.open`)
+            await _open(publisher, agent_id, call["runId"], carry["open"])
+        if carry["chunks"]:
             await publisher.write(call["runId"], carry["offset"], carry["chunks"])
 
     def _open_activity(self) -> Callable[..., Any]:
@@ -245,12 +262,10 @@ class DurableActivities:
             publisher = self.publishers.for_agent(self.agent(call["agentId"]))
             if publisher is None:
                 return 0
-            return await publisher.open(
-                call["runId"],
-                agent_id=call["agentId"],
-                resource_id=call.get("resourceId"),
-                thread_id=call.get("threadId"),
-            )
+            try:
+                return await _open(publisher, call["agentId"], call["runId"], call)
+            except Exception as exc:  # a refused opening (another owner's run) is not retried
+                raise to_application_error(exc) from exc
 
         return activity.defn(name=names.OPEN_RUN)(open_run)
 

@@ -435,7 +435,7 @@ class AgentWorkflow:
                 start["messages"], options, run_id=run_id, models=durable.chain(), tool_runner=durable.tools
             )
         )
-        await durable.outbox.resync(run)
+        await durable.outbox.open(run)
         while True:
             await durable.drive(run)
             held = run.state.held
