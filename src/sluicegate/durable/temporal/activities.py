@@ -16,7 +16,8 @@
 - `sluicegate.<agent>.judge.<processor>`, `sluicegate.<agent>.embed`: a guardrail's judge call
   from workflow code, an embedding of semantic recall (see `judges`, `vectors`).
 - `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log
-  when no model or tool call carries them (the run's end), and the run's opening.
+  when no model or tool call carries them (the run's end), and the log's opening again after a
+  failed call or a decision (a new run's log is opened by its first write: `carry["open"]`).
 
 A model or tool call's input carries the workflow's chunks produced since the last call
 (`carry`); the activity writes them at their offsets before anything of its own.
