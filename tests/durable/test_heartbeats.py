@@ -33,30 +33,36 @@ def _environment(timeout: float | None) -> tuple[ActivityEnvironment, list[Any]]
 
 
 async def test_a_stream_beats_once_an_interval_passed_not_on_its_first_part() -> None:
-    env, beats = _environment(0.3)  # an interval of 0.1 s
+    env, beats = _environment(3)  # an interval of 1 s
+    now = [100.0]
 
     async def stream() -> None:
-        pacer = Pacer()
+        pacer = Pacer(clock=lambda: now[0])
+        now[0] += 0.5
         pacer.beat()
         pacer.beat()
         assert beats == []  # parts right after the start: nothing to tell the server yet
-        await asyncio.sleep(0.12)
+        now[0] += 0.6
         pacer.beat()
+        now[0] += 0.9
         pacer.beat()
         assert len(beats) == 1  # then at most once per interval
+        now[0] += 0.2
+        pacer.beat()
+        assert len(beats) == 2
 
     await env.run(stream)
 
 
 async def test_a_long_call_beats_while_it_runs_and_a_short_one_not_at_all() -> None:
-    env, beats = _environment(0.15)  # an interval of 0.05 s
-
     async def call(seconds: float) -> None:
         with beating():
             await asyncio.sleep(seconds)
 
+    env, beats = _environment(3)  # an interval of 1 s
     await env.run(call, 0.01)
     assert beats == []
+    env, beats = _environment(0.15)  # an interval of 0.05 s
     await env.run(call, 0.18)
     assert len(beats) >= 2
 

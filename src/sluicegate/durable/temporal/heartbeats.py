@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from temporalio import activity
@@ -33,14 +33,15 @@ class Pacer:
     an interval has passed since the last one (or the activity's start). A stream that stalls
     sends none, so its silence times it out as before. Cheap per part: one clock read."""
 
-    __slots__ = ("_due", "_interval")
+    __slots__ = ("_clock", "_due", "_interval")
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._interval = interval()
-        self._due = time.monotonic() + self._interval
+        self._due = clock() + self._interval
 
     def beat(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         if now >= self._due:
             activity.heartbeat()
             self._due = now + self._interval
