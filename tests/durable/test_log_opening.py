@@ -66,3 +66,28 @@ async def test_a_run_id_held_in_the_log_by_another_owner_is_refused_before_the_m
     info = await agent.run_log.info(run_id)
     assert (info.resource_id, info.status, info.next_offset) == ("victim", None, 0)  # nothing written into it
     await victim.close("finished")
+
+
+async def test_a_caller_waiting_for_the_run_to_open_looks_every_5_ms_at_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log opens with the run's first model call, a few ms after the start: the caller
+    keeps looking every 5 ms for its first 100 ms (doubling from the first miss, it slept 20 ms
+    past the opening half the time)."""
+    from sluicegate.stream.run_log import InMemoryRunLog
+
+    run_log = InMemoryRunLog()
+    agent = Agent("waited", model=MockModel([text_step("x")]), run_log=run_log)
+    delays: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: Any) -> Any:
+        delays.append(delay)
+        if len(delays) == 6:  # the worker opens the run meanwhile
+            await run_log.open("r1", agent_id="waited")
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    output = await TemporalRuns(None, task_queue="q").observe(agent, "r1")  # type: ignore[arg-type]
+    assert output is not None
+    assert delays == [0.005] * 6
