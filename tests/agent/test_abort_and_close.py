@@ -220,3 +220,63 @@ async def test_an_abort_while_the_result_is_saved_does_not_cut_the_save_short():
     chunks = [c async for c in output.full_stream]
     assert saved == ["done"]
     assert types(chunks)[-1] == "abort"
+
+
+class _Parked:
+    """An await that suspends its coroutine and is never resumed (no event loop involved)."""
+
+    def __await__(self) -> Any:
+        yield "parked"
+
+
+class ParkedModel:
+    """Parks the run inside its model call: the loop is suspended mid-step, at an await."""
+
+    provider = "test"
+    model_id = "parked"
+    specification_version = "v2"
+
+    async def do_stream(self, options: CallOptions) -> StreamResult:
+        await _Parked()
+        raise AssertionError("never resumed")
+
+    async def do_generate(self, options: CallOptions) -> GenerateResult:
+        raise NotImplementedError
+
+
+def _send(coroutine: Any) -> Any:
+    try:
+        return coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+
+
+def test_a_run_closed_while_it_awaits_closes_without_yielding_again(monkeypatch: pytest.MonkeyPatch):
+    """A consumer dropped while the loop awaits (a durable workflow's coroutine collected when
+    its worker stops) leaves the loop mid-step; when the loop is then closed, the failure its
+    inner generators raise while closing is not an ending to stream: the loop yielded its
+    `error` chunk into the close ("async generator ignored GeneratorExit")."""
+    import gc
+    import sys
+    from contextlib import aclosing
+
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    agent = Agent("parked", model=ParkedModel())
+    run = _send(agent.prepare_run("go", {}))
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async with aclosing(run.events()) as events:
+            async for chunk in events:
+                seen.append(chunk.type)
+
+    consumer = consume()
+    assert _send(consumer) == "parked"  # no event loop here: as in a workflow's thread
+    assert seen == ["start", "step-start"]
+    with pytest.raises(RuntimeError, match="already running"):
+        consumer.close()  # the consumer's own aclosing cannot close a generator mid-await
+    del consumer
+    gc.collect()
+    assert [(u.exc_type, str(u.exc_value)) for u in unraisable] == []
+    assert seen == ["start", "step-start"]

@@ -603,8 +603,9 @@ async def _markers(runs: TemporalRuns, run_id: str) -> list[str]:
 
 
 async def test_the_workflows_chunks_travel_with_the_next_activity(temporal_server: Any) -> None:
-    """No round trip of their own: a run with two tool steps opens the log and closes it (two
-    local activities), and its stream is the in-process run's, chunk for chunk."""
+    """No round trip of their own: a run with two tool steps records one local activity, the
+    closing `publish` (its first model call opens the log: no `open-run`), and its stream is the
+    in-process run's, chunk for chunk."""
 
     @tool
     async def add(a: int, b: int) -> int:
@@ -625,7 +626,7 @@ async def test_the_workflows_chunks_travel_with_the_next_activity(temporal_serve
         chunks = await _chunks(runs, agent, run_id)
         assert (await runs.result(run_id))["text"] == "3 and 7"
         assert [c.type for c in chunks] == expected
-        assert await _markers(runs, run_id) == [names.OPEN_RUN, names.PUBLISH]
+        assert await _markers(runs, run_id) == [names.PUBLISH]
 
     await _run(temporal_server, [agent], body)
 

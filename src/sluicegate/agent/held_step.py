@@ -90,9 +90,10 @@ def pending_call(chunk: Chunk) -> PendingToolCall:
 
 def json_value(value: Any) -> Any:
     """Plain JSON of a value the run produced (args, payloads): what cannot be encoded is text."""
-    return json.loads(json.dumps(value, default=_default, allow_nan=False))
+    return json.loads(json.dumps(value, default=json_default, allow_nan=False))
 
 
-def _default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """`json.dumps`'s `default` of `json_value`: a value's `to_dict()`, else its text."""
     to_dict = getattr(value, "to_dict", None)
     return to_dict() if callable(to_dict) else str(value)

@@ -10,10 +10,12 @@ steps; retried attempts (finish reason `retry`) do not count.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sluicegate.agent.chunk_stream import Handover
@@ -146,6 +148,10 @@ async def run_loop(
             yield chunk
         ended = True
     except Exception as exc:  # a TripWire, an unrecovered model error, anything else
+        closing = _closing(exc, inspect.currentframe())
+        if closing is not None:  # raised while this loop was being closed: it may not yield again
+            failure = closing
+            raise closing from None
         for chunk in _ending(run, exc):
             put(chunk)
             yield chunk
@@ -164,6 +170,32 @@ async def run_loop(
 
 def _no_log(chunk: Chunk) -> None:
     return None
+
+
+def _closing(exc: BaseException, frame: FrameType | None) -> GeneratorExit | None:
+    """The `GeneratorExit` thrown into the loop's own `frame` that `exc` interrupted, if any. A
+    loop closed while it awaits (a dropped consumer's generator collected, an evicted workflow's
+    coroutine closed) gets it at that await; what the clean-up of its inner generators raises
+    then (e.g. "aclose(): already running") is not the run's ending: a generator that yields
+    while closing is a RuntimeError. An inner generator closed by the loop itself (a provider
+    stream after a tripwire) is not the loop being closed: its errors still end the run."""
+    seen: set[int] = set()
+    context = exc.__context__
+    while context is not None and id(context) not in seen:
+        if isinstance(context, GeneratorExit) and _raised_in(context, frame):
+            return context
+        seen.add(id(context))
+        context = context.__context__
+    return None
+
+
+def _raised_in(exc: BaseException, frame: FrameType | None) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame is frame:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 async def _finish(run: RunCore) -> list[Chunk]:

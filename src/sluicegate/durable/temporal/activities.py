@@ -16,7 +16,8 @@
 - `sluicegate.<agent>.judge.<processor>`, `sluicegate.<agent>.embed`: a guardrail's judge call
   from workflow code, an embedding of semantic recall (see `judges`, `vectors`).
 - `sluicegate.publish`, `sluicegate.open-run` (local): the workflow's own chunks into the log
-  when no model or tool call carries them (the run's end), and the run's opening.
+  when no model or tool call carries them (the run's end), and the log's opening again after a
+  failed call or a decision (a new run's log is opened by its first write: `carry["open"]`).
 
 A model or tool call's input carries the workflow's chunks produced since the last call
 (`carry`); the activity writes them at their offsets before anything of its own.
@@ -30,6 +31,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from sluicegate.agent.chunk_stream import DEADLINE, stream_chunks
@@ -40,8 +42,9 @@ from sluicegate.agent.tool_errors import error_text
 from sluicegate.durable.temporal import names, spend
 from sluicegate.durable.temporal.activity_streams import ActivityStreams, through
 from sluicegate.durable.temporal.failures import to_application_error
+from sluicegate.durable.temporal.heartbeats import Pacer, beating
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
-from sluicegate.durable.temporal.payloads import checked, json_value
+from sluicegate.durable.temporal.payloads import encoded, json_value
 from sluicegate.durable.temporal.publish import Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
 from sluicegate.durable.temporal.trace_context import attached
@@ -70,12 +73,12 @@ what it showed (whether it went beyond its step-start), not all of it; all of it
 
 
 async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> AsyncIterator[Any]:
-    """The model's parts, with a heartbeat each; the bookkeeping ones (finish, stream-start,
-    response metadata) also go back to the workflow as they are, where the loop records them
-    into its step."""
-    heartbeat = activity.heartbeat
+    """The model's parts, paced heartbeats with them (`heartbeats.Pacer`: a stalled stream times
+    out); the bookkeeping ones (finish, stream-start, response metadata) also go back to the
+    workflow as they are, where the loop records them into its step."""
+    beat = Pacer().beat
     async for part in source:
-        heartbeat()
+        beat()
         if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
             items.append({"part": json_value(part)})
         yield part
@@ -113,6 +116,14 @@ class _FailedCall(Exception):
             )
         # Another exception: retryable, named by its type, as Temporal would report it.
         return ApplicationError(str(self.error), attempt, type=type(self.error).__name__)
+
+
+async def _open(publisher: Publisher, agent_id: str, run_id: str, owner: dict[str, Any]) -> int:
+    """The run open in the log, for its owner (`resourceId`, `threadId`); the offset after what
+    it holds (a log another owner's run holds is refused: `Publisher.open`)."""
+    return await publisher.open(
+        run_id, agent_id=agent_id, resource_id=owner.get("resourceId"), thread_id=owner.get("threadId")
+    )
 
 
 def model_at(agent: Agent[Any], index: int) -> LanguageModel:
@@ -220,10 +231,15 @@ class DurableActivities:
             publisher = self.publishers.for_agent(self.agent(call["agentId"]))
             if publisher is None:
                 return int(call["offset"]) + len(call["chunks"])
-            offset = await publisher.write(call["runId"], call["offset"], call["chunks"])
-            status: RunStatus | None = call.get("close")
-            if status is not None:
-                await publisher.close(call["runId"], offset, status)
+            try:
+                if "open" in call:
+                    await _open(publisher, call["agentId"], call["runId"], call["open"])
+                offset = await publisher.write(call["runId"], call["offset"], call["chunks"])
+                status: RunStatus | None = call.get("close")
+                if status is not None:
+                    await publisher.close(call["runId"], offset, status)
+            except Exception as exc:  # a refused opening (another owner's run) is not retried
+                raise to_application_error(exc) from exc
             return offset
 
         return activity.defn(name=names.PUBLISH)(publish)
@@ -232,10 +248,14 @@ class DurableActivities:
         """The workflow's chunks that `call` carries, into the log before anything the call
         writes (a retried attempt finds them there and skips them)."""
         carry = call.get("carry")
-        if not carry or not carry["chunks"]:
+        if not carry:
             return
         publisher = self.publishers.for_agent(self.agent(agent_id))
-        if publisher is not None:
+        if publisher is None:
+            return
+        if "open" in carry:  # the run's first write: its log is opened first (`Outbox.open`)
+            await _open(publisher, agent_id, call["runId"], carry["open"])
+        if carry["chunks"]:
             await publisher.write(call["runId"], carry["offset"], carry["chunks"])
 
     def _open_activity(self) -> Callable[..., Any]:
@@ -243,19 +263,17 @@ class DurableActivities:
             publisher = self.publishers.for_agent(self.agent(call["agentId"]))
             if publisher is None:
                 return 0
-            return await publisher.open(
-                call["runId"],
-                agent_id=call["agentId"],
-                resource_id=call.get("resourceId"),
-                thread_id=call.get("threadId"),
-            )
+            try:
+                return await _open(publisher, call["agentId"], call["runId"], call)
+            except Exception as exc:  # a refused opening (another owner's run) is not retried
+                raise to_application_error(exc) from exc
 
         return activity.defn(name=names.OPEN_RUN)(open_run)
 
     # ------------------------------------------------------------------ model calls
 
     def _model_activity(self, agent_id: str) -> Callable[..., Any]:
-        async def model_call(call: dict[str, Any]) -> dict[str, Any]:
+        async def model_call(call: dict[str, Any]) -> RawValue:
             try:
                 with attached(call):
                     await self._write_carried(agent_id, call)
@@ -268,7 +286,7 @@ class DurableActivities:
 
         return activity.defn(name=names.model_activity(agent_id))(model_call)
 
-    async def _model_call(self, agent_id: str, call: dict[str, Any]) -> dict[str, Any]:
+    async def _model_call(self, agent_id: str, call: dict[str, Any]) -> RawValue:
         agent = self.agent(agent_id)
         run_id: str = call["runId"]
         info = activity.info()
@@ -355,11 +373,10 @@ class DurableActivities:
             batches.cancel()
             raise
         offset = await batches.finish()
-        result: dict[str, Any] = checked(
+        return encoded(
             f"the model call of step {call['stepNumber']} (its streamed chunks)",
             {"items": items, "states": streams.states(), "offset": offset},
         )
-        return result
 
     # ------------------------------------------------------------------ storage
 
@@ -380,7 +397,7 @@ class DurableActivities:
     # ------------------------------------------------------------------ tool calls
 
     def _tool_activity(self, agent_id: str, tool_name: str) -> Callable[..., Any]:
-        async def tool_call(call: dict[str, Any]) -> dict[str, Any]:
+        async def tool_call(call: dict[str, Any]) -> RawValue:
             try:
                 with attached(call):
                     await self._write_carried(agent_id, call)
@@ -390,7 +407,7 @@ class DurableActivities:
 
         return activity.defn(name=names.tool_activity(agent_id, tool_name))(tool_call)
 
-    async def _tool_call(self, agent_id: str, tool_name: str, call: dict[str, Any]) -> dict[str, Any]:
+    async def _tool_call(self, agent_id: str, tool_name: str, call: dict[str, Any]) -> RawValue:
         agent = self.agent(agent_id)
         tool = agent.tools[tool_name]
         validated = tool.validate(call["args"])  # ToolInputError: not retried
@@ -448,9 +465,9 @@ class DurableActivities:
             suspend_schema=tool.context_schema(),
             idempotency_key=call["idempotencyKey"],
         )
-        beating = asyncio.ensure_future(_heartbeats())
         try:
-            result = await tool.execute(validated, context)
+            with beating():  # a tool does not heartbeat itself
+                result = await tool.execute(validated, context)
         except Exception as exc:
             # As in one process: the model reads the failure as the call's result. Only a crash
             # or a timeout retries a tool.
@@ -464,8 +481,6 @@ class DurableActivities:
             out = {"result": result}
             if context.suspended:
                 out = {"suspended": True, "suspendPayload": context.suspend_payload}
-        finally:
-            beating.cancel()
         out["data"] = [c.to_dict() for c in data]
         if entries := spent.entries():
             out["spent"] = entries
@@ -474,15 +489,4 @@ class DurableActivities:
         if batches is not None:
             out["offset"] = await batches.finish()
         what = f"the result of tool {tool_name!r} (call {call['toolCallId']})"
-        checked_out: dict[str, Any] = checked(what, out)
-        return checked_out
-
-
-async def _heartbeats() -> None:
-    """A tool does not heartbeat itself: this does, so a dead worker is noticed within the
-    heartbeat timeout however long the tool runs."""
-    timeout = activity.info().heartbeat_timeout
-    interval = timeout.total_seconds() / 3 if timeout else 1.0
-    while True:
-        activity.heartbeat()
-        await asyncio.sleep(interval)
+        return encoded(what, out)

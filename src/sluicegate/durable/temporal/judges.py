@@ -17,9 +17,7 @@ misconfigured judge (no API key, unknown model) stays a `ConfigurationError`.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +31,7 @@ from sluicegate.durable.temporal.failures import (
     from_activity_error,
     to_application_error,
 )
+from sluicegate.durable.temporal.heartbeats import beating
 from sluicegate.durable.temporal.payloads import checked, json_value
 from sluicegate.durable.temporal.stores import durable_processors
 from sluicegate.durable.temporal.trace_context import attached, inject
@@ -170,7 +169,7 @@ def judge_activity(lookup: Callable[[str], Agent[Any]], agent_id: str, pid: str)
         try:
             with attached(call):
                 detector = find_judge(lookup(agent_id), list(call["locator"]))
-                with heartbeating():
+                with beating():
                     result = await detector.model.do_generate(CallOptions(**call["options"]))
         except Exception as exc:
             raise to_application_error(exc) from exc
@@ -188,22 +187,3 @@ def judge_activity(lookup: Callable[[str], Agent[Any]], agent_id: str, pid: str)
         return answer
 
     return activity.defn(name=names.judge_activity(agent_id, pid))(judge_call)
-
-
-@contextmanager
-def heartbeating() -> Iterator[None]:
-    """Heartbeat while the body runs, so a dead worker is noticed within the heartbeat timeout
-    however long the call takes."""
-
-    async def beat() -> None:
-        timeout = activity.info().heartbeat_timeout
-        interval = timeout.total_seconds() / 3 if timeout else 1.0
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(interval)
-
-    task = asyncio.ensure_future(beat())
-    try:
-        yield
-    finally:
-        task.cancel()

@@ -2,6 +2,11 @@
 
 Values are made JSON the way suspended runs store them (`held_step.json_value`: what cannot be
 encoded becomes its text), so a durable run and a suspended one carry the same data.
+
+The calls a run makes at every step (its model and tool activities, their results, the run
+log's chunks) are `encoded`: made JSON once, and handed to Temporal as that payload. `checked`
+walks a value into plain JSON, measures it, and Temporal's converter encodes it again: three
+passes over a step's input (its prompt, its chunks), on the workflow's critical path.
 """
 
 from __future__ import annotations
@@ -9,13 +14,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sluicegate.agent.held_step import json_value
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
+
+from sluicegate.agent.held_step import json_default, json_value
 from sluicegate.durable.temporal.failures import PayloadTooLargeError
 
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal's default limit on one payload (the server's `blobSizeLimitError`)."""
 
-__all__ = ["PAYLOAD_LIMIT", "checked", "json_state", "json_value"]
+ENCODING = b"json/plain"
+"""The encoding of Temporal's JSON payload converter, which decodes an `encoded` payload."""
+
+__all__ = ["PAYLOAD_LIMIT", "checked", "encoded", "json_state", "json_value"]
 
 
 def checked(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> Any:
@@ -25,6 +36,15 @@ def checked(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> Any:
     if size > limit:
         raise PayloadTooLargeError(what, size, limit)
     return plain
+
+
+def encoded(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> RawValue:
+    """`value` as the JSON payload Temporal sends and the other side decodes to `checked(value)`,
+    encoded once; `PayloadTooLargeError` naming `what` when it would not fit."""
+    data = json.dumps(value, default=json_default, allow_nan=False, separators=(",", ":")).encode()
+    if len(data) > limit:
+        raise PayloadTooLargeError(what, len(data), limit)
+    return RawValue(Payload(metadata={"encoding": ENCODING}, data=data))
 
 
 def json_state(state: dict[str, Any]) -> dict[str, Any]:

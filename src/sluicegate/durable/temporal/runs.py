@@ -86,8 +86,14 @@ def _seconds(settings: dict[str, Any], name: str) -> timedelta | None:
 
 _FIRST_POLL = 0.005
 _LAST_POLL = 0.1
-"""Seconds between looks at the run log while a run is awaited: soon at first (a worker that
-polls opens a run within milliseconds), then at most ten times a second (workers starting)."""
+_STEADY = 0.1
+"""Seconds between looks at the run log while a run is awaited: every `_FIRST_POLL` for the
+first `_STEADY` (a worker that polls opens a run within milliseconds: its first model call
+does), then less often, at most ten times a second (workers starting)."""
+
+
+def _next_poll(delay: float, waited: float) -> float:
+    return delay if waited < _STEADY else min(delay * 2, _LAST_POLL)
 
 
 class WorkerUnavailableError(SluicegateError):
@@ -224,7 +230,7 @@ class TemporalRuns:
             if loop.time() >= deadline:
                 raise WorkerUnavailableError(run_id, f"the run did not open in the run log within {wait:g} s")
             await asyncio.sleep(delay)
-            delay = min(delay * 2, _LAST_POLL)
+            delay = _next_poll(delay, wait - (deadline - loop.time()))
 
     async def continuation(
         self, agent: Agent[Any], run_id: str, offset: int, *, wait: float = 30.0, **options: Any
@@ -250,7 +256,7 @@ class TemporalRuns:
                     f"observe it from offset {offset}",
                 )
             await asyncio.sleep(delay)
-            delay = min(delay * 2, _LAST_POLL)
+            delay = _next_poll(delay, wait - (deadline - loop.time()))
         return await agent.observe(run_id=run_id, offset=offset, **options)
 
     @staticmethod

@@ -26,7 +26,8 @@ from temporalio.exceptions import ActivityError
 
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import from_activity_error, to_application_error
-from sluicegate.durable.temporal.judges import ActivityOptions, heartbeating
+from sluicegate.durable.temporal.heartbeats import beating
+from sluicegate.durable.temporal.judges import ActivityOptions
 from sluicegate.durable.temporal.payloads import checked
 from sluicegate.durable.temporal.stores import Call, store_proxy
 from sluicegate.embeddings.base import Embedder, EmbeddingCache
@@ -101,7 +102,7 @@ def embed_activity(lookup: Callable[[str], Agent[Any]], agent_id: str) -> Callab
             embedder = embedder_of(lookup(agent_id).memory)
             if embedder is None:
                 raise LookupError(f"agent {agent_id!r} has no memory embedder on this worker")
-            with heartbeating():
+            with beating():
                 vectors = await SHARED_EMBEDDING_CACHE.embed(embedder, list(call["texts"]))
         except Exception as exc:
             raise to_application_error(exc) from exc

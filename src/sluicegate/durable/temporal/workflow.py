@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -39,7 +38,7 @@ from sluicegate.durable.temporal import names, spend, workflow_spans
 from sluicegate.durable.temporal.checks import check_returned
 from sluicegate.durable.temporal.failures import from_activity_error
 from sluicegate.durable.temporal.judges import ActivityOptions, judged_processor, judges_in_workflow
-from sluicegate.durable.temporal.payloads import checked
+from sluicegate.durable.temporal.payloads import checked, encoded
 from sluicegate.durable.temporal.stores import ONCE_ONLY, Call, decode, encode, has_store, store_proxy
 from sluicegate.durable.temporal.trace_context import continue_caller, inject
 from sluicegate.durable.temporal.vectors import durable_memory
@@ -128,7 +127,7 @@ def _activity_execute(
                 carry,
                 workflow.execute_activity(
                     names.tool_activity(agent.id, name),
-                    call,
+                    encoded(f"the call of tool {name!r} ({call['toolCallId']})", call),
                     start_to_close_timeout=durable.settings.tool_timeout,
                     heartbeat_timeout=durable.settings.heartbeat,
                     retry_policy=durable.settings.tool_retry,
@@ -164,11 +163,7 @@ def _activity_execute(
                 # data parts before they are published: their state travels there and back.
                 body["states"] = stream_states(run)
                 body["messageList"] = run.message_list.to_dict()
-            call: dict[str, Any] = checked(
-                f"the call of tool {name!r} ({context.tool_call_id})",
-                inject(body),  # the tool's `execute_tool` span is the current one here
-            )
-            return call
+            return inject(body)  # the tool's `execute_tool` span is the current one here
 
         outbox = durable.outbox
         tail = _TAILS.setdefault(outbox, _Tail())
@@ -343,12 +338,19 @@ class _DurableRun:
         """The run's chunks into the log, its model's own chunks (already published) skipped."""
         outbox = self.outbox
         streamed = outbox.streamed
-        async with aclosing(run.events()) as events:  # closed here, not by the GC, if the run is evicted
+        events = run.events()
+        try:
             async for chunk in events:
                 if streamed.get(id(chunk)) is chunk:
                     del streamed[id(chunk)]
                     continue
                 outbox.pending.append(chunk)
+        finally:
+            # Closed here, not by the GC, if the run is evicted (cancelled); a workflow dropped
+            # while the loop awaits (its coroutine closed by the GC) leaves the loop mid-await,
+            # where it cannot be closed from here: the GC closes it too.
+            if not getattr(events, "ag_running", False):
+                await events.aclose()
         streamed.clear()
         # Recorded before the log closes: a reader that saw the close finds the output it ended with.
         self.output = _result(run)
@@ -442,7 +444,7 @@ class AgentWorkflow:
                 start["messages"], options, run_id=run_id, models=durable.chain(), tool_runner=durable.tools
             )
         )
-        await durable.outbox.resync(run)
+        await durable.outbox.open(run)
         while True:
             await durable.drive(run)
             held = run.state.held

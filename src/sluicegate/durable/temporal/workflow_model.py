@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import from_activity_error
-from sluicegate.durable.temporal.payloads import checked, json_state, json_value
+from sluicegate.durable.temporal.payloads import encoded, json_state
 from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
@@ -29,6 +29,10 @@ from sluicegate.stream.chunk import Chunk
 if TYPE_CHECKING:
     from sluicegate.agent import Agent
     from sluicegate.agent.run import AgentRun
+
+
+OPEN_WITH_FIRST_WRITE = "sluicegate.open-with-first-write"
+"""The patch (`workflow.patched`) of runs whose log the first write opens (`Outbox.open`)."""
 
 
 class Settings:
@@ -76,7 +80,21 @@ class Outbox:
         self.opening: list[Chunk[Any]] = []
         """The step's opening chunks, for the next model activity to publish once its stream
         opened, before its own (`DurableChain.announce_on_open`); taken by that activity."""
+        self.unopened: dict[str, Any] | None = None
+        """The run's owner while its log is still to be opened by the next write (`open`)."""
         self.lock = asyncio.Lock()
+
+    async def open(self, run: AgentRun) -> None:
+        """A new run's log is opened by the first activity that writes to it (the first model
+        call's carry, or the closing `publish`), not by an `open-run` of its own: a local
+        activity, and its round trip through the worker, less per run. A new run's chunks start
+        at offset 0, and a replay writes the same chunks at the same offsets. A run recorded
+        before (its history has the `open-run`) opens as it did."""
+        if not workflow.patched(OPEN_WITH_FIRST_WRITE):
+            await self.resync(run)
+            return
+        self.offset = 0
+        self.unopened = _owner(run)
 
     def carry(self) -> dict[str, Any]:
         """The pending chunks for the next activity's input: `{"offset", "chunks", "end"}`,
@@ -84,8 +102,11 @@ class Outbox:
         in order, so a second one (a parallel tool call) could write past chunks the first has
         not written yet; while one is in flight, new chunks wait for the next activity or the
         run's close."""
-        chunks = [] if self.carrying else [json_value(c.to_dict()) for c in self.pending]
-        return {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
+        chunks = [] if self.carrying else [c.to_dict() for c in self.pending]
+        carry = {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
+        if self.unopened is not None:
+            carry["open"] = self.unopened  # the activity opens the log before it writes
+        return carry
 
     async def landing(self, carry: dict[str, Any], call: Awaitable[Any]) -> Any:
         """`call`'s result: the activity whose input holds `carry` (scheduled, not yet started:
@@ -93,17 +114,21 @@ class Outbox:
         its chunks may not have reached the log: they are written here at their offsets."""
         count = len(carry["chunks"])
         if not count:
-            return await call
-        del self.pending[:count]
-        self.offset = carry["end"]
-        self.carrying += 1
-        try:
-            return await call
-        except ActivityError:
-            await self._publish(carry["offset"], carry["chunks"], None)
-            raise
-        finally:
-            self.carrying -= 1
+            result = await call
+        else:
+            del self.pending[:count]
+            self.offset = carry["end"]
+            self.carrying += 1
+            try:
+                result = await call
+            except ActivityError:
+                await self._publish(carry["offset"], carry["chunks"], None)
+                raise
+            finally:
+                self.carrying -= 1
+        if "open" in carry:
+            self.unopened = None
+        return result
 
     async def flush(self, close: str | None = None) -> None:
         """The pending chunks into the log now (the run's end: with its `close` status)."""
@@ -111,7 +136,7 @@ class Outbox:
             if not self.pending and close is None:
                 return
             chunks, self.pending = self.pending, []
-            self.offset = await self._publish(self.offset, [json_value(c.to_dict()) for c in chunks], close)
+            self.offset = await self._publish(self.offset, [c.to_dict() for c in chunks], close)
 
     async def _publish(self, offset: int, chunks: list[dict[str, Any]], close: str | None) -> int:
         call = {
@@ -121,23 +146,29 @@ class Outbox:
             "chunks": chunks,
             "close": close,
         }
+        if self.unopened is not None:
+            call["open"] = self.unopened
         written: int = await workflow.execute_local_activity(
-            names.PUBLISH, call, start_to_close_timeout=timedelta(seconds=30)
+            names.PUBLISH,
+            encoded(f"the run's chunks from offset {offset}", call),
+            start_to_close_timeout=timedelta(seconds=30),
         )
+        self.unopened = None
         return written
 
     async def resync(self, run: AgentRun) -> None:
         """Continue after what is in the log (a failed activity's chunks are not in its result)."""
         self.offset = await workflow.execute_local_activity(
             names.OPEN_RUN,
-            {
-                "agentId": self.agent_id,
-                "runId": self.run_id,
-                "resourceId": run.message_list.resource_id,
-                "threadId": run.message_list.thread_id,
-            },
+            {"agentId": self.agent_id, "runId": self.run_id, **_owner(run)},
             start_to_close_timeout=timedelta(seconds=30),
         )
+        self.unopened = None
+
+
+def _owner(run: AgentRun) -> dict[str, Any]:
+    """Whose run the log holds: its resource and thread (checked when the log is opened)."""
+    return {"resourceId": run.message_list.resource_id, "threadId": run.message_list.thread_id}
 
 
 class ActivityModel:
@@ -176,7 +207,7 @@ class ActivityModel:
         opening, self._outbox.opening = self._outbox.opening, []
         streams = run.pipeline is not None
         step_number = run.state.step_number
-        call = checked(
+        call = encoded(
             f"the model call of step {step_number} (prompt, tools and processor state)",
             inject(
                 {
@@ -187,7 +218,7 @@ class ActivityModel:
                     "attempts": self.retry_policy.maximum_attempts,
                     "offset": carry["end"],
                     "carry": carry,
-                    "opening": [json_value(c.to_dict()) for c in opening],
+                    "opening": [c.to_dict() for c in opening],
                     "options": vars(options),
                     "states": stream_states(run),
                     # Only output stream processors read the message list (the prompt is in
