@@ -178,3 +178,32 @@ def test_any_google_docstring_splits_into_summary_and_params(summary: str, param
     doc = parse_docstring("\n".join(lines))
     assert "Args:" not in doc.description and "Returns:" not in doc.description
     assert doc.params == {name: text.strip() for name, text in params.items() if text.strip()}
+
+
+def test_a_pydantic_schema_is_generated_once_and_each_caller_gets_its_own_copy(monkeypatch: Any) -> None:
+    class Args(pydantic.BaseModel):
+        city: str
+        days: int = 3
+
+    class Other(pydantic.BaseModel):
+        zip: str
+
+    generated: list[str] = []
+    real = pydantic.BaseModel.model_json_schema.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[pydantic.BaseModel], *args: Any, **kwargs: Any) -> dict[str, Any]:
+        generated.append(cls.__name__)
+        return real(cls, *args, **kwargs)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(pydantic.BaseModel, "model_json_schema", classmethod(counting))
+    forecast = create_tool(id="forecast", input_schema=Args, execute=lambda args, ctx: "sunny")
+
+    first = forecast.json_schema()
+    first["properties"]["city"]["description"] = "edited by one request's processor"
+    second = forecast.json_schema()
+    assert generated == ["Args"]  # every step asks; pydantic builds it once
+    assert "description" not in second["properties"]["city"]  # one caller's edit stays its own
+    assert second == Args.model_json_schema()
+
+    forecast.input_schema = Other  # a schema swapped after creation is the one sent
+    assert set(forecast.json_schema()["properties"]) == {"zip"}

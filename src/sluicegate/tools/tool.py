@@ -12,6 +12,7 @@ not stall the event loop and the tool calls of one step run concurrently.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import inspect
 import json
@@ -161,6 +162,8 @@ class Tool:
         self.to_model_output = to_model_output
         self.provider_options = provider_options
         self._validator: jsonschema.Draft202012Validator | None = None
+        self._generated: tuple[Any, dict[str, Any]] | None = None
+        """The pydantic model `input_schema` was and its generated JSON schema (`json_schema`)."""
         if isinstance(input_schema, dict):
             import jsonschema  # here, not at module level: it adds ~100 ms to `import sluicegate`
 
@@ -173,12 +176,19 @@ class Tool:
         return f"Tool(id={self.id!r})"
 
     def json_schema(self) -> dict[str, Any]:
-        """The JSON schema of the input, as sent to the model."""
-        if self.input_schema is None:
+        """The JSON schema of the input, as sent to the model.
+
+        A pydantic model's schema is generated once (pydantic builds it anew on every call, about
+        0.2 ms, and the loop asks for it on every step) and each caller gets its own copy: a
+        processor that edits the tools of one request leaves every other request's alone."""
+        schema = self.input_schema
+        if schema is None:
             return {"type": "object", "properties": {}, "additionalProperties": False}
-        if isinstance(self.input_schema, dict):
-            return self.input_schema
-        return self.input_schema.model_json_schema()
+        if isinstance(schema, dict):
+            return schema
+        if self._generated is None or self._generated[0] is not schema:
+            self._generated = (schema, schema.model_json_schema())
+        return copy.deepcopy(self._generated[1])
 
     def to_v2(self, name: str | None = None) -> dict[str, Any]:
         """The AI SDK V2 function-tool definition."""
