@@ -23,6 +23,7 @@ from sluicegate.stream.chunk import Chunk, TextPayload
 
 if TYPE_CHECKING:
     from sluicegate.agent.observe import LogTap
+    from sluicegate.stream.run_log import TextSink
 
 
 class Handover:
@@ -67,13 +68,7 @@ async def stream_chunks(
     text alone."""
     run_id = runner.run_id
     record = step.record
-    # The log, bound once (the sink first: the log stops if it cannot be had); None: no log.
-    sink = tap.text_sink(run_id) if tap is not None and pipeline is None else None
-    append = tap.append if tap is not None else None
-    put_text: Callable[[str], None] = _no_text
-    waiting: list[Any] = []
-    if sink is not None:
-        put_text, waiting = sink.put, sink.waiters
+    sink, append, put_text, waiting = _bound_log(tap, run_id, pipeline)
     if tap is not None:
         drain = _putting(drain, tap)
     async for part in source:
@@ -168,6 +163,18 @@ async def stream_chunks(
             yield flushed
         for extra in await drain():
             yield extra
+
+
+def _bound_log(
+    tap: LogTap | None, run_id: str, pipeline: StreamPipeline | None
+) -> tuple[TextSink | None, Callable[[Chunk], None] | None, Callable[[str], None], list[Any]]:
+    """The run's log as one call binds it: its text sink (only with no processors, which could
+    change a delta: the log stops if it cannot be had), its append, the sink's `put` and its
+    waiting readers. All None (and no-ops) without a log."""
+    sink = tap.text_sink(run_id) if tap is not None and pipeline is None else None
+    if sink is None:
+        return None, tap.append if tap is not None else None, _no_text, []
+    return sink, tap.append if tap is not None else None, sink.put, sink.waiters
 
 
 def _no_text(text: str) -> None:
