@@ -79,8 +79,11 @@ class Stalled:
 
 
 async def open_stalled(port: int, payload: bytes) -> Stalled:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    # Taken before connecting: the server's clock for the socket starts at its accept, which a
+    # busy loop here may record late; from before the connect, "closed early" cannot be a
+    # measuring artefact.
     opened = time.monotonic()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
     if payload:
         writer.write(payload)
         await writer.drain()
