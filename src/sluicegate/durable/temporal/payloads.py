@@ -23,10 +23,14 @@ from sluicegate.durable.temporal.failures import PayloadTooLargeError
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 """Temporal's default limit on one payload (the server's `blobSizeLimitError`)."""
 
+LOCAL_LIMIT = 64 * 1024 * 1024
+"""The limit on a local activity's input (the run log's publish): it stays in the worker, in
+neither the history nor the server's limit, and bounds only what one write hands the log."""
+
 ENCODING = b"json/plain"
 """The encoding of Temporal's JSON payload converter, which decodes an `encoded` payload."""
 
-__all__ = ["PAYLOAD_LIMIT", "checked", "encoded", "json_state", "json_value"]
+__all__ = ["LOCAL_LIMIT", "PAYLOAD_LIMIT", "checked", "encoded", "json_state", "json_value"]
 
 
 def checked(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> Any:

@@ -12,13 +12,13 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names
-from sluicegate.durable.temporal.failures import from_activity_error
-from sluicegate.durable.temporal.payloads import encoded, json_state
+from sluicegate.durable.temporal.failures import PayloadTooLargeError, from_activity_error
+from sluicegate.durable.temporal.payloads import LOCAL_LIMIT, encoded, json_state
 from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
@@ -33,6 +33,15 @@ if TYPE_CHECKING:
 
 OPEN_WITH_FIRST_WRITE = "sluicegate.open-with-first-write"
 """The patch (`workflow.patched`) of runs whose log the first write opens (`Outbox.open`)."""
+
+CARRY_BUDGET = 256 * 1024
+"""A model call larger than this (in bytes, encoded) leaves the chunks it would carry to a
+publish of their own (`LARGE_CARRY_ALONE`)."""
+
+LARGE_CARRY_ALONE = "sluicegate.large-carry-alone"
+"""The patch of runs whose model call, over `CARRY_BUDGET` with the chunks it carries, sends
+them to the log by themselves first (`ActivityModel.do_stream`); before it they rode along, and
+a call over Temporal's payload limit failed the run."""
 
 
 class Settings:
@@ -150,7 +159,7 @@ class Outbox:
             call["open"] = self.unopened
         written: int = await workflow.execute_local_activity(
             names.PUBLISH,
-            encoded(f"the run's chunks from offset {offset}", call),
+            encoded(f"the run's chunks from offset {offset}", call, LOCAL_LIMIT),
             start_to_close_timeout=timedelta(seconds=30),
         )
         self.unopened = None
@@ -203,32 +212,24 @@ class ActivityModel:
     async def do_stream(self, options: CallOptions) -> StreamResult:
         run = self.run
         assert run is not None
-        carry = self._outbox.carry()
         opening, self._outbox.opening = self._outbox.opening, []
-        streams = run.pipeline is not None
-        step_number = run.state.step_number
-        call = encoded(
-            f"the model call of step {step_number} (prompt, tools and processor state)",
-            inject(
-                {
-                    "runId": run.run_id,
-                    "stepNumber": step_number,
-                    "modelIndex": self.index,
-                    "hasNext": self.has_next,
-                    "attempts": self.retry_policy.maximum_attempts,
-                    "offset": carry["end"],
-                    "carry": carry,
-                    "opening": [c.to_dict() for c in opening],
-                    "options": vars(options),
-                    "states": stream_states(run),
-                    # Only output stream processors read the message list (the prompt is in
-                    # `options`): without them it would only double every call's input.
-                    "messages": run.message_list.to_dict() if streams else None,
-                    "requestContext": json_context(run.request_context),
-                },
-                None if run.trace is None else run.trace.chat_span,
-            ),
-        )
+        carry = self._outbox.carry()
+        try:
+            call = self._call(run, options, carry, opening)
+            large = bool(carry["chunks"]) and len(call.payload.data) > CARRY_BUDGET
+        except PayloadTooLargeError:
+            if not carry["chunks"] or not workflow.patched(LARGE_CARRY_ALONE):
+                raise
+            large = True
+        if large and workflow.patched(LARGE_CARRY_ALONE):
+            # Mostly the carried chunks (a `step-finish` repeats every earlier step, so with
+            # large tool results it soon outgrows the prompt): they go to the log by themselves,
+            # through the local publish, whose input stays in this worker (neither in the
+            # history, which would grow by them at every step, nor under the server's payload
+            # limit), and the call goes without them.
+            await self._outbox.flush()
+            carry = self._outbox.carry()
+            call = self._call(run, options, carry, opening)
         try:
             result = await self._outbox.landing(
                 carry,
@@ -257,6 +258,35 @@ class ActivityModel:
         load_stream_states(run, result["states"])
         self._published(opening)
         return StreamResult(iterate_items(self._items(result["items"])))
+
+    def _call(
+        self, run: AgentRun, options: CallOptions, carry: dict[str, Any], opening: list[Chunk[Any]]
+    ) -> RawValue:
+        """The model activity's input: the step's call and the chunks it carries to the log."""
+        streams = run.pipeline is not None
+        step_number = run.state.step_number
+        return encoded(
+            f"the model call of step {step_number} (prompt, tools and processor state)",
+            inject(
+                {
+                    "runId": run.run_id,
+                    "stepNumber": step_number,
+                    "modelIndex": self.index,
+                    "hasNext": self.has_next,
+                    "attempts": self.retry_policy.maximum_attempts,
+                    "offset": carry["end"],
+                    "carry": carry,
+                    "opening": [c.to_dict() for c in opening],
+                    "options": vars(options),
+                    "states": stream_states(run),
+                    # Only output stream processors read the message list (the prompt is in
+                    # `options`): without them it would only double every call's input.
+                    "messages": run.message_list.to_dict() if streams else None,
+                    "requestContext": json_context(run.request_context),
+                },
+                None if run.trace is None else run.trace.chat_span,
+            ),
+        )
 
     def _published(self, opening: list[Chunk[Any]]) -> None:
         """The opening chunks the activity published once its stream opened: the loop yields
