@@ -125,8 +125,11 @@ async def test_the_last_mode_rejected_raises(fake_provider: FakeProvider) -> Non
 
 async def test_concurrent_rejections_move_on_one_step(fake_provider: FakeProvider) -> None:
     model = compat(fake_provider)
+    # Replies are taken in arrival order: each rejection waits, so both first calls are in
+    # before either is answered (without it, a busy machine let the first call's retry take the
+    # second rejection, and the mode rightly moved on twice).
     for _ in range(2):
-        fake_provider.reply(PATH, status=422, json=REJECTION)
+        fake_provider.reply(PATH, status=422, json=REJECTION, delay=0.5)
     for _ in range(2):
         fake_provider.reply(PATH, sse=ok_stream())
     await asyncio.gather(parts_of(model, JSON_CALL), parts_of(model, JSON_CALL))
