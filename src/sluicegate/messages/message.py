@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sluicegate import clock
-from sluicegate.clock import now_ms
+from sluicegate.clock import now_ms, utc_now
 from sluicegate.errors import InvalidMessageError
 from sluicegate.ids import new_uuid
 from sluicegate.messages.part import Part, as_part, stamped
@@ -26,11 +25,6 @@ ROLES: frozenset[str] = frozenset(("user", "assistant", "system", "tool"))
 
 def new_id() -> str:
     return str(new_uuid())
-
-
-def utc_now() -> datetime:
-    """Now, from the run's clock (`sluicegate.clock`)."""
-    return clock.utc_now()
 
 
 def parse_datetime(value: Any) -> datetime:

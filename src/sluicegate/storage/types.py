@@ -11,13 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sluicegate import clock
+from sluicegate.clock import utc_now as utc_now  # re-exported: the storage modules read it here
 from sluicegate.messages.message import format_datetime, parse_datetime
-
-
-def utc_now() -> datetime:
-    """Now, from the run's clock (`sluicegate.clock`)."""
-    return clock.utc_now()
 
 
 def to_micros(value: datetime) -> int:
