@@ -185,17 +185,10 @@ class Agent(Generic[Out]):
         self.suspended_run_ttl = check_ttl(suspended_run_ttl)
         self._run_log: RunLog | None = None if run_log is _UNSET else check_run_log(run_log)
         self._own_run_log = run_log is _UNSET
-        self.default_options = self._checked_defaults(default_options)
+        self.default_options = _checked_defaults(self, default_options)
         """Options every call takes unless it sets them itself (Mastra's `defaultOptions`): a
         call's value wins, a mapping (`model_settings`, `provider_options`) merges key by key.
         A durable run takes them from the worker's agent (`prepare_step`, processor arrays)."""
-
-    def _checked_defaults(self, defaults: Any) -> dict[str, Any]:
-        checked = checked_default_options(self, self.name, defaults)
-        for name in ("input_processors", "output_processors", "error_processors"):
-            if name in checked:
-                checked[name] = _check_array(name, checked[name])
-        return checked
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r})"
@@ -317,7 +310,7 @@ class Agent(Generic[Out]):
             check_retries(changes["max_processor_retries"])
             other.max_processor_retries = changes["max_processor_retries"]
         if "default_options" in changes:
-            other.default_options = other._checked_defaults(changes["default_options"])
+            other.default_options = _checked_defaults(other, changes["default_options"])
         return other
 
     # ------------------------------------------------------------------ human in the loop
@@ -592,3 +585,13 @@ def _check_array(name: str, value: Any) -> Any:
     ):
         return value
     return check_processor_array(value, name)
+
+
+def _checked_defaults(agent: Agent[Any], defaults: Any) -> dict[str, Any]:
+    """`default_options=` checked as `agent`'s (see `Agent.default_options`), its processor
+    arrays as the constructor checks its own."""
+    checked = checked_default_options(agent, agent.name, defaults)
+    for name in ("input_processors", "output_processors", "error_processors"):
+        if name in checked:
+            checked[name] = _check_array(name, checked[name])
+    return checked
