@@ -430,12 +430,10 @@ class InMemoryRunLog:
         position = check_offset(offset)
         run = self._get(run_id)
         while True:
-            # Re-read `next` before every yield: the writer may have appended meanwhile, and a
-            # reader lapped by the ring must not be handed a newer chunk under an old offset.
+            # One entry at a time, `next` re-read and the bound checked with it: the writer may
+            # append (or trim) between two yields, and a reader lapped by the bound must not be
+            # handed a newer chunk under an old offset.
             while position < run.next:
-                # One entry at a time, the bound checked with it: the writer may append (or trim)
-                # between two yields, and a reader lapped by the bound must not be handed a
-                # newer chunk under an old offset.
                 chunk = run.entry(position)
                 if chunk is None:
                     raise OffsetExpiredError(run_id, position, run.first)
