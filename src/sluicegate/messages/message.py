@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal
 
 from sluicegate.clock import now_ms, utc_now
