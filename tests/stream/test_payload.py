@@ -46,3 +46,13 @@ def test_everything_else_is_converted() -> None:
     assert out["point"] == {"x": 3}
     assert out["label"] == {"label": "tag"}
     assert out["part"] == part
+
+
+def test_from_json_reads_keys_snake_case_and_nested_payloads_back() -> None:
+    data = {"toolCallId": "c1", "args": {"keyName": 1}, "stepResult": {"isContinued": True}, "usage": 3}
+    payload = Payload.from_json(data)
+    assert payload == Payload(
+        tool_call_id="c1", args={"keyName": 1}, step_result=Payload(is_continued=True), usage=3
+    )
+    assert payload.args is data["args"]  # user data: as it came
+    assert payload.to_dict() == data

@@ -38,12 +38,14 @@ class Payload:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Payload:
-        fields: dict[str, Any] = {}
+        # Filled in place (a durable run reads every chunk back through here): no keyword dict.
+        payload = cls.__new__(cls)
+        fields = payload.__dict__
         for key, value in data.items():
             if key in NESTED_PAYLOAD_KEYS and isinstance(value, dict):
                 value = cls.from_json(value)
             fields[to_snake(key)] = value
-        return cls(**fields)
+        return payload
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Payload) and self.__dict__ == other.__dict__
