@@ -225,7 +225,7 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
         if metadata.get(name) is None:
             setattr(metadata, name, value)
     if metadata.get("model_metadata") is None:
-        metadata.model_metadata = _model_metadata(meta)
+        _put(metadata, model_metadata=_model_metadata(meta))
     if summary.prompt is None:
         summary.prompt = (
             model_messages(run.message_list.get.input.db()),
