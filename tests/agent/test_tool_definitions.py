@@ -72,9 +72,37 @@ async def test_without_request_processors_a_run_builds_each_definition_once() ->
     model = _two_steps()
     await Agent("a", model=model, tools={"by_dict": by_dict, "by_model": by_model}).generate("go")
     first, second = (call.tools for call in model.calls)
-    assert first is not second  # each step its own list ...
-    assert all(a is b for a, b in zip(first, second, strict=True))  # ... of the run's definitions
-    assert first[1]["inputSchema"] == Args.model_json_schema()
+    assert first == second and first[1]["inputSchema"] == Args.model_json_schema()
+    # Each step its own definitions, sharing the schema the run generated once.
+    assert all(a is not b for a, b in zip(first, second, strict=True))
+    assert first[1]["inputSchema"] is second[1]["inputSchema"]
+
+
+class PopsProviderOptions(MockModel):
+    """A model that takes keys out of the definitions it is sent (after noting what it got)."""
+
+    def __init__(self, steps: Any) -> None:
+        super().__init__(steps)
+        self.had_options: list[bool] = []
+
+    async def do_stream(self, options: Any) -> Any:
+        for definition in options.tools:
+            self.had_options.append("providerOptions" in definition)
+            definition.pop("providerOptions", None)
+        return await super().do_stream(options)
+
+
+async def test_a_model_changing_its_definitions_leaves_the_next_steps_alone() -> None:
+    tagged = create_tool(
+        id="by_dict",
+        description="d",
+        input_schema=copy.deepcopy(DICT_SCHEMA),
+        execute=lambda a, c: "ok",
+        provider_options={"anthropic": {"cacheControl": {"type": "ephemeral"}}},
+    )
+    model = PopsProviderOptions([tool_call_step(("c1", "by_dict", {"city": "Paris"})), text_step("done")])
+    await Agent("a", model=model, tools=[tagged]).generate("go")
+    assert model.had_options == [True, True]  # the second step was sent the key the first one lost
 
 
 async def test_a_tool_shared_by_two_agents_is_sent_under_each_agents_name() -> None:

@@ -47,9 +47,10 @@ class ToolDefinitions:
     Who could change a definition after it is built: a `process_llm_request` processor is
     handed the step's list (`args.tools`), so when the run has one (`private`) every step gets
     deep copies, and what a processor edits stays in that step (a dict `input_schema` the tool
-    owns included). Without one, only the run's model calls read them (providers only read
-    `options.tools`). A definition is rebuilt when its tool, name, description, schema or
-    provider options change (a step's `process_input_step` may swap tools)."""
+    owns included). Without one, only the run's model calls read them: each step gets its own
+    top-level dicts (a model that pops a key changes no other step's), sharing the schemas,
+    which providers only read. A definition is rebuilt when its tool, name, description, schema
+    or provider options change (a step's `process_input_step` may swap tools)."""
 
     __slots__ = ("_built", "private")
 
@@ -75,7 +76,7 @@ class ToolDefinitions:
             else:
                 definition = entry[4]
             out.append(definition)
-        return copy.deepcopy(out) if self.private else out
+        return copy.deepcopy(out) if self.private else [dict(definition) for definition in out]
 
 
 def build_call_options(
