@@ -234,3 +234,15 @@ def test_any_text_round_trips(text, role):
     again = Message.from_dict(message.to_dict())
     assert again.text == text
     assert again.to_dict() == message.to_dict()
+
+
+def test_format_datetime_writes_utc_milliseconds_for_equal_instants_in_any_zone() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from sluicegate.messages.message import format_datetime
+
+    at = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    shifted = at.astimezone(timezone(timedelta(hours=2)))
+    assert format_datetime(at) == "2026-01-02T03:04:05.678Z"
+    assert format_datetime(shifted) == "2026-01-02T03:04:05.678Z"  # the same instant, remembered or not
+    assert format_datetime(at + timedelta(milliseconds=1)) == "2026-01-02T03:04:05.679Z"

@@ -60,3 +60,32 @@ async def test_every_step_boundary_round_trips(path: Path) -> None:
                 boundaries.append(await _round_trip(harness, agent, call, run))
     assert boundaries or run.finish_reason in ("error", "tripwire") or run.tripwire is not None
     assert [b["step_number"] for b in boundaries] == sorted(b["step_number"] for b in boundaries)
+
+
+def test_json_context_keeps_the_json_entries_and_drops_the_others() -> None:
+    from sluicegate import RequestContext
+    from sluicegate.agent.suspension import json_context
+
+    huge = 10**5000  # past Python's int-to-text digit limit: not JSON here
+    context = RequestContext(
+        {
+            "user": "u1",
+            "admin": False,
+            "none": None,
+            "n": 3,
+            "ratio": 0.5,
+            "nested": {"a": [1, "b"]},
+            "nan": float("nan"),
+            "tuple": (1, 2),
+            "client": object(),
+            "huge": huge,
+        }
+    )
+    assert json_context(context) == {
+        "user": "u1",
+        "admin": False,
+        "none": None,
+        "n": 3,
+        "ratio": 0.5,
+        "nested": {"a": [1, "b"]},
+    }

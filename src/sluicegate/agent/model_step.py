@@ -176,7 +176,9 @@ async def _call_options(
     """The call's options (its prompt through `process_llm_request`, its output capped by what
     request processors priced), and a response those processors replay instead (or None)."""
     runner = run.runner
-    call_options = build_call_options(config, run.message_list.to_prompt(), run.schema_for)
+    call_options = build_call_options(
+        config, run.message_list.to_prompt(), run.schema_for, run.tool_definitions
+    )
     _lower_output_limit(call_options, runner.output_token_cap())
     prompt, replay = await runner.run_llm_request(
         call_options.prompt,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from sluicegate.agent.call_options import ToolDefinitions
 from sluicegate.agent.ports import IN_PROCESS_TOOLS, ModelCaller, ToolRunner
 from sluicegate.agent.results import FullOutput, Response, StepResult, Tripwire
 from sluicegate.agent.run_state import RunState
@@ -118,6 +119,10 @@ class RunCore:
         self.claimed: SuspendedRun | None = None
         """The stored run this one resumes, while it holds the claim on it."""
         self.runner.abort_signal = options.abort_signal
+        self.tool_definitions = ToolDefinitions(
+            private=any(entry.hook == "process_llm_request" for entry in self.runner.hook_entries())
+        )
+        """The run's tool definitions, built once (see `ToolDefinitions`)."""
         self._output_schema: OutputSchema | None = None
 
     @property

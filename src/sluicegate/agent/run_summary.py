@@ -219,10 +219,13 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
     steps = run.state.steps
     last = steps[-1] if steps else None
     meta = response_metadata(last, model_of(last, model), run.message_id, now)
+    snake = _snake(meta)
     metadata = _child(payload, "metadata")  # a step's keeps what its model sent and `model`
-    for name, value in (*_snake(meta).items(), ("model_metadata", _model_metadata(meta))):
+    for name, value in snake.items():
         if metadata.get(name) is None:
             setattr(metadata, name, value)
+    if metadata.get("model_metadata") is None:
+        _put(metadata, model_metadata=_model_metadata(meta))
     if summary.prompt is None:
         summary.prompt = (
             model_messages(run.message_list.get.input.db()),
@@ -247,7 +250,7 @@ def summarize(payload: Payload, run: RunCore, *, final: bool) -> None:
     if run.object is not None:
         _put(output, object=to_json(run.object))
     response = _child(payload, "response")
-    _put(response, **_snake(meta))
+    _put(response, **snake)
     _put(response, model_metadata=_model_metadata(meta), messages=summary.messages)
 
 

@@ -143,10 +143,17 @@ def _processor_states(run: RunCore) -> dict[str, Any]:
     return out
 
 
+# Values that are JSON as they are (not `int`: one past `sys.get_int_max_str_digits()` is not).
+_JSON_SCALARS = frozenset((str, bool, type(None)))
+
+
 def json_context(context: RequestContext) -> dict[str, Any]:
     """The entries that are JSON; the others (clients, callables) cannot leave the process."""
     out: dict[str, Any] = {}
     for key, value in context.to_dict().items():
+        if type(value) in _JSON_SCALARS:  # the common entries (ids, names, flags) need no round trip
+            out[key] = value
+            continue
         try:
             if json.loads(json.dumps(value, allow_nan=False)) == value:
                 out[key] = value

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -52,26 +53,56 @@ async def run_tools(run: RunCore, step: StepRecorder, config: StepConfig) -> Asy
     ]
     if not calls:
         return
-    queue: asyncio.Queue[Chunk] = asyncio.Queue()
-    writer = Writer(run.run_id, queue.put_nowait)
+    inbox = _Inbox()
+    writer = Writer(run.run_id, inbox.put)
     tools = active_tools(config)
     tasks = [asyncio.ensure_future(traced_tool(run, call, tools, writer, step)) for call in calls]
     gathered: asyncio.Future[list[Chunk]] = asyncio.gather(*tasks)
+    gathered.add_done_callback(inbox.wake)
+    written = inbox.chunks
     try:
-        while not gathered.done():
-            getter: asyncio.Future[Any] = asyncio.ensure_future(queue.get())
-            await asyncio.wait({getter, gathered}, return_when=asyncio.FIRST_COMPLETED)
-            if getter.done():
-                yield getter.result()
-            else:
-                getter.cancel()
-        while not queue.empty():
-            yield queue.get_nowait()
+        while True:
+            while written:
+                yield written.popleft()
+            if gathered.done():
+                break
+            await inbox.wait()
         for chunk in gathered.result():
             yield chunk
     finally:
         for task in tasks:
             task.cancel()
+
+
+class _Inbox:
+    """The data chunks the step's tools write (`writer.custom`), in order, and a wake-up for
+    the phase waiting on them or on the calls' end: one future per wait, where a queue read
+    raced against the calls would make a task and a wait set each time."""
+
+    __slots__ = ("chunks", "waiter")
+
+    def __init__(self) -> None:
+        self.chunks: deque[Chunk] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+
+    def put(self, chunk: Chunk) -> None:
+        self.chunks.append(chunk)
+        self.wake()
+
+    def wake(self, _: Any = None) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Until a chunk is written or `wake` is called (the calls ended)."""
+        if self.chunks:
+            return
+        waiter = self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            await waiter
+        finally:
+            self.waiter = None
 
 
 def traced_tool(

@@ -57,19 +57,12 @@ def _assistant_blocks(message: Message) -> list[PromptMessage]:
     blocks: list[PromptMessage] = []
     content: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        if content:
-            blocks.append({"role": "assistant", "content": list(content)})
-        if results:
-            blocks.append({"role": "tool", "content": list(results)})
-        content.clear()
-        results.clear()
-
     for part in message.content.parts:
         kind = part.get("type")
         if kind == "step-start":
-            flush()
+            if content or results:
+                _close_block(blocks, content, results)
+                content, results = [], []
         elif kind == "text":
             if part.get("text"):
                 content.append({"type": "text", "text": part["text"]})
@@ -103,8 +96,17 @@ def _assistant_blocks(message: Message) -> list[PromptMessage]:
             )
     if not message.content.parts and message.content.content:
         content.append({"type": "text", "text": message.content.content})
-    flush()
+    _close_block(blocks, content, results)
     return blocks
+
+
+def _close_block(blocks: list[PromptMessage], content: list[Any], results: list[Any]) -> None:
+    """A block's assistant message (its content) and `tool` message (its results), each only
+    if not empty; the lists become the messages' own (the caller starts new ones)."""
+    if content:
+        blocks.append({"role": "assistant", "content": content})
+    if results:
+        blocks.append({"role": "tool", "content": results})
 
 
 def to_prompt_messages(messages: Iterable[Message]) -> list[PromptMessage]:

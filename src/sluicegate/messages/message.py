@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal
 
 from sluicegate.clock import now_ms, utc_now
@@ -38,8 +39,12 @@ def parse_datetime(value: Any) -> datetime:
     raise InvalidMessageError(f"createdAt must be a datetime, a timestamp or an ISO string, got {value!r}")
 
 
+@lru_cache(maxsize=1024)
 def format_datetime(value: datetime) -> str:
-    """ISO 8601 with milliseconds and a `Z`, as JavaScript's `toISOString()` writes it."""
+    """ISO 8601 with milliseconds and a `Z`, as JavaScript's `toISOString()` writes it.
+
+    Remembered for recent values: a run writes the same messages' times again at every step
+    (`strftime` is most of a message's `to_dict`); equal datetimes are the same instant."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 

@@ -14,6 +14,10 @@ from sluicegate.messages.part import to_camel, to_snake
 # Payload fields whose dict values are themselves payloads when read back from JSON.
 NESTED_PAYLOAD_KEYS = frozenset(("stepResult", "output", "usage", "totalUsage", "response", "request"))
 
+# Values written as they are: most payload values are one of these exact types, so one set
+# lookup spares them `to_json`'s chain of checks (subclasses, such as a `Part`, take the chain).
+_PLAIN_TYPES = frozenset((str, int, float, bool, type(None), dict))
+
 
 class Payload:
     """A mutable record with attribute access; unknown attributes read as `AttributeError`."""
@@ -25,16 +29,23 @@ class Payload:
         return self.__dict__.get(name, default)
 
     def to_dict(self) -> dict[str, Any]:
-        return {to_camel(k): to_json(v) for k, v in self.__dict__.items() if v is not None or k == "result"}
+        out: dict[str, Any] = {}
+        for key, value in self.__dict__.items():
+            if value is None and key != "result":
+                continue
+            out[to_camel(key)] = value if type(value) in _PLAIN_TYPES else to_json(value)
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Payload:
-        fields: dict[str, Any] = {}
+        # Filled in place (a durable run reads every chunk back through here): no keyword dict.
+        payload = cls.__new__(cls)
+        fields = payload.__dict__
         for key, value in data.items():
             if key in NESTED_PAYLOAD_KEYS and isinstance(value, dict):
                 value = cls.from_json(value)
             fields[to_snake(key)] = value
-        return cls(**fields)
+        return payload
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Payload) and self.__dict__ == other.__dict__
@@ -62,7 +73,9 @@ def error_to_json(error: BaseException | Any) -> dict[str, Any]:
 
 
 def to_json(value: Any) -> Any:
-    """A JSON-ready copy of a payload value."""
+    """A JSON-ready copy of a payload value (plain dicts are user data, returned as they are)."""
+    if type(value) in _PLAIN_TYPES:
+        return value
     if isinstance(value, Payload):
         return value.to_dict()
     if isinstance(value, BaseException):
