@@ -302,6 +302,12 @@ class _MemoryWriter:
         self._run = run
         self.run_id = run.run_id
 
+    @property
+    def next_offset(self) -> int:
+        """The offset the next chunk appended gets (a durable run's writes at explicit offsets
+        read it to skip what an earlier attempt already wrote)."""
+        return self._run.next
+
     def append(self, chunk: Chunk[Any]) -> None:
         run = self._run
         if run.status is not None:
