@@ -127,3 +127,13 @@ async def test_a_shared_log_gets_the_chunks_shapes_in_batches_at_their_offsets()
     written = [shape for _, batch in shared.writes for shape in batch]
     assert written == shapes
     assert shared.writes[0][0] == 3
+
+
+async def test_carried_chunks_are_written_once_at_their_offsets_and_read_back_equal() -> None:
+    run_log = InMemoryRunLog()
+    publisher = await _opened(run_log)
+    shapes = [_chunk("r", n).to_dict() for n in range(3)]
+    assert await publisher.write("r", 0, shapes[:2]) == 2
+    assert await publisher.write("r", 0, shapes) == 3  # a retried attempt carries them again
+    await publisher.close("r", 3, "finished")
+    assert [c async for c in run_log.read("r")] == [_chunk("r", n) for n in range(3)]

@@ -38,6 +38,8 @@ class _MemoryWriter(Protocol):
 
     def append(self, chunk: Chunk[Any]) -> None: ...
 
+    def append_shape(self, shape: dict[str, Any]) -> None: ...
+
     async def close(self, status: RunStatus) -> None: ...
 
 
@@ -92,10 +94,10 @@ class Publisher:
             writer = self._writers.get(run_id)
             if writer is None:
                 return offset + len(chunks)
-            written = writer.next_offset
-            # Only what is not there yet is decoded: a retried attempt's chunks are skipped.
-            for index in range(max(written - offset, 0), len(chunks)):
-                writer.append(Chunk.from_dict(chunks[index]))
+            # Only what is not there yet: a retried attempt's chunks are skipped. Kept as their
+            # JSON shapes, decoded if a reader reads them (`append_shape`).
+            for index in range(max(writer.next_offset - offset, 0), len(chunks)):
+                writer.append_shape(chunks[index])
             return offset + len(chunks)
         return await self.run_log.write_at(run_id, offset, chunks)  # type: ignore[no-any-return]
 
