@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
@@ -46,6 +47,7 @@ from sluicegate.durable.temporal.judges import judge_activity, judged_processor_
 from sluicegate.durable.temporal.payloads import encoded, json_value
 from sluicegate.durable.temporal.publish import LiveWrites, Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
+from sluicegate.durable.temporal.trace_context import KEY as TRACE_KEY
 from sluicegate.durable.temporal.trace_context import attached
 from sluicegate.durable.temporal.vectors import embed_activity, embedder_of
 from sluicegate.messages import MessageList
@@ -81,6 +83,12 @@ async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> A
         if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
             items.append({"part": json_value(part)})
         yield part
+
+
+def _traced(call: dict[str, Any]) -> AbstractContextManager[None]:
+    """The workflow's trace context attached around the call's body (`trace_context.attached`),
+    when the call carries one (an untraced run's calls: nothing to attach)."""
+    return attached(call) if call.get(TRACE_KEY) else nullcontext()
 
 
 def _falls_over(call: dict[str, Any], opened: bool, error: BaseException) -> bool:
@@ -231,7 +239,7 @@ class DurableActivities:
     def _model_activity(self, agent_id: str) -> Callable[..., Any]:
         async def model_call(call: dict[str, Any]) -> RawValue:
             try:
-                with attached(call):
+                with _traced(call):
                     await self._write_carried(agent_id, call)
                     return await self._model_call(agent_id, call)
             except _FailedCall as failed:
@@ -258,8 +266,8 @@ class DurableActivities:
                 "running its workflow: every worker must load the same application",
                 non_retryable=True,
             )
-        message_list = MessageList.from_dict(call["messages"] or {})
-        pipeline = runner.stream_pipeline(message_list)
+        # Without stream processors no pipeline runs (the workflow sends no messages for one).
+        pipeline = runner.stream_pipeline(MessageList.from_dict(call["messages"])) if processors else None
         publisher = self.publishers.for_agent(agent)
         offset: int = call["offset"]
         items: list[dict[str, Any]] = []
@@ -357,7 +365,7 @@ class DurableActivities:
     def _tool_activity(self, agent_id: str, tool_name: str) -> Callable[..., Any]:
         async def tool_call(call: dict[str, Any]) -> RawValue:
             try:
-                with attached(call):
+                with _traced(call):
                     await self._write_carried(agent_id, call)
                     return await self._tool_call(agent_id, tool_name, call)
             except Exception as exc:
@@ -420,7 +428,7 @@ class DurableActivities:
 
         context = ToolContext(
             tool_call_id=call["toolCallId"],
-            messages=list(call.get("messages") or []),
+            messages=call.get("messages") or [],  # decoded for this call: its own list
             request_context=request_context,
             writer=Writer(run_id, write),
             tool_name=tool_name,
