@@ -412,7 +412,7 @@ class DurableActivities:
         streams = await ActivityStreams.of(agent, call, request_context) if "states" in call else None
         pipeline = (
             None
-            if streams is None
+            if streams is None or not streams.processors
             else streams.runner.stream_pipeline(MessageList.from_dict(call["messageList"]))
         )
 
