@@ -49,7 +49,6 @@ class Publisher:
     def __init__(self, run_log: Any) -> None:
         self.run_log = run_log
         self._writers: dict[str, _MemoryWriter] = {}
-        self._lock = asyncio.Lock()
         self._in_memory = isinstance(run_log, InMemoryRunLog)
 
     @property
