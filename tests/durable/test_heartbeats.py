@@ -67,6 +67,19 @@ async def test_a_long_call_beats_while_it_runs_and_a_short_one_not_at_all() -> N
     assert len(beats) >= 2
 
 
+async def test_beating_stops_with_its_body_even_when_it_raises() -> None:
+    async def call() -> None:
+        with pytest.raises(RuntimeError), beating():
+            await asyncio.sleep(0.08)
+            raise RuntimeError("the tool failed")
+        seen = len(beats)
+        await asyncio.sleep(0.12)  # two more intervals after the body: no timer left behind
+        assert len(beats) == seen >= 1
+
+    env, beats = _environment(0.15)  # an interval of 0.05 s
+    await env.run(call)
+
+
 def test_an_activity_without_a_heartbeat_timeout_beats_every_second() -> None:
     env, beats = _environment(None)
 

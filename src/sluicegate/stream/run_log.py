@@ -193,9 +193,9 @@ class _Run:
     for the next one, and what the texts among them stand for.
 
     `held` grows at its end and is trimmed from its start; `first` applies the bound to offsets
-    exactly, whatever the list still holds. An entry is a chunk, or the text alone of a text
-    delta written through a `TextSink`: from `mark_offsets[i]` on, a text is a delta of text
-    `marks[i] = (run_id, text_id)`."""
+    exactly, whatever the list still holds. An entry is a chunk, a chunk's `to_dict()` shape
+    (`append_shape`), or the text alone of a text delta written through a `TextSink`: from
+    `mark_offsets[i]` on, a text is a delta of text `marks[i] = (run_id, text_id)`."""
 
     __slots__ = (
         "agent_id",
@@ -224,7 +224,7 @@ class _Run:
     ) -> None:
         self.run_id = run_id
         self.capacity = capacity
-        self.held: list[Chunk[Any] | str] = []
+        self.held: list[Chunk[Any] | str | dict[str, Any]] = []
         self.base = 0
         # `append` trims past this: one move of the list per quarter of the bound, not per chunk
         # (it is the moves that cost, not the memory of the few chunks more held meanwhile).
@@ -253,14 +253,17 @@ class _Run:
 
     def entry(self, position: int) -> Chunk[Any] | None:
         """The chunk at `position`, or None if the bound dropped it; a text is built back into
-        its chunk. The caller checked `position < next`."""
+        its chunk, a `to_dict()` shape decoded. The caller checked `position < next`."""
         with self.lock:
             if position < self.first:
                 return None
             entry = self.held[position - self.base]
             if isinstance(entry, Chunk):
                 return entry
-            run_id, text_id = self.marks[bisect_right(self.mark_offsets, position) - 1]
+            if not isinstance(entry, dict):
+                run_id, text_id = self.marks[bisect_right(self.mark_offsets, position) - 1]
+        if isinstance(entry, dict):
+            return Chunk.from_dict(entry)
         return text_delta(run_id, text_id, entry)
 
     def trim(self) -> None:
@@ -302,12 +305,32 @@ class _MemoryWriter:
         self._run = run
         self.run_id = run.run_id
 
+    @property
+    def next_offset(self) -> int:
+        """The offset the next chunk appended gets (a durable run's writes at explicit offsets
+        read it to skip what an earlier attempt already wrote)."""
+        return self._run.next
+
     def append(self, chunk: Chunk[Any]) -> None:
         run = self._run
         if run.status is not None:
             raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
         held = run.held
         held.append(chunk)
+        if len(held) > run.limit:
+            run.trim()
+        if run.waiters:
+            run.wake()
+
+    def append_shape(self, shape: dict[str, Any]) -> None:
+        """`append` of the chunk whose `to_dict()` shape this is, kept as it is and decoded when
+        read (a durable run's workflow hands its chunks over as JSON: most are never read, and
+        each reader decodes what it reads). The shape is the log's from here on: not to be changed."""
+        run = self._run
+        if run.status is not None:
+            raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
+        held = run.held
+        held.append(shape)
         if len(held) > run.limit:
             run.trim()
         if run.waiters:

@@ -25,9 +25,9 @@ A model or tool call's input carries the workflow's chunks produced since the la
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
@@ -45,8 +45,9 @@ from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.heartbeats import Pacer, beating
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
 from sluicegate.durable.temporal.payloads import encoded, json_value
-from sluicegate.durable.temporal.publish import Publisher
+from sluicegate.durable.temporal.publish import LiveWrites, Publisher
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
+from sluicegate.durable.temporal.trace_context import KEY as TRACE_KEY
 from sluicegate.durable.temporal.trace_context import attached
 from sluicegate.durable.temporal.vectors import embed_activity, embedder_of
 from sluicegate.messages import MessageList
@@ -82,6 +83,12 @@ async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> A
         if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
             items.append({"part": json_value(part)})
         yield part
+
+
+def _traced(call: dict[str, Any]) -> AbstractContextManager[None]:
+    """The workflow's trace context attached around the call's body (`trace_context.attached`),
+    when the call carries one (an untraced run's calls: nothing to attach)."""
+    return attached(call) if call.get(TRACE_KEY) else nullcontext()
 
 
 def _falls_over(call: dict[str, Any], opened: bool, error: BaseException) -> bool:
@@ -154,49 +161,6 @@ class Publishers:
         if publisher is None:
             publisher = self._by_log[id(run_log)] = Publisher(run_log)
         return publisher
-
-
-class _Batches:
-    """Chunks published as they come: appended without waiting, written in batches by one
-    task, so a slow log never holds the model stream back."""
-
-    def __init__(self, publisher: Publisher | None, run_id: str, offset: int) -> None:
-        self.publisher = publisher
-        self.run_id = run_id
-        self.offset = offset
-        self._buffer: list[dict[str, Any]] = []
-        self._wake = asyncio.Event()
-        self._done = False
-        self._task = asyncio.ensure_future(self._drain()) if publisher is not None else None
-
-    def add(self, chunk: Chunk[Any]) -> None:
-        if self.publisher is None:
-            self.offset += 1
-            return
-        self._buffer.append(chunk.to_dict())
-        self._wake.set()
-
-    async def _drain(self) -> None:
-        assert self.publisher is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            batch, self._buffer = self._buffer, []
-            if batch:
-                self.offset = await self.publisher.write(self.run_id, self.offset, batch)
-            if self._done and not self._buffer:
-                return
-
-    async def finish(self) -> int:
-        if self._task is not None:
-            self._done = True
-            self._wake.set()
-            await self._task
-        return self.offset
-
-    def cancel(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
 
 
 class DurableActivities:
@@ -275,7 +239,7 @@ class DurableActivities:
     def _model_activity(self, agent_id: str) -> Callable[..., Any]:
         async def model_call(call: dict[str, Any]) -> RawValue:
             try:
-                with attached(call):
+                with _traced(call):
                     await self._write_carried(agent_id, call)
                     return await self._model_call(agent_id, call)
             except _FailedCall as failed:
@@ -302,8 +266,8 @@ class DurableActivities:
                 "running its workflow: every worker must load the same application",
                 non_retryable=True,
             )
-        message_list = MessageList.from_dict(call["messages"] or {})
-        pipeline = runner.stream_pipeline(message_list)
+        # Without stream processors no pipeline runs (the workflow sends no messages for one).
+        pipeline = runner.stream_pipeline(MessageList.from_dict(call["messages"])) if processors else None
         publisher = self.publishers.for_agent(agent)
         offset: int = call["offset"]
         items: list[dict[str, Any]] = []
@@ -318,12 +282,14 @@ class DurableActivities:
                 )
                 offset = await publisher.write(run_id, written, [notice.to_dict()])
                 items.append({"chunk": notice.to_dict()})
-        batches = _Batches(publisher, run_id, offset)
+        batches = publisher.live(run_id, offset) if publisher is not None else LiveWrites(offset)
         step = StepRecorder(call["stepNumber"])
+        add = batches.add
 
         def emit(chunk: Chunk[Any]) -> None:
-            batches.add(chunk)
-            items.append({"chunk": chunk.to_dict()})
+            shape = chunk.to_dict()  # one for both: the log's (a shared one) and the workflow's
+            add(chunk, shape)
+            items.append({"chunk": shape})
 
         opened = False
         try:
@@ -332,7 +298,7 @@ class DurableActivities:
             # The step's start, when the workflow left it to this call: published now that the
             # stream opened, before its chunks (the workflow yields its own copy: not returned).
             for opening in call.get("opening") or ():
-                batches.add(Chunk.from_dict(opening))
+                batches.add(Chunk.from_dict(opening), opening)
             deadlines = pipeline is not None and runner.uses_stream_deadlines
             # As in one process: a stream processor's timed flush (`stream_deadline`, e.g.
             # `BatchPartsProcessor(max_wait_time=...)`) fires while the model is silent.
@@ -399,7 +365,7 @@ class DurableActivities:
     def _tool_activity(self, agent_id: str, tool_name: str) -> Callable[..., Any]:
         async def tool_call(call: dict[str, Any]) -> RawValue:
             try:
-                with attached(call):
+                with _traced(call):
                     await self._write_carried(agent_id, call)
                     return await self._tool_call(agent_id, tool_name, call)
             except Exception as exc:
@@ -431,8 +397,14 @@ class DurableActivities:
                 offset = await publisher.write(run_id, written, [retry.to_dict()])
         # Without an offset (another call of the step streams live now) the data goes back in
         # the result, for the workflow to publish after it.
-        batches = _Batches(publisher, run_id, offset) if offset is not None else None
-        data: list[Chunk[Any]] = []
+        batches = (
+            None
+            if offset is None
+            else publisher.live(run_id, offset)
+            if publisher is not None
+            else LiveWrites(offset)
+        )
+        data: list[dict[str, Any]] = []
         request_context = RequestContext(call.get("requestContext") or {})
         spent = spend.collect(request_context)  # a sub-agent's model calls, charged by the workflow
         # The live call's data chunks pass through the stream processors that opted in to data
@@ -440,7 +412,7 @@ class DurableActivities:
         streams = await ActivityStreams.of(agent, call, request_context) if "states" in call else None
         pipeline = (
             None
-            if streams is None
+            if streams is None or not streams.processors
             else streams.runner.stream_pipeline(MessageList.from_dict(call["messageList"]))
         )
 
@@ -448,14 +420,15 @@ class DurableActivities:
             out = [chunk]
             if streams is not None and pipeline is not None:
                 out = [*await through(pipeline, chunk), *await streams.drained(pipeline)]
-            data.extend(out)
-            if batches is not None:
-                for processed in out:
-                    batches.add(processed)
+            for processed in out:
+                shape = processed.to_dict()  # as it was written: the log's and the result's
+                data.append(shape)
+                if batches is not None:
+                    batches.add(processed, shape)
 
         context = ToolContext(
             tool_call_id=call["toolCallId"],
-            messages=list(call.get("messages") or []),
+            messages=call.get("messages") or [],  # decoded for this call: its own list
             request_context=request_context,
             writer=Writer(run_id, write),
             tool_name=tool_name,
@@ -481,7 +454,7 @@ class DurableActivities:
             out = {"result": result}
             if context.suspended:
                 out = {"suspended": True, "suspendPayload": context.suspend_payload}
-        out["data"] = [c.to_dict() for c in data]
+        out["data"] = data
         if entries := spent.entries():
             out["spent"] = entries
         if streams is not None:

@@ -23,6 +23,45 @@ if TYPE_CHECKING:
     from sluicegate.agent import Agent
 
 
+class BareRunners:
+    """The runners of calls without stream processors, one per run, the most recent `limit`
+    runs' kept. Such a runner runs nothing: the per-chunk loop (`chunk_stream.stream_chunks`)
+    only reads its run id, and no processor writes to it or keeps state in it, so the calls of
+    one run can share it instead of each building one (most of the cost of a call's streams)."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self.limit = limit
+        self._by_run: dict[str, ProcessorRunner] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_run)
+
+    def runner(self, run_id: str) -> ProcessorRunner:
+        """The run's runner without processors (holding nothing of a call: no request context)."""
+        runner = self._by_run.get(run_id)
+        if runner is None:
+            runner = ProcessorRunner(
+                input_processors=[],
+                output_processors=[],
+                request_context=RequestContext(),
+                run_id=run_id,
+                emit=_no_processor_writes,
+                processor_timeout=None,
+            )
+            if len(self._by_run) >= self.limit:
+                del self._by_run[next(iter(self._by_run))]  # the oldest run's
+            self._by_run[run_id] = runner
+        return runner
+
+
+def _no_processor_writes(chunk: Chunk[Any]) -> None:
+    raise RuntimeError(f"a runner without processors was written to ({chunk.type!r})")
+
+
+BARE_RUNNERS = BareRunners()
+"""This process's `BareRunners`: a runner holds only its run's id that matters."""
+
+
 class ActivityStreams:
     """The agent's output stream processors for one activity, with the run's states loaded."""
 
@@ -37,6 +76,9 @@ class ActivityStreams:
         self.processors = processors
         self.pending: list[Chunk[Any]] = []
         """What the processors wrote (`writer.custom`), waiting to go out after the chunk."""
+        if not processors:
+            self.runner = BARE_RUNNERS.runner(run_id)
+            return
         self.runner = ProcessorRunner(
             input_processors=[],
             output_processors=processors,

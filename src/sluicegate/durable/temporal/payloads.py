@@ -30,6 +30,9 @@ neither the history nor the server's limit, and bounds only what one write hands
 ENCODING = b"json/plain"
 """The encoding of Temporal's JSON payload converter, which decodes an `encoded` payload."""
 
+_ENCODER = json.JSONEncoder(default=json_default, allow_nan=False, separators=(",", ":"))
+"""`encoded`'s encoder, made once (`json.dumps` with these options makes one per call)."""
+
 __all__ = ["LOCAL_LIMIT", "PAYLOAD_LIMIT", "checked", "encoded", "json_state", "json_value"]
 
 
@@ -45,7 +48,7 @@ def checked(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> Any:
 def encoded(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> RawValue:
     """`value` as the JSON payload Temporal sends and the other side decodes to `checked(value)`,
     encoded once; `PayloadTooLargeError` naming `what` when it would not fit."""
-    data = json.dumps(value, default=json_default, allow_nan=False, separators=(",", ":")).encode()
+    data = _ENCODER.encode(value).encode()
     if len(data) > limit:
         raise PayloadTooLargeError(what, len(data), limit)
     return RawValue(Payload(metadata={"encoding": ENCODING}, data=data))

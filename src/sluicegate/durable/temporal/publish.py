@@ -8,12 +8,17 @@ chunk, and `end` tells a retried attempt where the previous attempt stopped.
 
 `RedisRunLog` (the layout of `stream/redis_run_log.py`) serves readers on every instance;
 `InMemoryRunLog` only readers in the worker's own process (tests, one-process deployments).
+
+A model or tool call's chunks go out as they are made (`Publisher.live`): into the in-process
+log each is appended at once, as the chunk object itself (its appends are synchronous and
+cheap, as in a run in one process); into a shared log they are written in batches by one task,
+so a slow log never holds the model stream back.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
 
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.run_log import (
@@ -22,8 +27,20 @@ from sluicegate.stream.run_log import (
     RunNotFoundError,
     RunStateError,
     RunStatus,
-    RunWriter,
 )
+
+
+class _MemoryWriter(Protocol):
+    """`InMemoryRunLog`'s writer: appends, and knows the offset its next chunk takes."""
+
+    @property
+    def next_offset(self) -> int: ...
+
+    def append(self, chunk: Chunk[Any]) -> None: ...
+
+    def append_shape(self, shape: dict[str, Any]) -> None: ...
+
+    async def close(self, status: RunStatus) -> None: ...
 
 
 class Publisher:
@@ -31,13 +48,13 @@ class Publisher:
 
     def __init__(self, run_log: Any) -> None:
         self.run_log = run_log
-        self._writers: dict[str, RunWriter] = {}
-        self._lock = asyncio.Lock()
+        self._writers: dict[str, _MemoryWriter] = {}
+        self._in_memory = isinstance(run_log, InMemoryRunLog)
 
     @property
     def shared(self) -> bool:
         """Whether readers in other processes see what is written (Redis)."""
-        return not isinstance(self.run_log, InMemoryRunLog)
+        return not self._in_memory
 
     async def open(
         self, run_id: str, *, agent_id: str, resource_id: str | None, thread_id: str | None
@@ -47,7 +64,7 @@ class Publisher:
             info = await self.run_log.info(run_id)
         except RunNotFoundError:
             info = None
-        if info is not None and info.status is None and not isinstance(self.run_log, InMemoryRunLog):
+        if info is not None and info.status is None and not self._in_memory:
             if (info.agent_id, info.resource_id) != (agent_id, resource_id):
                 # Not an earlier attempt of this run: another run holds the id (as the log's
                 # reopen check refuses, never write into it).
@@ -58,13 +75,13 @@ class Publisher:
         writer = await self.run_log.open(
             run_id, agent_id=agent_id, resource_id=resource_id, thread_id=thread_id
         )
-        if isinstance(self.run_log, InMemoryRunLog):
+        if self._in_memory:
             self._writers[run_id] = writer
         return await self.end(run_id)
 
     async def end(self, run_id: str) -> int:
         """The offset after the last chunk written to the run."""
-        if isinstance(self.run_log, InMemoryRunLog):
+        if self._in_memory:
             return _next(await self.run_log.info(run_id))
         return await self.run_log.end_offset(run_id)  # type: ignore[no-any-return]
 
@@ -72,25 +89,118 @@ class Publisher:
         """`chunks` (`Chunk.to_dict()` shapes) at `offset`, `offset + 1`, ...; the offset after them."""
         if not chunks:
             return offset
-        if isinstance(self.run_log, InMemoryRunLog):
+        if self._in_memory:
             writer = self._writers.get(run_id)
             if writer is None:
                 return offset + len(chunks)
-            written = _next(await self.run_log.info(run_id))
-            for index, chunk in enumerate(chunks):
-                if offset + index >= written:
-                    writer.append(Chunk.from_dict(chunk))
+            # Only what is not there yet: a retried attempt's chunks are skipped. Kept as their
+            # JSON shapes, decoded if a reader reads them (`append_shape`).
+            for index in range(max(writer.next_offset - offset, 0), len(chunks)):
+                writer.append_shape(chunks[index])
             return offset + len(chunks)
         return await self.run_log.write_at(run_id, offset, chunks)  # type: ignore[no-any-return]
 
+    def live(self, run_id: str, offset: int) -> LiveWrites:
+        """Where a call's chunks go as they are made, from `offset` (see the module docstring)."""
+        if not self._in_memory:
+            return _Batches(self, run_id, offset)
+        writer = self._writers.get(run_id)
+        return LiveWrites(offset) if writer is None else _Appends(writer, offset)
+
     async def close(self, run_id: str, offset: int, status: RunStatus) -> None:
         """The run's stream ended after `offset` chunks, with `status`."""
-        if isinstance(self.run_log, InMemoryRunLog):
+        if self._in_memory:
             writer = self._writers.pop(run_id, None)
             if writer is not None:
                 await writer.close(status)
             return
         await self.run_log.close_at(run_id, offset, status)
+
+
+class LiveWrites:
+    """A call's chunks, written from `offset` on as they are made: `add` each (the chunk and its
+    `to_dict()`, which the call makes anyway for its result), then `finish` for the offset after
+    them (raising what failed to be written) or `cancel`. This base class writes nowhere (no log
+    in this process) and only counts."""
+
+    __slots__ = ("offset",)
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+
+    def add(self, chunk: Chunk[Any], shape: dict[str, Any]) -> None:
+        self.offset += 1
+
+    async def finish(self) -> int:
+        return self.offset
+
+    def cancel(self) -> None:
+        return None
+
+
+class _Appends(LiveWrites):
+    """Into the in-process log: appended at once, readers see each chunk as it comes. A chunk
+    whose offset the log already holds (written by an earlier attempt) is skipped, so a retried
+    attempt never doubles one. A failed append stops the writes; `finish` raises it."""
+
+    __slots__ = ("_error", "_writer")
+
+    def __init__(self, writer: _MemoryWriter, offset: int) -> None:
+        super().__init__(offset)
+        self._writer = writer
+        self._error: Exception | None = None
+
+    def add(self, chunk: Chunk[Any], shape: dict[str, Any]) -> None:
+        offset = self.offset
+        self.offset = offset + 1
+        if self._error is None and offset >= self._writer.next_offset:
+            try:
+                self._writer.append(chunk)
+            except Exception as exc:  # the run closed meanwhile: as a failed batch write
+                self._error = exc
+
+    async def finish(self) -> int:
+        if self._error is not None:
+            raise self._error
+        return self.offset
+
+
+class _Batches(LiveWrites):
+    """Into a shared log: buffered without waiting, written in batches by one task."""
+
+    __slots__ = ("_buffer", "_done", "_publisher", "_run_id", "_task", "_wake")
+
+    def __init__(self, publisher: Publisher, run_id: str, offset: int) -> None:
+        super().__init__(offset)
+        self._publisher = publisher
+        self._run_id = run_id
+        self._buffer: list[dict[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._done = False
+        self._task = asyncio.ensure_future(self._drain())
+
+    def add(self, chunk: Chunk[Any], shape: dict[str, Any]) -> None:
+        self._buffer.append(shape)
+        self._wake.set()
+
+    async def _drain(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._buffer = self._buffer, []
+            if batch:
+                self.offset = await self._publisher.write(self._run_id, self.offset, batch)
+            if self._done and not self._buffer:
+                return
+
+    async def finish(self) -> int:
+        self._done = True
+        self._wake.set()
+        await self._task
+        return self.offset
+
+    def cancel(self) -> None:
+        self._task.cancel()
 
 
 def _next(info: RunInfo) -> int:
