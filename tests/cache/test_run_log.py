@@ -5,6 +5,8 @@ cleanup; Redis across two instances, and Redis going away mid-run."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -447,6 +449,39 @@ async def test_memory_a_shape_wakes_a_waiting_reader() -> None:
     assert (await asyncio.wait_for(reading, 1)) == delta(3)
 
 
+async def test_memory_encoded_chunks_read_back_equal_and_hold_no_object_tree() -> None:
+    log = InMemoryRunLog(max_chunks=4)
+    writer = await log.open("run-1", agent_id="a")
+    step = Chunk("step-finish", "run-1", Payload(output=Payload(steps=[{"content": [{"type": "text"}]}] * 3)))
+    reader = log.read("run-1")
+    reading = asyncio.ensure_future(anext(reader))
+    await asyncio.sleep(0)
+    writer.append_encoded(json.dumps(step.to_dict()))  # wakes the waiting reader, as `append` does
+    assert (await asyncio.wait_for(reading, 1)).to_dict() == step.to_dict()
+    writer.append(delta(1))
+    writer.append_encoded(json.dumps(delta(2).to_dict()))
+    held = log._runs["run-1"].held
+    assert not gc.is_tracked(held[0])  # one string for the collector, not a tree of dicts
+    assert [c.to_dict() for c in await collect_open(log, "run-1", 1, 2)] == [
+        delta(1).to_dict(),
+        delta(2).to_dict(),
+    ]
+    for i in range(3, 8):
+        writer.append_encoded(json.dumps(delta(i).to_dict()))
+    with pytest.raises(OffsetExpiredError):
+        await anext(log.read("run-1", 0))
+    await writer.close("finished")
+    with pytest.raises(RunStateError):
+        writer.append_encoded(json.dumps(delta(9).to_dict()))
+    assert texts(await collect(log, "run-1", 4)) == ["w4", "w5", "w6", "w7"]
+
+
+async def collect_open(log: RunLog, run_id: str, offset: int, count: int) -> list[Chunk[Any]]:
+    """`count` chunks of a run still open, from `offset`."""
+    reader = log.read(run_id, offset)
+    return [await anext(reader) for _ in range(count)]
+
+
 def test_memory_rejects_bad_bounds() -> None:
     for kwargs in ({"max_chunks": 0}, {"max_runs": -1}, {"retention": 0}, {"max_chunks": 1.5}):
         with pytest.raises(ValueError, match=next(iter(kwargs))):
@@ -485,6 +520,21 @@ async def test_redis_one_instance_writes_another_follows_live(redis_server: Redi
     finally:
         await writing.aclose()
         await reading.aclose()
+
+
+async def test_redis_write_at_stores_encoded_chunks_as_they_are(redis_server: RedisServer) -> None:
+    made = RedisRunLog(url=redis_server.url, prefix=f"test:{uuid.uuid4().hex}:", block=0.2)
+    try:
+        await made.open("run-1", agent_id="a")
+        encoded = json.dumps(delta(1).to_dict())
+        assert await made.write_at("run-1", 0, [delta(0).to_dict(), encoded]) == 2
+        assert (
+            await made.write_at("run-1", 1, [encoded, json.dumps(delta(2).to_dict())]) == 3
+        )  # offset 1 kept
+        await made.close_at("run-1", 3, "finished")
+        assert texts(await collect(made, "run-1")) == ["w0", "w1", "w2"]
+    finally:
+        await made.aclose()
 
 
 async def test_redis_trims_to_its_bound_and_names_the_first_held_offset(

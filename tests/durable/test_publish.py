@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 
 from sluicegate.durable.temporal.publish import Publisher
-from sluicegate.stream.chunk import Chunk
+from sluicegate.stream.chunk import Chunk, text_delta
 from sluicegate.stream.run_log import InMemoryRunLog, RunInfo, RunNotFoundError, RunStateError
 
 
@@ -137,3 +138,16 @@ async def test_carried_chunks_are_written_once_at_their_offsets_and_read_back_eq
     assert await publisher.write("r", 0, shapes) == 3  # a retried attempt carries them again
     await publisher.close("r", 3, "finished")
     assert [c async for c in run_log.read("r")] == [_chunk("r", n) for n in range(3)]
+
+
+async def test_encoded_chunks_are_written_once_at_their_offsets_and_read_back_equal() -> None:
+    log = InMemoryRunLog()
+    publisher = Publisher(log)
+    assert await publisher.open("r", agent_id="a", resource_id=None, thread_id=None) == 0
+    chunks = [text_delta("r", "t", f"w{i}") for i in range(4)]
+    as_text = [json.dumps(c.to_dict()) for c in chunks]
+    assert await publisher.write("r", 0, [chunks[0].to_dict(), as_text[1]]) == 2
+    # A retried attempt writes the same offsets again, and one more: only the new one is kept.
+    assert await publisher.write("r", 1, [as_text[1], as_text[2], chunks[3].to_dict()]) == 4
+    await publisher.close("r", 4, "finished")
+    assert [c async for c in log.read("r")] == chunks

@@ -100,6 +100,8 @@ def _history_chunks(history_json: str) -> list[dict[str, Any]]:
         elif isinstance(value, list):
             for inner in value:
                 walk(inner)
+        elif isinstance(value, str) and value.startswith('{"type":'):
+            walk(json.loads(value))  # a chunk that travels as its JSON text (`Outbox.encode`)
 
     for event in json.loads(history_json)["events"]:
         for data in re.findall(r'"data":\s*"([A-Za-z0-9+/=]+)"', json.dumps(event)):

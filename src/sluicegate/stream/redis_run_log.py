@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from sluicegate._redis import LoopRedis
@@ -231,11 +231,14 @@ class RedisRunLog:
         text = raw.decode() if isinstance(raw, bytes) else str(raw)
         return int(text.split("-")[0])
 
-    async def write_at(self, run_id: str, offset: int, chunks: list[dict[str, Any]]) -> int:
-        """`chunks` (`Chunk.to_dict()` shapes) at `offset`, `offset + 1`, ...; offsets already
-        written are kept, so a repeated write changes nothing. The offset after them."""
+    async def write_at(self, run_id: str, offset: int, chunks: Sequence[dict[str, Any] | str]) -> int:
+        """`chunks` (`Chunk.to_dict()` shapes, or their JSON) at `offset`, `offset + 1`, ...;
+        offsets already written are kept, so a repeated write changes nothing. The offset after
+        them."""
         key = self._key(run_id)
-        encoded = [json.dumps(c, separators=(",", ":"), default=str) for c in chunks]
+        encoded = [
+            c if isinstance(c, str) else json.dumps(c, separators=(",", ":"), default=str) for c in chunks
+        ]
         await self._redis().eval(
             _WRITE_AT, 2, key, key + ":meta", self.max_chunks, offset, self._idle_ms, *encoded
         )

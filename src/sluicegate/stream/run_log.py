@@ -36,6 +36,7 @@ of chunks received" is the offset to reconnect with. Mastra's `observe` on an un
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -193,9 +194,10 @@ class _Run:
     for the next one, and what the texts among them stand for.
 
     `held` grows at its end and is trimmed from its start; `first` applies the bound to offsets
-    exactly, whatever the list still holds. An entry is a chunk, a chunk's `to_dict()` shape
-    (`append_shape`), or the text alone of a text delta written through a `TextSink`: from
-    `mark_offsets[i]` on, a text is a delta of text `marks[i] = (run_id, text_id)`."""
+    exactly, whatever the list still holds. An entry is a chunk, the text alone of a text
+    delta written through a `TextSink` (from `mark_offsets[i]` on, a text is a delta of text
+    `marks[i] = (run_id, text_id)`), or a chunk kept as it came, decoded when read: its JSON as
+    bytes (`append_encoded`) or its `to_dict()` shape (`append_shape`)."""
 
     __slots__ = (
         "agent_id",
@@ -224,7 +226,7 @@ class _Run:
     ) -> None:
         self.run_id = run_id
         self.capacity = capacity
-        self.held: list[Chunk[Any] | str | dict[str, Any]] = []
+        self.held: list[Chunk[Any] | str | bytes | dict[str, Any]] = []
         self.base = 0
         # `append` trims past this: one move of the list per quarter of the bound, not per chunk
         # (it is the moves that cost, not the memory of the few chunks more held meanwhile).
@@ -260,8 +262,10 @@ class _Run:
             entry = self.held[position - self.base]
             if isinstance(entry, Chunk):
                 return entry
-            if not isinstance(entry, dict):
+            if isinstance(entry, str):
                 run_id, text_id = self.marks[bisect_right(self.mark_offsets, position) - 1]
+        if isinstance(entry, bytes):
+            return Chunk.from_dict(json.loads(entry))
         if isinstance(entry, dict):
             return Chunk.from_dict(entry)
         return text_delta(run_id, text_id, entry)
@@ -276,6 +280,17 @@ class _Run:
             cut = bisect_right(self.mark_offsets, self.base) - 1  # the mark the first text needs
             if cut > 0:
                 del self.mark_offsets[:cut], self.marks[:cut]
+
+    def hold(self, entry: Chunk[Any] | bytes | dict[str, Any]) -> None:
+        """`entry` at the end, a quarter past the bound trimmed, the waiting readers woken."""
+        if self.status is not None:
+            raise RunStateError(f"run {self.run_id!r} is closed ({self.status}); it takes no chunks")
+        held = self.held
+        held.append(entry)
+        if len(held) > self.limit:
+            self.trim()
+        if self.waiters:
+            self.wake()
 
     def wake(self) -> None:
         if self.waiters:
@@ -295,7 +310,7 @@ class _Run:
         )
 
 
-class _MemoryWriter:
+class MemoryRunWriter:
     """Appends to one in-memory run; holds the run itself, so appending costs no lookup."""
 
     __slots__ = ("_log", "_run", "run_id")
@@ -312,29 +327,20 @@ class _MemoryWriter:
         return self._run.next
 
     def append(self, chunk: Chunk[Any]) -> None:
-        run = self._run
-        if run.status is not None:
-            raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
-        held = run.held
-        held.append(chunk)
-        if len(held) > run.limit:
-            run.trim()
-        if run.waiters:
-            run.wake()
+        self._run.hold(chunk)
+
+    def append_encoded(self, data: str) -> None:
+        """The chunk whose `Chunk.to_dict()` JSON is `data`, kept as that JSON and decoded when
+        read: a durable run's chunks arrive encoded, and a chunk that is one string, not a tree
+        of dicts and lists (a `step-finish` holds every step so far), costs the garbage
+        collector nothing in a log that keeps a thousand runs."""
+        self._run.hold(data.encode())
 
     def append_shape(self, shape: dict[str, Any]) -> None:
         """`append` of the chunk whose `to_dict()` shape this is, kept as it is and decoded when
         read (a durable run's workflow hands its chunks over as JSON: most are never read, and
         each reader decodes what it reads). The shape is the log's from here on: not to be changed."""
-        run = self._run
-        if run.status is not None:
-            raise RunStateError(f"run {run.run_id!r} is closed ({run.status}); it takes no chunks")
-        held = run.held
-        held.append(shape)
-        if len(held) > run.limit:
-            run.trim()
-        if run.waiters:
-            run.wake()
+        self._run.hold(shape)
 
     def text_sink(self, run_id: str) -> TextSink:
         """Where a caller that builds text-delta chunks itself writes them (see `TextSink`)."""
@@ -432,7 +438,7 @@ class InMemoryRunLog:
         agent_id: str,
         resource_id: str | None = None,
         thread_id: str | None = None,
-    ) -> RunWriter:
+    ) -> MemoryRunWriter:
         check_ids(run_id, agent_id)
         self._sweep()
         run = self._runs.get(run_id)
@@ -440,11 +446,11 @@ class InMemoryRunLog:
             _check_reopen(run.run_id, run.status, run.agent_id, run.resource_id, agent_id, resource_id)
             del self._closed[run_id]
             run.status = None
-            return _MemoryWriter(self, run)
+            return MemoryRunWriter(self, run)
         run = _Run(run_id, self.max_chunks, agent_id, resource_id, thread_id)
         self._runs[run_id] = run
         self._evict()
-        return _MemoryWriter(self, run)
+        return MemoryRunWriter(self, run)
 
     async def info(self, run_id: str) -> RunInfo:
         return self._get(run_id).info()

@@ -33,7 +33,7 @@ ENCODING = b"json/plain"
 _ENCODER = json.JSONEncoder(default=json_default, allow_nan=False, separators=(",", ":"))
 """`encoded`'s encoder, made once (`json.dumps` with these options makes one per call)."""
 
-__all__ = ["LOCAL_LIMIT", "PAYLOAD_LIMIT", "checked", "encoded", "json_state", "json_value"]
+__all__ = ["LOCAL_LIMIT", "PAYLOAD_LIMIT", "checked", "encoded", "json_state", "json_text", "json_value"]
 
 
 def checked(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> Any:
@@ -45,10 +45,15 @@ def checked(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> Any:
     return plain
 
 
+def json_text(value: Any) -> str:
+    """`value` as the JSON text `encoded` would write for it (a chunk that travels encoded)."""
+    return _ENCODER.encode(value)
+
+
 def encoded(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> RawValue:
     """`value` as the JSON payload Temporal sends and the other side decodes to `checked(value)`,
     encoded once; `PayloadTooLargeError` naming `what` when it would not fit."""
-    data = _ENCODER.encode(value).encode()
+    data = json_text(value).encode()
     if len(data) > limit:
         raise PayloadTooLargeError(what, len(data), limit)
     return RawValue(Payload(metadata={"encoding": ENCODING}, data=data))

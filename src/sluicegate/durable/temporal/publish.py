@@ -18,11 +18,13 @@ so a slow log never holds the model stream back.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.run_log import (
     InMemoryRunLog,
+    MemoryRunWriter,
     RunInfo,
     RunNotFoundError,
     RunStateError,
@@ -30,25 +32,12 @@ from sluicegate.stream.run_log import (
 )
 
 
-class _MemoryWriter(Protocol):
-    """`InMemoryRunLog`'s writer: appends, and knows the offset its next chunk takes."""
-
-    @property
-    def next_offset(self) -> int: ...
-
-    def append(self, chunk: Chunk[Any]) -> None: ...
-
-    def append_shape(self, shape: dict[str, Any]) -> None: ...
-
-    async def close(self, status: RunStatus) -> None: ...
-
-
 class Publisher:
     """Writes a run's chunks at explicit offsets (see the module docstring)."""
 
     def __init__(self, run_log: Any) -> None:
         self.run_log = run_log
-        self._writers: dict[str, _MemoryWriter] = {}
+        self._writers: dict[str, MemoryRunWriter] = {}
         self._in_memory = isinstance(run_log, InMemoryRunLog)
 
     @property
@@ -75,7 +64,7 @@ class Publisher:
         writer = await self.run_log.open(
             run_id, agent_id=agent_id, resource_id=resource_id, thread_id=thread_id
         )
-        if self._in_memory:
+        if isinstance(writer, MemoryRunWriter):
             self._writers[run_id] = writer
         return await self.end(run_id)
 
@@ -85,18 +74,24 @@ class Publisher:
             return _next(await self.run_log.info(run_id))
         return await self.run_log.end_offset(run_id)  # type: ignore[no-any-return]
 
-    async def write(self, run_id: str, offset: int, chunks: list[dict[str, Any]]) -> int:
-        """`chunks` (`Chunk.to_dict()` shapes) at `offset`, `offset + 1`, ...; the offset after them."""
+    async def write(self, run_id: str, offset: int, chunks: Sequence[dict[str, Any] | str]) -> int:
+        """`chunks` at `offset`, `offset + 1`, ...; the offset after them. A chunk is its
+        `Chunk.to_dict()` shape, or that shape's JSON (the workflow's chunks travel encoded: the
+        log keeps them so, see `MemoryRunWriter.append_encoded`)."""
         if not chunks:
             return offset
         if self._in_memory:
             writer = self._writers.get(run_id)
             if writer is None:
                 return offset + len(chunks)
-            # Only what is not there yet: a retried attempt's chunks are skipped. Kept as their
-            # JSON shapes, decoded if a reader reads them (`append_shape`).
+            # Only what is not there yet: a retried attempt's chunks are skipped. Kept as they
+            # came, decoded if a reader reads them (`append_encoded`, `append_shape`).
             for index in range(max(writer.next_offset - offset, 0), len(chunks)):
-                writer.append_shape(chunks[index])
+                chunk = chunks[index]
+                if isinstance(chunk, str):
+                    writer.append_encoded(chunk)
+                else:
+                    writer.append_shape(chunk)
             return offset + len(chunks)
         return await self.run_log.write_at(run_id, offset, chunks)  # type: ignore[no-any-return]
 
@@ -145,7 +140,7 @@ class _Appends(LiveWrites):
 
     __slots__ = ("_error", "_writer")
 
-    def __init__(self, writer: _MemoryWriter, offset: int) -> None:
+    def __init__(self, writer: MemoryRunWriter, offset: int) -> None:
         super().__init__(offset)
         self._writer = writer
         self._error: Exception | None = None

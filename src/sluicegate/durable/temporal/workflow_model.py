@@ -7,7 +7,7 @@ timeouts and retries (`Settings`). The loop that calls the model is the agent's 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import PayloadTooLargeError, from_activity_error
-from sluicegate.durable.temporal.payloads import LOCAL_LIMIT, encoded, json_state
+from sluicegate.durable.temporal.payloads import LOCAL_LIMIT, encoded, json_state, json_text
 from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
@@ -37,6 +37,11 @@ OPEN_WITH_FIRST_WRITE = "sluicegate.open-with-first-write"
 CARRY_BUDGET = 256 * 1024
 """A model call larger than this (in bytes, encoded) leaves the chunks it would carry to a
 publish of their own (`LARGE_CARRY_ALONE`)."""
+
+ENCODED_CHUNKS = "sluicegate.encoded-chunks"
+"""The patch of runs whose chunks travel to the log as JSON text, one string each, which the
+in-process log keeps as it came (`MemoryRunWriter.append_encoded`) and Redis stores as it is;
+before it they travelled as dicts, decoded into chunk objects by the activity."""
 
 LARGE_CARRY_ALONE = "sluicegate.large-carry-alone"
 """The patch of runs whose model call, over `CARRY_BUDGET` with the chunks it carries, sends
@@ -92,6 +97,8 @@ class Outbox:
         self.unopened: dict[str, Any] | None = None
         """The run's owner while its log is still to be opened by the next write (`open`)."""
         self.lock = asyncio.Lock()
+        self.encode: Callable[[Chunk[Any]], dict[str, Any] | str] = Chunk.to_dict
+        """A chunk as it travels: its JSON text (`ENCODED_CHUNKS`, set by `open`), or its dict."""
 
     async def open(self, run: AgentRun) -> None:
         """A new run's log is opened by the first activity that writes to it (the first model
@@ -99,6 +106,8 @@ class Outbox:
         activity, and its round trip through the worker, less per run. A new run's chunks start
         at offset 0, and a replay writes the same chunks at the same offsets. A run recorded
         before (its history has the `open-run`) opens as it did."""
+        if workflow.patched(ENCODED_CHUNKS):
+            self.encode = _chunk_text
         if not workflow.patched(OPEN_WITH_FIRST_WRITE):
             await self.resync(run)
             return
@@ -111,7 +120,8 @@ class Outbox:
         in order, so a second one (a parallel tool call) could write past chunks the first has
         not written yet; while one is in flight, new chunks wait for the next activity or the
         run's close."""
-        chunks = [] if self.carrying else [c.to_dict() for c in self.pending]
+        encode = self.encode
+        chunks = [] if self.carrying else [encode(c) for c in self.pending]
         carry = {"offset": self.offset, "chunks": chunks, "end": self.offset + len(chunks)}
         if self.unopened is not None:
             carry["open"] = self.unopened  # the activity opens the log before it writes
@@ -145,9 +155,9 @@ class Outbox:
             if not self.pending and close is None:
                 return
             chunks, self.pending = self.pending, []
-            self.offset = await self._publish(self.offset, [c.to_dict() for c in chunks], close)
+            self.offset = await self._publish(self.offset, [self.encode(c) for c in chunks], close)
 
-    async def _publish(self, offset: int, chunks: list[dict[str, Any]], close: str | None) -> int:
+    async def _publish(self, offset: int, chunks: list[dict[str, Any] | str], close: str | None) -> int:
         call = {
             "agentId": self.agent_id,
             "runId": self.run_id,
@@ -173,6 +183,10 @@ class Outbox:
             start_to_close_timeout=timedelta(seconds=30),
         )
         self.unopened = None
+
+
+def _chunk_text(chunk: Chunk[Any]) -> str:
+    return json_text(chunk.to_dict())
 
 
 def _owner(run: AgentRun) -> dict[str, Any]:

@@ -1,0 +1,58 @@
+"""A durable run's chunks travel to the run log as JSON text, one string each (`Outbox.encode`,
+the `ENCODED_CHUNKS` patch): the activity that writes them neither decodes them nor builds a
+tree of objects per chunk for the log to keep, and readers get the same chunks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from sluicegate import Agent, Sluicegate, create_tool
+from sluicegate.durable.temporal import TemporalRuns, create_worker
+from sluicegate.durable.temporal.workflow_model import ENCODED_CHUNKS
+from sluicegate.testing import MockModel, text_step, tool_call_step
+
+pytestmark = pytest.mark.integration
+
+
+async def test_the_workflows_chunks_reach_the_log_as_text_and_read_back_as_in_process(
+    temporal_server: Any,
+) -> None:
+    lookup = create_tool(id="lookup", description="look up", execute=lambda args, context: "found")
+    steps = [tool_call_step(("c1", "lookup", {})), text_step("done")]
+    agent = Agent("encoded", model=MockModel(steps), tools=[lookup])
+    local = Agent("encoded", model=MockModel(steps), tools=[lookup])
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    async with create_worker(client, Sluicegate(agents={agent.id: agent}), task_queue=queue):
+        runs = TemporalRuns(client, task_queue=queue, settings={"heartbeatTimeout": 5, "retryInterval": 0.05})
+        run_id = await runs.start(agent, "hi", max_steps=3)
+        assert (await asyncio.wait_for(runs.result(run_id), 30))["text"] == "done"
+        durable = [c async for c in (await runs.observe(agent, run_id)).full_stream]
+        history = await client.get_workflow_handle(run_id).fetch_history()
+    in_process = [c async for c in (await local.stream("hi", max_steps=3)).full_stream]
+    assert [c.type for c in durable] == [c.type for c in in_process]
+    finishes = [c for c in durable if c.type == "step-finish"]
+    assert len(finishes) == 2 and len(finishes[1].payload.output.steps) == 2
+
+    markers = [
+        e.marker_recorded_event_attributes
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+    ]
+    assert any(
+        ENCODED_CHUNKS.encode() in b"".join(p.data for p in m.details["patch-data"].payloads) for m in markers
+    )
+    carried = [
+        json.loads(event.activity_task_scheduled_event_attributes.input.payloads[0].data)["carry"]["chunks"]
+        for event in history.events
+        if event.activity_task_scheduled_event_attributes.activity_type.name
+    ]
+    texts = [chunk for chunks in carried for chunk in chunks]
+    assert texts and all(isinstance(chunk, str) for chunk in texts)
+    assert "step-finish" in {json.loads(chunk)["type"] for chunk in texts}
