@@ -3,16 +3,19 @@ other side decodes exactly what `checked` (walk into JSON, measure) would have g
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from temporalio.common import RawValue
 from temporalio.converter import DataConverter
 
 from sluicegate.durable.temporal import PayloadTooLargeError
-from sluicegate.durable.temporal.payloads import checked, encoded
+from sluicegate.durable.temporal.payloads import SharedRecords, checked, encoded, json_text
 
 
 class WithDict:
@@ -50,3 +53,41 @@ def test_a_value_json_cannot_carry_is_refused_as_checked_refuses_it() -> None:
         checked("a call", {"score": math.nan})
     with pytest.raises(ValueError):
         encoded("a call", {"score": math.nan})
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@given(JSON)
+def test_shared_records_write_json_texts_text(value: Any) -> None:
+    assert SharedRecords()(value) == json_text(value)
+
+
+def test_shared_records_encode_a_listed_record_once_and_splice_it_into_later_chunks() -> None:
+    step_1 = {"content": [{"type": "text", "text": "one"}], "usage": {"inputTokens": 1}}
+    step_2 = {"content": [{"type": "tool-call", "input": {"n": 2}}]}
+    message = {"role": "user", "content": "go"}
+    texts = SharedRecords()
+    first = {
+        "type": "step-finish",
+        "payload": {"output": {"steps": [step_1]}, "messages": {"all": [message]}},
+    }
+    second = {
+        "type": "step-finish",
+        "payload": {"output": {"steps": [step_1, step_2]}, "messages": {"all": [message]}},
+    }
+    assert texts(first) == json_text(first)
+    assert texts(second) == json_text(second)
+    step_1["content"] = []  # listed already: later chunks keep the text it had (see the docstring)
+    assert json.loads(texts(second))["payload"]["output"]["steps"][0]["content"] == [
+        {"type": "text", "text": "one"}
+    ]
+    # Keys that are not text, values JSON does not know, NaN: as `json_text` does them.
+    odd = {"type": "finish", "payload": {"numbers": {1: "one"}, "object": WithDict(), "steps": [{2: "two"}]}}
+    assert texts(odd) == json_text(odd)
+    with pytest.raises(ValueError):
+        texts({"steps": [{"score": math.nan}]})

@@ -49,4 +49,6 @@ def alive(pid: int) -> bool:
 
 
 def open_fds() -> int:
+    """This process's open descriptors. A test compares them with `<=`: a leak adds some, while the
+    collector may close another test's meanwhile (a socket it left to its finalizer)."""
     return len(os.listdir("/proc/self/fd"))

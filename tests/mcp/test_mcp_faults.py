@@ -45,7 +45,7 @@ async def test_a_hanging_tool_is_a_tool_error_within_the_timeout() -> None:
         # The server itself still answers other calls.
         chunks, _ = await run_chunks(mcp, "fx_echo", {"text": "still here"})
         assert outcome(chunks).payload.result == {"result": "still here"}
-    assert children() == before and open_fds() == fds
+    assert children() == before and open_fds() <= fds
 
 
 async def test_a_server_killed_mid_call_is_a_tool_error_and_the_next_call_restarts_it() -> None:
@@ -58,7 +58,7 @@ async def test_a_server_killed_mid_call_is_a_tool_error_and_the_next_call_restar
         assert elapsed < 10  # seen when the pipe closed, not at the 30 s timeout
         chunks, _ = await run_chunks(mcp, "fx_echo", {"text": "again"})
         assert outcome(chunks).payload.result == {"result": "again"}
-    assert children() == before and open_fds() == fds
+    assert children() == before and open_fds() <= fds
 
 
 async def test_garbage_answers_are_tool_errors_within_the_timeout() -> None:
@@ -89,7 +89,7 @@ async def test_a_10_mb_answer_arrives_whole_and_nothing_is_left_behind() -> None
         result = outcome(chunks)
         assert result.type == "tool-result"
         assert len(result.payload.result["result"]) == 10 * 1024 * 1024
-    assert children() == before and open_fds() == fds
+    assert children() == before and open_fds() <= fds
 
 
 async def test_a_server_that_never_starts_is_named() -> None:

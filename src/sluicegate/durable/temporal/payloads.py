@@ -33,7 +33,16 @@ ENCODING = b"json/plain"
 _ENCODER = json.JSONEncoder(default=json_default, allow_nan=False, separators=(",", ":"))
 """`encoded`'s encoder, made once (`json.dumps` with these options makes one per call)."""
 
-__all__ = ["LOCAL_LIMIT", "PAYLOAD_LIMIT", "checked", "encoded", "json_state", "json_text", "json_value"]
+__all__ = [
+    "LOCAL_LIMIT",
+    "PAYLOAD_LIMIT",
+    "SharedRecords",
+    "checked",
+    "encoded",
+    "json_state",
+    "json_text",
+    "json_value",
+]
 
 
 def checked(what: str, value: Any, limit: int = PAYLOAD_LIMIT) -> Any:
@@ -70,3 +79,39 @@ def json_state(state: dict[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError):
             continue
     return out
+
+
+class SharedRecords:
+    """A run's chunks as JSON text (`json_text`'s), the records its chunks share encoded once.
+
+    Mastra's `step-finish` and `finish` list every step so far (`output.steps`) and the whole
+    conversation (`messages.all`, `user`, `nonUser`, `response.messages`): quadratic text in the
+    steps. The run summary builds each step's record and each message once, and every later
+    chunk lists the same objects; so a dict listed in a list is encoded the first time and its
+    text kept, by identity (the dict held with it, so its id names no other object while the
+    run lasts), and spliced into the later chunks' text. The text is the same as `json_text`'s.
+    A listed record is taken as it was when first encoded: the summary never edits one, and an
+    output processor that edits a record in place edits what every chunk listing it holds."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[dict[str, Any], str]] = {}
+
+    def __call__(self, value: Any) -> str:
+        """`value` (a chunk's `to_dict()`) as JSON text."""
+        if type(value) is dict and all(type(key) is str for key in value):
+            return "{" + ",".join(f"{_ENCODER.encode(k)}:{self(v)}" for k, v in value.items()) + "}"
+        if type(value) is list:
+            return "[" + ",".join(self._listed(item) for item in value) + "]"
+        return _ENCODER.encode(value)
+
+    def _listed(self, item: Any) -> str:
+        if type(item) is not dict:
+            return self(item)
+        known = self._texts.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        text = _ENCODER.encode(item)
+        self._texts[id(item)] = (item, text)
+        return text

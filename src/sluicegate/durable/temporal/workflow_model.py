@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import PayloadTooLargeError, from_activity_error
-from sluicegate.durable.temporal.payloads import LOCAL_LIMIT, encoded, json_state, json_text
+from sluicegate.durable.temporal.payloads import LOCAL_LIMIT, SharedRecords, encoded, json_state, json_text
 from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.models.base import CallOptions, StreamResult
 from sluicegate.models.fallback import FallbackEntry, ModelChain, parse_model_option
@@ -107,7 +107,7 @@ class Outbox:
         at offset 0, and a replay writes the same chunks at the same offsets. A run recorded
         before (its history has the `open-run`) opens as it did."""
         if workflow.patched(ENCODED_CHUNKS):
-            self.encode = _chunk_text
+            self.encode = ChunkTexts()
         if not workflow.patched(OPEN_WITH_FIRST_WRITE):
             await self.resync(run)
             return
@@ -185,8 +185,22 @@ class Outbox:
         self.unopened = None
 
 
-def _chunk_text(chunk: Chunk[Any]) -> str:
-    return json_text(chunk.to_dict())
+class ChunkTexts:
+    """A run's chunks as JSON text (`ENCODED_CHUNKS`): those that list the run so far
+    (`step-finish`, `finish`) through the run's `SharedRecords`, each step's record and each
+    message encoded once; the others as they are."""
+
+    __slots__ = ("shared",)
+
+    def __init__(self) -> None:
+        self.shared = SharedRecords()
+
+    def __call__(self, chunk: Chunk[Any]) -> str:
+        data = chunk.to_dict()
+        return self.shared(data) if chunk.type in _LISTING else json_text(data)
+
+
+_LISTING = frozenset(("step-finish", "finish"))
 
 
 def _owner(run: AgentRun) -> dict[str, Any]:
