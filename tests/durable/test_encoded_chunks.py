@@ -1,6 +1,8 @@
-"""A durable run's chunks travel to the run log as JSON text, one string each (`Outbox.encode`,
-the `ENCODED_CHUNKS` patch): the activity that writes them neither decodes them nor builds a
-tree of objects per chunk for the log to keep, and readers get the same chunks."""
+"""A durable run's chunks travel to the run log as JSON text, one string each (`Outbox.encode`):
+the activity that writes them neither decodes them nor builds a tree of objects per chunk for
+the log to keep, and readers get the same chunks. A run `TemporalRuns.start` starts says so in
+its input (`names.RUN_FORMAT`), at no patch marker's cost; a run started without it (an older
+client) asks the patches (`ENCODED_CHUNKS`, `OPEN_WITH_FIRST_WRITE`)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import pytest
 from temporalio.client import Client
 
 from sluicegate import Agent, Sluicegate, create_tool
-from sluicegate.durable.temporal import TemporalRuns, create_worker
-from sluicegate.durable.temporal.workflow_model import ENCODED_CHUNKS
+from sluicegate.durable.temporal import TemporalRuns, create_worker, names
+from sluicegate.durable.temporal.workflow_model import ENCODED_CHUNKS, OPEN_WITH_FIRST_WRITE
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
 pytestmark = pytest.mark.integration
@@ -41,13 +43,13 @@ async def test_the_workflows_chunks_reach_the_log_as_text_and_read_back_as_in_pr
     assert len(finishes) == 2 and len(finishes[1].payload.output.steps) == 2
 
     markers = [
-        e.marker_recorded_event_attributes
+        e
         for e in history.events
         if e.HasField("marker_recorded_event_attributes")
+        and e.marker_recorded_event_attributes.marker_name == "core_patch"
     ]
-    assert any(
-        ENCODED_CHUNKS.encode() in b"".join(p.data for p in m.details["patch-data"].payloads) for m in markers
-    )
+    upserts = [e for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
+    assert markers == [] and upserts == []  # the input says how the run goes, not patches
     carried = [
         json.loads(event.activity_task_scheduled_event_attributes.input.payloads[0].data)["carry"]["chunks"]
         for event in history.events
@@ -56,3 +58,44 @@ async def test_the_workflows_chunks_reach_the_log_as_text_and_read_back_as_in_pr
     texts = [chunk for chunks in carried for chunk in chunks]
     assert texts and all(isinstance(chunk, str) for chunk in texts)
     assert "step-finish" in {json.loads(chunk)["type"] for chunk in texts}
+
+
+def _carried(history: Any) -> list[Any]:
+    return [
+        chunk
+        for event in history.events
+        if event.activity_task_scheduled_event_attributes.activity_type.name.endswith(".model")
+        for chunk in json.loads(event.activity_task_scheduled_event_attributes.input.payloads[0].data)[
+            "carry"
+        ]["chunks"]
+    ]
+
+
+async def test_a_run_started_without_a_format_asks_the_patches(temporal_server: Any) -> None:
+    lookup = create_tool(id="lookup", description="look up", execute=lambda args, context: "found")
+    agent = Agent(
+        "older", model=MockModel([tool_call_step(("c1", "lookup", {})), text_step("done")]), tools=[lookup]
+    )
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    async with create_worker(client, Sluicegate(agents={agent.id: agent}), task_queue=queue):
+        run_id = f"older-{uuid.uuid4()}"
+        start = {
+            "agentId": agent.id,
+            "messages": "hi",
+            "settings": {"heartbeatTimeout": 5, "retryInterval": 0.05},
+        }
+        handle = await client.start_workflow(names.WORKFLOW, start, id=run_id, task_queue=queue)
+        assert (await asyncio.wait_for(handle.result(), 30))["text"] == "done"
+        runs = TemporalRuns(client, task_queue=queue)
+        chunks = [c.type async for c in (await runs.observe(agent, run_id)).full_stream]
+        history = await handle.fetch_history()
+    assert chunks[0] == "start" and chunks[-1] == "finish"
+    patches = b"".join(
+        p.data
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+        for p in e.marker_recorded_event_attributes.details["patch-data"].payloads
+    )
+    assert ENCODED_CHUNKS.encode() in patches and OPEN_WITH_FIRST_WRITE.encode() in patches
+    assert _carried(history) and all(isinstance(chunk, str) for chunk in _carried(history))

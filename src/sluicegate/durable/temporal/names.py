@@ -23,6 +23,14 @@ RESUME = "resume_stream"
 PENDING = "pending_tool_call"
 OUTPUT = "output"
 """The query of the run's output so far (the workflow's result shape): a waiting run's too."""
+FORMAT = "format"
+"""The key of a run's input naming its format (`RUN_FORMAT`)."""
+RUN_FORMAT = 1
+"""The format `TemporalRuns.start` writes into a new run's input: its log is opened by its
+first write and its chunks travel to the log as JSON text. Decided by the input, which the
+history holds, not by `workflow.patched`, whose marker costs every run two more events and a
+search-attribute update each; a run without it (started by an older client, or recorded
+before) asks the patches as it did."""
 
 
 def model_activity(agent_id: str) -> str:

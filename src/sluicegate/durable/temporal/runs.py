@@ -183,6 +183,7 @@ class TemporalRuns:
             "requireToolApproval": require_tool_approval,
             "memory": memory,
             "settings": self.settings,
+            names.FORMAT: names.RUN_FORMAT,
         }
         if tool_choice is not None:
             start["toolChoice"] = tool_choice

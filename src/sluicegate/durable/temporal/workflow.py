@@ -444,7 +444,7 @@ class AgentWorkflow:
                 start["messages"], options, run_id=run_id, models=durable.chain(), tool_runner=durable.tools
             )
         )
-        await durable.outbox.open(run)
+        await durable.outbox.open(run, start.get(names.FORMAT))
         while True:
             await durable.drive(run)
             held = run.state.held

@@ -100,15 +100,17 @@ class Outbox:
         self.encode: Callable[[Chunk[Any]], dict[str, Any] | str] = Chunk.to_dict
         """A chunk as it travels: its JSON text (`ENCODED_CHUNKS`, set by `open`), or its dict."""
 
-    async def open(self, run: AgentRun) -> None:
+    async def open(self, run: AgentRun, run_format: object = None) -> None:
         """A new run's log is opened by the first activity that writes to it (the first model
         call's carry, or the closing `publish`), not by an `open-run` of its own: a local
         activity, and its round trip through the worker, less per run. A new run's chunks start
         at offset 0, and a replay writes the same chunks at the same offsets. A run recorded
-        before (its history has the `open-run`) opens as it did."""
-        if workflow.patched(ENCODED_CHUNKS):
+        before (its history has the `open-run`) opens as it did. `run_format` is the run's
+        input's (`names.RUN_FORMAT`); without it the patches decide, as they did."""
+        current = type(run_format) is int and run_format >= names.RUN_FORMAT
+        if current or workflow.patched(ENCODED_CHUNKS):
             self.encode = ChunkTexts()
-        if not workflow.patched(OPEN_WITH_FIRST_WRITE):
+        if not current and not workflow.patched(OPEN_WITH_FIRST_WRITE):
             await self.resync(run)
             return
         self.offset = 0
