@@ -408,18 +408,18 @@ async def test_memory_text_sink_wakes_a_waiting_reader_and_takes_nothing_after_c
     assert (await log.info("run-1")).next_offset == 1
 
 
-async def test_memory_shapes_read_back_as_their_chunks_among_texts_and_chunks() -> None:
-    """A durable run's workflow chunks arrive as JSON: kept as such, decoded when read."""
+async def test_memory_encoded_chunks_read_back_as_their_chunks_among_texts_and_chunks() -> None:
+    """A durable run's chunks arrive as JSON: kept as such, decoded when read."""
     log = InMemoryRunLog(max_chunks=4)
     writer = await log.open("run-1", agent_id="a")
     sink = writer.text_sink("run-1")
     traced = tag_run_id("run-1", {"traceId": "t-1"})
     step = Chunk("step-finish", traced, Payload(output=Payload(text="ab"), step_result={"reason": "stop"}))
-    writer.append_shape(Chunk("start", "run-1", Payload(id="a")).to_dict())
+    writer.append_encoded(json.dumps(Chunk("start", "run-1", Payload(id="a")).to_dict()))
     assert writer.next_offset == 1
     sink.begin("t1")
     sink.put("a")
-    writer.append_shape(step.to_dict())  # between two texts of the same text
+    writer.append_encoded(json.dumps(step.to_dict()))  # between two texts of the same text
     sink.put("b")
     writer.append(delta(9))
     reader = log.read("run-1", 1)
@@ -431,21 +431,21 @@ async def test_memory_shapes_read_back_as_their_chunks_among_texts_and_chunks() 
         delta(9).to_dict(),
     ]
     assert got[1].metadata == {"traceId": "t-1"} and got[1].payload.output.text == "ab"
-    for _ in range(3):  # past the bound: shapes are trimmed like any entry
-        writer.append_shape(delta(0).to_dict())
+    for _ in range(3):  # past the bound: encoded chunks are trimmed like any entry
+        writer.append_encoded(json.dumps(delta(0).to_dict()))
     assert (await log.info("run-1")).first_offset == 4 and writer.next_offset == 8
     await writer.close("finished")
     with pytest.raises(RunStateError):
-        writer.append_shape(delta(1).to_dict())
+        writer.append_encoded(json.dumps(delta(1).to_dict()))
     assert texts(await collect(log, "run-1", 4)) == ["w9", "w0", "w0", "w0"]
 
 
-async def test_memory_a_shape_wakes_a_waiting_reader() -> None:
+async def test_memory_an_encoded_chunk_wakes_a_waiting_reader() -> None:
     log = InMemoryRunLog()
     writer = await log.open("run-1", agent_id="a")
     reading = asyncio.ensure_future(anext(log.read("run-1")))
     await asyncio.sleep(0)
-    writer.append_shape(delta(3).to_dict())
+    writer.append_encoded(json.dumps(delta(3).to_dict()))
     assert (await asyncio.wait_for(reading, 1)) == delta(3)
 
 

@@ -196,8 +196,8 @@ class _Run:
     `held` grows at its end and is trimmed from its start; `first` applies the bound to offsets
     exactly, whatever the list still holds. An entry is a chunk, the text alone of a text
     delta written through a `TextSink` (from `mark_offsets[i]` on, a text is a delta of text
-    `marks[i] = (run_id, text_id)`), or a chunk kept as it came, decoded when read: its JSON as
-    bytes (`append_encoded`) or its `to_dict()` shape (`append_shape`)."""
+    `marks[i] = (run_id, text_id)`), or a chunk kept as its JSON (bytes, `append_encoded`),
+    decoded when read."""
 
     __slots__ = (
         "agent_id",
@@ -226,7 +226,7 @@ class _Run:
     ) -> None:
         self.run_id = run_id
         self.capacity = capacity
-        self.held: list[Chunk[Any] | str | bytes | dict[str, Any]] = []
+        self.held: list[Chunk[Any] | str | bytes] = []
         self.base = 0
         # `append` trims past this: one move of the list per quarter of the bound, not per chunk
         # (it is the moves that cost, not the memory of the few chunks more held meanwhile).
@@ -255,7 +255,7 @@ class _Run:
 
     def entry(self, position: int) -> Chunk[Any] | None:
         """The chunk at `position`, or None if the bound dropped it; a text is built back into
-        its chunk, a `to_dict()` shape decoded. The caller checked `position < next`."""
+        its chunk, a JSON entry decoded. The caller checked `position < next`."""
         with self.lock:
             if position < self.first:
                 return None
@@ -266,8 +266,6 @@ class _Run:
                 run_id, text_id = self.marks[bisect_right(self.mark_offsets, position) - 1]
         if isinstance(entry, bytes):
             return Chunk.from_dict(json.loads(entry))
-        if isinstance(entry, dict):
-            return Chunk.from_dict(entry)
         return text_delta(run_id, text_id, entry)
 
     def trim(self) -> None:
@@ -281,7 +279,7 @@ class _Run:
             if cut > 0:
                 del self.mark_offsets[:cut], self.marks[:cut]
 
-    def hold(self, entry: Chunk[Any] | bytes | dict[str, Any]) -> None:
+    def hold(self, entry: Chunk[Any] | bytes) -> None:
         """`entry` at the end, a quarter past the bound trimmed, the waiting readers woken."""
         if self.status is not None:
             raise RunStateError(f"run {self.run_id!r} is closed ({self.status}); it takes no chunks")
@@ -335,12 +333,6 @@ class MemoryRunWriter:
         of dicts and lists (a `step-finish` holds every step so far), costs the garbage
         collector nothing in a log that keeps a thousand runs."""
         self._run.hold(data.encode())
-
-    def append_shape(self, shape: dict[str, Any]) -> None:
-        """`append` of the chunk whose `to_dict()` shape this is, kept as it is and decoded when
-        read (a durable run's workflow hands its chunks over as JSON: most are never read, and
-        each reader decodes what it reads). The shape is the log's from here on: not to be changed."""
-        self._run.hold(shape)
 
     def text_sink(self, run_id: str) -> TextSink:
         """Where a caller that builds text-delta chunks itself writes them (see `TextSink`)."""

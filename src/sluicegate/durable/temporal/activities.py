@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
@@ -45,9 +44,8 @@ from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.heartbeats import Pacer, beating
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
 from sluicegate.durable.temporal.payloads import encoded, json_value
-from sluicegate.durable.temporal.publish import LiveWrites, Publisher
+from sluicegate.durable.temporal.publish import Publisher, live_writes
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
-from sluicegate.durable.temporal.trace_context import KEY as TRACE_KEY
 from sluicegate.durable.temporal.trace_context import attached
 from sluicegate.durable.temporal.vectors import embed_activity, embedder_of
 from sluicegate.messages import MessageList
@@ -83,12 +81,6 @@ async def _watched(source: AsyncIterator[Any], items: list[dict[str, Any]]) -> A
         if part.__class__ is dict and part.get("type") in _BOOKKEEPING:
             items.append({"part": json_value(part)})
         yield part
-
-
-def _traced(call: dict[str, Any]) -> AbstractContextManager[None]:
-    """The workflow's trace context attached around the call's body (`trace_context.attached`),
-    when the call carries one (an untraced run's calls: nothing to attach)."""
-    return attached(call) if call.get(TRACE_KEY) else nullcontext()
 
 
 def _falls_over(call: dict[str, Any], opened: bool, error: BaseException) -> bool:
@@ -239,7 +231,7 @@ class DurableActivities:
     def _model_activity(self, agent_id: str) -> Callable[..., Any]:
         async def model_call(call: dict[str, Any]) -> RawValue:
             try:
-                with _traced(call):
+                with attached(call):
                     await self._write_carried(agent_id, call)
                     return await self._model_call(agent_id, call)
             except _FailedCall as failed:
@@ -282,7 +274,7 @@ class DurableActivities:
                 )
                 offset = await publisher.write(run_id, written, [notice.to_dict()])
                 items.append({"chunk": notice.to_dict()})
-        batches = publisher.live(run_id, offset) if publisher is not None else LiveWrites(offset)
+        batches = live_writes(publisher, run_id, offset)
         step = StepRecorder(call["stepNumber"])
         add = batches.add
 
@@ -365,7 +357,7 @@ class DurableActivities:
     def _tool_activity(self, agent_id: str, tool_name: str) -> Callable[..., Any]:
         async def tool_call(call: dict[str, Any]) -> RawValue:
             try:
-                with _traced(call):
+                with attached(call):
                     await self._write_carried(agent_id, call)
                     return await self._tool_call(agent_id, tool_name, call)
             except Exception as exc:
@@ -397,13 +389,7 @@ class DurableActivities:
                 offset = await publisher.write(run_id, written, [retry.to_dict()])
         # Without an offset (another call of the step streams live now) the data goes back in
         # the result, for the workflow to publish after it.
-        batches = (
-            None
-            if offset is None
-            else publisher.live(run_id, offset)
-            if publisher is not None
-            else LiveWrites(offset)
-        )
+        batches = None if offset is None else live_writes(publisher, run_id, offset)
         data: list[dict[str, Any]] = []
         request_context = RequestContext(call.get("requestContext") or {})
         spent = spend.collect(request_context)  # a sub-agent's model calls, charged by the workflow

@@ -18,6 +18,7 @@ so a slow log never holds the model stream back.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -84,14 +85,13 @@ class Publisher:
             writer = self._writers.get(run_id)
             if writer is None:
                 return offset + len(chunks)
-            # Only what is not there yet: a retried attempt's chunks are skipped. Kept as they
-            # came, decoded if a reader reads them (`append_encoded`, `append_shape`).
+            # Only what is not there yet: a retried attempt's chunks are skipped. Kept as JSON,
+            # decoded if a reader reads them (`append_encoded`).
             for index in range(max(writer.next_offset - offset, 0), len(chunks)):
                 chunk = chunks[index]
-                if isinstance(chunk, str):
-                    writer.append_encoded(chunk)
-                else:
-                    writer.append_shape(chunk)
+                writer.append_encoded(
+                    chunk if isinstance(chunk, str) else json.dumps(chunk, separators=(",", ":"))
+                )
             return offset + len(chunks)
         return await self.run_log.write_at(run_id, offset, chunks)  # type: ignore[no-any-return]
 
@@ -110,6 +110,11 @@ class Publisher:
                 await writer.close(status)
             return
         await self.run_log.close_at(run_id, offset, status)
+
+
+def live_writes(publisher: Publisher | None, run_id: str, offset: int) -> LiveWrites:
+    """Where a call's chunks go from `offset` (`Publisher.live`; counted only without a log)."""
+    return LiveWrites(offset) if publisher is None else publisher.live(run_id, offset)
 
 
 class LiveWrites:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from sluicegate.tracing.state import opentelemetry_in_use
@@ -47,15 +47,19 @@ def inject(call: dict[str, Any], span: Any = None) -> dict[str, Any]:
     return call
 
 
-@contextmanager
-def attached(call: dict[str, Any]) -> Iterator[None]:
-    """Run the activity's body with the workflow's context (from `inject`) as the current one."""
+def attached(call: dict[str, Any]) -> AbstractContextManager[None]:
+    """Run the activity's body with the workflow's context (from `inject`) as the current one
+    (an untraced run's call carries none: nothing to attach, at no generator's cost)."""
     carrier = call.get(KEY)
     if not carrier:
-        yield
-        return
+        return nullcontext()
     if not isinstance(carrier, dict) or not all(isinstance(v, str) for v in carrier.values()):
         raise ValueError(f"{KEY} must be a map of strings (a W3C trace context), got {carrier!r}")
+    return _attached(carrier)
+
+
+@contextmanager
+def _attached(carrier: dict[str, str]) -> Iterator[None]:
     from opentelemetry import context as otel_context
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
