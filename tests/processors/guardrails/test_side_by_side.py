@@ -221,3 +221,23 @@ def test_no_value_leaks_from_rows_tables_and_logs(
     structured = {"rows": [{"kind": k, "value": v} for k, v in items], "text": text}
     assert leaks(items, tool_result(guard, structured)) == [], ("tool result", text)
     assert leaks(items, data_chunk(guard, structured)) == [], ("data chunk", text)
+
+
+# A whole IBAN followed by a number that mod 97 happens to accept joined to it (1 in 97): the
+# number is another value, redacted as itself, not taken into the IBAN and left half shown.
+JOINED_BY_CHANCE = [
+    [("iban", "DE26950151659102920619"), ("phone", "309.673.1767")],
+    [("iban", "GB46NWBK91243809225128"), ("phone", "762\u202f429\u202f0810")],
+]
+
+
+@pytest.mark.parametrize("name", sorted(GUARDS))
+@pytest.mark.parametrize("items", JOINED_BY_CHANCE)
+@pytest.mark.parametrize("before", ["", "4590\u20095566\u20096690\u20093785 "])
+def test_a_whole_iban_does_not_take_in_the_number_after_it(
+    name: str, items: list[tuple[str, str]], before: str
+) -> None:
+    guard = GUARDS[name]
+    text = before + " ".join(value for _, value in items)
+    assert leaks(items, whole(guard, text)) == [], text
+    assert leaks(items, stream(guard, [text])) == [], text
