@@ -278,11 +278,6 @@ def _iban_edits(run: str, offset: int, *, at_end: bool) -> list[tuple[int, int, 
     separators = [(offset + m.start(), offset + m.end(), "") for m in _IBAN_SEPARATOR.finditer(run)]
     if not separators:
         return []
-    whole = run[: separators[0][0] - offset]
-    if len(whole) >= 15 and iban_valid(whole):
-        # Written whole: what follows its separator is another value, even when mod 97 happens
-        # to accept the two joined (1 in 97: "DE…0619 309.673.1767" took the phone's "309").
-        return []
     chars = [i for i, c in enumerate(run) if c.isalnum()]
     compact = "".join(run[i] for i in chars)
     for size in range(len(compact), 14, -1):

@@ -94,6 +94,9 @@ def test_look_alikes_that_fail_their_check_pass_through(text: str) -> None:
 def test_validators_directly() -> None:
     assert card_valid("6759 0000 0001") is False and card_valid("675900000000")
     assert iban_valid("DE89 3704 0044 0532 0130 00") and not iban_valid("DE89 3704 0044 0532 0130 01")
+    # Mod 97 accepts these joined to the next number's digits; their country's length does not.
+    assert iban_valid("DE26950151659102920619") and not iban_valid("DE26950151659102920619309")
+    assert iban_valid("GB46NWBK91243809225128") and not iban_valid("GB46NWBK91243809225128762429")
     assert ip_valid("::1") and not ip_valid("::") and not ip_valid("256.1.1.1")
     assert phone_valid("+1-938-677-4964x990") and not phone_valid("+1 123 456 7890")
     assert not phone_valid("(055) 123-4567", ("US",))  # no North American area code starts with 0
