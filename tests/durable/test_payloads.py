@@ -95,3 +95,29 @@ def test_shared_records_encode_a_listed_record_once_and_splice_it_into_later_chu
     assert texts(odd) == json_text(odd)
     with pytest.raises(ValueError):
         texts({"steps": [{"score": math.nan}]})
+
+
+MARKER_LIKE = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='\x00"\\0123u', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet='\x00"01', max_size=3), inner, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@given(MARKER_LIKE)
+def test_shared_records_write_json_texts_text_for_strings_that_look_like_their_markers(value: Any) -> None:
+    assert SharedRecords()(value) == json_text(value)
+
+
+def test_a_string_that_encodes_like_a_marker_leaves_the_records_text_as_json_text_writes_it() -> None:
+    texts = SharedRecords()
+    record = {"role": "user", "content": "\x000"}
+    for value in (
+        {"steps": [record], "text": "\x000"},  # a value's own string, beside a record
+        {"steps": [record, {"\x001": 'a"\x00'}]},  # a key, and an escaped quote before a NUL
+        {"steps": [[record], "\x00"]},
+    ):
+        assert texts(value) == json_text(value)

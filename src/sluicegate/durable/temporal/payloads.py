@@ -99,19 +99,70 @@ class SharedRecords:
         self._texts: dict[int, tuple[dict[str, Any], str]] = {}
 
     def __call__(self, value: Any) -> str:
-        """`value` (a chunk's `to_dict()`) as JSON text."""
+        """`value` (a chunk's `to_dict()`) as JSON text.
+
+        Encoded in one pass of the C encoder: each listed record stands in as a marker string
+        (a NUL and its index), whose encoding (`"\\u0000<i>"`) is then replaced by the record's
+        text. A string of the value's own that starts with a NUL encodes alike: then the markers
+        are not counted right, and the value is encoded piece by piece instead."""
+        texts: list[str] = []
+        shadow = self._shadow(value, texts)
+        if not texts:
+            return _ENCODER.encode(value)
+        pieces = _ENCODER.encode(shadow).split(_MARKER)
+        if len(pieces) != len(texts) + 1:
+            return self._pieces(value)
+        out = [pieces[0]]
+        for piece in pieces[1:]:
+            index, rest = piece.split('"', 1)
+            out.append(texts[int(index)])
+            out.append(rest)
+        return "".join(out)
+
+    def _shadow(self, value: Any, texts: list[str]) -> Any:
+        """`value` with its listed records replaced by markers, their texts appended to `texts`
+        (what is not a dict or list, or a dict with keys that are not text, is kept as it is)."""
+        if type(value) is dict:
+            if not all(type(key) is str for key in value):
+                return value
+            return {
+                key: self._shadow(item, texts) if type(item) is dict or type(item) is list else item
+                for key, item in value.items()
+            }
+        if type(value) is not list:
+            return value
+        out: list[Any] = []
+        for item in value:
+            kind = type(item)
+            if kind is dict:
+                texts.append(self._listed(item))
+                out.append(f"\x00{len(texts) - 1}")
+            elif kind is list:
+                out.append(self._shadow(item, texts))
+            else:
+                out.append(item)
+        return out
+
+    def _pieces(self, value: Any) -> str:
+        """`value`'s text built piece by piece: for a value whose own strings look like markers."""
         if type(value) is dict and all(type(key) is str for key in value):
-            return "{" + ",".join(f"{_ENCODER.encode(k)}:{self(v)}" for k, v in value.items()) + "}"
+            return "{" + ",".join(f"{_ENCODER.encode(k)}:{self._pieces(v)}" for k, v in value.items()) + "}"
         if type(value) is list:
-            return "[" + ",".join(self._listed(item) for item in value) + "]"
+            return (
+                "["
+                + ",".join(self._listed(item) if type(item) is dict else self._pieces(item) for item in value)
+                + "]"
+            )
         return _ENCODER.encode(value)
 
-    def _listed(self, item: Any) -> str:
-        if type(item) is not dict:
-            return self(item)
+    def _listed(self, item: dict[str, Any]) -> str:
         known = self._texts.get(id(item))
         if known is not None and known[0] is item:
             return known[1]
         text = _ENCODER.encode(item)
         self._texts[id(item)] = (item, text)
         return text
+
+
+_MARKER = '"\\u0000'
+"""How a marker string (`SharedRecords._shadow`) begins once encoded: a quote and an escaped NUL."""
