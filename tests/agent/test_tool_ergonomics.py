@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sluicegate import Agent, create_tool, tool
 from sluicegate.testing import MockModel
 from sluicegate.testing.mock_model import text_step, tool_call_step
+from sluicegate.tools import ToolContext
 from sluicegate.tools.docstring import parse_docstring
 
 
@@ -207,3 +208,27 @@ def test_a_pydantic_schema_is_generated_once_and_each_caller_gets_its_own_copy(m
 
     forecast.input_schema = Other  # a schema swapped after creation is the one sent
     assert set(forecast.json_schema()["properties"]) == {"zip"}
+
+
+def test_a_tool_says_whether_it_reads_its_context() -> None:
+    """A durable run sends the conversation to a tool's activity only when the tool reads its
+    context: `@tool` knows from the function's parameters; any other tool is taken to read it."""
+    from sluicegate.processors.builtin.tool_retry import RetryingTool, RetryPolicy
+
+    @tool
+    def plain(n: int) -> int:
+        """Plain."""
+        return n
+
+    @tool
+    def reading(n: int, context: ToolContext) -> int:
+        """Reads."""
+        return len(context.messages)
+
+    made = create_tool(id="made", description="Made", execute=lambda args, context: None)
+    assert (plain.reads_context, reading.reads_context, made.reads_context) == (False, True, True)
+    policy = RetryPolicy(
+        max_retries=1, backoff=0, backoff_factor=1, max_backoff=0, jitter=False, retry_on=Exception
+    )
+    assert RetryingTool(plain, policy).reads_context is False
+    assert RetryingTool(reading, policy).reads_context is True

@@ -138,6 +138,7 @@ class Tool:
         suspend_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
         resume_schema: type[pydantic.BaseModel] | dict[str, Any] | None = None,
         annotations: dict[str, Any] | None = None,
+        reads_context: bool = True,
     ) -> None:
         if not id or not isinstance(id, str):
             raise ToolError("a tool needs a non-empty string id")
@@ -148,6 +149,10 @@ class Tool:
         if annotations is not None and not isinstance(annotations, dict):
             raise ToolError(f"tool {id!r}: annotations must be a dict, got {type(annotations).__name__}")
         self.annotations = annotations
+        self.reads_context = bool(reads_context)
+        """Whether `execute` looks at its `ToolContext` (`@tool` knows: a function without a
+        `ToolContext` parameter never sees it). A durable run sends the conversation so far to a
+        tool's activity only when it does: it is the largest part of a call's input."""
         """What the tool says about itself in MCP's `ToolAnnotations` shape (`readOnlyHint`,
         `destructiveHint`, `title`, ...): hints a person deciding on a call is shown with it."""
         self.suspend_schema = suspend_schema
@@ -391,6 +396,7 @@ def tool(
             require_approval=require_approval,
             suspend_schema=suspend_schema,
             resume_schema=resume_schema,
+            reads_context=context_param is not None,
         )
 
     return build(func) if func is not None else build

@@ -48,7 +48,7 @@ from sluicegate.durable.temporal.publish import Publisher, live_writes
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
 from sluicegate.durable.temporal.trace_context import attached
 from sluicegate.durable.temporal.vectors import embed_activity, embedder_of
-from sluicegate.messages import MessageList
+from sluicegate.messages import Message, MessageList
 from sluicegate.models.base import CallOptions, LanguageModel
 from sluicegate.models.fallback import parse_model_option
 from sluicegate.models.registry import resolve_model
@@ -414,7 +414,8 @@ class DurableActivities:
 
         context = ToolContext(
             tool_call_id=call["toolCallId"],
-            messages=call.get("messages") or [],  # decoded for this call: its own list
+            # As in one process: the run's messages (sent only to a tool that reads its context).
+            messages=[Message.from_dict(m) for m in call.get("messages") or ()],
             request_context=request_context,
             writer=Writer(run_id, write),
             tool_name=tool_name,

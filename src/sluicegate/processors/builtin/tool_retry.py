@@ -115,6 +115,7 @@ class RetryingTool(Tool):
             to_model_output=inner.to_model_output,
             provider_options=inner.provider_options,
             require_approval=inner.require_approval,
+            reads_context=inner.reads_context,
         )
         self.inner = inner
         self.policy = policy
