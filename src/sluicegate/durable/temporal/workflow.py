@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from sluicegate.agent.decisions import (
@@ -142,6 +143,8 @@ def _activity_execute(
             raise from_activity_error(exc) from None
         return result
 
+    reads_context = agent.tools[name].reads_context
+
     async def execute(args: Any, context: ToolContext) -> Any:
         run = durable.run
         assert run is not None
@@ -156,7 +159,9 @@ def _activity_execute(
                 "resumeData": context.resume_data,
                 "suspendedWith": context.suspended_with,
                 "requestContext": json_context(context.request_context),
-                "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages],
+                "messages": [m.to_dict() if hasattr(m, "to_dict") else m for m in context.messages]
+                if reads_context
+                else [],
             }
             if live and run.pipeline is not None and run.runner.has_data_part_processors:
                 # The live call's data chunks go through the stream processors that opted in to
@@ -244,7 +249,7 @@ class _DurableRun:
         self.outbox = Outbox(agent.id, run_id)
         self.models = activity_models(agent, self.outbox, settings)
         self.run: AgentRun | None = None
-        self.output: dict[str, Any] | None = None
+        self.output: RawValue | None = None
         """The run's output when it last stopped (ended, or suspended): `names.OUTPUT`."""
         self.tools = ActivityTools(agent, self)
         changes: dict[str, Any] = self._wired_processors(agent)
@@ -369,13 +374,13 @@ def _owner(run: AgentRun) -> dict[str, Any]:
     return {"request_context": context, "processor_timeout": None}
 
 
-def _result(run: AgentRun) -> dict[str, Any]:
-    """What `generate` would return for the run (JSON): its result when it ends, its output so
-    far while it waits for a decision (`names.OUTPUT`). A step's tool results are in `steps`
-    only (`generate`'s `tool_results` are those of its steps but retried ones): the result is
-    one payload, under Temporal's size limit, and they are in `messages` already."""
+def _result(run: AgentRun) -> RawValue:
+    """What `generate` would return for the run (JSON, encoded once): its result when it ends,
+    its output so far while it waits for a decision (`names.OUTPUT`). A step's tool results are
+    in `steps` only (`generate`'s `tool_results` are those of its steps but retried ones): the
+    result is one payload, under Temporal's size limit, and they are in `messages` already."""
     suspended = run.suspend_payload()
-    result: dict[str, Any] = checked(
+    return encoded(
         "the run's result",
         {
             "runId": run.run_id,
@@ -393,7 +398,6 @@ def _result(run: AgentRun) -> dict[str, Any]:
             "suspendPayload": None if suspended is None else suspended.to_dict(),
         },
     )
-    return result
 
 
 def _step(step: StepResult) -> dict[str, Any]:
@@ -421,7 +425,7 @@ class AgentWorkflow:
         self._decided = 0
 
     @workflow.run
-    async def run(self, start: dict[str, Any]) -> dict[str, Any]:
+    async def run(self, start: dict[str, Any]) -> RawValue:
         agent = _AGENTS.get(start["agentId"])
         if agent is None:
             raise ApplicationError(f"no agent {start['agentId']!r} on this worker", non_retryable=True)
@@ -484,7 +488,7 @@ class AgentWorkflow:
         return self._pending
 
     @workflow.query(name=names.OUTPUT)
-    def output(self) -> dict[str, Any] | None:
+    def output(self) -> RawValue | None:
         """The run's output when it last stopped: its result once it ended, what it had produced
         when it suspended while it waits (None before it first stops)."""
         return None if self._durable is None else self._durable.output
