@@ -2,7 +2,9 @@
 the activity that writes them neither decodes them nor builds a tree of objects per chunk for
 the log to keep, and readers get the same chunks. A run `TemporalRuns.start` starts says so in
 its input (`names.RUN_FORMAT`), at no patch marker's cost; a run started without it (an older
-client) asks the patches (`ENCODED_CHUNKS`, `OPEN_WITH_FIRST_WRITE`)."""
+client) asks the patches (`ENCODED_CHUNKS`, `OPEN_WITH_FIRST_WRITE`). From `names.PACKED_FORMAT`
+on, the chunks an activity carries travel packed; a run of an earlier format carries them as
+they are."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from temporalio.client import Client
 
 from sluicegate import Agent, Sluicegate, create_tool
 from sluicegate.durable.temporal import TemporalRuns, create_worker, names
+from sluicegate.durable.temporal.packed_chunks import carried_texts
 from sluicegate.durable.temporal.workflow_model import ENCODED_CHUNKS, OPEN_WITH_FIRST_WRITE
 from sluicegate.testing import MockModel, text_step, tool_call_step
 
@@ -50,14 +53,47 @@ async def test_the_workflows_chunks_reach_the_log_as_text_and_read_back_as_in_pr
     ]
     upserts = [e for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
     assert markers == [] and upserts == []  # the input says how the run goes, not patches
-    carried = [
-        json.loads(event.activity_task_scheduled_event_attributes.input.payloads[0].data)["carry"]["chunks"]
+    carries = [
+        json.loads(event.activity_task_scheduled_event_attributes.input.payloads[0].data)["carry"]
         for event in history.events
         if event.activity_task_scheduled_event_attributes.activity_type.name
     ]
-    texts = [chunk for chunks in carried for chunk in chunks]
+    # The long carries travel packed (`names.PACKED_FORMAT`): the one with the first step-finish.
+    assert any("packed" in carry and "chunks" not in carry for carry in carries)
+    texts = [chunk for carry in carries for chunk in carried_texts(carry)]
     assert texts and all(isinstance(chunk, str) for chunk in texts)
     assert "step-finish" in {json.loads(chunk)["type"] for chunk in texts}
+
+
+async def test_a_run_of_the_text_format_carries_its_chunks_unpacked(temporal_server: Any) -> None:
+    """A run an earlier client started (`names.TEXT_FORMAT`) keeps its format on this worker."""
+    lookup = create_tool(id="lookup", description="look up", execute=lambda args, context: "x" * 2000)
+    agent = Agent(
+        "text-format",
+        model=MockModel([tool_call_step(("c1", "lookup", {})), text_step("done")]),
+        tools=[lookup],
+    )
+    client = await Client.connect(temporal_server.target)
+    queue = f"q-{uuid.uuid4()}"
+    async with create_worker(client, Sluicegate(agents={agent.id: agent}), task_queue=queue):
+        start = {
+            "agentId": agent.id,
+            "messages": "hi",
+            "settings": {"heartbeatTimeout": 5, "retryInterval": 0.05},
+            names.FORMAT: names.TEXT_FORMAT,
+        }
+        run_id = f"text-{uuid.uuid4()}"
+        handle = await client.start_workflow(names.WORKFLOW, start, id=run_id, task_queue=queue)
+        assert (await asyncio.wait_for(handle.result(), 30))["text"] == "done"
+        chunks = [
+            c async for c in (await TemporalRuns(client, task_queue=queue).observe(agent, run_id)).full_stream
+        ]
+        history = await handle.fetch_history()
+    carried = _carried(history)
+    assert sum(map(len, carried)) > 2000  # long enough to be packed in a run of the current format
+    assert all(isinstance(chunk, str) for chunk in carried)
+    result = next(c for c in chunks if c.type == "tool-result")
+    assert result.payload.result == "x" * 2000 and chunks[-1].type == "finish"
 
 
 def _carried(history: Any) -> list[Any]:

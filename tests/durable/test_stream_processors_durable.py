@@ -20,6 +20,7 @@ from tests.durable.served import served_durably
 
 from sluicegate import Agent, Sluicegate, tool
 from sluicegate.durable.temporal import TemporalRuns
+from sluicegate.durable.temporal.packed_chunks import unpacked_texts
 from sluicegate.processors import Processor
 from sluicegate.stream.chunk import Chunk
 from sluicegate.testing import MockModel, text_step, tool_call_step
@@ -84,7 +85,8 @@ def _leaks(value: Any) -> list[str]:
 
 def _history_chunks(history_json: str) -> list[dict[str, Any]]:
     """Every chunk (a dict with a `type` and a `runId`) the history's events carry on its way to
-    the log: the chunks activities publish and hand back, those the workflow sends with them.
+    the log: the chunks activities publish and hand back, those the workflow sends with them
+    (packed or not).
     The run's record (the prompt's messages, the result's `steps` and `messages`) holds the tool's
     result as it does in one process (the model reads it; `generate` returns it): a stream
     processor changes what is streamed, not that record."""
@@ -94,6 +96,8 @@ def _history_chunks(history_json: str) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             if isinstance(value.get("type"), str) and "runId" in value:
                 found.append(value)
+            if isinstance(value.get("packed"), str):  # a carry's chunks, packed (`packed_chunks`)
+                walk(unpacked_texts(value["packed"]))
             for key, inner in value.items():
                 if key not in RECORD:
                     walk(inner)

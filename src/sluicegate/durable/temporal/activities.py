@@ -43,6 +43,7 @@ from sluicegate.durable.temporal.activity_streams import ActivityStreams, throug
 from sluicegate.durable.temporal.failures import to_application_error
 from sluicegate.durable.temporal.heartbeats import Pacer, beating
 from sluicegate.durable.temporal.judges import judge_activity, judged_processor_ids
+from sluicegate.durable.temporal.packed_chunks import carried_texts
 from sluicegate.durable.temporal.payloads import encoded, json_value
 from sluicegate.durable.temporal.publish import Publisher, live_writes
 from sluicegate.durable.temporal.stores import decode, encode, real_store, store_methods
@@ -211,8 +212,14 @@ class DurableActivities:
             return
         if "open" in carry:  # the run's first write: its log is opened first (`Outbox.open`)
             await _open(publisher, agent_id, call["runId"], carry["open"])
-        if carry["chunks"]:
-            await publisher.write(call["runId"], carry["offset"], carry["chunks"])
+        try:
+            chunks = carried_texts(carry)
+        except ValueError as exc:  # not retried: another attempt carries the same
+            raise ApplicationError(
+                f"the chunks carried to the log of run {call['runId']!r}: {exc}", non_retryable=True
+            ) from None
+        if chunks:
+            await publisher.write(call["runId"], carry["offset"], chunks)
 
     def _open_activity(self) -> Callable[..., Any]:
         async def open_run(call: dict[str, Any]) -> int:

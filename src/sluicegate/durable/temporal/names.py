@@ -25,12 +25,16 @@ OUTPUT = "output"
 """The query of the run's output so far (the workflow's result shape): a waiting run's too."""
 FORMAT = "format"
 """The key of a run's input naming its format (`RUN_FORMAT`)."""
-RUN_FORMAT = 1
-"""The format `TemporalRuns.start` writes into a new run's input: its log is opened by its
-first write and its chunks travel to the log as JSON text. Decided by the input, which the
-history holds, not by `workflow.patched`, whose marker costs every run two more events and a
-search-attribute update each; a run without it (started by an older client, or recorded
-before) asks the patches as it did."""
+TEXT_FORMAT = 1
+"""A run whose log is opened by its first write and whose chunks travel to the log as JSON text."""
+PACKED_FORMAT = 2
+"""As `TEXT_FORMAT`, and the chunks an activity carries to the log travel packed
+(`packed_chunks`)."""
+RUN_FORMAT = PACKED_FORMAT
+"""The format `TemporalRuns.start` writes into a new run's input. Decided by the input, which
+the history holds, not by `workflow.patched`, whose marker costs every run two more events and
+a search-attribute update each; a run without it (started by an older client, or recorded
+before) asks the patches as it did, and a run of an earlier format keeps it."""
 
 
 def model_activity(agent_id: str) -> str:

@@ -153,7 +153,7 @@ def _activity_execute(
             body: dict[str, Any] = {
                 "runId": run.run_id,
                 "toolCallId": context.tool_call_id,
-                "carry": carry,
+                "carry": durable.outbox.sent(carry),
                 "idempotencyKey": context.idempotency_key,
                 "args": args,
                 "resumeData": context.resume_data,

@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from sluicegate.agent.suspension import json_context
 from sluicegate.durable.temporal import names
 from sluicegate.durable.temporal.failures import PayloadTooLargeError, from_activity_error
+from sluicegate.durable.temporal.packed_chunks import packed_texts
 from sluicegate.durable.temporal.payloads import LOCAL_LIMIT, SharedRecords, encoded, json_state, json_text
 from sluicegate.durable.temporal.trace_context import inject
 from sluicegate.models.base import CallOptions, StreamResult
@@ -97,6 +98,8 @@ class Outbox:
         self.unopened: dict[str, Any] | None = None
         """The run's owner while its log is still to be opened by the next write (`open`)."""
         self.lock = asyncio.Lock()
+        self.packs = False
+        """Whether carried chunks travel packed (`sent`; set by `open`, from the run's format)."""
         self.encode: Callable[[Chunk[Any]], dict[str, Any] | str] = Chunk.to_dict
         """A chunk as it travels: its JSON text (`ENCODED_CHUNKS`, set by `open`), or its dict."""
 
@@ -106,8 +109,11 @@ class Outbox:
         activity, and its round trip through the worker, less per run. A new run's chunks start
         at offset 0, and a replay writes the same chunks at the same offsets. A run recorded
         before (its history has the `open-run`) opens as it did. `run_format` is the run's
-        input's (`names.RUN_FORMAT`); without it the patches decide, as they did."""
-        current = type(run_format) is int and run_format >= names.RUN_FORMAT
+        input's (`names.RUN_FORMAT`); without it the patches decide, as they did. From
+        `names.PACKED_FORMAT` on, its carried chunks travel packed (`sent`)."""
+        level = run_format if type(run_format) is int else 0  # a bool is not a format
+        current = level >= names.TEXT_FORMAT
+        self.packs = level >= names.PACKED_FORMAT
         if current or workflow.patched(ENCODED_CHUNKS):
             self.encode = ChunkTexts()
         if not current and not workflow.patched(OPEN_WITH_FIRST_WRITE):
@@ -128,6 +134,20 @@ class Outbox:
         if self.unopened is not None:
             carry["open"] = self.unopened  # the activity opens the log before it writes
         return carry
+
+    def sent(self, carry: dict[str, Any]) -> dict[str, Any]:
+        """`carry` as an activity's input holds it: its texts packed in one string
+        (`packed_chunks.packed_texts`) when the run's format says so and they are long enough,
+        with no `chunks` (an activity that cannot unpack them fails instead of skipping them)."""
+        chunks = carry["chunks"]
+        if not self.packs or not chunks:
+            return carry
+        packed = packed_texts(chunks)
+        if packed is None:
+            return carry
+        wire = {key: value for key, value in carry.items() if key != "chunks"}
+        wire["packed"] = packed
+        return wire
 
     async def landing(self, carry: dict[str, Any], call: Awaitable[Any]) -> Any:
         """`call`'s result: the activity whose input holds `carry` (scheduled, not yet started:
@@ -305,7 +325,7 @@ class ActivityModel:
                     "hasNext": self.has_next,
                     "attempts": self.retry_policy.maximum_attempts,
                     "offset": carry["end"],
-                    "carry": carry,
+                    "carry": self._outbox.sent(carry),
                     "opening": [c.to_dict() for c in opening],
                     "options": vars(options),
                     "states": stream_states(run),
