@@ -6,6 +6,8 @@ payload limit and growing the history at every step."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import uuid
 from typing import Any
 
@@ -28,7 +30,13 @@ DOCUMENT = 40_000
 @tool
 async def fetch(page: int) -> str:
     """A large document."""
-    return f"page {page}: " + "x" * DOCUMENT
+    return f"page {page}: " + _noise(page)[:DOCUMENT]
+
+
+def _noise(seed: int) -> str:
+    """Text zlib cannot shrink much (a carry is packed, `packed_chunks`): hashes in base64."""
+    blocks = [hashlib.sha512(f"{seed}:{n}".encode()).digest() for n in range(DOCUMENT // 64 + 1)]
+    return base64.b64encode(b"".join(blocks)).decode()
 
 
 async def test_large_tool_results_do_not_push_a_step_past_the_payload_limit(temporal_server: Any) -> None:
@@ -55,3 +63,12 @@ async def test_large_tool_results_do_not_push_a_step_past_the_payload_limit(temp
     # A call carries chunks only while it is small; what remains is the prompt, which grows by
     # one document a step (the old carry made the 7th call 2.3 MB).
     assert max(inputs) < CARRY_BUDGET + (STEPS + 1) * DOCUMENT * 2 < PAYLOAD_LIMIT
+    # Some carries went to the log by themselves (the local publish), besides the run's close.
+    publishes = [
+        event
+        for event in history.events
+        if event.HasField("marker_recorded_event_attributes")
+        and b'"activity_type":"sluicegate.publish"'
+        in event.marker_recorded_event_attributes.details["data"].SerializeToString()
+    ]
+    assert len(publishes) > 1
