@@ -33,6 +33,10 @@ ENCODING = b"json/plain"
 _ENCODER = json.JSONEncoder(default=json_default, allow_nan=False, separators=(",", ":"))
 """`encoded`'s encoder, made once (`json.dumps` with these options makes one per call)."""
 
+_MARKER = '"\\u0000'
+"""How a record's marker string (see `SharedRecords`) begins once encoded: a quote and an
+escaped NUL."""
+
 __all__ = [
     "LOCAL_LIMIT",
     "PAYLOAD_LIMIT",
@@ -104,14 +108,15 @@ class SharedRecords:
         Encoded in one pass of the C encoder: each listed record stands in as a marker string
         (a NUL and its index), whose encoding (`"\\u0000<i>"`) is then replaced by the record's
         text. A string of the value's own that starts with a NUL encodes alike: then the markers
-        are not counted right, and the value is encoded piece by piece instead."""
+        are not counted right, and the value is encoded whole instead (the same text, its
+        records encoded again)."""
         texts: list[str] = []
         shadow = self._shadow(value, texts)
         if not texts:
             return _ENCODER.encode(value)
         pieces = _ENCODER.encode(shadow).split(_MARKER)
         if len(pieces) != len(texts) + 1:
-            return self._pieces(value)
+            return _ENCODER.encode(value)
         out = [pieces[0]]
         for piece in pieces[1:]:
             index, rest = piece.split('"', 1)
@@ -143,18 +148,6 @@ class SharedRecords:
                 out.append(item)
         return out
 
-    def _pieces(self, value: Any) -> str:
-        """`value`'s text built piece by piece: for a value whose own strings look like markers."""
-        if type(value) is dict and all(type(key) is str for key in value):
-            return "{" + ",".join(f"{_ENCODER.encode(k)}:{self._pieces(v)}" for k, v in value.items()) + "}"
-        if type(value) is list:
-            return (
-                "["
-                + ",".join(self._listed(item) if type(item) is dict else self._pieces(item) for item in value)
-                + "]"
-            )
-        return _ENCODER.encode(value)
-
     def _listed(self, item: dict[str, Any]) -> str:
         known = self._texts.get(id(item))
         if known is not None and known[0] is item:
@@ -162,7 +155,3 @@ class SharedRecords:
         text = _ENCODER.encode(item)
         self._texts[id(item)] = (item, text)
         return text
-
-
-_MARKER = '"\\u0000'
-"""How a marker string (`SharedRecords._shadow`) begins once encoded: a quote and an escaped NUL."""
