@@ -18,10 +18,10 @@ so a slow log never holds the model stream back.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from sluicegate.durable.temporal.payloads import json_text
 from sluicegate.stream.chunk import Chunk
 from sluicegate.stream.run_log import (
     InMemoryRunLog,
@@ -89,9 +89,7 @@ class Publisher:
             # decoded if a reader reads them (`append_encoded`).
             for index in range(max(writer.next_offset - offset, 0), len(chunks)):
                 chunk = chunks[index]
-                writer.append_encoded(
-                    chunk if isinstance(chunk, str) else json.dumps(chunk, separators=(",", ":"))
-                )
+                writer.append_encoded(chunk if isinstance(chunk, str) else json_text(chunk))
             return offset + len(chunks)
         return await self.run_log.write_at(run_id, offset, chunks)  # type: ignore[no-any-return]
 
