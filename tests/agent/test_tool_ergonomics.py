@@ -10,13 +10,15 @@ import threading
 from typing import Any
 
 import pydantic
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sluicegate import Agent, create_tool, tool
+from sluicegate.errors import ToolError
 from sluicegate.testing import MockModel
 from sluicegate.testing.mock_model import text_step, tool_call_step
-from sluicegate.tools import ToolContext
+from sluicegate.tools import Tool, ToolContext
 from sluicegate.tools.docstring import parse_docstring
 
 
@@ -232,3 +234,5 @@ def test_a_tool_says_whether_it_reads_its_context() -> None:
     )
     assert RetryingTool(plain, policy).reads_context is False
     assert RetryingTool(reading, policy).reads_context is True
+    with pytest.raises(ToolError, match="reads_context must be True or False, got 'no'"):
+        Tool(id="odd", execute=lambda args, context: None, reads_context="no")  # type: ignore[arg-type]

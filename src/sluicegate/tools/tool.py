@@ -149,7 +149,9 @@ class Tool:
         if annotations is not None and not isinstance(annotations, dict):
             raise ToolError(f"tool {id!r}: annotations must be a dict, got {type(annotations).__name__}")
         self.annotations = annotations
-        self.reads_context = bool(reads_context)
+        if not isinstance(reads_context, bool):
+            raise ToolError(f"tool {id!r}: reads_context must be True or False, got {reads_context!r}")
+        self.reads_context = reads_context
         """Whether `execute` looks at its `ToolContext` (`@tool` knows: a function without a
         `ToolContext` parameter never sees it). A durable run sends the conversation so far to a
         tool's activity only when it does: it is the largest part of a call's input."""
